@@ -1,0 +1,104 @@
+/*
+ * Transport seam. UCX is the only transport; the ops table exists so a test
+ * adapter can wrap it (delay, reorder across endpoints, kill a peer) and so
+ * pami/ never includes a UCX header. Functions return 0 or a negative errno:
+ * -EAGAIN no resources now, -ENOMEM, -EINVAL, -ECONNRESET peer gone,
+ * -ECANCELED canceled by close, -EIO anything else.
+ *
+ * This layer knows nothing of pami/.
+ */
+#ifndef PAMI_ADAPTERS_TRANSPORT_H
+#define PAMI_ADAPTERS_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct tp_context tp_context_t;
+typedef struct tp_worker  tp_worker_t;
+typedef struct tp_ep      tp_ep_t;
+
+/* Completion slot embedded in the caller's own request; the transport calls
+ * fn once when an operation that returned 1 ("in progress") ends. */
+typedef struct tp_req tp_req_t;
+struct tp_req {
+    void (*fn)(tp_req_t *req, int status);
+};
+
+/* Incoming active message. hdr is valid during the call. If rndv_desc is
+ * NULL the payload is at data (valid during the call); otherwise the
+ * payload is still remote and the callee must call am_recv or am_discard
+ * with rndv_desc, during the call or later. */
+typedef void (*tp_am_fn)(void *arg, const void *hdr, size_t hdr_len,
+                         void *data, size_t data_len, void *rndv_desc);
+
+/* The remote side of an endpoint failed; ops on it complete with errors. */
+typedef void (*tp_ep_error_fn)(void *arg, int status);
+
+typedef struct {
+    int      thread_shared;   /* workers used from several threads */
+    int      peer_errors;     /* detect dead peers (UCX error mode PEER) */
+    size_t   estimated_eps;
+} tp_params_t;
+
+typedef struct {
+    tp_am_fn am_fn;
+    void    *am_arg;
+} tp_worker_params_t;
+
+typedef struct {
+    size_t max_am_header;     /* largest header am_send accepts */
+    char   version[32];
+    char   transports[256];   /* comma list of usable UCX transports */
+} tp_info_t;
+
+enum {
+    TP_SEND_EAGER = 1u << 0,  /* never use the transport's rendezvous */
+};
+
+typedef struct tp_ops {
+    const char *name;
+    int  (*init)(const tp_params_t *params, tp_context_t **ctx);
+    void (*fini)(tp_context_t *ctx);
+    int  (*query)(tp_context_t *ctx, tp_info_t *info);
+
+    int  (*worker_create)(tp_context_t *ctx, const tp_worker_params_t *params,
+                          tp_worker_t **worker);
+    void (*worker_destroy)(tp_worker_t *worker);
+    /* Address stays owned by the worker. */
+    int  (*worker_address)(tp_worker_t *worker, const void **addr,
+                           size_t *len);
+
+    int  (*ep_create)(tp_worker_t *worker, const void *addr,
+                      tp_ep_error_fn err_fn, void *err_arg, tp_ep_t **ep);
+    /* Starts closing; flush first unless force. Returns 0 when closed, 1
+     * when the close completes later through req. */
+    int  (*ep_close)(tp_ep_t *ep, int force, tp_req_t *req);
+
+    /* Sends now or not at all: 0 sent (buffers reusable), -EAGAIN. */
+    int  (*am_send_imm)(tp_ep_t *ep, const void *hdr, size_t hdr_len,
+                        const void *data, size_t data_len);
+    /* 0 done (buffers reusable), 1 in progress (req->fn later; hdr and data
+     * must stay valid until then), < 0 error. */
+    int  (*am_send)(tp_ep_t *ep, const void *hdr, size_t hdr_len,
+                    const void *data, size_t data_len, unsigned flags,
+                    tp_req_t *req);
+    /* Receive a rendezvous payload into buf; same return convention. */
+    int  (*am_recv)(tp_worker_t *worker, void *rndv_desc, void *buf,
+                    size_t len, tp_req_t *req);
+    void (*am_discard)(tp_worker_t *worker, void *rndv_desc);
+
+    /* Runs callbacks; returns the number of events. */
+    unsigned (*progress)(tp_worker_t *worker);
+    /* fd that becomes readable when the worker has events after arm. */
+    int  (*event_fd)(tp_worker_t *worker, int *fd);
+    /* 0 armed (safe to sleep), -EAGAIN events pending (progress again). */
+    int  (*arm)(tp_worker_t *worker);
+    /* Wakes a thread sleeping on the event fd; thread safe. */
+    int  (*signal)(tp_worker_t *worker);
+    /* 0 flushed, 1 in progress (req->fn later). */
+    int  (*worker_flush)(tp_worker_t *worker, tp_req_t *req);
+} tp_ops_t;
+
+extern const tp_ops_t tp_ucx_ops;
+
+#endif

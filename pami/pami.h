@@ -1,0 +1,344 @@
+/*
+ * pami: an active-message middleware over UCX.
+ *
+ * One client per runtime per process; one or more contexts per client, each
+ * with its own UCX worker; endpoints name (task, context offset) pairs.
+ * Everything that can fail returns a pami_result_t; callbacks receive one too.
+ *
+ * Memory ownership is stated next to every callback type below.
+ */
+#ifndef PAMI_H
+#define PAMI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PAMI_VERSION_MAJOR 0
+#define PAMI_VERSION_MINOR 1
+#define PAMI_VERSION_PATCH 0
+
+/* ------------------------------------------------------------------------ */
+/* Results                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* The one list of result codes; the enum and pami_error_text() are both
+ * generated from it, so a code can never lack its text. */
+#define PAMI_FOREACH_RESULT(X)                                                   \
+    X(PAMI_SUCCESS,     0, "success")                                           \
+    X(PAMI_EAGAIN,      1, "resources busy or nothing to do, try again")        \
+    X(PAMI_ERROR,       2, "generic error")                                     \
+    X(PAMI_INVAL,       3, "invalid argument")                                  \
+    X(PAMI_UNIMPL,      4, "not implemented")                                   \
+    X(PAMI_ENOMEM,      5, "out of memory")                                     \
+    X(PAMI_TIMEOUT,     6, "timed out")                                         \
+    X(PAMI_PEER_FAILED, 7, "peer task failed or is unreachable")                \
+    X(PAMI_SHUTDOWN,    8, "canceled by shutdown")                              \
+    X(PAMI_IN_HANDLER,  9, "not allowed from inside a handler or callback")     \
+    X(PAMI_NOT_FOUND,  10, "no such entry")                                     \
+    X(PAMI_TRANSPORT,  11, "transport (UCX) error")                             \
+    X(PAMI_BOOTSTRAP,  12, "bootstrap (launcher, PMIx or OOB) error")
+
+typedef enum {
+#define PAMI_RESULT_ENUM_(name, value, text) name = value,
+    PAMI_FOREACH_RESULT(PAMI_RESULT_ENUM_)
+#undef PAMI_RESULT_ENUM_
+    PAMI_RESULT_LAST
+} pami_result_t;
+
+/* Never NULL; "unknown result" for values outside the list. */
+const char *pami_error_text(pami_result_t result);
+
+/* ------------------------------------------------------------------------ */
+/* Handles                                                                   */
+/* ------------------------------------------------------------------------ */
+
+typedef struct pami_client  *pami_client_t;
+typedef struct pami_context *pami_context_t;
+
+/* An endpoint names a (task, context offset) pair. It is a plain value:
+ * copy it, compare it, send it in a header. Make one with
+ * pami_endpoint_create(); take it apart with pami_endpoint_query(). */
+typedef uint32_t pami_endpoint_t;
+#define PAMI_ENDPOINT_NULL ((pami_endpoint_t)UINT32_MAX)
+
+typedef uint32_t pami_task_t;
+
+/* Completion callback of an operation. Runs inside pami_context_advance()
+ * or pami_context_wait() on the context that owns the operation, exactly
+ * once, with PAMI_SUCCESS or the reason the operation failed
+ * (PAMI_PEER_FAILED, PAMI_SHUTDOWN, ...). */
+typedef void (*pami_event_fn)(pami_context_t context, void *cookie,
+                              pami_result_t result);
+
+/* ------------------------------------------------------------------------ */
+/* Configuration                                                             */
+/* ------------------------------------------------------------------------ */
+
+/* Every PAMI_* environment variable, described for tools and docs. Index
+ * from 0 until the function returns PAMI_NOT_FOUND. */
+typedef struct {
+    const char *name;          /* "PAMI_LOG_LEVEL" */
+    const char *default_value; /* as a string */
+    const char *description;
+} pami_config_var_t;
+
+pami_result_t pami_config_var(unsigned index, pami_config_var_t *var);
+
+/* ------------------------------------------------------------------------ */
+/* Client                                                                    */
+/* ------------------------------------------------------------------------ */
+
+typedef enum {
+    PAMI_BOOTSTRAP_AUTO  = 0, /* pamirun if present, else PMIx, else one task */
+    PAMI_BOOTSTRAP_LOCAL = 1, /* served by pamirun over a Unix socket */
+    PAMI_BOOTSTRAP_PMIX  = 2, /* mpirun, prterun, srun --mpi=pmix */
+    PAMI_BOOTSTRAP_OOB   = 3  /* the program's own allgather, see below */
+} pami_bootstrap_kind_t;
+
+/* OOB allgather: every task passes `len` bytes in `send`; on return `recv`
+ * holds size * len bytes, task i's contribution at offset i * len. Must be
+ * collective over all tasks and return 0 on success. It is called during
+ * pami_client_create(), pami_context_createv() and pami_context_destroyv(). */
+typedef int (*pami_oob_allgather_fn)(void *cookie, const void *send,
+                                     void *recv, size_t len);
+
+/* Params structs begin with a field_mask; bits are never renumbered and
+ * unset fields take their defaults, so the struct can grow. */
+enum {
+    PAMI_CLIENT_PARAM_BOOTSTRAP      = 1u << 0,
+    PAMI_CLIENT_PARAM_OOB            = 1u << 1, /* oob_* fields */
+    PAMI_CLIENT_PARAM_ASYNC_PROGRESS = 1u << 2,
+    PAMI_CLIENT_PARAM_WAIT_SPIN      = 1u << 3
+};
+
+typedef struct {
+    uint64_t              field_mask;
+    pami_bootstrap_kind_t bootstrap;
+    pami_oob_allgather_fn oob_allgather;
+    void                 *oob_cookie;
+    pami_task_t           oob_task;  /* this task's id in the OOB group */
+    size_t                oob_size;  /* number of tasks in the OOB group */
+    int                   async_progress; /* overrides PAMI_ASYNC_PROGRESS */
+    unsigned              wait_spin; /* overrides PAMI_WAIT_SPIN */
+} pami_client_params_t;
+
+/* Joins the job: finds the bootstrap, learns task id and size, and which
+ * tasks share this node. Collective over all tasks. params may be NULL. */
+pami_result_t pami_client_create(const char *name,
+                                 const pami_client_params_t *params,
+                                 pami_client_t *client);
+
+/* Destroys the contexts that are left, then leaves the bootstrap. */
+pami_result_t pami_client_destroy(pami_client_t *client);
+
+enum {
+    PAMI_CLIENT_ATTR_TASK            = 1u << 0,
+    PAMI_CLIENT_ATTR_SIZE            = 1u << 1,
+    PAMI_CLIENT_ATTR_LOCAL_TASKS     = 1u << 2,
+    PAMI_CLIENT_ATTR_DISPATCH_MAX    = 1u << 3,
+    PAMI_CLIENT_ATTR_HEADER_MAX      = 1u << 4,
+    PAMI_CLIENT_ATTR_IMMEDIATE_MAX   = 1u << 5,
+    PAMI_CLIENT_ATTR_RNDV_THRESHOLD  = 1u << 6,
+    PAMI_CLIENT_ATTR_NUM_CONTEXTS    = 1u << 7,
+    PAMI_CLIENT_ATTR_NAME            = 1u << 8,
+    PAMI_CLIENT_ATTR_BOOTSTRAP       = 1u << 9,
+    PAMI_CLIENT_ATTR_TRANSPORT       = 1u << 10
+};
+
+typedef struct {
+    uint64_t           field_mask;     /* which fields to fill */
+    pami_task_t        task;
+    size_t             size;
+    /* Tasks on this node, sorted; owned by the client, valid until destroy. */
+    const pami_task_t *local_tasks;
+    size_t             num_local_tasks;
+    /* User dispatch ids are 0 .. dispatch_max-1. */
+    size_t             dispatch_max;
+    /* Largest header of any send. */
+    size_t             header_max;
+    /* Largest header_len + data_len that pami_send_immediate accepts. */
+    size_t             immediate_max;
+    size_t             rndv_threshold;
+    size_t             num_contexts;   /* created so far, 0 before createv */
+    const char        *name;
+    pami_bootstrap_kind_t bootstrap;
+    const char        *ucx_version;    /* "1.13.1" */
+    const char        *transports;     /* UCX transports usable here */
+} pami_client_attr_t;
+
+pami_result_t pami_client_query(pami_client_t client, pami_client_attr_t *attr);
+
+/* ------------------------------------------------------------------------ */
+/* Contexts and progress                                                     */
+/* ------------------------------------------------------------------------ */
+
+#define PAMI_CONTEXT_MAX 64
+
+typedef struct {
+    uint64_t field_mask; /* no fields yet; pass NULL or zero */
+} pami_context_params_t;
+
+/* Creates n contexts, one UCX worker each, and exchanges their addresses.
+ * Collective: every task calls it once with the same n. */
+pami_result_t pami_context_createv(pami_client_t client,
+                                   const pami_context_params_t *params,
+                                   size_t n, pami_context_t *contexts);
+
+/* Collective like createv. Flushes what can still be delivered (bounded by
+ * PAMI_SHUTDOWN_TIMEOUT); any operation still pending afterwards completes
+ * with PAMI_SHUTDOWN. Sets every element of contexts to NULL. */
+pami_result_t pami_context_destroyv(pami_context_t *contexts, size_t n);
+
+/* Polls up to `max` times. PAMI_SUCCESS when something happened (a handler
+ * or callback ran), PAMI_EAGAIN when nothing did, PAMI_IN_HANDLER when
+ * called from a handler or callback of this context. */
+pami_result_t pami_context_advance(pami_context_t context, size_t max);
+
+/* Like advance, but when nothing is happening it spins a bounded number of
+ * times and then sleeps on the UCX event fd (through libev) until an event,
+ * a pami_context_post(), or the timeout. timeout_ms < 0 waits forever.
+ * PAMI_SUCCESS when something happened, PAMI_TIMEOUT otherwise. */
+pami_result_t pami_context_wait(pami_context_t context, int timeout_ms);
+
+/* The context lock. Calls on one context must not run concurrently; with
+ * PAMI_ASYNC_PROGRESS=1 the progress thread takes this lock around its
+ * advance, so the program holds it around its own calls. */
+pami_result_t pami_context_lock(pami_context_t context);
+pami_result_t pami_context_trylock(pami_context_t context); /* EAGAIN if held */
+pami_result_t pami_context_unlock(pami_context_t context);
+
+/* Storage for one posted work item; the program owns it until fn runs. */
+typedef struct {
+    uintptr_t opaque[4];
+} pami_work_t;
+
+typedef pami_result_t (*pami_work_fn)(pami_context_t context, void *cookie);
+
+/* The one call that is safe from any thread without the context lock:
+ * queues fn to run from advance/wait on this context, and wakes a context
+ * sleeping in pami_context_wait. fn runs once; if it returns PAMI_EAGAIN
+ * it is queued again. */
+pami_result_t pami_context_post(pami_context_t context, pami_work_t *work,
+                                pami_work_fn fn, void *cookie);
+
+/* Counters of one context, for tests and tools. */
+typedef struct {
+    uint64_t sends;             /* AMs started */
+    uint64_t receives;          /* AMs delivered to a handler */
+    uint64_t dropped_unknown;   /* AMs for an id with no handler */
+    uint64_t dropped_malformed; /* AMs too short to decode */
+    uint64_t peer_failures;     /* endpoints that reported a dead peer */
+    uint64_t posted;            /* work items run */
+    uint64_t sleeps;            /* times pami_context_wait slept */
+} pami_context_stats_t;
+
+pami_result_t pami_context_stats(pami_context_t context,
+                                 pami_context_stats_t *stats);
+
+/* ------------------------------------------------------------------------ */
+/* Endpoints                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* PAMI_INVAL when task >= size or offset >= PAMI_CONTEXT_MAX. The UCX
+ * endpoint behind it is created on first use. */
+pami_result_t pami_endpoint_create(pami_client_t client, pami_task_t task,
+                                   size_t context_offset,
+                                   pami_endpoint_t *endpoint);
+
+pami_result_t pami_endpoint_query(pami_endpoint_t endpoint, pami_task_t *task,
+                                  size_t *context_offset);
+
+/* ------------------------------------------------------------------------ */
+/* Dispatch                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* Where a message that is not yet all here should land. The handler fills
+ * it when it is called with data == NULL; leaving addr NULL discards the
+ * message (the origin still completes). */
+typedef struct {
+    void         *addr;     /* destination, data_size bytes */
+    pami_event_fn local_fn; /* the data is in addr; may be NULL */
+    void         *cookie;
+} pami_recv_t;
+
+/* Active-message handler. Runs inside advance/wait of the target context.
+ *  - header: valid only during the call.
+ *  - data != NULL: the whole payload, valid only during the call; recv is
+ *    NULL.
+ *  - data == NULL and data_size > 0: the payload is still at the origin;
+ *    fill *recv to say where it goes (the buffer must stay valid until
+ *    recv->local_fn runs).
+ *  - data_size == 0: data may be NULL or not; recv is NULL.
+ * A handler may send (immediate or not); it must not call advance or wait
+ * (they return PAMI_IN_HANDLER) and must not block. */
+typedef void (*pami_dispatch_fn)(pami_context_t context, void *cookie,
+                                 const void *header, size_t header_size,
+                                 const void *data, size_t data_size,
+                                 pami_endpoint_t origin, pami_recv_t *recv);
+
+typedef struct {
+    uint64_t field_mask; /* no hints yet; pass NULL or zero */
+} pami_dispatch_hint_t;
+
+/* Registers (or with fn == NULL, clears) the handler of `id` on this
+ * context. User ids are 0 .. dispatch_max-1 (see pami_client_query).
+ * Registration is local: a peer must not send to an id before the target
+ * registered it (such messages are dropped and counted). Register, then
+ * call pami_dispatch_fence() to make the registration safe job-wide. */
+pami_result_t pami_dispatch_set(pami_context_t context, size_t id,
+                                pami_dispatch_fn fn, void *cookie,
+                                const pami_dispatch_hint_t *hints);
+
+/* Collective over all tasks (bootstrap barrier): after it returns on any
+ * task, every task has finished the pami_dispatch_set calls it made before
+ * entering. Must not be called from a handler. */
+pami_result_t pami_dispatch_fence(pami_client_t client);
+
+/* ------------------------------------------------------------------------ */
+/* Send                                                                      */
+/* ------------------------------------------------------------------------ */
+
+typedef struct {
+    pami_endpoint_t dest;
+    size_t          dispatch;
+    const void     *header;
+    size_t          header_len;
+    const void     *data;
+    size_t          data_len;
+} pami_send_immediate_t;
+
+/* Sends header + data (header_len + data_len <= immediate_max). Buffers
+ * may be reused on return; no callbacks. PAMI_EAGAIN instead of blocking
+ * when the transport has no room right now: advance and retry. */
+pami_result_t pami_send_immediate(pami_context_t context,
+                                  const pami_send_immediate_t *params);
+
+typedef struct {
+    pami_send_immediate_t send;
+    /* The data buffer may be reused (header is copied at the call). */
+    pami_event_fn local_fn;
+    /* The target's handler returned and, for a message not all there at
+     * the call, its recv->local_fn ran. Costs one reply message. */
+    pami_event_fn remote_fn;
+    void         *cookie;
+} pami_send_t;
+
+/* Any size. The header is copied before return; data must stay valid until
+ * local_fn runs (or, without local_fn, until remote_fn runs; with neither,
+ * until the context is destroyed). */
+pami_result_t pami_send(pami_context_t context, const pami_send_t *params);
+
+/* Ordering: for one origin context and one target endpoint, handlers run in
+ * the order the sends were called, for every dispatch id, whatever the
+ * message sizes. Nothing is promised between different origin contexts or
+ * different targets. See docs/guide.md. */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PAMI_H */
