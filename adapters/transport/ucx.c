@@ -1,0 +1,411 @@
+/*
+ * The UCX transport: UCP context, one worker per pami context, endpoints
+ * from worker addresses, UCP active messages, wakeup through the worker's
+ * event fd.
+ */
+#include "transport.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ucp/api/ucp.h>
+
+#include "log.h"
+
+/* pami traffic uses one UCP AM id; the dispatch id travels in pami's own
+ * header, so unknown ids can be counted instead of dropped inside UCX. */
+#define TP_UCX_AM_ID 7
+
+struct tp_context {
+    ucp_context_h ucp;
+    int           peer_errors;
+    int           thread_shared;
+};
+
+struct tp_worker {
+    tp_context_t *ctx;
+    ucp_worker_h  ucp;
+    ucp_address_t *address;
+    size_t        address_len;
+    tp_am_fn      am_fn;
+    void         *am_arg;
+};
+
+struct tp_ep {
+    tp_worker_t    *worker;
+    ucp_ep_h        ucp;
+    tp_ep_error_fn  err_fn;
+    void           *err_arg;
+};
+
+static int status_to_errno(ucs_status_t status)
+{
+    switch (status) {
+    case UCS_OK:                 return 0;
+    case UCS_INPROGRESS:         return 1;
+    case UCS_ERR_NO_RESOURCE:    return -EAGAIN;
+    case UCS_ERR_BUSY:           return -EAGAIN;
+    case UCS_ERR_NO_MEMORY:      return -ENOMEM;
+    case UCS_ERR_INVALID_PARAM:  return -EINVAL;
+    case UCS_ERR_CANCELED:       return -ECANCELED;
+    case UCS_ERR_TIMED_OUT:      return -ETIMEDOUT;
+    case UCS_ERR_CONNECTION_RESET:
+    case UCS_ERR_ENDPOINT_TIMEOUT:
+    case UCS_ERR_UNREACHABLE:    return -ECONNRESET;
+    default:                     return -EIO;
+    }
+}
+
+static int ucx_init(const tp_params_t *params, tp_context_t **out)
+{
+    ucp_config_t *config;
+    ucs_status_t  status = ucp_config_read(NULL, NULL, &config);
+    if (status != UCS_OK) {
+        pami_error("ucx", "ucp_config_read failed: %s",
+                   ucs_status_string(status));
+        return -EIO;
+    }
+
+    tp_context_t *ctx = calloc(1, sizeof(*ctx));
+    if (ctx == NULL) {
+        ucp_config_release(config);
+        return -ENOMEM;
+    }
+
+    ucp_params_t p = {
+        .field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
+                      UCP_PARAM_FIELD_NAME,
+        .features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP | UCP_FEATURE_RMA |
+                    UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64,
+        .mt_workers_shared = params->thread_shared ? 1 : 0,
+        .name = "pami",
+    };
+    if (params->estimated_eps > 0) {
+        p.field_mask |= UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
+        p.estimated_num_eps = params->estimated_eps;
+    }
+
+    status = ucp_init(&p, config, &ctx->ucp);
+    ucp_config_release(config);
+    if (status != UCS_OK) {
+        pami_error("ucx", "ucp_init failed: %s", ucs_status_string(status));
+        free(ctx);
+        return status_to_errno(status);
+    }
+    ctx->peer_errors   = params->peer_errors;
+    ctx->thread_shared = params->thread_shared;
+    *out = ctx;
+    return 0;
+}
+
+static void ucx_fini(tp_context_t *ctx)
+{
+    if (ctx == NULL)
+        return;
+    ucp_cleanup(ctx->ucp);
+    free(ctx);
+}
+
+/* UCX prints its transports only through a FILE; read them back from it. */
+static void collect_transports(tp_context_t *ctx, char *out, size_t size)
+{
+    out[0] = '\0';
+    char  *text = NULL;
+    size_t len  = 0;
+    FILE  *f    = open_memstream(&text, &len);
+    if (f == NULL)
+        return;
+    ucp_context_print_info(ctx->ucp, f);
+    fclose(f);
+
+    size_t used = 0;
+    for (char *line = strtok(text, "\n"); line != NULL;
+         line = strtok(NULL, "\n")) {
+        /* "#     resource 0  :  md 0  dev 0  flags -- self/memory" */
+        if (strstr(line, "resource") == NULL)
+            continue;
+        char *tl = strrchr(line, ' ');
+        if (tl == NULL)
+            continue;
+        tl++;
+        char *slash = strchr(tl, '/');
+        if (slash != NULL)
+            *slash = '\0';
+        if (*tl == '\0' || strstr(out, tl) != NULL)
+            continue;
+        int n = snprintf(out + used, size - used, "%s%s", used ? "," : "", tl);
+        if (n < 0 || (size_t)n >= size - used)
+            break;
+        used += (size_t)n;
+    }
+    free(text);
+}
+
+static int ucx_query(tp_context_t *ctx, tp_info_t *info)
+{
+    unsigned major, minor, release;
+    ucp_get_version(&major, &minor, &release);
+    snprintf(info->version, sizeof(info->version), "%u.%u.%u", major, minor,
+             release);
+    collect_transports(ctx, info->transports, sizeof(info->transports));
+    info->max_am_header = 0;
+    return 0;
+}
+
+static ucs_status_t am_recv_cb(void *arg, const void *header,
+                               size_t header_length, void *data,
+                               size_t length, const ucp_am_recv_param_t *param)
+{
+    tp_worker_t *w = arg;
+    void *desc = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) ? data : NULL;
+    w->am_fn(w->am_arg, header, header_length, desc ? NULL : data, length,
+             desc);
+    /* A rendezvous descriptor the callee did not take is handled by UCX:
+     * returning UCS_OK without a receive completes the sender. */
+    return UCS_OK;
+}
+
+static int ucx_worker_create(tp_context_t *ctx, const tp_worker_params_t *params,
+                             tp_worker_t **out)
+{
+    tp_worker_t *w = calloc(1, sizeof(*w));
+    if (w == NULL)
+        return -ENOMEM;
+    w->ctx    = ctx;
+    w->am_fn  = params->am_fn;
+    w->am_arg = params->am_arg;
+
+    ucp_worker_params_t wp = {
+        .field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE |
+                       UCP_WORKER_PARAM_FIELD_EVENTS,
+        .thread_mode = ctx->thread_shared ? UCS_THREAD_MODE_SERIALIZED
+                                          : UCS_THREAD_MODE_SINGLE,
+        .events      = UCP_WAKEUP_RX | UCP_WAKEUP_TX | UCP_WAKEUP_AMO |
+                       UCP_WAKEUP_RMA,
+    };
+    ucs_status_t status = ucp_worker_create(ctx->ucp, &wp, &w->ucp);
+    if (status != UCS_OK) {
+        pami_error("ucx", "ucp_worker_create failed: %s",
+                   ucs_status_string(status));
+        free(w);
+        return status_to_errno(status);
+    }
+
+    ucp_am_handler_param_t hp = {
+        .field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
+                      UCP_AM_HANDLER_PARAM_FIELD_CB |
+                      UCP_AM_HANDLER_PARAM_FIELD_ARG,
+        .id  = TP_UCX_AM_ID,
+        .cb  = am_recv_cb,
+        .arg = w,
+    };
+    status = ucp_worker_set_am_recv_handler(w->ucp, &hp);
+    if (status == UCS_OK)
+        status = ucp_worker_get_address(w->ucp, &w->address, &w->address_len);
+    if (status != UCS_OK) {
+        pami_error("ucx", "worker setup failed: %s", ucs_status_string(status));
+        ucp_worker_destroy(w->ucp);
+        free(w);
+        return status_to_errno(status);
+    }
+    *out = w;
+    return 0;
+}
+
+static void ucx_worker_destroy(tp_worker_t *w)
+{
+    if (w == NULL)
+        return;
+    ucp_worker_release_address(w->ucp, w->address);
+    ucp_worker_destroy(w->ucp);
+    free(w);
+}
+
+static int ucx_worker_address(tp_worker_t *w, const void **addr, size_t *len)
+{
+    *addr = w->address;
+    *len  = w->address_len;
+    return 0;
+}
+
+static void ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
+{
+    (void)ep;
+    tp_ep_t *e = arg;
+    pami_debug("ucx", "endpoint error: %s", ucs_status_string(status));
+    if (e->err_fn != NULL)
+        e->err_fn(e->err_arg, status_to_errno(status));
+}
+
+static int ucx_ep_create(tp_worker_t *w, const void *addr, tp_ep_error_fn err_fn,
+                         void *err_arg, tp_ep_t **out)
+{
+    tp_ep_t *e = calloc(1, sizeof(*e));
+    if (e == NULL)
+        return -ENOMEM;
+    e->worker  = w;
+    e->err_fn  = err_fn;
+    e->err_arg = err_arg;
+
+    ucp_ep_params_t ep = {
+        .field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS,
+        .address    = addr,
+    };
+    if (w->ctx->peer_errors) {
+        ep.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                         UCP_EP_PARAM_FIELD_ERR_HANDLER;
+        ep.err_mode        = UCP_ERR_HANDLING_MODE_PEER;
+        ep.err_handler.cb  = ep_error_cb;
+        ep.err_handler.arg = e;
+    }
+    ucs_status_t status = ucp_ep_create(w->ucp, &ep, &e->ucp);
+    if (status != UCS_OK) {
+        pami_error("ucx", "ucp_ep_create failed: %s", ucs_status_string(status));
+        free(e);
+        return status_to_errno(status);
+    }
+    *out = e;
+    return 0;
+}
+
+static void req_complete_cb(void *request, ucs_status_t status, void *user_data)
+{
+    tp_req_t *req = user_data;
+    ucp_request_free(request);
+    req->fn(req, status_to_errno(status));
+}
+
+static void recv_complete_cb(void *request, ucs_status_t status, size_t length,
+                             void *user_data)
+{
+    (void)length;
+    req_complete_cb(request, status, user_data);
+}
+
+/* Turns a UCP status pointer into 0 (done), 1 (in progress) or -errno. */
+static inline int ptr_result(ucs_status_ptr_t sp)
+{
+    if (sp == NULL)
+        return 0;
+    if (UCS_PTR_IS_ERR(sp))
+        return status_to_errno(UCS_PTR_STATUS(sp));
+    return 1;
+}
+
+static int ucx_ep_close(tp_ep_t *e, int force, tp_req_t *req)
+{
+    ucp_request_param_t p = {
+        .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK |
+                        UCP_OP_ATTR_FIELD_USER_DATA,
+        .flags        = force ? UCP_EP_CLOSE_FLAG_FORCE : 0,
+        .cb.send      = req_complete_cb,
+        .user_data    = req,
+    };
+    e->err_fn = NULL; /* errors of a closing endpoint are expected */
+    int rc = ptr_result(ucp_ep_close_nbx(e->ucp, &p));
+    /* The UCP endpoint is gone once the close started; ours goes with it. */
+    free(e);
+    return rc < 0 ? 0 : rc;
+}
+
+static int ucx_am_send_imm(tp_ep_t *e, const void *hdr, size_t hdr_len,
+                           const void *data, size_t data_len)
+{
+    ucp_request_param_t p = {
+        .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL,
+        .flags        = UCP_AM_SEND_FLAG_EAGER,
+    };
+    ucs_status_ptr_t sp = ucp_am_send_nbx(e->ucp, TP_UCX_AM_ID, hdr, hdr_len,
+                                          data, data_len, &p);
+    if (sp == NULL)
+        return 0;
+    if (UCS_PTR_IS_ERR(sp))
+        return status_to_errno(UCS_PTR_STATUS(sp));
+    /* FORCE_IMM_CMPL promises no request; treat one as a bug in UCX. */
+    ucp_request_free(sp);
+    return -EIO;
+}
+
+static int ucx_am_send(tp_ep_t *e, const void *hdr, size_t hdr_len,
+                       const void *data, size_t data_len, unsigned flags,
+                       tp_req_t *req)
+{
+    ucp_request_param_t p = {
+        .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK |
+                        UCP_OP_ATTR_FIELD_USER_DATA,
+        .flags        = (flags & TP_SEND_EAGER) ? UCP_AM_SEND_FLAG_EAGER : 0,
+        .cb.send      = req_complete_cb,
+        .user_data    = req,
+    };
+    return ptr_result(ucp_am_send_nbx(e->ucp, TP_UCX_AM_ID, hdr, hdr_len, data,
+                                      data_len, &p));
+}
+
+static int ucx_am_recv(tp_worker_t *w, void *desc, void *buf, size_t len,
+                       tp_req_t *req)
+{
+    ucp_request_param_t p = {
+        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
+        .cb.recv_am   = recv_complete_cb,
+        .user_data    = req,
+    };
+    return ptr_result(ucp_am_recv_data_nbx(w->ucp, desc, buf, len, &p));
+}
+
+static void ucx_am_discard(tp_worker_t *w, void *desc)
+{
+    ucp_am_data_release(w->ucp, desc);
+}
+
+static unsigned ucx_progress(tp_worker_t *w)
+{
+    return ucp_worker_progress(w->ucp);
+}
+
+static int ucx_event_fd(tp_worker_t *w, int *fd)
+{
+    return status_to_errno(ucp_worker_get_efd(w->ucp, fd));
+}
+
+static int ucx_arm(tp_worker_t *w)
+{
+    return status_to_errno(ucp_worker_arm(w->ucp));
+}
+
+static int ucx_signal(tp_worker_t *w)
+{
+    return status_to_errno(ucp_worker_signal(w->ucp));
+}
+
+static int ucx_worker_flush(tp_worker_t *w, tp_req_t *req)
+{
+    ucp_request_param_t p = {
+        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
+        .cb.send      = req_complete_cb,
+        .user_data    = req,
+    };
+    return ptr_result(ucp_worker_flush_nbx(w->ucp, &p));
+}
+
+const tp_ops_t tp_ucx_ops = {
+    .name           = "ucx",
+    .init           = ucx_init,
+    .fini           = ucx_fini,
+    .query          = ucx_query,
+    .worker_create  = ucx_worker_create,
+    .worker_destroy = ucx_worker_destroy,
+    .worker_address = ucx_worker_address,
+    .ep_create      = ucx_ep_create,
+    .ep_close       = ucx_ep_close,
+    .am_send_imm    = ucx_am_send_imm,
+    .am_send        = ucx_am_send,
+    .am_recv        = ucx_am_recv,
+    .am_discard     = ucx_am_discard,
+    .progress       = ucx_progress,
+    .event_fd       = ucx_event_fd,
+    .arm            = ucx_arm,
+    .signal         = ucx_signal,
+    .worker_flush   = ucx_worker_flush,
+};

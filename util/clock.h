@@ -1,5 +1,5 @@
-#ifndef PAMI_UTIL_TIME_H
-#define PAMI_UTIL_TIME_H
+#ifndef PAMI_UTIL_CLOCK_H
+#define PAMI_UTIL_CLOCK_H
 
 #include <stdint.h>
 #include <time.h>

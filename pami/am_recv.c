@@ -1,0 +1,156 @@
+/*
+ * The receive side of active messages: decode pami's wire header, validate
+ * it, and call the handler registered for the dispatch id. Anything that
+ * does not decode is counted and dropped, never read out of bounds.
+ */
+#include <string.h>
+
+#include "internal.h"
+
+pami_result_t pami_dispatch_set(pami_context_t ctx, size_t id,
+                                pami_dispatch_fn fn, void *cookie,
+                                const pami_dispatch_hint_t *hints)
+{
+    (void)hints;
+    PAMI_CHECK(ctx != NULL, PAMI_INVAL, "dispatch",
+               "dispatch_set on a NULL context");
+    PAMI_CHECK(id < PAMI_DISPATCH_USER_MAX, PAMI_INVAL, "dispatch",
+               "dispatch id %zu is out of range (user ids are 0..%d)", id,
+               PAMI_DISPATCH_USER_MAX - 1);
+    ctx->dispatch[id].fn     = fn;
+    ctx->dispatch[id].cookie = cookie;
+    return PAMI_SUCCESS;
+}
+
+static void recv_done(tp_req_t *tp, int status)
+{
+    pami_request_t *req = container_of(tp, pami_request_t, tp);
+    req->local_pending = false;
+    pami_request_done(req, pami_result_from_errno(status));
+}
+
+/* The payload is still at the origin: ask the handler where it goes. */
+static void deliver_rndv(struct pami_context *ctx, pami_dispatch_entry_t *d,
+                         const void *uhdr, size_t uhdr_len, size_t data_len,
+                         pami_endpoint_t origin, uint32_t peer, bool ack,
+                         uint64_t ack_cookie, void *desc)
+{
+    pami_recv_t recv = {0};
+    d->fn(ctx, d->cookie, uhdr, uhdr_len, NULL, data_len, origin, &recv);
+    if (recv.addr == NULL) {
+        /* Discarded: returning leaves the descriptor to UCX, which
+         * completes the sender. */
+        if (ack)
+            pami_send_ack(ctx, peer, ack_cookie, PAMI_SUCCESS);
+        return;
+    }
+    pami_request_t *req = pami_request_get(ctx);
+    if (req == NULL) {
+        if (ack)
+            pami_send_ack(ctx, peer, ack_cookie, PAMI_ENOMEM);
+        return;
+    }
+    req->kind          = REQ_RECV;
+    req->tp.fn         = recv_done;
+    req->local_fn      = recv.local_fn;
+    req->cookie        = recv.cookie;
+    req->peer          = peer;
+    req->ack_wanted    = ack;
+    req->ack_cookie    = ack_cookie;
+    req->local_pending = true;
+    int rc = ctx->tp->am_recv(ctx->worker, desc, recv.addr, data_len, &req->tp);
+    if (rc != 1) {
+        req->local_pending = false;
+        pami_request_done(req, pami_result_from_errno(rc));
+    }
+}
+
+static void recv_ack(struct pami_context *ctx, const uint8_t *payload,
+                     size_t len)
+{
+    pami_ack_t ack;
+    if (len != sizeof(ack)) {
+        ctx->stats.dropped_malformed++;
+        pami_warn("am", "dropped an ack of %zu bytes", len);
+        return;
+    }
+    memcpy(&ack, payload, sizeof(ack));
+    pami_request_t *req = pami_request_by_cookie(ctx, ack.cookie);
+    if (req == NULL) {
+        ctx->stats.dropped_malformed++;
+        pami_warn("am", "dropped an ack for no waiting send");
+        return;
+    }
+    pami_result_t r = (unsigned)ack.result < PAMI_RESULT_LAST
+                          ? (pami_result_t)ack.result : PAMI_ERROR;
+    pami_request_acked(req, r);
+}
+
+void pami_am_recv(void *arg, const void *hdr, size_t hdr_len, void *data,
+                  size_t data_len, void *desc)
+{
+    struct pami_context *ctx = arg;
+    pami_client_impl_t  *c   = ctx->client;
+    pami_am_hdr_t h;
+
+    if (unlikely(hdr_len < sizeof(h))) {
+        ctx->stats.dropped_malformed++;
+        pami_warn("am", "dropped a message with a %zu-byte header", hdr_len);
+        return;
+    }
+    memcpy(&h, hdr, sizeof(h));
+    const uint8_t *rest = (const uint8_t *)hdr + sizeof(h);
+    size_t rest_len = hdr_len - sizeof(h);
+    bool   ack      = (h.flags & PAMI_AM_FLAG_ACK) != 0;
+    uint64_t ack_cookie = 0;
+
+    if (unlikely(h.origin_task >= c->size || h.origin_ctx >= c->num_contexts ||
+                 (h.flags & ~PAMI_AM_FLAGS_KNOWN) != 0 ||
+                 (ack && rest_len < sizeof(uint64_t)))) {
+        ctx->stats.dropped_malformed++;
+        pami_warn("am", "dropped a malformed message (origin %u/%u, flags "
+                        "0x%x, header %zu bytes)", h.origin_task,
+                  h.origin_ctx, h.flags, hdr_len);
+        return;
+    }
+    if (ack) {
+        memcpy(&ack_cookie, rest, sizeof(ack_cookie));
+        rest += sizeof(ack_cookie);
+        rest_len -= sizeof(ack_cookie);
+    }
+    uint32_t peer = h.origin_task * (uint32_t)c->num_contexts + h.origin_ctx;
+
+    if (h.dispatch >= PAMI_DISPATCH_CORE_BASE) {
+        if (h.dispatch == PAMI_DISPATCH_ACK)
+            recv_ack(ctx, rest, rest_len);
+        else if (h.dispatch == PAMI_DISPATCH_BYE)
+            pami_bye_recv(ctx, rest, rest_len, h.origin_task);
+        else {
+            ctx->stats.dropped_unknown++;
+            pami_warn("am", "dropped a message for core id %u", h.dispatch);
+        }
+        return;
+    }
+
+    pami_dispatch_entry_t *d = &ctx->dispatch[h.dispatch];
+    if (unlikely(d->fn == NULL)) {
+        ctx->stats.dropped_unknown++;
+        pami_warn("am", "dropped a message from task %u for dispatch id %u, "
+                        "which has no handler here", h.origin_task,
+                  h.dispatch);
+        /* Tell a sender waiting for remote completion, or it waits forever. */
+        if (ack)
+            pami_send_ack(ctx, peer, ack_cookie, PAMI_NOT_FOUND);
+        return;
+    }
+    ctx->stats.receives++;
+    pami_endpoint_t origin = (h.origin_task << 8) | h.origin_ctx;
+    if (desc != NULL) {
+        deliver_rndv(ctx, d, rest, rest_len, data_len, origin, peer, ack,
+                     ack_cookie, desc);
+        return;
+    }
+    d->fn(ctx, d->cookie, rest, rest_len, data, data_len, origin, NULL);
+    if (ack)
+        pami_send_ack(ctx, peer, ack_cookie, PAMI_SUCCESS);
+}

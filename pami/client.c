@@ -1,0 +1,274 @@
+/*
+ * Client: joins the job through a bootstrap, owns the UCX context, knows
+ * the task id, the job size and which tasks share this node.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static const bootstrap_ops_t *bootstrap_by_kind(pami_bootstrap_kind_t kind)
+{
+    switch (kind) {
+    case PAMI_BOOTSTRAP_LOCAL: return &bootstrap_local_ops;
+    case PAMI_BOOTSTRAP_PMIX:  return &bootstrap_pmix_ops;
+    case PAMI_BOOTSTRAP_OOB:   return &bootstrap_oob_ops;
+    default:                   return NULL;
+    }
+}
+
+static pami_result_t parse_bootstrap_name(const char *name,
+                                          pami_bootstrap_kind_t *kind)
+{
+    static const struct {
+        const char           *name;
+        pami_bootstrap_kind_t kind;
+    } names[] = {{"auto", PAMI_BOOTSTRAP_AUTO},
+                 {"local", PAMI_BOOTSTRAP_LOCAL},
+                 {"pmix", PAMI_BOOTSTRAP_PMIX},
+                 {"oob", PAMI_BOOTSTRAP_OOB}};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        if (strcmp(name, names[i].name) == 0) {
+            *kind = names[i].kind;
+            return PAMI_SUCCESS;
+        }
+    }
+    pami_error("client", "PAMI_BOOTSTRAP='%s' is not auto, local, pmix or oob",
+               name);
+    return PAMI_INVAL;
+}
+
+/* AUTO: pamirun's socket wins, then a PMIx launcher, else a single task
+ * (the local bootstrap without a socket). */
+static pami_bootstrap_kind_t detect_bootstrap(void)
+{
+    if (bootstrap_local_ops.detect())
+        return PAMI_BOOTSTRAP_LOCAL;
+    if (bootstrap_pmix_ops.detect())
+        return PAMI_BOOTSTRAP_PMIX;
+    return PAMI_BOOTSTRAP_LOCAL;
+}
+
+static pami_result_t apply_params(pami_client_impl_t *c,
+                                  const pami_client_params_t *params,
+                                  bootstrap_args_t *args)
+{
+    pami_result_t rc = parse_bootstrap_name(c->config.bootstrap, &c->bs_kind);
+    if (rc != PAMI_SUCCESS)
+        return rc;
+    if (params == NULL)
+        return PAMI_SUCCESS;
+
+    if (params->field_mask & PAMI_CLIENT_PARAM_BOOTSTRAP) {
+        if ((unsigned)params->bootstrap > PAMI_BOOTSTRAP_OOB) {
+            pami_error("client", "unknown bootstrap kind %d",
+                       (int)params->bootstrap);
+            return PAMI_INVAL;
+        }
+        c->bs_kind = params->bootstrap;
+    }
+    if (params->field_mask & PAMI_CLIENT_PARAM_OOB) {
+        if (params->oob_allgather == NULL || params->oob_size == 0 ||
+            params->oob_task >= params->oob_size) {
+            pami_error("client", "oob params need an allgather function and "
+                                 "task < size (task %u, size %zu)",
+                       params->oob_task, params->oob_size);
+            return PAMI_INVAL;
+        }
+        args->oob_allgather = params->oob_allgather;
+        args->oob_cookie    = params->oob_cookie;
+        args->oob_rank      = params->oob_task;
+        args->oob_size      = (uint32_t)params->oob_size;
+        if (!(params->field_mask & PAMI_CLIENT_PARAM_BOOTSTRAP))
+            c->bs_kind = PAMI_BOOTSTRAP_OOB;
+    }
+    if (c->bs_kind == PAMI_BOOTSTRAP_OOB && args->oob_allgather == NULL) {
+        pami_error("client", "the oob bootstrap needs PAMI_CLIENT_PARAM_OOB");
+        return PAMI_INVAL;
+    }
+    if (params->field_mask & PAMI_CLIENT_PARAM_ASYNC_PROGRESS)
+        c->config.async_progress = params->async_progress != 0;
+    if (params->field_mask & PAMI_CLIENT_PARAM_WAIT_SPIN)
+        c->config.wait_spin = params->wait_spin;
+    return PAMI_SUCCESS;
+}
+
+#define HOST_ID_LEN 64
+
+/* Tasks sharing this node: allgather a host identity and keep the equal
+ * ones. The boot id separates containers that share a hostname. */
+static pami_result_t find_local_tasks(pami_client_impl_t *c)
+{
+    char me[HOST_ID_LEN] = {0};
+    gethostname(me, HOST_ID_LEN / 2);
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (f != NULL) {
+        size_t used = strlen(me);
+        me[used++] = '/';
+        if (fgets(me + used, (int)(HOST_ID_LEN - used), f) == NULL)
+            me[used] = '\0';
+        fclose(f);
+    }
+
+    char *all = malloc(c->size * HOST_ID_LEN);
+    c->local_tasks = malloc(c->size * sizeof(*c->local_tasks));
+    if (all == NULL || c->local_tasks == NULL) {
+        free(all);
+        return PAMI_ENOMEM;
+    }
+    int rc = c->bs->allgather(c->bs_state, me, all, HOST_ID_LEN);
+    if (rc != 0) {
+        free(all);
+        pami_error("client", "host exchange failed");
+        return PAMI_BOOTSTRAP;
+    }
+    c->num_local_tasks = 0;
+    for (size_t t = 0; t < c->size; t++)
+        if (memcmp(all + t * HOST_ID_LEN, me, HOST_ID_LEN) == 0)
+            c->local_tasks[c->num_local_tasks++] = (pami_task_t)t;
+    free(all);
+    return PAMI_SUCCESS;
+}
+
+static void client_free(pami_client_impl_t *c)
+{
+    if (c->tp_ctx != NULL)
+        c->tp->fini(c->tp_ctx);
+    if (c->bs_state != NULL)
+        c->bs->fini(c->bs_state);
+    free(c->local_tasks);
+    free(c);
+}
+
+pami_result_t pami_client_create(const char *name,
+                                 const pami_client_params_t *params,
+                                 pami_client_t *client)
+{
+    pami_log_init();
+    PAMI_CHECK(client != NULL, PAMI_INVAL, "client", "client output is NULL");
+
+    pami_client_impl_t *c = calloc(1, sizeof(*c));
+    if (c == NULL)
+        return PAMI_ENOMEM;
+    snprintf(c->name, sizeof(c->name), "%s", name ? name : "pami");
+    pami_config_load(&c->config);
+    pami_log_level_current = c->config.log_level;
+
+    bootstrap_args_t args = {0};
+    pami_result_t rc = apply_params(c, params, &args);
+    if (rc != PAMI_SUCCESS)
+        goto fail;
+    if (c->bs_kind == PAMI_BOOTSTRAP_AUTO)
+        c->bs_kind = detect_bootstrap();
+    c->bs = bootstrap_by_kind(c->bs_kind);
+
+    uint32_t task, size;
+    int brc = c->bs->init(&args, &c->bs_state, &task, &size);
+    if (brc != 0) {
+        pami_error("client", "bootstrap '%s' failed to start: %s", c->bs->name,
+                   strerror(-brc));
+        c->bs_state = NULL;
+        rc = PAMI_BOOTSTRAP;
+        goto fail;
+    }
+    c->task = task;
+    c->size = size;
+    pami_log_set_task(task);
+    if (size >= (1u << 24)) {
+        pami_error("client", "%u tasks exceed the endpoint encoding", size);
+        rc = PAMI_UNIMPL;
+        goto fail;
+    }
+
+    rc = find_local_tasks(c);
+    if (rc != PAMI_SUCCESS)
+        goto fail;
+
+    c->tp = &tp_ucx_ops;
+    tp_params_t tpp = {
+        .thread_shared = 1, /* contexts may live on different threads */
+        .peer_errors   = c->config.peer_errors,
+        .estimated_eps = size,
+    };
+    int trc = c->tp->init(&tpp, &c->tp_ctx);
+    if (trc != 0) {
+        c->tp_ctx = NULL;
+        rc = pami_result_from_errno(trc);
+        goto fail;
+    }
+    c->tp->query(c->tp_ctx, &c->tp_info);
+
+    pami_debug("client", "'%s' task %u of %zu (%zu on this node) via %s",
+               c->name, c->task, c->size, c->num_local_tasks, c->bs->name);
+    *client = c;
+    return PAMI_SUCCESS;
+
+fail:
+    client_free(c);
+    return rc;
+}
+
+pami_result_t pami_client_destroy(pami_client_t *client)
+{
+    PAMI_CHECK(client != NULL && *client != NULL, PAMI_INVAL, "client",
+               "destroy of a NULL client");
+    pami_client_impl_t *c = *client;
+    pami_result_t rc = PAMI_SUCCESS;
+    if (c->num_contexts > 0)
+        rc = pami_context_destroyv(c->contexts, c->num_contexts);
+    free(c->contexts);
+    free(c->addr_blob);
+    client_free(c);
+    *client = NULL;
+    return rc;
+}
+
+pami_result_t pami_client_query(pami_client_t c, pami_client_attr_t *attr)
+{
+    PAMI_CHECK(c != NULL && attr != NULL, PAMI_INVAL, "client",
+               "query with a NULL client or attr");
+    uint64_t m = attr->field_mask;
+    if (m & PAMI_CLIENT_ATTR_TASK)
+        attr->task = c->task;
+    if (m & PAMI_CLIENT_ATTR_SIZE)
+        attr->size = c->size;
+    if (m & PAMI_CLIENT_ATTR_LOCAL_TASKS) {
+        attr->local_tasks     = c->local_tasks;
+        attr->num_local_tasks = c->num_local_tasks;
+    }
+    if (m & PAMI_CLIENT_ATTR_DISPATCH_MAX)
+        attr->dispatch_max = PAMI_DISPATCH_USER_MAX;
+    if (m & PAMI_CLIENT_ATTR_HEADER_MAX)
+        attr->header_max = PAMI_HEADER_MAX;
+    if (m & PAMI_CLIENT_ATTR_IMMEDIATE_MAX)
+        attr->immediate_max = c->config.immediate_max;
+    if (m & PAMI_CLIENT_ATTR_RNDV_THRESHOLD)
+        attr->rndv_threshold = c->config.rndv_threshold;
+    if (m & PAMI_CLIENT_ATTR_NUM_CONTEXTS)
+        attr->num_contexts = c->num_contexts;
+    if (m & PAMI_CLIENT_ATTR_NAME)
+        attr->name = c->name;
+    if (m & PAMI_CLIENT_ATTR_BOOTSTRAP)
+        attr->bootstrap = c->bs_kind;
+    if (m & PAMI_CLIENT_ATTR_TRANSPORT) {
+        attr->ucx_version = c->tp_info.version;
+        attr->transports  = c->tp_info.transports;
+    }
+    return PAMI_SUCCESS;
+}
+
+pami_result_t pami_dispatch_fence(pami_client_t c)
+{
+    PAMI_CHECK(c != NULL, PAMI_INVAL, "dispatch", "fence on a NULL client");
+    PAMI_CHECK(pami_tls_progressing == NULL, PAMI_IN_HANDLER, "dispatch",
+               "pami_dispatch_fence called from a handler");
+    int rc = c->bs->barrier(c->bs_state);
+    if (rc != 0) {
+        pami_error("dispatch", "fence barrier failed: %s", strerror(-rc));
+        return PAMI_BOOTSTRAP;
+    }
+    return PAMI_SUCCESS;
+}

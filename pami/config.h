@@ -1,0 +1,51 @@
+/*
+ * PAMI_* environment variables: one list, from which the parser, the
+ * pami_config_var() table (pami-info, docs/config.md) and the defaults are
+ * all generated.
+ */
+#ifndef PAMI_CONFIG_H
+#define PAMI_CONFIG_H
+
+#include <stddef.h>
+
+/* X(field, NAME, type, default, description); type is bool, size, int,
+ * string, or loglevel. */
+#define PAMI_FOREACH_CONFIG(X)                                                 \
+    X(log_level, "PAMI_LOG_LEVEL", loglevel, "warn",                         \
+      "log verbosity: error, warn, info, debug or trace")                    \
+    X(bootstrap, "PAMI_BOOTSTRAP", string, "auto",                           \
+      "how tasks find each other: auto, local (pamirun), pmix or oob")       \
+    X(async_progress, "PAMI_ASYNC_PROGRESS", bool, "0",                      \
+      "1 starts a progress thread per client that advances every context")  \
+    X(wait_spin, "PAMI_WAIT_SPIN", size, "200",                              \
+      "polls pami_context_wait makes before it sleeps on the event fd")      \
+    X(immediate_max, "PAMI_IMMEDIATE_MAX", size, "1024",                     \
+      "largest header + data accepted by pami_send_immediate")               \
+    X(rndv_threshold, "PAMI_RNDV_THRESHOLD", size, "65536",                  \
+      "payload size from which pami_send hands the data over by rendezvous")\
+    X(peer_errors, "PAMI_PEER_ERRORS", bool, "1",                            \
+      "detect dead peers (UCX error handling mode peer)")                    \
+    X(shutdown_timeout_ms, "PAMI_SHUTDOWN_TIMEOUT", size, "10000",           \
+      "milliseconds context destroy waits for peers and pending operations")
+
+typedef struct {
+    int    log_level;
+    char   bootstrap[16];
+    int    async_progress;
+    size_t wait_spin;
+    size_t immediate_max;
+    size_t rndv_threshold;
+    int    peer_errors;
+    size_t shutdown_timeout_ms;
+} pami_config_t;
+
+/* Fills cfg from defaults and the environment. Returns 0, or -1 after
+ * logging which variable is malformed (its default is kept). */
+int pami_config_load(pami_config_t *cfg);
+
+/* Parses one value of the given kind into out; 0 on success. Exposed for
+ * unit tests. */
+int pami_config_parse_size(const char *text, size_t *out);
+int pami_config_parse_bool(const char *text, int *out);
+
+#endif

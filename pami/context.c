@@ -1,0 +1,255 @@
+/*
+ * Contexts: one UCX worker each, created together by all tasks so their
+ * worker addresses can be exchanged in one allgather.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static void loop_io_noop(void *arg, int fd)
+{
+    (void)arg;
+    (void)fd;
+}
+
+static pami_result_t context_open(pami_client_impl_t *c, size_t offset,
+                                  pami_context_t *out)
+{
+    struct pami_context *ctx = calloc(1, sizeof(*ctx));
+    if (ctx == NULL)
+        return PAMI_ENOMEM;
+    ctx->client    = c;
+    ctx->offset    = offset;
+    ctx->tp        = c->tp;
+    ctx->done_tail = &ctx->done_head;
+    ctx->post_tail = &ctx->post_head;
+    ctx->event_fd  = -1;
+    pthread_mutex_init(&ctx->lock, NULL);
+    pthread_mutex_init(&ctx->post_lock, NULL);
+
+    tp_worker_params_t wp = {.am_fn = pami_am_recv, .am_arg = ctx};
+    int rc = ctx->tp->worker_create(c->tp_ctx, &wp, &ctx->worker);
+    if (rc != 0) {
+        free(ctx);
+        return pami_result_from_errno(rc);
+    }
+    rc = ctx->tp->event_fd(ctx->worker, &ctx->event_fd);
+    ctx->loop = evloop_libev_ops.create();
+    if (rc != 0 || ctx->loop == NULL) {
+        pami_error("context", "no event fd or event loop for context %zu",
+                   offset);
+        if (ctx->loop != NULL)
+            evloop_libev_ops.destroy(ctx->loop);
+        ctx->tp->worker_destroy(ctx->worker);
+        free(ctx);
+        return PAMI_TRANSPORT;
+    }
+    ctx->loop_io = evloop_libev_ops.io_add(ctx->loop, ctx->event_fd,
+                                           loop_io_noop, ctx);
+    *out = ctx;
+    return PAMI_SUCCESS;
+}
+
+static void context_close(struct pami_context *ctx)
+{
+    pami_requests_destroy(ctx);
+    if (ctx->loop_io != NULL)
+        evloop_libev_ops.io_del(ctx->loop, ctx->loop_io);
+    evloop_libev_ops.destroy(ctx->loop);
+    ctx->tp->worker_destroy(ctx->worker);
+    free(ctx->peers);
+    pthread_mutex_destroy(&ctx->lock);
+    pthread_mutex_destroy(&ctx->post_lock);
+    free(ctx);
+}
+
+/* Every task contributes the addresses of its n workers, each padded to the
+ * largest address in the job (learned by a first allgather). */
+static pami_result_t exchange_addresses(pami_client_impl_t *c,
+                                        pami_context_t *contexts, size_t n)
+{
+    size_t mine = 0;
+    for (size_t i = 0; i < n; i++) {
+        const void *addr;
+        size_t      len;
+        c->tp->worker_address(contexts[i]->worker, &addr, &len);
+        if (len > mine)
+            mine = len;
+    }
+
+    uint64_t  info[2] = {mine, n};
+    uint64_t *infos   = malloc(c->size * sizeof(info));
+    if (infos == NULL)
+        return PAMI_ENOMEM;
+    if (c->bs->allgather(c->bs_state, info, infos, sizeof(info)) != 0) {
+        free(infos);
+        return PAMI_BOOTSTRAP;
+    }
+    size_t stride = 0;
+    pami_result_t rc = PAMI_SUCCESS;
+    for (size_t t = 0; t < c->size; t++) {
+        if (infos[2 * t] > stride)
+            stride = infos[2 * t];
+        if (infos[2 * t + 1] != n) {
+            pami_error("context", "task %zu creates %llu contexts, this task "
+                                  "%zu: every task must pass the same n",
+                       t, (unsigned long long)infos[2 * t + 1], n);
+            rc = PAMI_INVAL;
+        }
+    }
+    free(infos);
+    if (rc != PAMI_SUCCESS)
+        return rc;
+
+    size_t   row  = stride * n;
+    uint8_t *send = calloc(1, row);
+    c->addr_blob  = malloc(row * c->size);
+    if (send == NULL || c->addr_blob == NULL) {
+        free(send);
+        return PAMI_ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const void *addr;
+        size_t      len;
+        c->tp->worker_address(contexts[i]->worker, &addr, &len);
+        memcpy(send + i * stride, addr, len);
+    }
+    int brc = c->bs->allgather(c->bs_state, send, c->addr_blob, row);
+    free(send);
+    if (brc != 0)
+        return PAMI_BOOTSTRAP;
+    c->addr_stride = stride;
+    return PAMI_SUCCESS;
+}
+
+pami_result_t pami_context_createv(pami_client_t c,
+                                   const pami_context_params_t *params,
+                                   size_t n, pami_context_t *contexts)
+{
+    (void)params;
+    PAMI_CHECK(c != NULL && contexts != NULL, PAMI_INVAL, "context",
+               "createv with a NULL client or output");
+    PAMI_CHECK(n >= 1 && n <= PAMI_CONTEXT_MAX, PAMI_INVAL, "context",
+               "createv of %zu contexts; 1 to %d allowed", n, PAMI_CONTEXT_MAX);
+    PAMI_CHECK(c->num_contexts == 0, PAMI_INVAL, "context",
+               "contexts already created; destroyv them first");
+
+    pami_result_t rc = PAMI_SUCCESS;
+    size_t made = 0;
+    for (; made < n; made++) {
+        rc = context_open(c, made, &contexts[made]);
+        if (rc != PAMI_SUCCESS)
+            break;
+    }
+    /* Take part in the exchange even after a local failure, so the other
+     * tasks do not wait for us forever; everyone then sees the error. */
+    pami_result_t xrc = exchange_addresses(c, contexts, made);
+    if (rc == PAMI_SUCCESS)
+        rc = xrc;
+
+    for (size_t i = 0; rc == PAMI_SUCCESS && i < n; i++) {
+        contexts[i]->peers = calloc(c->size * n, sizeof(pami_peer_t));
+        if (contexts[i]->peers == NULL)
+            rc = PAMI_ENOMEM;
+    }
+    c->contexts = calloc(n, sizeof(*c->contexts));
+    if (rc == PAMI_SUCCESS && c->contexts == NULL)
+        rc = PAMI_ENOMEM;
+    if (rc != PAMI_SUCCESS) {
+        for (size_t i = 0; i < made; i++) {
+            context_close(contexts[i]);
+            contexts[i] = NULL;
+        }
+        free(c->contexts);
+        c->contexts = NULL;
+        free(c->addr_blob);
+        c->addr_blob = NULL;
+        return rc;
+    }
+    memcpy(c->contexts, contexts, n * sizeof(*contexts));
+    c->num_contexts = n;
+
+    if (c->config.async_progress) {
+        rc = pami_progress_thread_start(c);
+        if (rc != PAMI_SUCCESS) {
+            pami_context_destroyv(contexts, n);
+            return rc;
+        }
+    }
+    return PAMI_SUCCESS;
+}
+
+/* Completes what can complete, then meets the other tasks so nobody closes
+ * endpoints a peer still sends on, then closes. */
+static void context_shutdown(struct pami_context *ctx, int timeout_ms)
+{
+    pami_result_t rc = pami_shutdown_barrier(ctx, timeout_ms);
+    if (rc != PAMI_SUCCESS)
+        pami_warn("context", "context %zu: shutdown barrier: %s; closing "
+                             "anyway", ctx->offset, pami_error_text(rc));
+    pami_peers_close(ctx, rc != PAMI_SUCCESS);
+    if (ctx->inflight > 0)
+        pami_warn("context", "context %zu: %zu operations still pending at "
+                             "destroy complete with PAMI_SHUTDOWN",
+                  ctx->offset, ctx->inflight);
+}
+
+pami_result_t pami_context_destroyv(pami_context_t *contexts, size_t n)
+{
+    PAMI_CHECK(contexts != NULL && n > 0 && contexts[0] != NULL, PAMI_INVAL,
+               "context", "destroyv of NULL contexts");
+    PAMI_CHECK(pami_tls_progressing == NULL, PAMI_IN_HANDLER, "context",
+               "pami_context_destroyv called from a handler");
+    pami_client_impl_t *c = contexts[0]->client;
+    PAMI_CHECK(n == c->num_contexts && c->contexts[0] == contexts[0],
+               PAMI_INVAL, "context",
+               "destroyv must be given the %zu contexts of createv",
+               c->num_contexts);
+
+    pami_progress_thread_stop(c);
+    for (size_t i = 0; i < n; i++)
+        context_shutdown(contexts[i], (int)c->config.shutdown_timeout_ms);
+    for (size_t i = 0; i < n; i++) {
+        context_close(contexts[i]);
+        contexts[i] = NULL;
+    }
+    free(c->contexts);
+    c->contexts     = NULL;
+    c->num_contexts = 0;
+    free(c->addr_blob);
+    c->addr_blob = NULL;
+    return PAMI_SUCCESS;
+}
+
+pami_result_t pami_context_lock(pami_context_t ctx)
+{
+    PAMI_CHECK(ctx != NULL, PAMI_INVAL, "context", "lock of a NULL context");
+    return pthread_mutex_lock(&ctx->lock) == 0 ? PAMI_SUCCESS : PAMI_ERROR;
+}
+
+pami_result_t pami_context_trylock(pami_context_t ctx)
+{
+    PAMI_CHECK(ctx != NULL, PAMI_INVAL, "context", "trylock of a NULL context");
+    int rc = pthread_mutex_trylock(&ctx->lock);
+    if (rc == EBUSY)
+        return PAMI_EAGAIN;
+    return rc == 0 ? PAMI_SUCCESS : PAMI_ERROR;
+}
+
+pami_result_t pami_context_unlock(pami_context_t ctx)
+{
+    PAMI_CHECK(ctx != NULL, PAMI_INVAL, "context", "unlock of a NULL context");
+    return pthread_mutex_unlock(&ctx->lock) == 0 ? PAMI_SUCCESS : PAMI_ERROR;
+}
+
+pami_result_t pami_context_stats(pami_context_t ctx,
+                                 pami_context_stats_t *stats)
+{
+    PAMI_CHECK(ctx != NULL && stats != NULL, PAMI_INVAL, "context",
+               "stats with a NULL context or output");
+    *stats = ctx->stats;
+    return PAMI_SUCCESS;
+}

@@ -1,0 +1,136 @@
+/*
+ * Endpoints: plain values naming (task, context offset). The UCX endpoint
+ * behind one is made on first use from the address exchanged at createv.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+pami_result_t pami_endpoint_create(pami_client_t c, pami_task_t task,
+                                   size_t offset, pami_endpoint_t *ep)
+{
+    PAMI_CHECK(c != NULL && ep != NULL, PAMI_INVAL, "endpoint",
+               "endpoint_create with a NULL client or output");
+    PAMI_CHECK(task < c->size, PAMI_INVAL, "endpoint",
+               "task %u is not in the job (size %zu)", task, c->size);
+    PAMI_CHECK(offset < PAMI_CONTEXT_MAX, PAMI_INVAL, "endpoint",
+               "context offset %zu is beyond %d", offset, PAMI_CONTEXT_MAX);
+    *ep = (task << 8) | (pami_endpoint_t)offset;
+    return PAMI_SUCCESS;
+}
+
+pami_result_t pami_endpoint_query(pami_endpoint_t ep, pami_task_t *task,
+                                  size_t *offset)
+{
+    PAMI_CHECK(ep != PAMI_ENDPOINT_NULL, PAMI_INVAL, "endpoint",
+               "query of PAMI_ENDPOINT_NULL");
+    if (task != NULL)
+        *task = pami_ep_task(ep);
+    if (offset != NULL)
+        *offset = pami_ep_offset(ep);
+    return PAMI_SUCCESS;
+}
+
+static void peer_failed(void *arg, int status)
+{
+    pami_peer_t *peer = arg;
+    struct pami_context *ctx = peer->ctx;
+    size_t n = ctx->client->num_contexts;
+    if (peer->failed)
+        return;
+    peer->failed = true;
+    ctx->stats.peer_failures++;
+    pami_warn("endpoint", "task %zu context %zu is unreachable (%s); its "
+                          "operations fail with PAMI_PEER_FAILED",
+              peer->index / n, peer->index % n, strerror(-status));
+    pami_request_fail_waiting(ctx, peer->index, PAMI_PEER_FAILED);
+}
+
+static pami_result_t peer_connect(struct pami_context *ctx, pami_peer_t *peer,
+                                  uint32_t index)
+{
+    pami_client_impl_t *c = ctx->client;
+    peer->ctx   = ctx;
+    peer->index = index;
+    const void *addr = c->addr_blob + (size_t)index * c->addr_stride;
+    int rc = ctx->tp->ep_create(ctx->worker, addr, peer_failed, peer, &peer->ep);
+    if (rc != 0) {
+        pami_error("endpoint", "cannot reach task %zu context %zu",
+                   index / c->num_contexts, index % c->num_contexts);
+        return pami_result_from_errno(rc);
+    }
+    return PAMI_SUCCESS;
+}
+
+pami_result_t pami_peer_by_index(struct pami_context *ctx, uint32_t index,
+                                 pami_peer_t **out)
+{
+    pami_peer_t *peer = &ctx->peers[index];
+    if (unlikely(peer->ep == NULL)) {
+        pami_result_t rc = peer_connect(ctx, peer, index);
+        if (rc != PAMI_SUCCESS)
+            return rc;
+    }
+    if (unlikely(peer->failed))
+        return PAMI_PEER_FAILED;
+    *out = peer;
+    return PAMI_SUCCESS;
+}
+
+pami_result_t pami_peer_get(struct pami_context *ctx, pami_endpoint_t dest,
+                            pami_peer_t **out)
+{
+    pami_client_impl_t *c = ctx->client;
+    uint32_t task = pami_ep_task(dest), offset = pami_ep_offset(dest);
+    if (unlikely(task >= c->size || offset >= c->num_contexts)) {
+        pami_warn("endpoint", "endpoint 0x%x (task %u, context %u) is not in "
+                              "the job (%zu tasks, %zu contexts)",
+                  dest, task, offset, c->size, c->num_contexts);
+        return PAMI_INVAL;
+    }
+    return pami_peer_by_index(ctx, task * (uint32_t)c->num_contexts + offset,
+                              out);
+}
+
+typedef struct {
+    tp_req_t             tp;
+    struct pami_context *ctx;
+} close_req_t;
+
+static void close_done(tp_req_t *req, int status)
+{
+    (void)status;
+    close_req_t *cr = container_of(req, close_req_t, tp);
+    cr->ctx->closing--;
+    free(cr);
+}
+
+void pami_peers_close(struct pami_context *ctx, bool force)
+{
+    pami_client_impl_t *c = ctx->client;
+    size_t npeers = c->size * c->num_contexts;
+    for (size_t i = 0; i < npeers; i++) {
+        pami_peer_t *peer = &ctx->peers[i];
+        if (peer->ep == NULL)
+            continue;
+        close_req_t *cr = malloc(sizeof(*cr));
+        if (cr == NULL)
+            continue;
+        cr->tp.fn   = close_done;
+        cr->ctx   = ctx;
+        if (ctx->tp->ep_close(peer->ep, force || peer->failed, &cr->tp) == 1)
+            ctx->closing++;
+        else
+            free(cr);
+        peer->ep = NULL;
+    }
+    /* Closing flushes; bounded so a dead peer cannot hold us here. */
+    uint64_t deadline = pami_time_ns() +
+                        (uint64_t)c->config.shutdown_timeout_ms * 1000000ull;
+    while (ctx->closing > 0 && pami_time_ns() < deadline)
+        pami_progress_once(ctx);
+    if (ctx->closing > 0)
+        pami_warn("endpoint", "%d endpoints did not close in time",
+                  ctx->closing);
+}

@@ -1,0 +1,243 @@
+/*
+ * Core internals shared by the files of pami/. Nothing here is public.
+ */
+#ifndef PAMI_INTERNAL_H
+#define PAMI_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pami.h"
+#include "config.h"
+#include "log.h"
+#include "clock.h"
+#include "bootstrap.h"
+#include "evloop.h"
+#include "transport.h"
+
+#define container_of(ptr, type, member) \
+    ((type *)((char *)(ptr) - offsetof(type, member)))
+
+#define likely(x)   __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+/* Dispatch id space: user ids first, then the block protocols draw from,
+ * then ids of the core itself. */
+#define PAMI_DISPATCH_USER_MAX     256
+#define PAMI_DISPATCH_PROTOCOL_MAX 256
+#define PAMI_DISPATCH_CORE_BASE    (PAMI_DISPATCH_USER_MAX + PAMI_DISPATCH_PROTOCOL_MAX)
+#define PAMI_DISPATCH_ACK          (PAMI_DISPATCH_CORE_BASE + 0)
+#define PAMI_DISPATCH_BYE          (PAMI_DISPATCH_CORE_BASE + 1)
+#define PAMI_DISPATCH_TABLE_SIZE   (PAMI_DISPATCH_CORE_BASE + 2)
+
+#define PAMI_HEADER_MAX 1024
+
+/* Wire header in front of every pami active message (docs/protocols/am.md). */
+typedef struct {
+    uint32_t origin_task;
+    uint16_t dispatch;
+    uint8_t  origin_ctx;
+    uint8_t  flags;
+} pami_am_hdr_t;
+
+#define PAMI_AM_FLAG_ACK 0x1u /* a uint64 ack cookie follows the header */
+#define PAMI_AM_FLAGS_KNOWN PAMI_AM_FLAG_ACK
+
+/* Payload of a PAMI_DISPATCH_ACK message. */
+typedef struct {
+    uint64_t cookie;
+    int32_t  result;
+    uint32_t reserved;
+} pami_ack_t;
+
+/* Headers up to this size are copied into the request itself. */
+#define PAMI_REQ_INLINE_HDR 96
+
+typedef enum {
+    REQ_FREE = 0,
+    REQ_SEND,       /* an AM in flight */
+    REQ_ACK_SEND,   /* a reply to a remote_fn request */
+    REQ_RECV,       /* a rendezvous payload being received */
+    REQ_BYE         /* a shutdown barrier message */
+} pami_req_kind_t;
+
+typedef struct pami_request pami_request_t;
+struct pami_request {
+    tp_req_t         tp;
+    pami_request_t  *next;        /* free list or completion queue */
+    pami_request_t  *wait_prev;   /* list of sends waiting for an ack */
+    pami_request_t  *wait_next;
+    struct pami_context *ctx;
+    uint32_t         index;       /* in the context's request table */
+    uint32_t         generation;  /* changes each use: stale acks are caught */
+    uint8_t          kind;
+    bool             local_pending;
+    bool             remote_pending;
+    bool             queued;
+    pami_result_t    result;      /* of the local part */
+    pami_result_t    ack_result;  /* what the target's ack said */
+    uint32_t         peer;        /* flat endpoint index of the other side */
+    pami_event_fn    local_fn;
+    pami_event_fn    remote_fn;
+    void            *cookie;
+    uint64_t         ack_cookie;  /* REQ_RECV: reply to send when done */
+    bool             ack_wanted;
+    uint8_t         *hdr;         /* points at inline_hdr or a heap copy */
+    size_t           hdr_len;
+    uint8_t          inline_hdr[PAMI_REQ_INLINE_HDR];
+};
+
+typedef struct {
+    pami_dispatch_fn fn;
+    void            *cookie;
+} pami_dispatch_entry_t;
+
+/* What a context knows of one remote endpoint. */
+typedef struct {
+    tp_ep_t             *ep;
+    struct pami_context *ctx;     /* back pointer for the error callback */
+    uint32_t             index;
+    bool                 failed;
+} pami_peer_t;
+
+typedef struct pami_post_item {
+    struct pami_post_item *next;
+    pami_work_fn           fn;
+    void                  *cookie;
+} pami_post_item_t;
+
+_Static_assert(sizeof(pami_post_item_t) <= sizeof(pami_work_t),
+               "pami_work_t too small");
+
+struct pami_context {
+    struct pami_client   *client;
+    size_t                offset;
+    tp_worker_t          *worker;
+    const tp_ops_t       *tp;
+
+    pami_dispatch_entry_t dispatch[PAMI_DISPATCH_TABLE_SIZE];
+
+    pami_peer_t          *peers;      /* size * num_contexts, lazy eps */
+
+    /* Request table: chunks of requests, addressed by index for acks. */
+    pami_request_t      **req_chunks;
+    size_t                req_nchunks;
+    pami_request_t       *req_free;
+    pami_request_t       *done_head;  /* completions to report in advance */
+    pami_request_t      **done_tail;
+    pami_request_t       *ack_wait;   /* sends waiting for a remote ack */
+    size_t                inflight;   /* requests not free */
+
+    /* Work posted from other threads. */
+    pthread_mutex_t       post_lock;
+    pami_post_item_t     *post_head;
+    pami_post_item_t    **post_tail;
+    atomic_int            post_pending;
+
+    pthread_mutex_t       lock;
+
+    evloop_t             *loop;
+    evloop_io_t          *loop_io;
+    int                   event_fd;
+
+    int                   closing;    /* endpoint closes in progress */
+
+    /* Shutdown barrier: which rounds' messages arrived. */
+    uint64_t              bye_rounds;
+
+    pami_context_stats_t  stats;
+};
+
+typedef struct pami_client {
+    char                  name[64];
+    pami_config_t         config;
+    const bootstrap_ops_t *bs;
+    void                 *bs_state;
+    pami_bootstrap_kind_t bs_kind;
+    pami_task_t           task;
+    size_t                size;
+    pami_task_t          *local_tasks;
+    size_t                num_local_tasks;
+
+    const tp_ops_t       *tp;
+    tp_context_t         *tp_ctx;
+    tp_info_t             tp_info;
+
+    /* Worker addresses of every (task, context): addr[task * n + offset]. */
+    uint8_t              *addr_blob;
+    size_t                addr_stride;
+
+    struct pami_context **contexts;
+    size_t                num_contexts;
+
+    /* Progress thread (PAMI_ASYNC_PROGRESS=1). */
+    pthread_t             progress_thread;
+    bool                  progress_running;
+    atomic_int            progress_stop;
+    evloop_t             *progress_loop;
+} pami_client_impl_t;
+
+/* ---- result mapping ---- */
+pami_result_t pami_result_from_errno(int rc);
+
+/* ---- endpoints (endpoint.c) ---- */
+static inline uint32_t pami_ep_task(pami_endpoint_t ep) { return ep >> 8; }
+static inline uint32_t pami_ep_offset(pami_endpoint_t ep) { return ep & 0xffu; }
+
+pami_result_t pami_peer_get(struct pami_context *ctx, pami_endpoint_t dest,
+                            pami_peer_t **peer);
+pami_result_t pami_peer_by_index(struct pami_context *ctx, uint32_t index,
+                                 pami_peer_t **peer);
+void pami_peers_close(struct pami_context *ctx, bool force);
+
+/* ---- requests (request.c) ---- */
+pami_request_t *pami_request_get(struct pami_context *ctx);
+void pami_request_put(pami_request_t *req);
+pami_request_t *pami_request_by_cookie(struct pami_context *ctx,
+                                       uint64_t cookie);
+static inline uint64_t pami_request_cookie(const pami_request_t *req)
+{
+    return ((uint64_t)req->generation << 32) | req->index;
+}
+int pami_request_set_header(pami_request_t *req, size_t len);
+void pami_request_done(pami_request_t *req, pami_result_t result);
+void pami_request_wait_ack(pami_request_t *req);
+void pami_request_unwait(pami_request_t *req);
+void pami_request_acked(pami_request_t *req, pami_result_t result);
+void pami_request_fail_waiting(struct pami_context *ctx, uint32_t peer,
+                               pami_result_t result);
+unsigned pami_request_report(struct pami_context *ctx);
+void pami_requests_destroy(struct pami_context *ctx);
+
+/* ---- active messages (am_recv.c, send.c) ---- */
+void pami_am_recv(void *arg, const void *hdr, size_t hdr_len, void *data,
+                  size_t data_len, void *rndv_desc);
+pami_result_t pami_send_ack(struct pami_context *ctx, uint32_t peer,
+                            uint64_t cookie, pami_result_t result);
+pami_result_t pami_send_internal(struct pami_context *ctx, uint32_t peer,
+                                 uint16_t dispatch, const void *payload,
+                                 size_t len, pami_req_kind_t kind);
+
+/* ---- progress (progress.c) ---- */
+extern __thread struct pami_context *pami_tls_progressing;
+unsigned pami_progress_once(struct pami_context *ctx);
+pami_result_t pami_progress_thread_start(pami_client_impl_t *client);
+void pami_progress_thread_stop(pami_client_impl_t *client);
+
+/* ---- shutdown barrier (shutdown.c) ---- */
+pami_result_t pami_shutdown_barrier(struct pami_context *ctx, int timeout_ms);
+void pami_bye_recv(struct pami_context *ctx, const void *payload, size_t len,
+                   uint32_t origin_task);
+
+#define PAMI_CHECK(cond, result, subsys, ...)                              \
+    do {                                                                    \
+        if (unlikely(!(cond))) {                                            \
+            pami_warn(subsys, __VA_ARGS__);                                 \
+            return (result);                                                \
+        }                                                                   \
+    } while (0)
+
+#endif

@@ -1,0 +1,202 @@
+/*
+ * Progress: advance polls, wait polls a bounded number of times and then
+ * sleeps on the UCX event fd through libev, post queues work from any
+ * thread, and the optional progress thread advances every context.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* The context whose handlers this thread is running, to refuse re-entry. */
+__thread struct pami_context *pami_tls_progressing;
+
+static unsigned run_posted(struct pami_context *ctx)
+{
+    if (likely(atomic_load_explicit(&ctx->post_pending,
+                                    memory_order_acquire) == 0))
+        return 0;
+    pthread_mutex_lock(&ctx->post_lock);
+    pami_post_item_t *items = ctx->post_head;
+    ctx->post_head = NULL;
+    ctx->post_tail = &ctx->post_head;
+    atomic_store_explicit(&ctx->post_pending, 0, memory_order_release);
+    pthread_mutex_unlock(&ctx->post_lock);
+
+    unsigned n = 0;
+    while (items != NULL) {
+        pami_post_item_t *item = items;
+        items = item->next;
+        n++;
+        ctx->stats.posted++;
+        if (item->fn(ctx, item->cookie) == PAMI_EAGAIN) {
+            /* Requeue through the same path another thread would use. */
+            pami_context_post(ctx, (pami_work_t *)item, item->fn,
+                              item->cookie);
+        }
+    }
+    return n;
+}
+
+unsigned pami_progress_once(struct pami_context *ctx)
+{
+    struct pami_context *outer = pami_tls_progressing;
+    pami_tls_progressing = ctx;
+    unsigned n = ctx->tp->progress(ctx->worker);
+    n += pami_request_report(ctx);
+    n += run_posted(ctx);
+    pami_tls_progressing = outer;
+    return n;
+}
+
+pami_result_t pami_context_advance(pami_context_t ctx, size_t max)
+{
+    if (unlikely(ctx == NULL)) {
+        pami_warn("progress", "advance of a NULL context");
+        return PAMI_INVAL;
+    }
+    if (unlikely(pami_tls_progressing == ctx)) {
+        pami_warn("progress", "pami_context_advance called from a handler or "
+                              "callback of the same context");
+        return PAMI_IN_HANDLER;
+    }
+    if (max == 0)
+        max = 1;
+    unsigned events = 0;
+    for (size_t i = 0; i < max && events == 0; i++)
+        events = pami_progress_once(ctx);
+    return events > 0 ? PAMI_SUCCESS : PAMI_EAGAIN;
+}
+
+pami_result_t pami_context_wait(pami_context_t ctx, int timeout_ms)
+{
+    if (unlikely(ctx == NULL)) {
+        pami_warn("progress", "wait on a NULL context");
+        return PAMI_INVAL;
+    }
+    if (unlikely(pami_tls_progressing == ctx)) {
+        pami_warn("progress", "pami_context_wait called from a handler or "
+                              "callback of the same context");
+        return PAMI_IN_HANDLER;
+    }
+    uint64_t start = pami_time_ns();
+    size_t   spin  = ctx->client->config.wait_spin;
+
+    for (;;) {
+        for (size_t i = 0; i <= spin; i++)
+            if (pami_progress_once(ctx) > 0)
+                return PAMI_SUCCESS;
+
+        int remaining = -1;
+        if (timeout_ms >= 0) {
+            uint64_t waited = (pami_time_ns() - start) / 1000000ull;
+            if (waited >= (uint64_t)timeout_ms)
+                return PAMI_TIMEOUT;
+            remaining = timeout_ms - (int)waited;
+        }
+        /* Arm, then sleep only if nothing slipped in between: UCX says
+         * EAGAIN when events are pending, the post flag covers posts. */
+        if (ctx->tp->arm(ctx->worker) != 0)
+            continue;
+        if (atomic_load(&ctx->post_pending) != 0)
+            continue;
+        ctx->stats.sleeps++;
+        evloop_libev_ops.run_once(ctx->loop, remaining);
+        /* Whatever woke us, the next round of progress finds it. */
+        spin = 0;
+    }
+}
+
+pami_result_t pami_context_post(pami_context_t ctx, pami_work_t *work,
+                                pami_work_fn fn, void *cookie)
+{
+    if (ctx == NULL || work == NULL || fn == NULL) {
+        pami_warn("progress", "post with a NULL context, work or function");
+        return PAMI_INVAL;
+    }
+    pami_post_item_t *item = (pami_post_item_t *)work;
+    item->next   = NULL;
+    item->fn     = fn;
+    item->cookie = cookie;
+    pthread_mutex_lock(&ctx->post_lock);
+    *ctx->post_tail = item;
+    ctx->post_tail  = &item->next;
+    atomic_store_explicit(&ctx->post_pending, 1, memory_order_release);
+    pthread_mutex_unlock(&ctx->post_lock);
+    evloop_libev_ops.wakeup(ctx->loop);
+    pami_client_impl_t *c = ctx->client;
+    if (c->progress_loop != NULL)
+        evloop_libev_ops.wakeup(c->progress_loop);
+    return PAMI_SUCCESS;
+}
+
+/* ---- progress thread ---- */
+
+static void progress_io(void *arg, int fd)
+{
+    (void)arg;
+    (void)fd;
+}
+
+/* Advances every context it can lock until none has anything to do, then
+ * arms them all and sleeps. A context the program holds locked is retried
+ * after a short sleep: its owner is advancing it meanwhile. */
+static void *progress_main(void *arg)
+{
+    pami_client_impl_t *c = arg;
+    while (!atomic_load(&c->progress_stop)) {
+        bool busy = false, all_armed = true;
+        for (size_t i = 0; i < c->num_contexts; i++) {
+            struct pami_context *ctx = c->contexts[i];
+            if (pthread_mutex_trylock(&ctx->lock) != 0) {
+                all_armed = false;
+                continue;
+            }
+            if (pami_progress_once(ctx) > 0)
+                busy = true;
+            else if (ctx->tp->arm(ctx->worker) != 0 ||
+                     atomic_load(&ctx->post_pending) != 0)
+                busy = true;
+            pthread_mutex_unlock(&ctx->lock);
+        }
+        if (busy)
+            continue;
+        evloop_libev_ops.run_once(c->progress_loop, all_armed ? -1 : 10);
+    }
+    return NULL;
+}
+
+pami_result_t pami_progress_thread_start(pami_client_impl_t *c)
+{
+    c->progress_loop = evloop_libev_ops.create();
+    if (c->progress_loop == NULL)
+        return PAMI_ENOMEM;
+    for (size_t i = 0; i < c->num_contexts; i++)
+        evloop_libev_ops.io_add(c->progress_loop, c->contexts[i]->event_fd,
+                                progress_io, c);
+    atomic_store(&c->progress_stop, 0);
+    int rc = pthread_create(&c->progress_thread, NULL, progress_main, c);
+    if (rc != 0) {
+        pami_error("progress", "cannot start the progress thread: %s",
+                   strerror(rc));
+        evloop_libev_ops.destroy(c->progress_loop);
+        c->progress_loop = NULL;
+        return PAMI_ERROR;
+    }
+    c->progress_running = true;
+    pami_debug("progress", "progress thread started for %zu contexts",
+               c->num_contexts);
+    return PAMI_SUCCESS;
+}
+
+void pami_progress_thread_stop(pami_client_impl_t *c)
+{
+    if (!c->progress_running)
+        return;
+    atomic_store(&c->progress_stop, 1);
+    evloop_libev_ops.wakeup(c->progress_loop);
+    pthread_join(c->progress_thread, NULL);
+    c->progress_running = false;
+    evloop_libev_ops.destroy(c->progress_loop);
+    c->progress_loop = NULL;
+}

@@ -1,0 +1,224 @@
+/*
+ * Requests: a per-context table that grows in chunks and never shrinks, so
+ * the send path takes one from a free list without allocating. A request's
+ * (index, generation) pair is the cookie an ack carries back; a stale or
+ * forged cookie is recognised and dropped.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define REQ_CHUNK_SHIFT 8
+#define REQ_CHUNK       (1u << REQ_CHUNK_SHIFT)
+#define REQ_MAX_CHUNKS  (1u << 16) /* 16M requests in flight per context */
+
+static int grow(struct pami_context *ctx)
+{
+    if (ctx->req_nchunks == REQ_MAX_CHUNKS)
+        return -1;
+    pami_request_t **chunks = realloc(ctx->req_chunks,
+                                      (ctx->req_nchunks + 1) * sizeof(*chunks));
+    if (chunks == NULL)
+        return -1;
+    ctx->req_chunks = chunks;
+    pami_request_t *chunk = calloc(REQ_CHUNK, sizeof(*chunk));
+    if (chunk == NULL)
+        return -1;
+    chunks[ctx->req_nchunks] = chunk;
+    uint32_t base = (uint32_t)(ctx->req_nchunks * REQ_CHUNK);
+    for (uint32_t i = REQ_CHUNK; i-- > 0;) {
+        chunk[i].ctx   = ctx;
+        chunk[i].index = base + i;
+        chunk[i].next  = ctx->req_free;
+        ctx->req_free  = &chunk[i];
+    }
+    ctx->req_nchunks++;
+    return 0;
+}
+
+pami_request_t *pami_request_get(struct pami_context *ctx)
+{
+    if (unlikely(ctx->req_free == NULL) && grow(ctx) != 0) {
+        pami_error("request", "cannot allocate more requests (%zu in flight)",
+                   ctx->inflight);
+        return NULL;
+    }
+    pami_request_t *req = ctx->req_free;
+    ctx->req_free = req->next;
+    req->next           = NULL;
+    req->generation++;
+    req->local_pending  = false;
+    req->remote_pending = false;
+    req->queued         = false;
+    req->ack_wanted     = false;
+    req->result         = PAMI_SUCCESS;
+    req->local_fn       = NULL;
+    req->remote_fn      = NULL;
+    req->hdr            = req->inline_hdr;
+    req->hdr_len        = 0;
+    ctx->inflight++;
+    return req;
+}
+
+int pami_request_set_header(pami_request_t *req, size_t len)
+{
+    if (len > sizeof(req->inline_hdr)) {
+        req->hdr = malloc(len);
+        if (req->hdr == NULL) {
+            req->hdr = req->inline_hdr;
+            return -1;
+        }
+    }
+    req->hdr_len = len;
+    return 0;
+}
+
+void pami_request_put(pami_request_t *req)
+{
+    struct pami_context *ctx = req->ctx;
+    if (req->hdr != req->inline_hdr)
+        free(req->hdr);
+    req->hdr  = req->inline_hdr;
+    req->kind = REQ_FREE;
+    req->next = ctx->req_free;
+    ctx->req_free = req;
+    ctx->inflight--;
+}
+
+pami_request_t *pami_request_by_cookie(struct pami_context *ctx,
+                                       uint64_t cookie)
+{
+    uint32_t index = (uint32_t)cookie, generation = (uint32_t)(cookie >> 32);
+    size_t chunk = index >> REQ_CHUNK_SHIFT;
+    if (chunk >= ctx->req_nchunks)
+        return NULL;
+    pami_request_t *req = &ctx->req_chunks[chunk][index & (REQ_CHUNK - 1)];
+    if (req->generation != generation || req->kind != REQ_SEND ||
+        !req->remote_pending)
+        return NULL;
+    return req;
+}
+
+void pami_request_unwait(pami_request_t *req)
+{
+    struct pami_context *ctx = req->ctx;
+    if (req->wait_prev != NULL)
+        req->wait_prev->wait_next = req->wait_next;
+    else
+        ctx->ack_wait = req->wait_next;
+    if (req->wait_next != NULL)
+        req->wait_next->wait_prev = req->wait_prev;
+    req->wait_prev = req->wait_next = NULL;
+    req->remote_pending = false;
+}
+
+void pami_request_wait_ack(pami_request_t *req)
+{
+    struct pami_context *ctx = req->ctx;
+    req->remote_pending = true;
+    req->wait_prev = NULL;
+    req->wait_next = ctx->ack_wait;
+    if (ctx->ack_wait != NULL)
+        ctx->ack_wait->wait_prev = req;
+    ctx->ack_wait = req;
+}
+
+/* Queues the request so its callbacks run from advance, never from inside
+ * the call that started it. */
+static void enqueue_done(pami_request_t *req)
+{
+    struct pami_context *ctx = req->ctx;
+    if (req->queued)
+        return;
+    req->queued = true;
+    req->next   = NULL;
+    *ctx->done_tail = req;
+    ctx->done_tail  = &req->next;
+}
+
+void pami_request_done(pami_request_t *req, pami_result_t result)
+{
+    if (result != PAMI_SUCCESS && req->result == PAMI_SUCCESS)
+        req->result = result;
+    enqueue_done(req);
+}
+
+void pami_request_acked(pami_request_t *req, pami_result_t result)
+{
+    pami_request_unwait(req);
+    req->remote_pending = false;
+    req->ack_result     = result;
+    enqueue_done(req);
+}
+
+void pami_request_fail_waiting(struct pami_context *ctx, uint32_t peer,
+                               pami_result_t result)
+{
+    pami_request_t *req = ctx->ack_wait;
+    while (req != NULL) {
+        pami_request_t *next = req->wait_next;
+        if (peer == UINT32_MAX || req->peer == peer)
+            pami_request_acked(req, result);
+        req = next;
+    }
+}
+
+/* Runs the callbacks of finished requests. A send whose data is out but
+ * whose ack is still due reports local completion now and stays alive. */
+unsigned pami_request_report(struct pami_context *ctx)
+{
+    unsigned n = 0;
+    while (ctx->done_head != NULL) {
+        pami_request_t *req = ctx->done_head;
+        ctx->done_head = req->next;
+        if (ctx->done_head == NULL)
+            ctx->done_tail = &ctx->done_head;
+        req->queued = false;
+        n++;
+
+        if (!req->local_pending && req->local_fn != NULL) {
+            pami_event_fn fn = req->local_fn;
+            req->local_fn = NULL;
+            fn(ctx, req->cookie, req->result);
+        }
+        if (req->local_pending || req->remote_pending)
+            continue;
+        if (req->remote_fn != NULL) {
+            pami_result_t r = req->result != PAMI_SUCCESS ? req->result
+                                                          : req->ack_result;
+            req->remote_fn(ctx, req->cookie, r);
+        }
+        if (req->kind == REQ_RECV && req->ack_wanted)
+            pami_send_ack(ctx, req->peer, req->ack_cookie, req->result);
+        pami_request_put(req);
+    }
+    return n;
+}
+
+void pami_requests_destroy(struct pami_context *ctx)
+{
+    /* Nothing can answer any more: what still waits ends with SHUTDOWN. */
+    pami_request_fail_waiting(ctx, UINT32_MAX, PAMI_SHUTDOWN);
+    for (size_t c = 0; c < ctx->req_nchunks; c++)
+        for (size_t i = 0; i < REQ_CHUNK; i++) {
+            pami_request_t *req = &ctx->req_chunks[c][i];
+            if (req->kind != REQ_FREE && req->local_pending) {
+                req->local_pending = false;
+                pami_request_done(req, PAMI_SHUTDOWN);
+            }
+        }
+    pami_tls_progressing = ctx;
+    pami_request_report(ctx);
+    pami_tls_progressing = NULL;
+    for (size_t c = 0; c < ctx->req_nchunks; c++) {
+        for (size_t i = 0; i < REQ_CHUNK; i++)
+            if (ctx->req_chunks[c][i].hdr != ctx->req_chunks[c][i].inline_hdr &&
+                ctx->req_chunks[c][i].hdr != NULL)
+                free(ctx->req_chunks[c][i].hdr);
+        free(ctx->req_chunks[c]);
+    }
+    free(ctx->req_chunks);
+    ctx->req_chunks  = NULL;
+    ctx->req_nchunks = 0;
+}
