@@ -194,7 +194,7 @@ static void test_wakeup_before_run_not_lost(void **state)
 
 static void test_blocked_wait_uses_no_cpu(void **state)
 {
-    evloop_t *loop = *state;
+    evloop_t  *loop = *state;
     int        fds[2];
     io_probe_t probe = {.fd = -1};
 
@@ -269,7 +269,7 @@ static void test_loop_per_thread(void **state)
 static void test_destroy_with_live_watchers(void **state)
 {
     (void)state;
-    evloop_t *loop = ops->create();
+    evloop_t  *loop = ops->create();
     int        fds[2];
     io_probe_t probe = {.fd = -1};
 
