@@ -18,12 +18,15 @@
 #include <string.h>
 
 #define PMIX_BS_KEY_PREFIX "pami.bootstrap."
+/* Like the local bootstrap's ids, short enough to fit inside the names of
+ * shared objects next to other parts. */
+#define PMIX_JOB_ID_MAX 64
 
 typedef struct {
     pmix_proc_t me;
     uint32_t    size;
     uint64_t    seq; /* same on every rank: all call allgather in order */
-    char        job_id[PMIX_MAX_NSLEN + 1];
+    char        job_id[PMIX_JOB_ID_MAX + 1];
 } pmix_state_t;
 
 static int pmix_errno(pmix_status_t status)
@@ -56,18 +59,34 @@ static int pmix_detect(void)
     return getenv("PMIX_RANK") != NULL && getenv("PMIX_NAMESPACE") != NULL;
 }
 
-/* Keep only what is safe in a file name; other bytes become '_'. */
-static void pmix_sanitize(char *dst, size_t cap, const char *src)
+static uint64_t pmix_fnv1a(const char *text)
 {
-    size_t i = 0;
+    uint64_t hash = 0xcbf29ce484222325ull;
 
-    for (; i + 1 < cap && src[i] != '\0'; i++) {
-        char c = src[i];
+    for (; *text != '\0'; text++)
+        hash = (hash ^ (uint8_t)*text) * 0x100000001b3ull;
+    return hash;
+}
+
+/* The namespace, with bytes unsafe in a file name turned into '_'. A long
+ * namespace keeps its head and gets a hash of the whole, so two jobs whose
+ * namespaces differ only at the end still get different ids. */
+static void pmix_make_job_id(char dst[PMIX_JOB_ID_MAX + 1], const char *nspace)
+{
+    size_t len = strlen(nspace);
+    size_t keep = len <= PMIX_JOB_ID_MAX ? len : PMIX_JOB_ID_MAX - 17;
+
+    for (size_t i = 0; i < keep; i++) {
+        char c  = nspace[i];
         int  ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
                   (c >= '0' && c <= '9') || c == '_' || c == '-';
         dst[i] = ok ? c : '_';
     }
-    dst[i] = '\0';
+    if (keep < len)
+        snprintf(dst + keep, PMIX_JOB_ID_MAX + 1 - keep, "-%016" PRIx64,
+                 pmix_fnv1a(nspace));
+    else
+        dst[keep] = '\0';
 }
 
 static int pmix_job_size(const pmix_proc_t *me, uint32_t *size)
@@ -120,7 +139,7 @@ static int pmix_init(const bootstrap_args_t *args, void **state,
         free(st);
         return rc;
     }
-    pmix_sanitize(st->job_id, sizeof(st->job_id), st->me.nspace);
+    pmix_make_job_id(st->job_id, st->me.nspace);
     pami_debug("bootstrap", "pmix rank %" PRIu32 " of %" PRIu32 ", job %s",
                (uint32_t)st->me.rank, st->size, st->job_id);
 
