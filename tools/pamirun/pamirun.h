@@ -1,0 +1,98 @@
+/*
+ * pamirun: starts N ranks of a program on this machine, serves the local
+ * bootstrap to them, forwards their output with a rank prefix, and turns
+ * the first failure into the job's exit code. Everything runs from one
+ * libev loop in one thread; nothing polls.
+ *
+ * Files: main.c (arguments, setup, exit), spawn.c (children, kills,
+ * timeouts, signals), output.c (prefixed forwarding), server.c (bootstrap
+ * server), workdir.c (private directory, job id, cleanup).
+ */
+#ifndef PAMI_TOOLS_PAMIRUN_H
+#define PAMI_TOOLS_PAMIRUN_H
+
+#include <ev.h>
+#include <limits.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/un.h>
+
+#define PAMIRUN_SUBSYS      "pamirun"
+#define PAMIRUN_GRACE_SEC   2.0   /* SIGTERM, then SIGKILL after this */
+#define PAMIRUN_LINE_MAX    8192  /* longer lines are forwarded in pieces */
+
+/* Exit codes of pamirun itself (a failing rank's code wins otherwise). */
+#define PAMIRUN_EXIT_INTERNAL 1
+#define PAMIRUN_EXIT_USAGE    2
+#define PAMIRUN_EXIT_TIMEOUT  124
+
+typedef struct pamirun_job pamirun_job_t;
+typedef struct pamirun_server pamirun_server_t;
+
+/* One of a rank's output pipes. */
+typedef struct {
+    ev_io    io;
+    int      fd;            /* read end; -1 once closed */
+    int      out_fd;        /* where lines go: 1 or 2 */
+    uint32_t rank;
+    int      at_line_start; /* the next byte starts a new line */
+    size_t   used;
+    char     buf[PAMIRUN_LINE_MAX];
+} pamirun_stream_t;
+
+typedef struct {
+    uint32_t         rank;
+    pid_t            pid;     /* also its process group; 0 once reaped */
+    ev_child         child;
+    pamirun_stream_t out;
+    pamirun_stream_t err;
+} pamirun_rank_t;
+
+struct pamirun_job {
+    struct ev_loop   *loop;
+    uint32_t          size;
+    double            timeout;  /* seconds; 0 for none */
+    char *const      *argv;     /* program and its arguments */
+    char              job_id[64];
+    char              dir[PATH_MAX];
+    char              sock_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+    pamirun_rank_t   *ranks;
+    uint32_t          running;  /* started and not yet reaped */
+    int               exit_code;  /* of the first failure; -1 while none */
+    int               aborting;
+    ev_timer          timeout_timer;
+    ev_timer          grace_timer;
+    ev_signal         signals[3];
+    pamirun_server_t *server;
+};
+
+/* workdir.c */
+void job_make_id(pamirun_job_t *job);
+int  workdir_create(pamirun_job_t *job);
+void workdir_remove(pamirun_job_t *job);
+
+/* server.c: the bootstrap server on job->sock_path. */
+int  server_start(pamirun_job_t *job);
+/* The rank can no longer take part in collectives (it exited). */
+void server_rank_gone(pamirun_server_t *srv, uint32_t rank);
+void server_stop(pamirun_job_t *job);
+
+/* output.c */
+void output_start(pamirun_job_t *job, pamirun_rank_t *r, int out_fd,
+                  int err_fd);
+/* Forwards what is left in the rank's pipes and closes them. */
+void output_finish(pamirun_job_t *job, pamirun_rank_t *r);
+/* Writes all of an iovec array to fd, tolerating EINTR and EAGAIN. */
+struct iovec;
+int  output_writev(int fd, struct iovec *iov, int iovcnt);
+
+/* spawn.c */
+int  spawn_ranks(pamirun_job_t *job);
+void job_watch_signals(pamirun_job_t *job);
+void job_start_timeout(pamirun_job_t *job);
+/* Kills every running rank (SIGTERM, SIGKILL after the grace) and makes
+ * code the exit code unless a failure came first. */
+void job_abort(pamirun_job_t *job, int code);
+void job_stop_watchers(pamirun_job_t *job);
+
+#endif

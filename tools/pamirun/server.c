@@ -1,0 +1,539 @@
+/*
+ * The bootstrap server: one listening Unix socket, one connection per
+ * rank, and one collective at a time (ranks are synchronous clients, see
+ * adapters/bootstrap/local_wire.h). A collective completes when every rank
+ * contributed to the same sequence number; it fails for everyone when the
+ * lengths differ (-EINVAL) or when a rank left the job first
+ * (-ECONNRESET), so no rank ever waits for someone who will not come.
+ *
+ * Anything malformed from a client closes its connection: it is a bug or
+ * a stranger, and that rank counts as gone.
+ */
+#include "pamirun.h"
+
+#include "local_wire.h"
+#include "log.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#define SUBSYS PAMIRUN_SUBSYS
+
+/* One collective's answer, shared by every rank's connection. */
+typedef struct {
+    unsigned refs;
+    size_t   len;
+    char     data[];
+} result_t;
+
+typedef struct conn {
+    ev_io             rio;
+    ev_io             wio;
+    int               fd;
+    int64_t           rank;        /* -1 until HELLO */
+    pamirun_server_t *srv;
+    struct conn      *next;
+    /* input: a header, then hdr.len payload bytes for a CONTRIB */
+    local_wire_hdr_t  in_hdr;
+    size_t            in_got;
+    char             *in_buf;
+    size_t            in_buf_got;
+    /* output: at most one message in flight; reading pauses meanwhile */
+    local_wire_hdr_t  out_hdr;
+    result_t         *out_res;
+    size_t            out_off;
+    int               out_busy;
+    int               close_after_write;
+} conn_t;
+
+typedef struct {
+    char    *buf;
+    uint64_t len;
+    int      have;
+} contrib_t;
+
+struct pamirun_server {
+    pamirun_job_t *job;
+    int            fd;
+    ev_io          lio;
+    conn_t        *conns;
+    conn_t       **by_rank;
+    uint8_t       *gone;     /* per rank: exited or disconnected */
+    contrib_t     *contrib;  /* per rank, for collective seq */
+    uint32_t       ncontrib;
+    uint64_t       seq;
+    int            broken;   /* a collective failed for lack of a rank */
+};
+
+static void result_put(result_t *res)
+{
+    if (res != NULL && --res->refs == 0)
+        free(res);
+}
+
+static void contrib_clear(pamirun_server_t *srv)
+{
+    for (uint32_t r = 0; r < srv->job->size; r++) {
+        free(srv->contrib[r].buf);
+        srv->contrib[r] = (contrib_t){0};
+    }
+    srv->ncontrib = 0;
+}
+
+/* ---- connections -------------------------------------------------------- */
+
+static void gather_check(pamirun_server_t *srv);
+
+static void conn_close(conn_t *c, const char *why)
+{
+    pamirun_server_t *srv = c->srv;
+
+    if (c->rank >= 0)
+        pami_debug(SUBSYS, "rank %" PRId64 " bootstrap connection closed: %s",
+                   c->rank, why);
+    ev_io_stop(srv->job->loop, &c->rio);
+    ev_io_stop(srv->job->loop, &c->wio);
+    close(c->fd);
+    free(c->in_buf);
+    result_put(c->out_res);
+    for (conn_t **p = &srv->conns; *p != NULL; p = &(*p)->next) {
+        if (*p == c) {
+            *p = c->next;
+            break;
+        }
+    }
+    int64_t rank = c->rank;
+    free(c);
+    if (rank >= 0) {
+        srv->by_rank[rank] = NULL;
+        server_rank_gone(srv, (uint32_t)rank);
+    }
+}
+
+static void protocol_error(conn_t *c, const char *what)
+{
+    pami_warn(SUBSYS, "bootstrap protocol error from %s%" PRId64 ": %s; "
+              "closing its connection", c->rank >= 0 ? "rank " : "client ",
+              c->rank, what);
+    conn_close(c, "protocol error");
+}
+
+/* Queues one message; the write happens from the loop, never from here,
+ * so a failing write cannot close a connection under a caller's feet. */
+static void conn_send(conn_t *c, uint16_t type, uint64_t seq, int32_t status,
+                      result_t *res)
+{
+    local_wire_hdr_init(&c->out_hdr, type);
+    c->out_hdr.rank   = c->rank >= 0 ? (uint32_t)c->rank : 0;
+    c->out_hdr.size   = c->srv->job->size;
+    c->out_hdr.seq    = seq;
+    c->out_hdr.status = status;
+    c->out_hdr.len    = res != NULL ? res->len : 0;
+    c->out_res        = res;
+    if (res != NULL)
+        res->refs++;
+    c->out_off  = 0;
+    c->out_busy = 1;
+    ev_io_stop(c->srv->job->loop, &c->rio);
+    ev_io_start(c->srv->job->loop, &c->wio);
+}
+
+static void conn_write_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+    (void)revents;
+    conn_t *c     = w->data;
+    size_t  total = sizeof(c->out_hdr) + (size_t)c->out_hdr.len;
+
+    while (c->out_off < total) {
+        struct iovec  iov[2];
+        int           cnt = 0;
+        struct msghdr msg = {.msg_iov = iov};
+        if (c->out_off < sizeof(c->out_hdr))
+            iov[cnt++] = (struct iovec){(char *)&c->out_hdr + c->out_off,
+                                        sizeof(c->out_hdr) - c->out_off};
+        size_t data_off = c->out_off > sizeof(c->out_hdr)
+                              ? c->out_off - sizeof(c->out_hdr) : 0;
+        if (c->out_hdr.len > data_off)
+            iov[cnt++] = (struct iovec){c->out_res->data + data_off,
+                                        c->out_hdr.len - data_off};
+        msg.msg_iovlen = (size_t)cnt;
+        ssize_t n = sendmsg(c->fd, &msg, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+            return;
+        if (n < 0) {
+            conn_close(c, strerror(errno));
+            return;
+        }
+        c->out_off += (size_t)n;
+    }
+    result_put(c->out_res);
+    c->out_res  = NULL;
+    c->out_busy = 0;
+    ev_io_stop(loop, &c->wio);
+    if (c->close_after_write)
+        conn_close(c, "refused");
+    else
+        ev_io_start(loop, &c->rio);
+}
+
+/* ---- messages ----------------------------------------------------------- */
+
+static int on_hello(conn_t *c, const local_wire_hdr_t *h)
+{
+    pamirun_server_t *srv = c->srv;
+    uint32_t          n   = srv->job->size;
+
+    if (c->rank >= 0 || h->len != 0 || h->seq != 0) {
+        protocol_error(c, "unexpected hello");
+        return -1;
+    }
+    if (h->rank >= n || h->size != n || srv->by_rank[h->rank] != NULL ||
+        srv->gone[h->rank]) {
+        pami_warn(SUBSYS, "refusing bootstrap client claiming rank %" PRIu32
+                  " of %" PRIu32 " (job has %" PRIu32 " ranks)", h->rank,
+                  h->size, n);
+        c->close_after_write = 1;
+        conn_send(c, LOCAL_MSG_WELCOME, 0, -EINVAL, NULL);
+        c->out_hdr.rank = h->rank; /* so the client recognises the refusal */
+        return -1;
+    }
+    c->rank              = h->rank;
+    srv->by_rank[h->rank] = c;
+    conn_send(c, LOCAL_MSG_WELCOME, 0, 0, NULL);
+    return 0;
+}
+
+/* Called once a CONTRIB's payload is complete (in_buf owns it). */
+static void contrib_done(conn_t *c)
+{
+    pamirun_server_t *srv = c->srv;
+    contrib_t        *slot = &srv->contrib[c->rank];
+
+    slot->buf   = c->in_buf;
+    slot->len   = c->in_hdr.len;
+    slot->have  = 1;
+    c->in_buf   = NULL;
+    srv->ncontrib++;
+    gather_check(srv);
+}
+
+static int on_contrib(conn_t *c, const local_wire_hdr_t *h)
+{
+    pamirun_server_t *srv = c->srv;
+    uint32_t          n   = srv->job->size;
+
+    if (c->rank < 0 || h->rank != c->rank || h->size != n) {
+        protocol_error(c, "contribution from an unknown rank");
+        return -1;
+    }
+    if (srv->broken) {
+        /* The job is failing; this rank learns it from the closed socket. */
+        conn_close(c, "job broken");
+        return -1;
+    }
+    if (h->seq != srv->seq || srv->contrib[c->rank].have) {
+        protocol_error(c, "contribution out of sequence");
+        return -1;
+    }
+    if (h->len > LOCAL_WIRE_MAX_CONTRIB ||
+        h->len * n > LOCAL_WIRE_MAX_RESULT) {
+        protocol_error(c, "contribution too large");
+        return -1;
+    }
+    /* malloc(0) may return NULL; keep one byte so NULL means failure. */
+    c->in_buf = malloc(h->len > 0 ? (size_t)h->len : 1);
+    if (c->in_buf == NULL) {
+        pami_error(SUBSYS, "out of memory for %" PRIu64 " bytes", h->len);
+        conn_close(c, "out of memory");
+        return -1;
+    }
+    c->in_buf_got = 0;
+    if (h->len == 0)
+        contrib_done(c);
+    return 0;
+}
+
+/* Returns -1 when the connection was closed. */
+static int on_header(conn_t *c)
+{
+    const local_wire_hdr_t *h = &c->in_hdr;
+
+    if (!local_wire_hdr_valid(h)) {
+        protocol_error(c, "bad magic or version");
+        return -1;
+    }
+    switch (h->type) {
+    case LOCAL_MSG_HELLO:
+        return on_hello(c, h);
+    case LOCAL_MSG_CONTRIB:
+        return on_contrib(c, h);
+    case LOCAL_MSG_BYE:
+        if (c->rank < 0 || h->rank != c->rank || h->len != 0) {
+            protocol_error(c, "unexpected bye");
+            return -1;
+        }
+        conn_close(c, "bye");
+        return -1;
+    default:
+        protocol_error(c, "unknown message type");
+        return -1;
+    }
+}
+
+/* Reads into the header, then into the payload; returns -1 when the
+ * connection was closed, 1 when no more bytes are ready. */
+static int conn_read_some(conn_t *c)
+{
+    int     in_payload = c->in_buf != NULL;
+    char   *dst;
+    size_t  want;
+
+    if (in_payload) {
+        dst  = c->in_buf + c->in_buf_got;
+        want = (size_t)c->in_hdr.len - c->in_buf_got;
+    } else {
+        dst  = (char *)&c->in_hdr + c->in_got;
+        want = sizeof(c->in_hdr) - c->in_got;
+    }
+    ssize_t n = recv(c->fd, dst, want, 0);
+    if (n < 0 && errno == EINTR)
+        return 0;
+    if (n < 0 && errno == EAGAIN)
+        return 1;
+    if (n <= 0) {
+        conn_close(c, n == 0 ? "closed without bye" : strerror(errno));
+        return -1;
+    }
+    if (in_payload) {
+        c->in_buf_got += (size_t)n;
+        if (c->in_buf_got == c->in_hdr.len) {
+            c->in_got = 0;
+            contrib_done(c);
+        }
+        return 0;
+    }
+    c->in_got += (size_t)n;
+    if (c->in_got < sizeof(c->in_hdr))
+        return 0;
+    c->in_got = 0;
+    return on_header(c);
+}
+
+static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    conn_t *c = w->data;
+
+    /* Bounded so one rank's large payload does not starve the others;
+     * stop once a reply is queued (the client waits for it). */
+    for (int i = 0; i < 64; i++)
+        if (conn_read_some(c) != 0 || c->out_busy)
+            return;
+}
+
+static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+    (void)revents;
+    pamirun_server_t *srv = w->data;
+
+    for (;;) {
+        int fd = accept4(srv->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            if (errno != EAGAIN)
+                pami_warn(SUBSYS, "accept: %s", strerror(errno));
+            return;
+        }
+        /* The 0700 directory already keeps other users out; this makes
+         * it explicit should the directory ever be opened up. */
+        struct ucred cred;
+        socklen_t    clen = sizeof(cred);
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) != 0 ||
+            cred.uid != geteuid()) {
+            pami_warn(SUBSYS, "refusing bootstrap connection from another "
+                      "user");
+            close(fd);
+            continue;
+        }
+        conn_t *c = calloc(1, sizeof(*c));
+        if (c == NULL) {
+            close(fd);
+            continue;
+        }
+        c->fd   = fd;
+        c->rank = -1;
+        c->srv  = srv;
+        c->next = srv->conns;
+        srv->conns = c;
+        ev_io_init(&c->rio, conn_read_cb, fd, EV_READ);
+        ev_io_init(&c->wio, conn_write_cb, fd, EV_WRITE);
+        c->rio.data = c->wio.data = c;
+        ev_io_start(loop, &c->rio);
+    }
+}
+
+/* ---- collectives -------------------------------------------------------- */
+
+static result_t *gather_result(pamirun_server_t *srv, int32_t *status)
+{
+    uint32_t n   = srv->job->size;
+    uint64_t len = srv->contrib[0].len;
+
+    for (uint32_t r = 1; r < n; r++) {
+        if (srv->contrib[r].len != len) {
+            pami_warn(SUBSYS, "allgather %" PRIu64 ": rank 0 gave %" PRIu64
+                      " bytes but rank %" PRIu32 " gave %" PRIu64, srv->seq,
+                      len, r, srv->contrib[r].len);
+            *status = -EINVAL;
+            return NULL;
+        }
+    }
+    result_t *res = malloc(sizeof(*res) + (size_t)(len * n));
+    if (res == NULL) {
+        pami_error(SUBSYS, "out of memory for an allgather of %" PRIu64
+                   " bytes", len * n);
+        *status = -ENOMEM;
+        return NULL;
+    }
+    res->refs = 1;
+    res->len  = (size_t)(len * n);
+    for (uint32_t r = 0; r < n; r++)
+        if (len > 0)
+            memcpy(res->data + r * len, srv->contrib[r].buf, (size_t)len);
+    *status = 0;
+    return res;
+}
+
+/* Answers every contributor of the current collective and moves on. */
+static void gather_finish(pamirun_server_t *srv, int32_t status,
+                          result_t *res)
+{
+    for (uint32_t r = 0; r < srv->job->size; r++)
+        if (srv->contrib[r].have && srv->by_rank[r] != NULL)
+            conn_send(srv->by_rank[r], LOCAL_MSG_RESULT, srv->seq, status,
+                      res);
+    result_put(res);
+    contrib_clear(srv);
+    srv->seq++;
+}
+
+static void gather_check(pamirun_server_t *srv)
+{
+    uint32_t n = srv->job->size;
+
+    if (srv->ncontrib == 0)
+        return;
+    if (srv->ncontrib == n) {
+        int32_t   status;
+        result_t *res = gather_result(srv, &status);
+        pami_debug(SUBSYS, "allgather %" PRIu64 " of %" PRIu64 " bytes: %s",
+                   srv->seq, srv->contrib[0].len, status == 0 ? "ok"
+                                                             : "failed");
+        gather_finish(srv, status, res);
+        return;
+    }
+    for (uint32_t r = 0; r < n; r++) {
+        if (srv->gone[r] && !srv->contrib[r].have) {
+            pami_warn(SUBSYS, "allgather %" PRIu64 " cannot complete: rank "
+                      "%" PRIu32 " left the job", srv->seq, r);
+            srv->broken = 1;
+            gather_finish(srv, -ECONNRESET, NULL);
+            return;
+        }
+    }
+}
+
+void server_rank_gone(pamirun_server_t *srv, uint32_t rank)
+{
+    if (srv == NULL || rank >= srv->job->size || srv->gone[rank])
+        return;
+    srv->gone[rank] = 1;
+    gather_check(srv);
+}
+
+/* ---- lifetime ----------------------------------------------------------- */
+
+static int listen_socket(pamirun_job_t *job)
+{
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+
+    strcpy(addr.sun_path, job->sock_path); /* length checked by workdir */
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0 ||
+        listen(fd, SOMAXCONN) != 0) {
+        int err = errno;
+        close(fd);
+        errno = err;
+        return -1;
+    }
+    return fd;
+}
+
+int server_start(pamirun_job_t *job)
+{
+    uint32_t          n   = job->size;
+    pamirun_server_t *srv = calloc(1, sizeof(*srv));
+
+    if (srv == NULL)
+        return -1;
+    srv->job     = job;
+    srv->by_rank = calloc(n, sizeof(*srv->by_rank));
+    srv->gone    = calloc(n, sizeof(*srv->gone));
+    srv->contrib = calloc(n, sizeof(*srv->contrib));
+    srv->fd      = -1;
+    if (srv->by_rank == NULL || srv->gone == NULL || srv->contrib == NULL)
+        goto fail;
+    srv->fd = listen_socket(job);
+    if (srv->fd < 0) {
+        fprintf(stderr, "pamirun: cannot listen on %s: %s\n", job->sock_path,
+                strerror(errno));
+        goto fail;
+    }
+    ev_io_init(&srv->lio, accept_cb, srv->fd, EV_READ);
+    srv->lio.data = srv;
+    ev_io_start(job->loop, &srv->lio);
+    job->server = srv;
+    return 0;
+
+fail:
+    free(srv->contrib);
+    free(srv->gone);
+    free(srv->by_rank);
+    free(srv);
+    return -1;
+}
+
+void server_stop(pamirun_job_t *job)
+{
+    pamirun_server_t *srv = job->server;
+
+    if (srv == NULL)
+        return;
+    /* Closing a connection must not start a collective failure now. */
+    job->server = NULL;
+    srv->ncontrib = 0;
+    while (srv->conns != NULL) {
+        conn_t *c = srv->conns;
+        c->rank   = -1; /* keeps conn_close from touching by_rank/gone */
+        conn_close(c, "launcher exiting");
+    }
+    ev_io_stop(job->loop, &srv->lio);
+    close(srv->fd);
+    contrib_clear(srv);
+    free(srv->contrib);
+    free(srv->gone);
+    free(srv->by_rank);
+    free(srv);
+}
