@@ -1,9 +1,10 @@
 /*
  * pmix bootstrap: started by mpirun, prterun or srun --mpi=pmix, we are a
  * PMIx client. An allgather is put + commit + fence (collecting data) + one
- * get per rank. Every allgather uses a fresh key: PMIx keeps one value per
- * key and rank, and a reused key could hand back the previous round's data
- * to a rank that reads before the owner's new put is visible.
+ * get per rank. Every allgather uses a fresh key, so a get can never
+ * return a value of an earlier round: the client caches what earlier
+ * fences delivered, and the standard does not say which of two values put
+ * under one key a later get sees.
  */
 #include "bootstrap.h"
 
@@ -22,9 +23,14 @@
  * shared objects next to other parts. */
 #define PMIX_JOB_ID_MAX 64
 
+/* Several clients in one process each get their own keys. Client creation
+ * is collective, so every rank numbers its instances the same way. */
+static _Atomic uint32_t pmix_instances;
+
 typedef struct {
     pmix_proc_t me;
     uint32_t    size;
+    uint32_t    instance;
     uint64_t    seq; /* same on every rank: all call allgather in order */
     char        job_id[PMIX_JOB_ID_MAX + 1];
 } pmix_state_t;
@@ -140,6 +146,7 @@ static int pmix_init(const bootstrap_args_t *args, void **state,
         return rc;
     }
     pmix_make_job_id(st->job_id, st->me.nspace);
+    st->instance = pmix_instances++;
     pami_debug("bootstrap", "pmix rank %" PRIu32 " of %" PRIu32 ", job %s",
                (uint32_t)st->me.rank, st->size, st->job_id);
 
@@ -215,7 +222,7 @@ static int pmix_allgather(void *state, const void *send, void *recv,
                           size_t len)
 {
     pmix_state_t *st = state;
-    char          key[sizeof(PMIX_BS_KEY_PREFIX) + 24];
+    char          key[sizeof(PMIX_BS_KEY_PREFIX) + 32];
 
     if (st == NULL || (len > 0 && (send == NULL || recv == NULL))) {
         pami_error("bootstrap", "pmix allgather: bad arguments");
@@ -225,7 +232,8 @@ static int pmix_allgather(void *state, const void *send, void *recv,
     if (len == 0)
         return pmix_fence(st, false);
 
-    snprintf(key, sizeof(key), PMIX_BS_KEY_PREFIX "%" PRIu64, st->seq++);
+    snprintf(key, sizeof(key), PMIX_BS_KEY_PREFIX "%" PRIu32 ".%" PRIu64,
+             st->instance, st->seq++);
     int rc = pmix_publish(key, send, len);
     if (rc == 0)
         rc = pmix_fence(st, true);

@@ -27,13 +27,13 @@ static int failures;
         }                                                                   \
     } while (0)
 
-static uint8_t pattern(uint32_t rank, size_t i, size_t len)
+static uint8_t pattern(uint32_t rank, size_t i, size_t len, uint8_t salt)
 {
-    return (uint8_t)(rank * 53u + i * 3u + len);
+    return (uint8_t)(rank * 53u + i * 3u + len + salt);
 }
 
-static void check_allgather(void *st, uint32_t rank, uint32_t size,
-                            size_t len)
+static void check_allgather_salted(void *st, uint32_t rank, uint32_t size,
+                                   size_t len, uint8_t salt)
 {
     uint8_t *send = malloc(len);
     uint8_t *recv = malloc(len * size);
@@ -43,21 +43,50 @@ static void check_allgather(void *st, uint32_t rank, uint32_t size,
         goto out;
     }
     for (size_t i = 0; i < len; i++)
-        send[i] = pattern(rank, i, len);
+        send[i] = pattern(rank, i, len, salt);
     memset(recv, 0xee, len * size);
 
     int rc = ops->allgather(st, send, recv, len);
     CHECK(rc == 0, "allgather of %zu bytes returned %d", len, rc);
     for (uint32_t r = 0; rc == 0 && r < size; r++) {
         size_t i = 0;
-        while (i < len && recv[r * len + i] == pattern(r, i, len))
+        while (i < len && recv[r * len + i] == pattern(r, i, len, salt))
             i++;
-        CHECK(i == len, "allgather of %zu bytes: rank %u's data wrong at "
-              "byte %zu", len, r, i);
+        CHECK(i == len, "allgather of %zu bytes (salt %u): rank %u's data "
+              "wrong at byte %zu", len, salt, r, i);
     }
 out:
     free(send);
     free(recv);
+}
+
+static void check_allgather(void *st, uint32_t rank, uint32_t size,
+                            size_t len)
+{
+    check_allgather_salted(st, rank, size, len, 0);
+}
+
+/* A second client in the same process (two runtimes) must not see the
+ * first one's data, though both count their allgathers from zero. */
+static void check_second_instance(void *first, uint32_t rank, uint32_t size)
+{
+    void    *second = NULL;
+    uint32_t rank2 = UINT32_MAX, size2 = 0;
+
+    int rc = ops->init(NULL, &second, &rank2, &size2);
+    CHECK(rc == 0, "second init failed (%d)", rc);
+    if (rc != 0)
+        return;
+    CHECK(rank2 == rank && size2 == size, "second init: rank %u size %u",
+          rank2, size2);
+    CHECK(strcmp(ops->job_id(second), ops->job_id(first)) == 0,
+          "two clients of one job disagree on the job id");
+    check_allgather_salted(second, rank, size, 8, 101);
+    check_allgather_salted(first, rank, size, 8, 102);
+    check_allgather_salted(second, rank, size, 8, 103);
+    ops->fini(second);
+    /* The first client outlives the second's PMIx_Finalize. */
+    check_allgather_salted(first, rank, size, 8, 104);
 }
 
 /* Rank 0 breaks the same-length contract; every rank must notice. */
@@ -122,6 +151,7 @@ int main(void)
     CHECK(ops->allgather(st, NULL, NULL, 0) == 0, "empty allgather");
     check_length_mismatch(st, rank, size);
     check_allgather(st, rank, size, 16); /* still usable afterwards */
+    check_second_instance(st, rank, size);
     CHECK(ops->barrier(st) == 0, "barrier");
     check_job_id(st, rank, size);
     CHECK(ops->barrier(st) == 0, "second barrier");
