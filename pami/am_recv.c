@@ -25,7 +25,7 @@ pami_result_t pami_dispatch_set(pami_context_t ctx, size_t id,
 static void recv_done(tp_req_t *tp, int status)
 {
     pami_request_t *req = container_of(tp, pami_request_t, tp);
-    req->local_pending = false;
+    pami_request_local_end(req);
     pami_request_done(req, pami_result_from_errno(status));
 }
 
@@ -57,10 +57,10 @@ static void deliver_rndv(struct pami_context *ctx, pami_dispatch_entry_t *d,
     req->peer          = peer;
     req->ack_wanted    = ack;
     req->ack_cookie    = ack_cookie;
-    req->local_pending = true;
+    pami_request_local_start(req);
     int rc = ctx->tp->am_recv(ctx->worker, desc, recv.addr, data_len, &req->tp);
     if (rc != 1) {
-        req->local_pending = false;
+        pami_request_local_end(req);
         pami_request_done(req, pami_result_from_errno(rc));
     }
 }

@@ -182,21 +182,6 @@ pami_result_t pami_context_createv(pami_client_t c,
     return PAMI_SUCCESS;
 }
 
-/* Completes what can complete, then meets the other tasks so nobody closes
- * endpoints a peer still sends on, then closes. */
-static void context_shutdown(struct pami_context *ctx, int timeout_ms)
-{
-    pami_result_t rc = pami_shutdown_barrier(ctx, timeout_ms);
-    if (rc != PAMI_SUCCESS)
-        pami_warn("context", "context %zu: shutdown barrier: %s; closing "
-                             "anyway", ctx->offset, pami_error_text(rc));
-    pami_peers_close(ctx, rc != PAMI_SUCCESS);
-    if (ctx->inflight > 0)
-        pami_warn("context", "context %zu: %zu operations still pending at "
-                             "destroy complete with PAMI_SHUTDOWN",
-                  ctx->offset, ctx->inflight);
-}
-
 pami_result_t pami_context_destroyv(pami_context_t *contexts, size_t n)
 {
     PAMI_CHECK(contexts != NULL && n > 0 && contexts[0] != NULL, PAMI_INVAL,
@@ -210,9 +195,13 @@ pami_result_t pami_context_destroyv(pami_context_t *contexts, size_t n)
                c->num_contexts);
 
     pami_progress_thread_stop(c);
-    for (size_t i = 0; i < n; i++)
-        context_shutdown(contexts[i], (int)c->config.shutdown_timeout_ms);
+    pami_result_t rc = pami_shutdown(contexts, n,
+                                     (int)c->config.shutdown_timeout_ms);
     for (size_t i = 0; i < n; i++) {
+        if (contexts[i]->inflight > 0)
+            pami_warn("context", "context %zu: %zu operations still pending "
+                                 "at destroy complete with PAMI_SHUTDOWN",
+                      i, contexts[i]->inflight);
         context_close(contexts[i]);
         contexts[i] = NULL;
     }
@@ -221,7 +210,7 @@ pami_result_t pami_context_destroyv(pami_context_t *contexts, size_t n)
     c->num_contexts = 0;
     free(c->addr_blob);
     c->addr_blob = NULL;
-    return PAMI_SUCCESS;
+    return rc;
 }
 
 pami_result_t pami_context_lock(pami_context_t ctx)

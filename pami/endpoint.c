@@ -125,12 +125,4 @@ void pami_peers_close(struct pami_context *ctx, bool force)
             free(cr);
         peer->ep = NULL;
     }
-    /* Closing flushes; bounded so a dead peer cannot hold us here. */
-    uint64_t deadline = pami_time_ns() +
-                        (uint64_t)c->config.shutdown_timeout_ms * 1000000ull;
-    while (ctx->closing > 0 && pami_time_ns() < deadline)
-        pami_progress_once(ctx);
-    if (ctx->closing > 0)
-        pami_warn("endpoint", "%d endpoints did not close in time",
-                  ctx->closing);
 }

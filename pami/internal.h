@@ -145,8 +145,12 @@ struct pami_context {
 
     int                   closing;    /* endpoint closes in progress */
 
-    /* Shutdown barrier: which rounds' messages arrived. */
+    size_t                local_inflight; /* sends not yet out */
+
+    /* Shutdown barrier: rounds whose messages arrived, where we are. */
     uint64_t              bye_rounds;
+    uint32_t              bye_round;
+    bool                  bye_sent;
 
     pami_context_stats_t  stats;
 };
@@ -191,6 +195,7 @@ pami_result_t pami_peer_get(struct pami_context *ctx, pami_endpoint_t dest,
                             pami_peer_t **peer);
 pami_result_t pami_peer_by_index(struct pami_context *ctx, uint32_t index,
                                  pami_peer_t **peer);
+/* Starts closing every endpoint; ctx->closing counts those still open. */
 void pami_peers_close(struct pami_context *ctx, bool force);
 
 /* ---- requests (request.c) ---- */
@@ -204,6 +209,16 @@ static inline uint64_t pami_request_cookie(const pami_request_t *req)
 }
 int pami_request_set_header(pami_request_t *req, size_t len);
 void pami_request_done(pami_request_t *req, pami_result_t result);
+static inline void pami_request_local_start(pami_request_t *req)
+{
+    req->local_pending = true;
+    req->ctx->local_inflight++;
+}
+static inline void pami_request_local_end(pami_request_t *req)
+{
+    req->local_pending = false;
+    req->ctx->local_inflight--;
+}
 void pami_request_wait_ack(pami_request_t *req);
 void pami_request_unwait(pami_request_t *req);
 void pami_request_acked(pami_request_t *req, pami_result_t result);
@@ -227,8 +242,9 @@ unsigned pami_progress_once(struct pami_context *ctx);
 pami_result_t pami_progress_thread_start(pami_client_impl_t *client);
 void pami_progress_thread_stop(pami_client_impl_t *client);
 
-/* ---- shutdown barrier (shutdown.c) ---- */
-pami_result_t pami_shutdown_barrier(struct pami_context *ctx, int timeout_ms);
+/* ---- shutdown (shutdown.c) ---- */
+pami_result_t pami_shutdown(struct pami_context **ctxs, size_t n,
+                            int timeout_ms);
 void pami_bye_recv(struct pami_context *ctx, const void *payload, size_t len,
                    uint32_t origin_task);
 

@@ -204,7 +204,7 @@ void pami_requests_destroy(struct pami_context *ctx)
         for (size_t i = 0; i < REQ_CHUNK; i++) {
             pami_request_t *req = &ctx->req_chunks[c][i];
             if (req->kind != REQ_FREE && req->local_pending) {
-                req->local_pending = false;
+                pami_request_local_end(req);
                 pami_request_done(req, PAMI_SHUTDOWN);
             }
         }

@@ -77,7 +77,7 @@ pami_result_t pami_send_immediate(pami_context_t ctx,
 static void send_done(tp_req_t *tp, int status)
 {
     pami_request_t *req = container_of(tp, pami_request_t, tp);
-    req->local_pending = false;
+    pami_request_local_end(req);
     pami_request_done(req, pami_result_from_errno(status));
 }
 
@@ -88,12 +88,12 @@ static pami_result_t start_send(struct pami_context *ctx, pami_peer_t *peer,
 {
     req->tp.fn         = send_done;
     req->peer          = peer->index;
-    req->local_pending = true;
+    pami_request_local_start(req);
     int trc = ctx->tp->am_send(peer->ep, req->hdr, req->hdr_len, data, len,
                                flags, &req->tp);
     if (trc == 1)
         return PAMI_SUCCESS;
-    req->local_pending = false;
+    pami_request_local_end(req);
     if (trc == 0) {
         pami_request_done(req, PAMI_SUCCESS);
         return PAMI_SUCCESS;

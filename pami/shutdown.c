@@ -1,8 +1,15 @@
 /*
- * The barrier of context destroy, over the context's own active messages
- * so progress continues while tasks wait for each other (a peer may still
- * be fetching a rendezvous payload from us). Dissemination: in round k a
- * task tells task + 2^k and waits to hear from task - 2^k.
+ * Context destroy, for all contexts of a client at once: their phases are
+ * interleaved because a context may need another one (of this task or a
+ * peer's) to progress before it can finish.
+ *
+ * 1. drain: wait until every send has left (its local completion);
+ * 2. barrier over the contexts' own active messages, so progress goes on
+ *    while tasks wait for each other (a peer may still be fetching a
+ *    rendezvous payload from us). Dissemination: in round k a task tells
+ *    task + 2^k and waits to hear from task - 2^k;
+ * 3. close the endpoints (flushing) and wait for the closes.
+ * Each phase ends at the shutdown deadline at the latest.
  */
 #include <string.h>
 
@@ -32,41 +39,88 @@ void pami_bye_recv(struct pami_context *ctx, const void *payload, size_t len,
     ctx->bye_rounds |= 1ull << bye.round;
 }
 
-/* Progress until every local operation is done or the deadline passes. */
-static void drain(struct pami_context *ctx, uint64_t deadline)
+/* One step of the barrier of ctx: sends the current round's message once,
+ * moves on when the matching one arrived. Returns true when finished. */
+static bool barrier_step(struct pami_context *ctx, pami_result_t *rc)
 {
-    while (ctx->inflight > 0 && pami_time_ns() < deadline) {
-        if (pami_progress_once(ctx) == 0 && ctx->tp->arm(ctx->worker) == 0)
-            evloop_libev_ops.run_once(ctx->loop, 10);
+    pami_client_impl_t *c = ctx->client;
+    for (;;) {
+        size_t dist = (size_t)1 << ctx->bye_round;
+        if (dist >= c->size || *rc != PAMI_SUCCESS)
+            return true;
+        if (!ctx->bye_sent) {
+            size_t to = (c->task + dist) % c->size;
+            pami_bye_t bye = {.round = ctx->bye_round};
+            uint32_t peer = (uint32_t)(to * c->num_contexts + ctx->offset);
+            *rc = pami_send_internal(ctx, peer, PAMI_DISPATCH_BYE, &bye,
+                                     sizeof(bye), REQ_BYE);
+            ctx->bye_sent = true;
+            continue;
+        }
+        if (!(ctx->bye_rounds & (1ull << ctx->bye_round)))
+            return false;
+        ctx->bye_round++;
+        ctx->bye_sent = false;
     }
 }
 
-pami_result_t pami_shutdown_barrier(struct pami_context *ctx, int timeout_ms)
-{
-    pami_client_impl_t *c = ctx->client;
-    uint64_t deadline = pami_time_ns() + (uint64_t)timeout_ms * 1000000ull;
-    size_t   n = c->size, me = c->task;
+typedef enum { PHASE_DRAIN, PHASE_BARRIER, PHASE_CLOSE } phase_t;
 
-    /* Sends waiting only for an ack are not ours to finish; do not wait
-     * the whole timeout for them here. */
-    drain(ctx, deadline);
-    for (uint32_t round = 0; ((size_t)1 << round) < n; round++) {
-        size_t to = (me + ((size_t)1 << round)) % n;
-        pami_bye_t bye = {.round = round};
-        uint32_t peer = (uint32_t)(to * c->num_contexts + ctx->offset);
-        pami_result_t rc = pami_send_internal(ctx, peer, PAMI_DISPATCH_BYE,
-                                              &bye, sizeof(bye), REQ_BYE);
-        if (rc != PAMI_SUCCESS)
-            return rc;
-        while (!(ctx->bye_rounds & (1ull << round))) {
-            if (pami_time_ns() >= deadline)
-                return PAMI_TIMEOUT;
-            if (pami_progress_once(ctx) == 0 && ctx->tp->arm(ctx->worker) == 0)
-                evloop_libev_ops.run_once(ctx->loop, 10);
-        }
+static bool phase_done(struct pami_context *ctx, phase_t phase,
+                       pami_result_t *rc)
+{
+    switch (phase) {
+    case PHASE_DRAIN:   return ctx->local_inflight == 0;
+    case PHASE_BARRIER: return barrier_step(ctx, rc);
+    case PHASE_CLOSE:   return ctx->closing == 0;
     }
+    return true;
+}
+
+/* Progresses all contexts until each finished the phase or the deadline;
+ * sleeps on the first context's event fd when nothing moves. */
+static pami_result_t run_phase(pami_context_t *ctxs, size_t n, phase_t phase,
+                               uint64_t deadline, pami_result_t *rcs)
+{
+    for (;;) {
+        bool     all = true;
+        unsigned events = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (!phase_done(ctxs[i], phase, &rcs[i]))
+                all = false;
+            events += pami_progress_once(ctxs[i]);
+        }
+        if (all)
+            return PAMI_SUCCESS;
+        if (pami_time_ns() >= deadline)
+            return PAMI_TIMEOUT;
+        if (events == 0 && n == 1 && ctxs[0]->tp->arm(ctxs[0]->worker) == 0)
+            evloop_libev_ops.run_once(ctxs[0]->loop, 10);
+    }
+}
+
+pami_result_t pami_shutdown(pami_context_t *ctxs, size_t n, int timeout_ms)
+{
+    uint64_t deadline = pami_time_ns() + (uint64_t)timeout_ms * 1000000ull;
+    pami_result_t rcs[PAMI_CONTEXT_MAX] = {0};
+
+    pami_result_t rc = run_phase(ctxs, n, PHASE_DRAIN, deadline, rcs);
+    if (rc != PAMI_SUCCESS)
+        pami_warn("shutdown", "sends still in flight at the deadline");
+    pami_result_t brc = run_phase(ctxs, n, PHASE_BARRIER, deadline, rcs);
+    for (size_t i = 0; i < n && brc == PAMI_SUCCESS; i++)
+        brc = rcs[i];
+    if (brc != PAMI_SUCCESS)
+        pami_warn("shutdown", "shutdown barrier: %s; closing anyway",
+                  pami_error_text(brc));
     /* Let what peers sent before their barrier messages run here too. */
-    while (pami_progress_once(ctx) > 0 && pami_time_ns() < deadline)
-        ;
-    return PAMI_SUCCESS;
+    for (size_t i = 0; i < n; i++)
+        while (pami_progress_once(ctxs[i]) > 0 && pami_time_ns() < deadline)
+            ;
+    for (size_t i = 0; i < n; i++)
+        pami_peers_close(ctxs[i], brc != PAMI_SUCCESS);
+    /* Closing flushes; bounded so a dead peer cannot hold us here. */
+    if (run_phase(ctxs, n, PHASE_CLOSE, deadline, rcs) != PAMI_SUCCESS)
+        pami_warn("shutdown", "endpoints did not close in time");
+    return brc;
 }
