@@ -91,6 +91,31 @@ scenario_allgather() {
     expect_clean
 }
 
+scenario_sessions() {
+    local r
+    run -n 4 "$HELPER" sessions
+    expect_rc 0
+    for r in 0 1 2 3; do
+        expect_line out "[$r] rank $r sessions ok"
+    done
+    expect_clean
+}
+
+# When pamirun's stdout breaks, the ranks see SIGPIPE, as in a pipeline.
+scenario_broken_pipe() {
+    local t0
+    t0=$(now_ms)
+    "$PAMIRUN" -n 2 "$HELPER" flood 2>"$work/err" </dev/null |
+        head -n 3 >"$work/out"
+    rc=${PIPESTATUS[0]}
+    elapsed=$(($(now_ms) - t0))
+    expect_rc 141
+    expect_lines out '^\[[01]\] line [0-9]+ from [01]$' 3
+    expect_lines err '^pamirun: rank [01] killed by signal 13' 1
+    expect_faster_than 10000
+    expect_clean
+}
+
 scenario_output() {
     local r
     run -n 3 "$HELPER" print

@@ -5,6 +5,9 @@
  * with a line on stderr saying what was wrong.
  *
  *   allgather        allgathers of many lengths with verified contents
+ *   sessions         two bootstraps at once, then a third after a fini:
+ *                    each must see only its own collectives
+ *   flood            prints lines until stdout breaks
  *   print            lines on stdout and stderr, and a final partial line
  *   longline N       one line of N bytes, then a short one
  *   env              prints the environment pamirun set; checks stdin
@@ -95,7 +98,7 @@ static unsigned char pattern(uint32_t rank, size_t i, unsigned round)
     return (unsigned char)(rank * 131u + i * 7u + round * 29u + (i >> 8));
 }
 
-static void allgather_round(size_t len, unsigned round)
+static void allgather_round_on(void *st, size_t len, unsigned round)
 {
     unsigned char *send = malloc(len + 1);
     unsigned char *recv = malloc(len * my_size + 1);
@@ -104,7 +107,7 @@ static void allgather_round(size_t len, unsigned round)
     for (size_t i = 0; i < len; i++)
         send[i] = pattern(my_rank, i, round);
     memset(recv, 0xee, len * my_size + 1);
-    int rc = ops->allgather(bs, send, recv, len);
+    int rc = ops->allgather(st, send, recv, len);
     CHECK(rc == 0, "allgather of %zu bytes returned %d", len, rc);
     for (uint32_t r = 0; r < my_size; r++)
         for (size_t i = 0; i < len; i++)
@@ -113,6 +116,11 @@ static void allgather_round(size_t len, unsigned round)
     CHECK(recv[len * my_size] == 0xee, "len %zu: wrote past the end", len);
     free(send);
     free(recv);
+}
+
+static void allgather_round(size_t len, unsigned round)
+{
+    allgather_round_on(bs, len, round);
 }
 
 static int mode_allgather(void)
@@ -144,6 +152,46 @@ static int mode_allgather(void)
     ops->fini(bs);
     printf("rank %u/%u allgather ok\n", my_rank, my_size);
     return 0;
+}
+
+static void *start_another(void)
+{
+    void    *st;
+    uint32_t rank, size;
+
+    CHECK(ops->init(NULL, &st, &rank, &size) == 0, "second init failed");
+    CHECK(rank == my_rank && size == my_size, "second init: wrong rank");
+    return st;
+}
+
+/* The rounds differ per session, so data from the wrong session or
+ * collective shows as a wrong byte. Interleaved on purpose. */
+static int mode_sessions(void)
+{
+    start();
+    void *a = bs, *b = start_another();
+
+    allgather_round_on(a, 64, 100);
+    allgather_round_on(b, 64, 200);
+    allgather_round_on(b, 1000, 201);
+    CHECK(ops->barrier(a) == 0, "barrier on a");
+    allgather_round_on(a, 1000, 101);
+    ops->fini(a);
+    void *c = start_another();
+    allgather_round_on(c, 77, 300);
+    allgather_round_on(b, 5, 202);
+    allgather_round_on(c, 0, 301);
+    ops->fini(c);
+    ops->fini(b);
+    printf("rank %u sessions ok\n", my_rank);
+    return 0;
+}
+
+static int mode_flood(void)
+{
+    for (unsigned long i = 0;; i++)
+        if (printf("line %lu from %s\n", i, getenv(PAMIRUN_ENV_RANK)) < 0)
+            return 1;
 }
 
 static int mode_print(void)
@@ -248,6 +296,10 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (strcmp(mode, "allgather") == 0)
         return mode_allgather();
+    if (strcmp(mode, "sessions") == 0)
+        return mode_sessions();
+    if (strcmp(mode, "flood") == 0)
+        return mode_flood();
     if (strcmp(mode, "print") == 0)
         return mode_print();
     if (strcmp(mode, "longline") == 0 && argc > 2)

@@ -65,8 +65,8 @@ static void emit(pamirun_stream_t *s, const char *data, size_t len,
         iov[cnt++] = (struct iovec){(void *)data, len};
     if (end_line)
         iov[cnt++] = (struct iovec){"\n", 1};
-    /* A closed stdout of ours is no reason to stop the job. */
-    (void)output_writev(s->out_fd, iov, cnt);
+    if (output_writev(s->out_fd, iov, cnt) != 0)
+        s->broken = 1;
     s->at_line_start = end_line;
 }
 
@@ -76,7 +76,7 @@ static void forward_lines(pamirun_stream_t *s)
 {
     size_t start = 0;
 
-    for (;;) {
+    while (!s->broken) {
         char *nl = memchr(s->buf + start, '\n', s->used - start);
         if (nl == NULL)
             break;
@@ -84,7 +84,7 @@ static void forward_lines(pamirun_stream_t *s)
         emit(s, s->buf + start, len, 1);
         start += len + 1;
     }
-    if (start == 0 && s->used == sizeof(s->buf)) {
+    if (start == 0 && s->used == sizeof(s->buf) && !s->broken) {
         emit(s, s->buf, s->used, 0);
         start = s->used;
     }
@@ -98,7 +98,7 @@ static void stream_close(pamirun_job_t *job, pamirun_stream_t *s)
         return;
     /* A last line without its newline still gets one, so the next line
      * of another rank starts where it should. */
-    if (s->used > 0 || !s->at_line_start)
+    if (!s->broken && (s->used > 0 || !s->at_line_start))
         emit(s, s->buf, s->used, 1);
     s->used = 0;
     ev_io_stop(job->loop, &s->io);
@@ -116,6 +116,10 @@ static void stream_read(pamirun_job_t *job, pamirun_stream_t *s,
         if (n > 0) {
             s->used += (size_t)n;
             forward_lines(s);
+            /* Like a shell pipeline: when nobody reads our side any more,
+             * closing the pipe lets the rank see SIGPIPE too. */
+            if (s->broken)
+                stream_close(job, s);
             continue;
         }
         if (n < 0 && errno == EINTR)
@@ -143,6 +147,7 @@ static void stream_init(pamirun_job_t *job, pamirun_stream_t *s,
     s->out_fd        = out_fd;
     s->rank          = rank;
     s->at_line_start = 1;
+    s->broken        = 0;
     s->used          = 0;
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
     ev_io_init(&s->io, stream_cb, fd, EV_READ);

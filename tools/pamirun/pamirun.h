@@ -36,6 +36,7 @@ typedef struct {
     int      out_fd;        /* where lines go: 1 or 2 */
     uint32_t rank;
     int      at_line_start; /* the next byte starts a new line */
+    int      broken;        /* out_fd refused a write: nobody reads it */
     size_t   used;
     char     buf[PAMIRUN_LINE_MAX];
 } pamirun_stream_t;

@@ -1,13 +1,20 @@
 /*
  * The bootstrap server: one listening Unix socket, one connection per
- * rank, and one collective at a time (ranks are synchronous clients, see
- * adapters/bootstrap/local_wire.h). A collective completes when every rank
- * contributed to the same sequence number; it fails for everyone when the
- * lengths differ (-EINVAL) or when a rank left the job first
- * (-ECONNRESET), so no rank ever waits for someone who will not come.
+ * rank and bootstrap instance, one collective at a time per instance
+ * (ranks are synchronous clients, see adapters/bootstrap/local_wire.h).
+ *
+ * A process may bring up the bootstrap more than once (a client created
+ * again, or two runtimes in one process). The k-th connection of every
+ * rank forms session k, the way communicators match by creation order;
+ * sessions never see each other's collectives.
+ *
+ * A collective completes when every rank of the session contributed to
+ * the same sequence number. It fails for everyone when the lengths differ
+ * (-EINVAL), or when a rank left the session first (-ECONNRESET), so no
+ * rank ever waits for someone who will not come.
  *
  * Anything malformed from a client closes its connection: it is a bug or
- * a stranger, and that rank counts as gone.
+ * a stranger, and that rank counts as having left.
  */
 #include "pamirun.h"
 
@@ -32,11 +39,14 @@ typedef struct {
     char     data[];
 } result_t;
 
+typedef struct session session_t;
+
 typedef struct conn {
     ev_io             rio;
     ev_io             wio;
     int               fd;
     int64_t           rank;        /* -1 until HELLO */
+    session_t        *sess;        /* NULL until HELLO */
     pamirun_server_t *srv;
     struct conn      *next;
     /* input: a header, then hdr.len payload bytes for a CONTRIB */
@@ -58,17 +68,27 @@ typedef struct {
     int      have;
 } contrib_t;
 
+struct session {
+    uint32_t   index;
+    conn_t   **by_rank;
+    uint8_t   *left;      /* per rank: closed its connection, or exited */
+    uint32_t   nleft;
+    uint32_t   nconns;    /* open connections that point here */
+    contrib_t *contrib;   /* per rank, for collective seq */
+    uint32_t   ncontrib;
+    uint64_t   seq;
+    int        broken;    /* a collective failed for lack of a rank */
+    session_t *next;
+};
+
 struct pamirun_server {
     pamirun_job_t *job;
     int            fd;
     ev_io          lio;
     conn_t        *conns;
-    conn_t       **by_rank;
-    uint8_t       *gone;     /* per rank: exited or disconnected */
-    contrib_t     *contrib;  /* per rank, for collective seq */
-    uint32_t       ncontrib;
-    uint64_t       seq;
-    int            broken;   /* a collective failed for lack of a rank */
+    session_t     *sessions;
+    uint32_t      *joined;  /* per rank: sessions joined so far */
+    uint8_t       *exited;  /* per rank */
 };
 
 static void result_put(result_t *res)
@@ -77,26 +97,85 @@ static void result_put(result_t *res)
         free(res);
 }
 
-static void contrib_clear(pamirun_server_t *srv)
+/* ---- sessions ----------------------------------------------------------- */
+
+static void contrib_clear(session_t *s, uint32_t n)
 {
-    for (uint32_t r = 0; r < srv->job->size; r++) {
-        free(srv->contrib[r].buf);
-        srv->contrib[r] = (contrib_t){0};
+    for (uint32_t r = 0; r < n; r++) {
+        free(s->contrib[r].buf);
+        s->contrib[r] = (contrib_t){0};
     }
-    srv->ncontrib = 0;
+    s->ncontrib = 0;
+}
+
+static void session_free(pamirun_server_t *srv, session_t *s)
+{
+    for (session_t **p = &srv->sessions; *p != NULL; p = &(*p)->next) {
+        if (*p == s) {
+            *p = s->next;
+            break;
+        }
+    }
+    contrib_clear(s, srv->job->size);
+    free(s->contrib);
+    free(s->left);
+    free(s->by_rank);
+    free(s);
+}
+
+/* Finds session index, creating it for the first rank that joins. */
+static session_t *session_get(pamirun_server_t *srv, uint32_t index)
+{
+    uint32_t n = srv->job->size;
+
+    for (session_t *s = srv->sessions; s != NULL; s = s->next)
+        if (s->index == index)
+            return s;
+    session_t *s = calloc(1, sizeof(*s));
+    if (s == NULL)
+        return NULL;
+    s->index   = index;
+    s->by_rank = calloc(n, sizeof(*s->by_rank));
+    s->left    = calloc(n, sizeof(*s->left));
+    s->contrib = calloc(n, sizeof(*s->contrib));
+    s->next    = srv->sessions;
+    srv->sessions = s;
+    if (s->by_rank == NULL || s->left == NULL || s->contrib == NULL) {
+        session_free(srv, s);
+        return NULL;
+    }
+    /* Ranks that are already dead will never join. */
+    for (uint32_t r = 0; r < n; r++) {
+        s->left[r] = srv->exited[r];
+        s->nleft += srv->exited[r];
+    }
+    return s;
+}
+
+static void gather_check(pamirun_server_t *srv, session_t *s);
+
+/* The rank will take no further part in session s; frees s once every
+ * rank left and no connection points to it any more. */
+static void session_leave(pamirun_server_t *srv, session_t *s, uint32_t rank)
+{
+    if (!s->left[rank]) {
+        s->left[rank] = 1;
+        s->nleft++;
+        gather_check(srv, s);
+    }
+    if (s->nleft == srv->job->size && s->nconns == 0)
+        session_free(srv, s);
 }
 
 /* ---- connections -------------------------------------------------------- */
-
-static void gather_check(pamirun_server_t *srv);
 
 static void conn_close(conn_t *c, const char *why)
 {
     pamirun_server_t *srv = c->srv;
 
     if (c->rank >= 0)
-        pami_debug(SUBSYS, "rank %" PRId64 " bootstrap connection closed: %s",
-                   c->rank, why);
+        pami_debug(SUBSYS, "rank %" PRId64 " session %u: bootstrap "
+                   "connection closed: %s", c->rank, c->sess->index, why);
     ev_io_stop(srv->job->loop, &c->rio);
     ev_io_stop(srv->job->loop, &c->wio);
     close(c->fd);
@@ -108,11 +187,13 @@ static void conn_close(conn_t *c, const char *why)
             break;
         }
     }
-    int64_t rank = c->rank;
+    session_t *s    = c->sess;
+    int64_t    rank = c->rank;
     free(c);
-    if (rank >= 0) {
-        srv->by_rank[rank] = NULL;
-        server_rank_gone(srv, (uint32_t)rank);
+    if (s != NULL) {
+        s->by_rank[rank] = NULL;
+        s->nconns--;
+        session_leave(srv, s, (uint32_t)rank);
     }
 }
 
@@ -126,11 +207,11 @@ static void protocol_error(conn_t *c, const char *what)
 
 /* Queues one message; the write happens from the loop, never from here,
  * so a failing write cannot close a connection under a caller's feet. */
-static void conn_send(conn_t *c, uint16_t type, uint64_t seq, int32_t status,
-                      result_t *res)
+static void conn_send(conn_t *c, uint16_t type, uint32_t rank, uint64_t seq,
+                      int32_t status, result_t *res)
 {
     local_wire_hdr_init(&c->out_hdr, type);
-    c->out_hdr.rank   = c->rank >= 0 ? (uint32_t)c->rank : 0;
+    c->out_hdr.rank   = rank;
     c->out_hdr.size   = c->srv->job->size;
     c->out_hdr.seq    = seq;
     c->out_hdr.status = status;
@@ -195,51 +276,62 @@ static int on_hello(conn_t *c, const local_wire_hdr_t *h)
         protocol_error(c, "unexpected hello");
         return -1;
     }
-    if (h->rank >= n || h->size != n || srv->by_rank[h->rank] != NULL ||
-        srv->gone[h->rank]) {
+    if (h->rank >= n || h->size != n || srv->exited[h->rank]) {
         pami_warn(SUBSYS, "refusing bootstrap client claiming rank %" PRIu32
                   " of %" PRIu32 " (job has %" PRIu32 " ranks)", h->rank,
                   h->size, n);
         c->close_after_write = 1;
-        conn_send(c, LOCAL_MSG_WELCOME, 0, -EINVAL, NULL);
-        c->out_hdr.rank = h->rank; /* so the client recognises the refusal */
+        conn_send(c, LOCAL_MSG_WELCOME, h->rank, 0, -EINVAL, NULL);
         return -1;
     }
-    c->rank              = h->rank;
-    srv->by_rank[h->rank] = c;
-    conn_send(c, LOCAL_MSG_WELCOME, 0, 0, NULL);
+    session_t *s = session_get(srv, srv->joined[h->rank]);
+    if (s == NULL) {
+        pami_error(SUBSYS, "out of memory for a bootstrap session");
+        c->close_after_write = 1;
+        conn_send(c, LOCAL_MSG_WELCOME, h->rank, 0, -ENOMEM, NULL);
+        return -1;
+    }
+    srv->joined[h->rank]++;
+    c->rank             = h->rank;
+    c->sess             = s;
+    s->by_rank[h->rank] = c;
+    s->nconns++;
+    pami_debug(SUBSYS, "rank %" PRIu32 " joined session %u", h->rank,
+               s->index);
+    conn_send(c, LOCAL_MSG_WELCOME, h->rank, 0, 0, NULL);
     return 0;
 }
 
 /* Called once a CONTRIB's payload is complete (in_buf owns it). */
 static void contrib_done(conn_t *c)
 {
-    pamirun_server_t *srv = c->srv;
-    contrib_t        *slot = &srv->contrib[c->rank];
+    session_t *s    = c->sess;
+    contrib_t *slot = &s->contrib[c->rank];
 
-    slot->buf   = c->in_buf;
-    slot->len   = c->in_hdr.len;
-    slot->have  = 1;
-    c->in_buf   = NULL;
-    srv->ncontrib++;
-    gather_check(srv);
+    slot->buf  = c->in_buf;
+    slot->len  = c->in_hdr.len;
+    slot->have = 1;
+    c->in_buf  = NULL;
+    s->ncontrib++;
+    gather_check(c->srv, s);
 }
 
 static int on_contrib(conn_t *c, const local_wire_hdr_t *h)
 {
-    pamirun_server_t *srv = c->srv;
-    uint32_t          n   = srv->job->size;
+    uint32_t   n = c->srv->job->size;
+    session_t *s = c->sess;
 
     if (c->rank < 0 || h->rank != c->rank || h->size != n) {
         protocol_error(c, "contribution from an unknown rank");
         return -1;
     }
-    if (srv->broken) {
-        /* The job is failing; this rank learns it from the closed socket. */
-        conn_close(c, "job broken");
+    if (s->broken) {
+        /* The session is failing; this rank learns it from the closed
+         * socket. */
+        conn_close(c, "session broken");
         return -1;
     }
-    if (h->seq != srv->seq || srv->contrib[c->rank].have) {
+    if (h->seq != s->seq || s->contrib[c->rank].have) {
         protocol_error(c, "contribution out of sequence");
         return -1;
     }
@@ -261,7 +353,7 @@ static int on_contrib(conn_t *c, const local_wire_hdr_t *h)
     return 0;
 }
 
-/* Returns -1 when the connection was closed. */
+/* Returns -1 when the connection was closed or is closing. */
 static int on_header(conn_t *c)
 {
     const local_wire_hdr_t *h = &c->in_hdr;
@@ -292,9 +384,9 @@ static int on_header(conn_t *c)
  * connection was closed, 1 when no more bytes are ready. */
 static int conn_read_some(conn_t *c)
 {
-    int     in_payload = c->in_buf != NULL;
-    char   *dst;
-    size_t  want;
+    int    in_payload = c->in_buf != NULL;
+    char  *dst;
+    size_t want;
 
     if (in_payload) {
         dst  = c->in_buf + c->in_buf_got;
@@ -314,10 +406,8 @@ static int conn_read_some(conn_t *c)
     }
     if (in_payload) {
         c->in_buf_got += (size_t)n;
-        if (c->in_buf_got == c->in_hdr.len) {
-            c->in_got = 0;
+        if (c->in_buf_got == c->in_hdr.len)
             contrib_done(c);
-        }
         return 0;
     }
     c->in_got += (size_t)n;
@@ -384,16 +474,15 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 /* ---- collectives -------------------------------------------------------- */
 
-static result_t *gather_result(pamirun_server_t *srv, int32_t *status)
+static result_t *gather_result(session_t *s, uint32_t n, int32_t *status)
 {
-    uint32_t n   = srv->job->size;
-    uint64_t len = srv->contrib[0].len;
+    uint64_t len = s->contrib[0].len;
 
     for (uint32_t r = 1; r < n; r++) {
-        if (srv->contrib[r].len != len) {
+        if (s->contrib[r].len != len) {
             pami_warn(SUBSYS, "allgather %" PRIu64 ": rank 0 gave %" PRIu64
-                      " bytes but rank %" PRIu32 " gave %" PRIu64, srv->seq,
-                      len, r, srv->contrib[r].len);
+                      " bytes but rank %" PRIu32 " gave %" PRIu64, s->seq,
+                      len, r, s->contrib[r].len);
             *status = -EINVAL;
             return NULL;
         }
@@ -409,45 +498,45 @@ static result_t *gather_result(pamirun_server_t *srv, int32_t *status)
     res->len  = (size_t)(len * n);
     for (uint32_t r = 0; r < n; r++)
         if (len > 0)
-            memcpy(res->data + r * len, srv->contrib[r].buf, (size_t)len);
+            memcpy(res->data + r * len, s->contrib[r].buf, (size_t)len);
     *status = 0;
     return res;
 }
 
 /* Answers every contributor of the current collective and moves on. */
-static void gather_finish(pamirun_server_t *srv, int32_t status,
+static void gather_finish(session_t *s, uint32_t n, int32_t status,
                           result_t *res)
 {
-    for (uint32_t r = 0; r < srv->job->size; r++)
-        if (srv->contrib[r].have && srv->by_rank[r] != NULL)
-            conn_send(srv->by_rank[r], LOCAL_MSG_RESULT, srv->seq, status,
+    for (uint32_t r = 0; r < n; r++)
+        if (s->contrib[r].have && s->by_rank[r] != NULL)
+            conn_send(s->by_rank[r], LOCAL_MSG_RESULT, r, s->seq, status,
                       res);
     result_put(res);
-    contrib_clear(srv);
-    srv->seq++;
+    contrib_clear(s, n);
+    s->seq++;
 }
 
-static void gather_check(pamirun_server_t *srv)
+static void gather_check(pamirun_server_t *srv, session_t *s)
 {
     uint32_t n = srv->job->size;
 
-    if (srv->ncontrib == 0)
+    if (s->ncontrib == 0)
         return;
-    if (srv->ncontrib == n) {
+    if (s->ncontrib == n) {
         int32_t   status;
-        result_t *res = gather_result(srv, &status);
-        pami_debug(SUBSYS, "allgather %" PRIu64 " of %" PRIu64 " bytes: %s",
-                   srv->seq, srv->contrib[0].len, status == 0 ? "ok"
-                                                             : "failed");
-        gather_finish(srv, status, res);
+        result_t *res = gather_result(s, n, &status);
+        pami_debug(SUBSYS, "session %u allgather %" PRIu64 " of %" PRIu64
+                   " bytes: %s", s->index, s->seq, s->contrib[0].len,
+                   status == 0 ? "ok" : "failed");
+        gather_finish(s, n, status, res);
         return;
     }
     for (uint32_t r = 0; r < n; r++) {
-        if (srv->gone[r] && !srv->contrib[r].have) {
+        if (s->left[r] && !s->contrib[r].have) {
             pami_warn(SUBSYS, "allgather %" PRIu64 " cannot complete: rank "
-                      "%" PRIu32 " left the job", srv->seq, r);
-            srv->broken = 1;
-            gather_finish(srv, -ECONNRESET, NULL);
+                      "%" PRIu32 " left the job", s->seq, r);
+            s->broken = 1;
+            gather_finish(s, n, -ECONNRESET, NULL);
             return;
         }
     }
@@ -455,10 +544,15 @@ static void gather_check(pamirun_server_t *srv)
 
 void server_rank_gone(pamirun_server_t *srv, uint32_t rank)
 {
-    if (srv == NULL || rank >= srv->job->size || srv->gone[rank])
+    if (srv == NULL || rank >= srv->job->size || srv->exited[rank])
         return;
-    srv->gone[rank] = 1;
-    gather_check(srv);
+    srv->exited[rank] = 1;
+    /* session_leave may free the session it is given. */
+    session_t *next;
+    for (session_t *s = srv->sessions; s != NULL; s = next) {
+        next = s->next;
+        session_leave(srv, s, rank);
+    }
 }
 
 /* ---- lifetime ----------------------------------------------------------- */
@@ -483,17 +577,15 @@ static int listen_socket(pamirun_job_t *job)
 
 int server_start(pamirun_job_t *job)
 {
-    uint32_t          n   = job->size;
     pamirun_server_t *srv = calloc(1, sizeof(*srv));
 
     if (srv == NULL)
         return -1;
-    srv->job     = job;
-    srv->by_rank = calloc(n, sizeof(*srv->by_rank));
-    srv->gone    = calloc(n, sizeof(*srv->gone));
-    srv->contrib = calloc(n, sizeof(*srv->contrib));
-    srv->fd      = -1;
-    if (srv->by_rank == NULL || srv->gone == NULL || srv->contrib == NULL)
+    srv->job    = job;
+    srv->fd     = -1;
+    srv->joined = calloc(job->size, sizeof(*srv->joined));
+    srv->exited = calloc(job->size, sizeof(*srv->exited));
+    if (srv->joined == NULL || srv->exited == NULL)
         goto fail;
     srv->fd = listen_socket(job);
     if (srv->fd < 0) {
@@ -508,9 +600,8 @@ int server_start(pamirun_job_t *job)
     return 0;
 
 fail:
-    free(srv->contrib);
-    free(srv->gone);
-    free(srv->by_rank);
+    free(srv->exited);
+    free(srv->joined);
     free(srv);
     return -1;
 }
@@ -521,19 +612,20 @@ void server_stop(pamirun_job_t *job)
 
     if (srv == NULL)
         return;
-    /* Closing a connection must not start a collective failure now. */
     job->server = NULL;
-    srv->ncontrib = 0;
-    while (srv->conns != NULL) {
-        conn_t *c = srv->conns;
-        c->rank   = -1; /* keeps conn_close from touching by_rank/gone */
-        conn_close(c, "launcher exiting");
+    /* Detach connections from their sessions first: closing them now must
+     * not answer or fail any collective. */
+    for (conn_t *c = srv->conns; c != NULL; c = c->next) {
+        c->sess = NULL;
+        c->rank = -1;
     }
+    while (srv->conns != NULL)
+        conn_close(srv->conns, "launcher exiting");
+    while (srv->sessions != NULL)
+        session_free(srv, srv->sessions);
     ev_io_stop(job->loop, &srv->lio);
     close(srv->fd);
-    contrib_clear(srv);
-    free(srv->contrib);
-    free(srv->gone);
-    free(srv->by_rank);
+    free(srv->exited);
+    free(srv->joined);
     free(srv);
 }
