@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,10 +34,15 @@ static void usage(FILE *to)
             LOCAL_WIRE_MAX_SIZE);
 }
 
-static int bad_usage(const char *fmt, const char *arg)
+__attribute__((format(printf, 1, 2)))
+static int bad_usage(const char *fmt, ...)
 {
+    va_list ap;
+
     fputs("pamirun: ", stderr);
-    fprintf(stderr, fmt, arg);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
     fputs("\nrun 'pamirun --help' for usage\n", stderr);
     return -1;
 }
@@ -121,22 +127,35 @@ static int parse_args(int argc, char **argv, pamirun_job_t *job)
         }
     }
     if (!have_n)
-        return bad_usage("%smissing -n N", "");
+        return bad_usage("missing -n N");
     if (i >= argc)
-        return bad_usage("%smissing the program to run", "");
+        return bad_usage("missing the program to run");
     job->argv = argv + i;
     return 0;
 }
 
-/* Each rank costs pamirun three descriptors (two pipes and a socket). */
-static void raise_fd_limit(void)
+/* Each rank costs pamirun three descriptors (two pipes and a socket).
+ * Raised only as far as needed, and the ranks get the original limit
+ * back; refusing up front beats starting half a job. */
+static int raise_fd_limit(pamirun_job_t *job)
 {
     struct rlimit rl;
+    rlim_t        need = (rlim_t)job->size * 3 + 32;
 
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= need)
+        return 0;
+    if (rl.rlim_max < need) {
+        fprintf(stderr, "pamirun: %u ranks need about %llu open files but "
+                "the limit is %llu; raise it (ulimit -n)\n", job->size,
+                (unsigned long long)need, (unsigned long long)rl.rlim_max);
+        return -1;
     }
+    job->saved_nofile = rl;
+    rl.rlim_cur       = need;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return 0; /* let the first failing pipe or accept say why */
+    job->nofile_raised = 1;
+    return 0;
 }
 
 static int run(pamirun_job_t *job)
@@ -181,6 +200,7 @@ int main(int argc, char **argv)
             usage(stdout);
         return rc > 0 ? 0 : PAMIRUN_EXIT_USAGE;
     }
-    raise_fd_limit();
+    if (raise_fd_limit(&job) != 0)
+        return PAMIRUN_EXIT_INTERNAL;
     return run(&job);
 }

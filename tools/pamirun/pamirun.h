@@ -14,6 +14,7 @@
 #include <ev.h>
 #include <limits.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/un.h>
 
@@ -65,6 +66,8 @@ struct pamirun_job {
     ev_timer          grace_timer;
     ev_signal         signals[3];
     pamirun_server_t *server;
+    struct rlimit     saved_nofile;  /* what the ranks get back */
+    int               nofile_raised;
 };
 
 /* workdir.c */

@@ -72,6 +72,10 @@ static void child_exec(const pamirun_job_t *job, uint32_t rank, pid_t parent,
                 rank);
         _exit(PAMIRUN_EXIT_INTERNAL);
     }
+    /* Only now: until exec closes them, the child holds pamirun's
+     * descriptors, which may lie above the original limit. */
+    if (job->nofile_raised)
+        setrlimit(RLIMIT_NOFILE, &job->saved_nofile);
     execvp(job->argv[0], job->argv);
     int err = errno;
     dprintf(STDERR_FILENO, "pamirun: cannot execute '%s': %s\n", job->argv[0],
