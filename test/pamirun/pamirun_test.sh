@@ -236,6 +236,25 @@ scenario_not_found() {
     expect_clean
 }
 
+# Too few descriptors for the job: refused before any rank starts. Few
+# but raisable: the job runs and the ranks see the original limit.
+scenario_fd_limit() {
+    (ulimit -n 40 && exec "$PAMIRUN" -n 100 "$HELPER" print) \
+        >"$work/out" 2>"$work/err"
+    rc=$?
+    expect_rc 1
+    expect_lines err '^pamirun: 100 ranks need about' 1
+    expect_lines out . 0
+    [ "$(ulimit -H -n)" = unlimited ] || [ "$(ulimit -H -n)" -ge 400 ] ||
+        return 0
+    (ulimit -S -n 40 && exec "$PAMIRUN" -n 100 sh -c 'ulimit -n') \
+        >"$work/out" 2>"$work/err"
+    rc=$?
+    expect_rc 0
+    expect_lines out '^\[[0-9]+\] 40$' 100
+    expect_clean
+}
+
 # usage_case WHAT ARGS...: pamirun refuses with exit 2 and says WHAT.
 usage_case() {
     local what=$1
