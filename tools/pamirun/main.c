@@ -11,6 +11,7 @@
 #include "log.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -189,10 +190,20 @@ static int run(pamirun_job_t *job)
     return job->exit_code < 0 ? 0 : job->exit_code;
 }
 
+/* With 0, 1 or 2 closed, a pipe could land there and be clobbered when a
+ * child sets up its stdio; fill the holes with /dev/null. */
+static void ensure_std_fds(void)
+{
+    for (int fd = 0; fd <= 2; fd++)
+        if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", O_RDWR) < 0)
+            return;
+}
+
 int main(int argc, char **argv)
 {
     pamirun_job_t job = {.exit_code = -1};
 
+    ensure_std_fds();
     pami_log_init();
     int rc = parse_args(argc, argv, &job);
     if (rc != 0) {
