@@ -176,7 +176,9 @@ pami_result_t pami_client_create(const char *name,
     }
     c->task = task;
     c->size = size;
-    pami_log_set_task(task);
+    /* pamirun prefixes every line with the rank already. */
+    if (c->bs_kind != PAMI_BOOTSTRAP_LOCAL)
+        pami_log_set_task(task);
     if (size >= (1u << 24)) {
         pami_error("client", "%u tasks exceed the endpoint encoding", size);
         rc = PAMI_UNIMPL;

@@ -41,7 +41,8 @@ static void peer_failed(void *arg, int status)
         return;
     peer->failed = true;
     ctx->stats.peer_failures++;
-    pami_warn("endpoint", "task %zu context %zu is unreachable (%s); its "
+    /* During shutdown, peers leaving is the expected case. */
+    pami_log(ctx->closing_down ? PAMI_LOG_DEBUG : PAMI_LOG_WARN, "endpoint", "task %zu context %zu is unreachable (%s); its "
                           "operations fail with PAMI_PEER_FAILED",
               peer->index / n, peer->index % n, strerror(-status));
     pami_request_fail_waiting(ctx, peer->index, PAMI_PEER_FAILED);

@@ -144,6 +144,7 @@ struct pami_context {
     int                   event_fd;
 
     int                   closing;    /* endpoint closes in progress */
+    bool                  closing_down; /* past the shutdown barrier */
 
     size_t                local_inflight; /* sends not yet out */
 

@@ -8,7 +8,7 @@
  *    while tasks wait for each other (a peer may still be fetching a
  *    rendezvous payload from us). Dissemination: in round k a task tells
  *    task + 2^k and waits to hear from task - 2^k;
- * 3. close the endpoints (flushing) and wait for the closes.
+ * 3. close the endpoints and wait for the closes.
  * Each phase ends at the shutdown deadline at the latest.
  */
 #include <string.h>
@@ -104,6 +104,9 @@ pami_result_t pami_shutdown(pami_context_t *ctxs, size_t n, int timeout_ms)
     uint64_t deadline = pami_time_ns() + (uint64_t)timeout_ms * 1000000ull;
     pami_result_t rcs[PAMI_CONTEXT_MAX] = {0};
 
+    /* From here on peers leaving is expected, not worth a warning. */
+    for (size_t i = 0; i < n; i++)
+        ctxs[i]->closing_down = true;
     pami_result_t rc = run_phase(ctxs, n, PHASE_DRAIN, deadline, rcs);
     if (rc != PAMI_SUCCESS)
         pami_warn("shutdown", "sends still in flight at the deadline");
@@ -113,13 +116,17 @@ pami_result_t pami_shutdown(pami_context_t *ctxs, size_t n, int timeout_ms)
     if (brc != PAMI_SUCCESS)
         pami_warn("shutdown", "shutdown barrier: %s; closing anyway",
                   pami_error_text(brc));
-    /* Let what peers sent before their barrier messages run here too. */
+    /* Our last barrier messages must be out before the close cancels
+     * them, and what peers sent before theirs should run here too. */
+    run_phase(ctxs, n, PHASE_DRAIN, deadline, rcs);
     for (size_t i = 0; i < n; i++)
         while (pami_progress_once(ctxs[i]) > 0 && pami_time_ns() < deadline)
             ;
+    /* Everything was delivered before the barrier ended, so the close
+     * need not flush; a flushing close would wait for peers that already
+     * left progress. */
     for (size_t i = 0; i < n; i++)
-        pami_peers_close(ctxs[i], brc != PAMI_SUCCESS);
-    /* Closing flushes; bounded so a dead peer cannot hold us here. */
+        pami_peers_close(ctxs[i], true);
     if (run_phase(ctxs, n, PHASE_CLOSE, deadline, rcs) != PAMI_SUCCESS)
         pami_warn("shutdown", "endpoints did not close in time");
     return brc;
