@@ -125,6 +125,8 @@ void pami_am_recv(void *arg, const void *hdr, size_t hdr_len, void *data,
             recv_ack(ctx, rest, rest_len);
         else if (h.dispatch == PAMI_DISPATCH_BYE)
             pami_bye_recv(ctx, rest, rest_len, h.origin_task);
+        else if (h.dispatch == PAMI_DISPATCH_MONITOR)
+            ; /* only there to connect the watching endpoint */
         else {
             ctx->stats.dropped_unknown++;
             pami_warn("am", "dropped a message for core id %u", h.dispatch);

@@ -192,7 +192,6 @@ pami_result_t pami_client_create(const char *name,
     c->tp = &tp_ucx_ops;
     tp_params_t tpp = {
         .thread_shared = 1, /* contexts may live on different threads */
-        .peer_errors   = c->config.peer_errors,
         .estimated_eps = size,
     };
     int trc = c->tp->init(&tpp, &c->tp_ctx);

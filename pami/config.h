@@ -24,7 +24,8 @@
     X(rndv_threshold, "PAMI_RNDV_THRESHOLD", size, "65536",                  \
       "payload size from which pami_send hands the data over by rendezvous")\
     X(peer_errors, "PAMI_PEER_ERRORS", bool, "1",                            \
-      "detect dead peers (UCX error handling mode peer)")                    \
+      "watch every connected peer over a second (TCP) endpoint so a dead "  \
+      "peer fails pending operations with PAMI_PEER_FAILED")                    \
     X(shutdown_timeout_ms, "PAMI_SHUTDOWN_TIMEOUT", size, "10000",           \
       "milliseconds context destroy waits for peers and pending operations")
 

@@ -48,6 +48,36 @@ static void peer_failed(void *arg, int status)
     pami_request_fail_waiting(ctx, peer->index, PAMI_PEER_FAILED);
 }
 
+static void monitor_sent(tp_req_t *req, int status)
+{
+    (void)req;
+    (void)status;
+}
+
+/* Traffic goes on an endpoint without error handling, so UCX may use
+ * shared memory; a second endpoint in UCX's peer-error mode carries one
+ * message to get connected and then only watches the peer. */
+static void monitor_start(struct pami_context *ctx, pami_peer_t *peer,
+                          const void *addr)
+{
+    static tp_req_t req = {.fn = monitor_sent};
+    pami_client_impl_t *c = ctx->client;
+    int rc = ctx->tp->ep_create(ctx->worker, addr, TP_EP_PEER_ERRORS,
+                                peer_failed, peer, &peer->monitor);
+    if (rc != 0) {
+        peer->monitor = NULL;
+        pami_warn("endpoint", "cannot watch task %zu: a failure of it will "
+                              "not be detected", peer->index / c->num_contexts);
+        return;
+    }
+    peer->hello.origin_task = c->task;
+    peer->hello.dispatch    = PAMI_DISPATCH_MONITOR;
+    peer->hello.origin_ctx  = (uint8_t)ctx->offset;
+    peer->hello.flags       = 0;
+    ctx->tp->am_send(peer->monitor, &peer->hello, sizeof(peer->hello), NULL,
+                     0, 0, &req);
+}
+
 static pami_result_t peer_connect(struct pami_context *ctx, pami_peer_t *peer,
                                   uint32_t index)
 {
@@ -55,12 +85,16 @@ static pami_result_t peer_connect(struct pami_context *ctx, pami_peer_t *peer,
     peer->ctx   = ctx;
     peer->index = index;
     const void *addr = c->addr_blob + (size_t)index * c->addr_stride;
-    int rc = ctx->tp->ep_create(ctx->worker, addr, peer_failed, peer, &peer->ep);
+    int rc = ctx->tp->ep_create(ctx->worker, addr, 0, peer_failed, peer,
+                                &peer->ep);
     if (rc != 0) {
         pami_error("endpoint", "cannot reach task %zu context %zu",
                    index / c->num_contexts, index % c->num_contexts);
         return pami_result_from_errno(rc);
     }
+    /* A context watching itself would learn nothing. */
+    if (c->config.peer_errors && index / c->num_contexts != c->task)
+        monitor_start(ctx, peer, addr);
     return PAMI_SUCCESS;
 }
 
@@ -107,23 +141,30 @@ static void close_done(tp_req_t *req, int status)
     free(cr);
 }
 
+static void close_one(struct pami_context *ctx, tp_ep_t *ep, bool force)
+{
+    close_req_t *cr = malloc(sizeof(*cr));
+    if (cr == NULL)
+        return;
+    cr->tp.fn = close_done;
+    cr->ctx   = ctx;
+    if (ctx->tp->ep_close(ep, force, &cr->tp) == 1)
+        ctx->closing++;
+    else
+        free(cr);
+}
+
 void pami_peers_close(struct pami_context *ctx, bool force)
 {
     pami_client_impl_t *c = ctx->client;
     size_t npeers = c->size * c->num_contexts;
     for (size_t i = 0; i < npeers; i++) {
         pami_peer_t *peer = &ctx->peers[i];
-        if (peer->ep == NULL)
-            continue;
-        close_req_t *cr = malloc(sizeof(*cr));
-        if (cr == NULL)
-            continue;
-        cr->tp.fn   = close_done;
-        cr->ctx   = ctx;
-        if (ctx->tp->ep_close(peer->ep, force || peer->failed, &cr->tp) == 1)
-            ctx->closing++;
-        else
-            free(cr);
-        peer->ep = NULL;
+        if (peer->ep != NULL)
+            close_one(ctx, peer->ep, force || peer->failed);
+        if (peer->monitor != NULL)
+            close_one(ctx, peer->monitor, true);
+        peer->ep      = NULL;
+        peer->monitor = NULL;
     }
 }

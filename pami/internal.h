@@ -31,7 +31,8 @@
 #define PAMI_DISPATCH_CORE_BASE    (PAMI_DISPATCH_USER_MAX + PAMI_DISPATCH_PROTOCOL_MAX)
 #define PAMI_DISPATCH_ACK          (PAMI_DISPATCH_CORE_BASE + 0)
 #define PAMI_DISPATCH_BYE          (PAMI_DISPATCH_CORE_BASE + 1)
-#define PAMI_DISPATCH_TABLE_SIZE   (PAMI_DISPATCH_CORE_BASE + 2)
+#define PAMI_DISPATCH_MONITOR      (PAMI_DISPATCH_CORE_BASE + 2)
+#define PAMI_DISPATCH_TABLE_SIZE   (PAMI_DISPATCH_CORE_BASE + 3)
 
 #define PAMI_HEADER_MAX 1024
 
@@ -98,9 +99,11 @@ typedef struct {
 /* What a context knows of one remote endpoint. */
 typedef struct {
     tp_ep_t             *ep;
+    tp_ep_t             *monitor; /* idle endpoint that reports peer death */
     struct pami_context *ctx;     /* back pointer for the error callback */
     uint32_t             index;
     bool                 failed;
+    pami_am_hdr_t        hello;   /* the monitor's one message */
 } pami_peer_t;
 
 typedef struct pami_post_item {

@@ -26,8 +26,8 @@ struct tp_req {
 
 /* Incoming active message. hdr is valid during the call. If rndv_desc is
  * NULL the payload is at data (valid during the call); otherwise the
- * payload is still remote and the callee must call am_recv or am_discard
- * with rndv_desc, during the call or later. */
+ * payload is still remote: the callee calls am_recv with rndv_desc during
+ * the call, or the payload is dropped and the sender completes. */
 typedef void (*tp_am_fn)(void *arg, const void *hdr, size_t hdr_len,
                          void *data, size_t data_len, void *rndv_desc);
 
@@ -36,7 +36,6 @@ typedef void (*tp_ep_error_fn)(void *arg, int status);
 
 typedef struct {
     int      thread_shared;   /* workers used from several threads */
-    int      peer_errors;     /* detect dead peers (UCX error mode PEER) */
     size_t   estimated_eps;
 } tp_params_t;
 
@@ -55,6 +54,13 @@ enum {
     TP_SEND_EAGER = 1u << 0,  /* never use the transport's rendezvous */
 };
 
+enum {
+    /* Report a dead peer through err_fn. In UCX 1.13 this restricts the
+     * endpoint to transports that can tell (TCP), so pami uses it on a
+     * second, idle endpoint that only watches the peer. */
+    TP_EP_PEER_ERRORS = 1u << 0,
+};
+
 typedef struct tp_ops {
     const char *name;
     int  (*init)(const tp_params_t *params, tp_context_t **ctx);
@@ -68,7 +74,7 @@ typedef struct tp_ops {
     int  (*worker_address)(tp_worker_t *worker, const void **addr,
                            size_t *len);
 
-    int  (*ep_create)(tp_worker_t *worker, const void *addr,
+    int  (*ep_create)(tp_worker_t *worker, const void *addr, unsigned flags,
                       tp_ep_error_fn err_fn, void *err_arg, tp_ep_t **ep);
     /* Starts closing; flush first unless force. Returns 0 when closed, 1
      * when the close completes later through req. */
@@ -85,7 +91,6 @@ typedef struct tp_ops {
     /* Receive a rendezvous payload into buf; same return convention. */
     int  (*am_recv)(tp_worker_t *worker, void *rndv_desc, void *buf,
                     size_t len, tp_req_t *req);
-    void (*am_discard)(tp_worker_t *worker, void *rndv_desc);
 
     /* Runs callbacks; returns the number of events. */
     unsigned (*progress)(tp_worker_t *worker);

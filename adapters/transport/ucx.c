@@ -20,7 +20,6 @@
 
 struct tp_context {
     ucp_context_h ucp;
-    int           peer_errors;
     int           thread_shared;
 };
 
@@ -94,7 +93,6 @@ static int ucx_init(const tp_params_t *params, tp_context_t **out)
         free(ctx);
         return status_to_errno(status);
     }
-    ctx->peer_errors   = params->peer_errors;
     ctx->thread_shared = params->thread_shared;
     *out = ctx;
     return 0;
@@ -239,8 +237,8 @@ static void ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
         e->err_fn(e->err_arg, status_to_errno(status));
 }
 
-static int ucx_ep_create(tp_worker_t *w, const void *addr, tp_ep_error_fn err_fn,
-                         void *err_arg, tp_ep_t **out)
+static int ucx_ep_create(tp_worker_t *w, const void *addr, unsigned flags,
+                         tp_ep_error_fn err_fn, void *err_arg, tp_ep_t **out)
 {
     tp_ep_t *e = calloc(1, sizeof(*e));
     if (e == NULL)
@@ -253,7 +251,7 @@ static int ucx_ep_create(tp_worker_t *w, const void *addr, tp_ep_error_fn err_fn
         .field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS,
         .address    = addr,
     };
-    if (w->ctx->peer_errors) {
+    if (flags & TP_EP_PEER_ERRORS) {
         ep.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                          UCP_EP_PARAM_FIELD_ERR_HANDLER;
         ep.err_mode        = UCP_ERR_HANDLING_MODE_PEER;
@@ -354,11 +352,6 @@ static int ucx_am_recv(tp_worker_t *w, void *desc, void *buf, size_t len,
     return ptr_result(ucp_am_recv_data_nbx(w->ucp, desc, buf, len, &p));
 }
 
-static void ucx_am_discard(tp_worker_t *w, void *desc)
-{
-    ucp_am_data_release(w->ucp, desc);
-}
-
 static unsigned ucx_progress(tp_worker_t *w)
 {
     return ucp_worker_progress(w->ucp);
@@ -402,7 +395,6 @@ const tp_ops_t tp_ucx_ops = {
     .am_send_imm    = ucx_am_send_imm,
     .am_send        = ucx_am_send,
     .am_recv        = ucx_am_recv,
-    .am_discard     = ucx_am_discard,
     .progress       = ucx_progress,
     .event_fd       = ucx_event_fd,
     .arm            = ucx_arm,
