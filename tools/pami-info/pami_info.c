@@ -1,0 +1,69 @@
+/*
+ * pami-info: what this build of pami is and how it is configured here.
+ * Joins a single-task job of its own (no launcher needed) to read the UCX
+ * version and transports.
+ */
+#include <pami.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *bootstrap_name(pami_bootstrap_kind_t kind)
+{
+    switch (kind) {
+    case PAMI_BOOTSTRAP_LOCAL: return "local";
+    case PAMI_BOOTSTRAP_PMIX:  return "pmix";
+    case PAMI_BOOTSTRAP_OOB:   return "oob";
+    default:                   return "auto";
+    }
+}
+
+static void print_config(void)
+{
+    printf("\nconfiguration (environment):\n");
+    pami_config_var_t var;
+    for (unsigned i = 0; pami_config_var(i, &var) == PAMI_SUCCESS; i++) {
+        const char *now = getenv(var.name);
+        printf("  %-22s default %-7s%s%s\n      %s\n", var.name,
+               var.default_value, now ? " now " : "", now ? now : "",
+               var.description);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && (strcmp(argv[1], "-h") == 0 ||
+                     strcmp(argv[1], "--help") == 0)) {
+        printf("usage: pami-info\nprints the version, UCX transports, every "
+               "PAMI_* variable and the limits of this build\n");
+        return 0;
+    }
+    printf("pami %d.%d.%d\n", PAMI_VERSION_MAJOR, PAMI_VERSION_MINOR,
+           PAMI_VERSION_PATCH);
+
+    pami_client_t client;
+    pami_result_t rc = pami_client_create("pami-info", NULL, &client);
+    if (rc != PAMI_SUCCESS) {
+        fprintf(stderr, "pami-info: cannot create a client: %s\n",
+                pami_error_text(rc));
+        print_config();
+        return 1;
+    }
+    pami_client_attr_t a = {.field_mask = ~0ull};
+    pami_client_query(client, &a);
+    printf("ucx %s\n", a.ucx_version);
+    printf("transports: %s\n", a.transports[0] ? a.transports : "(none)");
+    printf("bootstrap: %s (task %u of %zu)\n", bootstrap_name(a.bootstrap),
+           a.task, a.size);
+    printf("\nlimits:\n");
+    printf("  user dispatch ids      0..%zu\n", a.dispatch_max - 1);
+    printf("  header_max             %zu bytes\n", a.header_max);
+    printf("  immediate_max          %zu bytes (header + data)\n",
+           a.immediate_max);
+    printf("  rndv_threshold         %zu bytes\n", a.rndv_threshold);
+    printf("  contexts per client    %d\n", PAMI_CONTEXT_MAX);
+    print_config();
+    pami_client_destroy(&client);
+    return 0;
+}
