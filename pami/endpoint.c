@@ -48,10 +48,14 @@ static void peer_failed(void *arg, int status)
     pami_request_fail_waiting(ctx, peer->index, PAMI_PEER_FAILED);
 }
 
+/* The monitor's one message is out: its connection is complete. Shutdown
+ * waits for this, since UCX 1.13 aborts when a worker is destroyed with
+ * the connection handshake of an endpoint still pending. */
 static void monitor_sent(tp_req_t *req, int status)
 {
-    (void)req;
     (void)status;
+    pami_peer_t *peer = container_of(req, pami_peer_t, hello_req);
+    peer->ctx->local_inflight--;
 }
 
 /* Traffic goes on an endpoint without error handling, so UCX may use
@@ -60,7 +64,6 @@ static void monitor_sent(tp_req_t *req, int status)
 static void monitor_start(struct pami_context *ctx, pami_peer_t *peer,
                           const void *addr)
 {
-    static tp_req_t req = {.fn = monitor_sent};
     pami_client_impl_t *c = ctx->client;
     int rc = ctx->tp->ep_create(ctx->worker, addr, TP_EP_PEER_ERRORS,
                                 peer_failed, peer, &peer->monitor);
@@ -74,8 +77,10 @@ static void monitor_start(struct pami_context *ctx, pami_peer_t *peer,
     peer->hello.dispatch    = PAMI_DISPATCH_MONITOR;
     peer->hello.origin_ctx  = (uint8_t)ctx->offset;
     peer->hello.flags       = 0;
-    ctx->tp->am_send(peer->monitor, &peer->hello, sizeof(peer->hello), NULL,
-                     0, 0, &req);
+    peer->hello_req.fn      = monitor_sent;
+    if (ctx->tp->am_send(peer->monitor, &peer->hello, sizeof(peer->hello),
+                         NULL, 0, 0, &peer->hello_req) == 1)
+        ctx->local_inflight++;
 }
 
 static pami_result_t peer_connect(struct pami_context *ctx, pami_peer_t *peer,

@@ -104,6 +104,7 @@ typedef struct {
     uint32_t             index;
     bool                 failed;
     pami_am_hdr_t        hello;   /* the monitor's one message */
+    tp_req_t             hello_req;
 } pami_peer_t;
 
 typedef struct pami_post_item {

@@ -7,8 +7,11 @@
 
 #include "log.h"
 
-#include <ev.h>
+#include "libev_private.h"
 #include <stdlib.h>
+
+/* Set by the first create; every other entry needs a loop, so it is set. */
+static const libev_api_t *E;
 
 struct evloop_io {
     ev_io         watcher; /* first, so the libev pointer is the record */
@@ -56,12 +59,15 @@ static void evloop_io_cb(struct ev_loop *ev, ev_io *w, int revents)
 
 static evloop_t *evloop_libev_create(void)
 {
+    E = libev_api();
+    if (E == NULL)
+        return NULL;
     evloop_t *loop = calloc(1, sizeof(*loop));
     if (loop == NULL) {
         pami_error("evloop", "out of memory for an event loop");
         return NULL;
     }
-    loop->ev = ev_loop_new(EVFLAG_AUTO);
+    loop->ev = E->loop_new(EVFLAG_AUTO);
     if (loop->ev == NULL) {
         pami_error("evloop", "ev_loop_new failed (no usable backend?)");
         free(loop);
@@ -71,7 +77,7 @@ static evloop_t *evloop_libev_create(void)
      * ev_run from returning early for lack of watchers. */
     ev_async_init(&loop->wake, evloop_wake_cb);
     loop->wake.data = loop;
-    ev_async_start(loop->ev, &loop->wake);
+    E->async_start(loop->ev, &loop->wake);
 
     ev_init(&loop->timer, evloop_timer_cb);
     loop->timer.data = loop;
@@ -85,12 +91,12 @@ static void evloop_libev_destroy(evloop_t *loop)
     while (loop->ios != NULL) {
         evloop_io_t *io = loop->ios;
         loop->ios = io->next;
-        ev_io_stop(loop->ev, &io->watcher);
+        E->io_stop(loop->ev, &io->watcher);
         free(io);
     }
-    ev_timer_stop(loop->ev, &loop->timer);
-    ev_async_stop(loop->ev, &loop->wake);
-    ev_loop_destroy(loop->ev);
+    E->timer_stop(loop->ev, &loop->timer);
+    E->async_stop(loop->ev, &loop->wake);
+    E->loop_destroy(loop->ev);
     free(loop);
 }
 
@@ -110,7 +116,7 @@ static evloop_io_t *evloop_libev_io_add(evloop_t *loop, int fd,
     io->arg = arg;
     ev_io_init(&io->watcher, evloop_io_cb, fd, EV_READ);
     io->watcher.data = loop;
-    ev_io_start(loop->ev, &io->watcher);
+    E->io_start(loop->ev, &io->watcher);
 
     io->next = loop->ios;
     if (loop->ios != NULL)
@@ -125,7 +131,7 @@ static void evloop_libev_io_del(evloop_t *loop, evloop_io_t *io)
         return;
     /* Stopping also clears a pending event, so a record freed from inside
      * another watcher's callback is never invoked afterwards. */
-    ev_io_stop(loop->ev, &io->watcher);
+    E->io_stop(loop->ev, &io->watcher);
     if (io->prev != NULL)
         io->prev->next = io->next;
     else
@@ -139,16 +145,16 @@ static void evloop_libev_wakeup(evloop_t *loop)
 {
     /* The async flag and its pipe/eventfd write persist until the loop
      * polls, so a wakeup sent before run_once is not lost. */
-    ev_async_send(loop->ev, &loop->wake);
+    E->async_send(loop->ev, &loop->wake);
 }
 
 static void evloop_arm_timer(evloop_t *loop, int timeout_ms)
 {
     /* The cached loop time may be stale after a long callback; measure the
      * timeout from the real now. */
-    ev_now_update(loop->ev);
+    E->now_update(loop->ev);
     ev_timer_set(&loop->timer, (ev_tstamp)timeout_ms / 1000.0, 0.0);
-    ev_timer_start(loop->ev, &loop->timer);
+    E->timer_start(loop->ev, &loop->timer);
 }
 
 static int evloop_libev_run_once(evloop_t *loop, int timeout_ms)
@@ -162,9 +168,9 @@ static int evloop_libev_run_once(evloop_t *loop, int timeout_ms)
      * housekeeping), so go round until our flags say why we stopped; each
      * pass blocks in the backend, so this does not spin. */
     while (!loop->fired && !loop->timed_out)
-        ev_run(loop->ev, EVRUN_ONCE);
+        E->run(loop->ev, EVRUN_ONCE);
 
-    ev_timer_stop(loop->ev, &loop->timer);
+    E->timer_stop(loop->ev, &loop->timer);
     return loop->fired ? 1 : 0;
 }
 
