@@ -155,6 +155,7 @@ struct pami_context {
     /* Shutdown barrier: rounds whose messages arrived, where we are. */
     uint64_t              bye_rounds;
     uint32_t              bye_round;
+    uint32_t              bye_base;   /* 0 first barrier, 32 second */
     bool                  bye_sent;
 
     pami_context_stats_t  stats;

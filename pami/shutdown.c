@@ -30,7 +30,7 @@ void pami_bye_recv(struct pami_context *ctx, const void *payload, size_t len,
         return;
     }
     memcpy(&bye, payload, sizeof(bye));
-    if (bye.round >= 64) {
+    if (bye.round >= 64 || (bye.round & 31) >= 31) {
         ctx->stats.dropped_malformed++;
         pami_warn("shutdown", "dropped a shutdown message for round %u from "
                               "task %u", bye.round, origin_task);
@@ -48,16 +48,17 @@ static bool barrier_step(struct pami_context *ctx, pami_result_t *rc)
         size_t dist = (size_t)1 << ctx->bye_round;
         if (dist >= c->size || *rc != PAMI_SUCCESS)
             return true;
+        uint32_t round = ctx->bye_base + ctx->bye_round;
         if (!ctx->bye_sent) {
             size_t to = (c->task + dist) % c->size;
-            pami_bye_t bye = {.round = ctx->bye_round};
+            pami_bye_t bye = {.round = round};
             uint32_t peer = (uint32_t)(to * c->num_contexts + ctx->offset);
             *rc = pami_send_internal(ctx, peer, PAMI_DISPATCH_BYE, &bye,
                                      sizeof(bye), REQ_BYE);
             ctx->bye_sent = true;
             continue;
         }
-        if (!(ctx->bye_rounds & (1ull << ctx->bye_round)))
+        if (!(ctx->bye_rounds & (1ull << round)))
             return false;
         ctx->bye_round++;
         ctx->bye_sent = false;
@@ -111,6 +112,17 @@ pami_result_t pami_shutdown(pami_context_t *ctxs, size_t n, int timeout_ms)
     if (rc != PAMI_SUCCESS)
         pami_warn("shutdown", "sends still in flight at the deadline");
     pami_result_t brc = run_phase(ctxs, n, PHASE_BARRIER, deadline, rcs);
+    /* A second barrier, everyone progressing meanwhile: UCX 1.13 aborts
+     * when a worker goes with a connection handshake reply still queued,
+     * and such a reply may need its peer's progress to leave. */
+    run_phase(ctxs, n, PHASE_DRAIN, deadline, rcs);
+    for (size_t i = 0; i < n; i++) {
+        ctxs[i]->bye_base  = 32;
+        ctxs[i]->bye_round = 0;
+        ctxs[i]->bye_sent  = false;
+    }
+    if (brc == PAMI_SUCCESS)
+        brc = run_phase(ctxs, n, PHASE_BARRIER, deadline, rcs);
     for (size_t i = 0; i < n && brc == PAMI_SUCCESS; i++)
         brc = rcs[i];
     if (brc != PAMI_SUCCESS)
