@@ -59,8 +59,13 @@ static pami_result_t apply_params(pami_client_impl_t *c,
     pami_result_t rc = parse_bootstrap_name(c->config.bootstrap, &c->bs_kind);
     if (rc != PAMI_SUCCESS)
         return rc;
-    if (params == NULL)
+    if (params == NULL) {
+        if (c->bs_kind == PAMI_BOOTSTRAP_OOB) {
+            pami_error("client", "the oob bootstrap needs PAMI_CLIENT_PARAM_OOB");
+            return PAMI_INVAL;
+        }
         return PAMI_SUCCESS;
+    }
 
     if (params->field_mask & PAMI_CLIENT_PARAM_BOOTSTRAP) {
         if ((unsigned)params->bootstrap > PAMI_BOOTSTRAP_OOB) {
@@ -156,6 +161,13 @@ pami_result_t pami_client_create(const char *name,
     snprintf(c->name, sizeof(c->name), "%s", name ? name : "pami");
     pami_config_load(&c->config);
     pami_log_level_current = c->config.log_level;
+    /* One fragment is all an immediate send may take. */
+    if (c->config.immediate_max > PAMI_IMMEDIATE_LIMIT) {
+        pami_warn("client", "PAMI_IMMEDIATE_MAX=%zu is above the transport's "
+                            "single-fragment limit; using %d",
+                  c->config.immediate_max, PAMI_IMMEDIATE_LIMIT);
+        c->config.immediate_max = PAMI_IMMEDIATE_LIMIT;
+    }
 
     bootstrap_args_t args = {0};
     pami_result_t rc = apply_params(c, params, &args);
@@ -218,8 +230,12 @@ pami_result_t pami_client_destroy(pami_client_t *client)
                "destroy of a NULL client");
     pami_client_impl_t *c = *client;
     pami_result_t rc = PAMI_SUCCESS;
-    if (c->num_contexts > 0)
+    if (c->num_contexts > 0) {
         rc = pami_context_destroyv(c->contexts, c->num_contexts);
+        /* Refused (e.g. from a handler): the client must stay. */
+        if (c->num_contexts > 0)
+            return rc;
+    }
     free(c->contexts);
     free(c->addr_blob);
     client_free(c);

@@ -42,10 +42,15 @@ static void peer_failed(void *arg, int status)
     peer->failed = true;
     ctx->stats.peer_failures++;
     /* During shutdown, peers leaving is the expected case. */
-    pami_log(ctx->closing_down ? PAMI_LOG_DEBUG : PAMI_LOG_WARN, "endpoint", "task %zu context %zu is unreachable (%s); its "
-                          "operations fail with PAMI_PEER_FAILED",
-              peer->index / n, peer->index % n, strerror(-status));
+    pami_log(ctx->closing_down ? PAMI_LOG_DEBUG : PAMI_LOG_WARN, "endpoint",
+             "task %zu context %zu is unreachable (%s); its operations fail "
+             "with PAMI_PEER_FAILED", peer->index / n, peer->index % n,
+             strerror(-status));
     pami_request_fail_waiting(ctx, peer->index, PAMI_PEER_FAILED);
+    /* The traffic endpoint has no error handling of its own: closing it
+     * (from progress, not from this UCX callback) cancels what it still
+     * holds, e.g. a rendezvous the dead peer will never fetch. */
+    ctx->peers_failed_pending = true;
 }
 
 /* The monitor's one message is out: its connection is complete. Shutdown
@@ -93,9 +98,13 @@ static pami_result_t peer_connect(struct pami_context *ctx, pami_peer_t *peer,
     int rc = ctx->tp->ep_create(ctx->worker, addr, 0, peer_failed, peer,
                                 &peer->ep);
     if (rc != 0) {
+        /* Marked failed so later sends fail fast instead of retrying. */
+        peer->ep     = NULL;
+        peer->failed = true;
+        ctx->stats.peer_failures++;
         pami_error("endpoint", "cannot reach task %zu context %zu",
                    index / c->num_contexts, index % c->num_contexts);
-        return pami_result_from_errno(rc);
+        return PAMI_PEER_FAILED;
     }
     /* A context watching itself would learn nothing. */
     if (c->config.peer_errors && index / c->num_contexts != c->task)
@@ -107,13 +116,15 @@ pami_result_t pami_peer_by_index(struct pami_context *ctx, uint32_t index,
                                  pami_peer_t **out)
 {
     pami_peer_t *peer = &ctx->peers[index];
+    if (unlikely(peer->failed))
+        return PAMI_PEER_FAILED;
     if (unlikely(peer->ep == NULL)) {
+        if (ctx->eps_closed)
+            return PAMI_SHUTDOWN;
         pami_result_t rc = peer_connect(ctx, peer, index);
         if (rc != PAMI_SUCCESS)
             return rc;
     }
-    if (unlikely(peer->failed))
-        return PAMI_PEER_FAILED;
     *out = peer;
     return PAMI_SUCCESS;
 }
@@ -159,9 +170,28 @@ static void close_one(struct pami_context *ctx, tp_ep_t *ep, bool force)
         free(cr);
 }
 
+void pami_peers_close_failed(struct pami_context *ctx)
+{
+    pami_client_impl_t *c = ctx->client;
+    size_t npeers = c->size * c->num_contexts;
+    ctx->peers_failed_pending = false;
+    for (size_t i = 0; i < npeers; i++) {
+        pami_peer_t *peer = &ctx->peers[i];
+        if (!peer->failed)
+            continue;
+        if (peer->ep != NULL)
+            close_one(ctx, peer->ep, true);
+        if (peer->monitor != NULL)
+            close_one(ctx, peer->monitor, true);
+        peer->ep      = NULL;
+        peer->monitor = NULL;
+    }
+}
+
 void pami_peers_close(struct pami_context *ctx, bool force)
 {
     pami_client_impl_t *c = ctx->client;
+    ctx->eps_closed = true;
     size_t npeers = c->size * c->num_contexts;
     for (size_t i = 0; i < npeers; i++) {
         pami_peer_t *peer = &ctx->peers[i];

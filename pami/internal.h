@@ -35,6 +35,9 @@
 #define PAMI_DISPATCH_TABLE_SIZE   (PAMI_DISPATCH_CORE_BASE + 3)
 
 #define PAMI_HEADER_MAX 1024
+/* UCX's shared-memory and TCP transports carry 8 KiB in one fragment; an
+ * immediate send must fit one, with pami's and UCX's headers. */
+#define PAMI_IMMEDIATE_LIMIT 4096
 
 /* Wire header in front of every pami active message (docs/protocols/am.md). */
 typedef struct {
@@ -148,7 +151,9 @@ struct pami_context {
     int                   event_fd;
 
     int                   closing;    /* endpoint closes in progress */
-    bool                  closing_down; /* past the shutdown barrier */
+    bool                  closing_down; /* in destroy */
+    bool                  eps_closed;   /* no new endpoints from now on */
+    bool                  peers_failed_pending; /* failed eps to close */
 
     size_t                local_inflight; /* sends not yet out */
 
@@ -203,6 +208,8 @@ pami_result_t pami_peer_by_index(struct pami_context *ctx, uint32_t index,
                                  pami_peer_t **peer);
 /* Starts closing every endpoint; ctx->closing counts those still open. */
 void pami_peers_close(struct pami_context *ctx, bool force);
+/* Closes the endpoints of peers found dead since the last call. */
+void pami_peers_close_failed(struct pami_context *ctx);
 
 /* ---- requests (request.c) ---- */
 pami_request_t *pami_request_get(struct pami_context *ctx);

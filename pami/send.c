@@ -9,7 +9,7 @@
 static inline pami_result_t check_send(struct pami_context *ctx,
                                        const pami_send_immediate_t *p)
 {
-    if (unlikely(p->dispatch >= PAMI_DISPATCH_CORE_BASE)) {
+    if (unlikely(p->dispatch >= PAMI_DISPATCH_USER_MAX)) {
         pami_warn("send", "dispatch id %zu is out of range (user ids are "
                           "0..%d)", p->dispatch, PAMI_DISPATCH_USER_MAX - 1);
         return PAMI_INVAL;

@@ -95,8 +95,11 @@ static pami_result_t run_phase(pami_context_t *ctxs, size_t n, phase_t phase,
             return PAMI_SUCCESS;
         if (pami_time_ns() >= deadline)
             return PAMI_TIMEOUT;
-        if (events == 0 && n == 1 && ctxs[0]->tp->arm(ctxs[0]->worker) == 0)
-            evloop_libev_ops.run_once(ctxs[0]->loop, 10);
+        /* One context sleeps on its fd; several nap briefly. */
+        if (events == 0) {
+            bool armed = n == 1 && ctxs[0]->tp->arm(ctxs[0]->worker) == 0;
+            evloop_libev_ops.run_once(ctxs[0]->loop, armed ? 10 : 1);
+        }
     }
 }
 
