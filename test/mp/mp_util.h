@@ -1,0 +1,361 @@
+/*
+ * Helpers shared by the multi-process tests (test/mp). Each test is one
+ * program run by pamirun (or mpirun); it checks its own results and exits
+ * 1 with a line naming the test, the task and what went wrong.
+ *
+ * Everything here is static: each test is a single translation unit.
+ */
+#ifndef MP_UTIL_H
+#define MP_UTIL_H
+
+#include <pami.h>
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* The dispatch id the helpers use for their message barrier (mp_sync). */
+#define MP_ID_SYNC 255
+#define MP_SYNC_EPOCHS 64
+
+/* Default bound of every wait loop. */
+#define MP_WAIT_S 60.0
+/* How long pami_send_immediate may keep answering PAMI_EAGAIN while we
+ * advance before the test calls it stuck. */
+#define MP_EAGAIN_S 10.0
+
+typedef struct {
+    const char     *name;
+    pami_client_t   client;
+    pami_context_t  ctx[PAMI_CONTEXT_MAX];
+    size_t          nctx;
+    pami_task_t     me;
+    size_t          size;
+    pami_client_attr_t attr;
+    /* With a progress thread the program holds the context lock around its
+     * own calls; the helpers do so when this is set. */
+    bool            locked;
+    /* mp_sync: messages received per epoch, and the epoch we are in. */
+    atomic_uint     sync_seen[MP_SYNC_EPOCHS];
+    unsigned        sync_epoch;
+    /* Expectations from the command line (--expect-bootstrap=, --expect-size=). */
+    int             expect_bootstrap; /* -1: none */
+    long            expect_size;      /* -1: none */
+} mp_job_t;
+
+static const char *mp_test_name = "mp";
+static long        mp_task_id   = -1;
+
+static inline double mp_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static inline void mp_sleep_ms(double ms)
+{
+    long long ns = (long long)(ms * 1e6);
+    struct timespec ts = {.tv_sec  = (time_t)(ns / 1000000000LL),
+                          .tv_nsec = (long)(ns % 1000000000LL)};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
+__attribute__((format(printf, 1, 2), noreturn))
+static inline void mp_fail(const char *fmt, ...)
+{
+    char    line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "%s: task %ld: FAIL: %s\n", mp_test_name, mp_task_id, line);
+    fflush(stderr);
+    fflush(stdout);
+    exit(1);
+}
+
+#define MP_EXPECT(cond, ...)                                                \
+    do {                                                                    \
+        if (!(cond))                                                        \
+            mp_fail(__VA_ARGS__);                                           \
+    } while (0)
+
+#define MP_CHECK(expr)                                                      \
+    do {                                                                    \
+        pami_result_t mp_rc_ = (expr);                                      \
+        if (mp_rc_ != PAMI_SUCCESS)                                         \
+            mp_fail("%s:%d: %s returned %s", __FILE__, __LINE__, #expr,     \
+                    pami_error_text(mp_rc_));                               \
+    } while (0)
+
+#define MP_CHECK_RC(expr, want)                                             \
+    do {                                                                    \
+        pami_result_t mp_rc_ = (expr);                                      \
+        if (mp_rc_ != (want))                                               \
+            mp_fail("%s:%d: %s returned %s, expected %s", __FILE__,        \
+                    __LINE__, #expr, pami_error_text(mp_rc_),               \
+                    pami_error_text(want));                                 \
+    } while (0)
+
+static inline void mp_lock(mp_job_t *job, pami_context_t ctx)
+{
+    if (job->locked)
+        MP_CHECK(pami_context_lock(ctx));
+}
+
+static inline void mp_unlock(mp_job_t *job, pami_context_t ctx)
+{
+    if (job->locked)
+        MP_CHECK(pami_context_unlock(ctx));
+}
+
+/* One blocking progress step of at most 100 ms; fails on anything but
+ * progress or a timeout. */
+static inline void mp_wait_step(mp_job_t *job, pami_context_t ctx)
+{
+    mp_lock(job, ctx);
+    pami_result_t rc = pami_context_wait(ctx, 100);
+    mp_unlock(job, ctx);
+    if (rc != PAMI_SUCCESS && rc != PAMI_TIMEOUT)
+        mp_fail("pami_context_wait returned %s", pami_error_text(rc));
+}
+
+/* Waits (blocking, never spinning) until cond holds; fails after secs. */
+#define MP_WAIT(job, ctx, cond, secs, ...)                                  \
+    do {                                                                    \
+        double mp_deadline_ = mp_now() + (secs);                            \
+        while (!(cond)) {                                                   \
+            if (mp_now() > mp_deadline_) {                                  \
+                fprintf(stderr, "%s: task %ld: waited %.0f s for: ",        \
+                        mp_test_name, mp_task_id, (double)(secs));          \
+                mp_fail(__VA_ARGS__);                                       \
+            }                                                               \
+            mp_wait_step((job), (ctx));                                     \
+        }                                                                   \
+    } while (0)
+
+static inline pami_endpoint_t mp_ep(mp_job_t *job, pami_task_t task, size_t offset)
+{
+    pami_endpoint_t ep;
+    MP_CHECK(pami_endpoint_create(job->client, task, offset, &ep));
+    return ep;
+}
+
+/* An immediate send, advancing while the transport is busy (not from a
+ * handler). Returns the number of PAMI_EAGAIN answers it saw. */
+static inline unsigned long mp_send_imm(mp_job_t *job, pami_context_t ctx,
+                                 const pami_send_immediate_t *s)
+{
+    unsigned long again = 0;
+    double deadline = mp_now() + MP_EAGAIN_S;
+    for (;;) {
+        mp_lock(job, ctx);
+        pami_result_t rc = pami_send_immediate(ctx, s);
+        if (rc == PAMI_EAGAIN)
+            pami_context_advance(ctx, 1);
+        mp_unlock(job, ctx);
+        if (rc == PAMI_SUCCESS)
+            return again;
+        if (rc != PAMI_EAGAIN)
+            mp_fail("pami_send_immediate (%zu + %zu bytes, id %zu): %s",
+                    s->header_len, s->data_len, s->dispatch,
+                    pami_error_text(rc));
+        again++;
+        if ((again & 1023) == 0 && mp_now() > deadline)
+            mp_fail("pami_send_immediate of %zu + %zu bytes (id %zu) kept "
+                    "returning PAMI_EAGAIN for %.0f s while advancing",
+                    s->header_len, s->data_len, s->dispatch, MP_EAGAIN_S);
+    }
+}
+
+/* An immediate send from a handler, where advancing is not allowed: falls
+ * back to pami_send, which copies the header; data must be NULL or stay
+ * valid (the callers pass static or header-only payloads). */
+static inline void mp_send_imm_in_handler(pami_context_t ctx,
+                                   const pami_send_immediate_t *s)
+{
+    pami_result_t rc = pami_send_immediate(ctx, s);
+    if (rc == PAMI_EAGAIN) {
+        pami_send_t full = {.send = *s};
+        rc = pami_send(ctx, &full);
+    }
+    if (rc != PAMI_SUCCESS)
+        mp_fail("send from a handler: %s", pami_error_text(rc));
+}
+
+/* ---- contents ---- */
+
+/* The byte at position i of a payload identified by (origin, seq, salt).
+ * Differs for neighbouring positions, messages and origins, and is not
+ * periodic in 256. */
+static inline uint8_t mp_pattern_byte(uint32_t origin, uint64_t seq,
+                                      uint32_t salt, size_t i)
+{
+    uint64_t x = (uint64_t)origin * 0x9e3779b97f4a7c15ull ^
+                 (seq + 1) * 0xc2b2ae3d27d4eb4full ^ (uint64_t)salt << 40;
+    x ^= (uint64_t)(i >> 8) * 0x165667b19e3779f9ull;
+    x ^= x >> 29;
+    return (uint8_t)((x >> 8) + (x >> 32) + i * 13u);
+}
+
+static inline void mp_fill(void *buf, size_t len, uint32_t origin, uint64_t seq,
+                    uint32_t salt)
+{
+    uint8_t *p = buf;
+    for (size_t i = 0; i < len; i++)
+        p[i] = mp_pattern_byte(origin, seq, salt, i);
+}
+
+/* Returns the first wrong position, or -1 when all len bytes are right. */
+static inline long mp_verify(const void *buf, size_t len, uint32_t origin,
+                      uint64_t seq, uint32_t salt)
+{
+    const uint8_t *p = buf;
+    if (len > 0 && p == NULL)
+        return 0;
+    for (size_t i = 0; i < len; i++)
+        if (p[i] != mp_pattern_byte(origin, seq, salt, i))
+            return (long)i;
+    return -1;
+}
+
+/* ---- setup, message barrier, teardown ---- */
+
+static inline void mp_on_sync(pami_context_t ctx, void *cookie, const void *hdr,
+                       size_t hlen, const void *data, size_t dlen,
+                       pami_endpoint_t origin, pami_recv_t *recv)
+{
+    (void)ctx; (void)data; (void)dlen; (void)origin; (void)recv;
+    mp_job_t *job = cookie;
+    uint32_t epoch;
+    if (hlen != sizeof(epoch))
+        mp_fail("sync message with a %zu-byte header", hlen);
+    memcpy(&epoch, hdr, sizeof(epoch));
+    atomic_fetch_add(&job->sync_seen[epoch % MP_SYNC_EPOCHS], 1);
+}
+
+static inline void mp_usage_args(mp_job_t *job, int *argc, char **argv)
+{
+    int out = 1;
+    for (int i = 1; i < *argc; i++) {
+        if (strncmp(argv[i], "--expect-bootstrap=", 19) == 0) {
+            const char *b = argv[i] + 19;
+            job->expect_bootstrap = strcmp(b, "pmix") == 0    ? PAMI_BOOTSTRAP_PMIX
+                                    : strcmp(b, "local") == 0 ? PAMI_BOOTSTRAP_LOCAL
+                                    : strcmp(b, "oob") == 0   ? PAMI_BOOTSTRAP_OOB
+                                                              : -2;
+            if (job->expect_bootstrap == -2)
+                mp_fail("unknown bootstrap '%s'", b);
+        } else if (strncmp(argv[i], "--expect-size=", 14) == 0) {
+            job->expect_size = strtol(argv[i] + 14, NULL, 10);
+        } else {
+            argv[out++] = argv[i];
+        }
+    }
+    *argc = out;
+    argv[out] = NULL;
+}
+
+/* Creates the client and nctx contexts, queries every attribute, registers
+ * the barrier handler on context 0 and, unless the caller registers more
+ * and fences itself (fence == false), fences. */
+static inline void mp_init(mp_job_t *job, const char *name, int *argc, char **argv,
+                    const pami_client_params_t *params, size_t nctx,
+                    bool fence)
+{
+    memset(job, 0, sizeof(*job));
+    job->name             = name;
+    job->expect_bootstrap = -1;
+    job->expect_size      = -1;
+    mp_test_name          = name;
+    const char *rank = getenv("PAMI_RANK");
+    if (rank == NULL)
+        rank = getenv("PMIX_RANK");
+    if (rank != NULL)
+        mp_task_id = strtol(rank, NULL, 10);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc != NULL)
+        mp_usage_args(job, argc, argv);
+
+    MP_CHECK(pami_client_create(name, params, &job->client));
+    job->attr.field_mask = PAMI_CLIENT_ATTR_TASK | PAMI_CLIENT_ATTR_SIZE |
+                           PAMI_CLIENT_ATTR_DISPATCH_MAX |
+                           PAMI_CLIENT_ATTR_HEADER_MAX |
+                           PAMI_CLIENT_ATTR_IMMEDIATE_MAX |
+                           PAMI_CLIENT_ATTR_RNDV_THRESHOLD |
+                           PAMI_CLIENT_ATTR_BOOTSTRAP |
+                           PAMI_CLIENT_ATTR_LOCAL_TASKS;
+    MP_CHECK(pami_client_query(job->client, &job->attr));
+    job->me   = job->attr.task;
+    job->size = job->attr.size;
+    mp_task_id = job->me;
+    MP_EXPECT(job->me < job->size, "task %u >= size %zu", job->me, job->size);
+    MP_EXPECT(job->attr.dispatch_max > MP_ID_SYNC,
+              "dispatch_max %zu leaves no room for the sync id %d",
+              job->attr.dispatch_max, MP_ID_SYNC);
+    if (job->expect_bootstrap >= 0)
+        MP_EXPECT(job->attr.bootstrap == (pami_bootstrap_kind_t)job->expect_bootstrap,
+                  "bootstrap is %d, expected %d", (int)job->attr.bootstrap,
+                  job->expect_bootstrap);
+    if (job->expect_size >= 0)
+        MP_EXPECT(job->size == (size_t)job->expect_size,
+                  "job size is %zu, expected %ld", job->size, job->expect_size);
+
+    job->nctx = nctx;
+    MP_CHECK(pami_context_createv(job->client, NULL, nctx, job->ctx));
+    MP_CHECK(pami_dispatch_set(job->ctx[0], MP_ID_SYNC, mp_on_sync, job,
+                               NULL));
+    if (fence)
+        MP_CHECK(pami_dispatch_fence(job->client));
+}
+
+/* A barrier over active messages on context 0: everybody sends one message
+ * per epoch to everybody else and waits for size - 1 of them. Unlike the
+ * bootstrap barrier it keeps progressing, so it may follow traffic whose
+ * completion needs the peers' progress. Call it once all of this task's
+ * own operations are complete. */
+static inline void mp_sync(mp_job_t *job)
+{
+    pami_context_t ctx   = job->ctx[0];
+    uint32_t       epoch = job->sync_epoch++;
+    for (size_t k = 1; k < job->size; k++) {
+        pami_send_immediate_t s = {
+            .dest       = mp_ep(job, (pami_task_t)((job->me + k) % job->size), 0),
+            .dispatch   = MP_ID_SYNC,
+            .header     = &epoch,
+            .header_len = sizeof(epoch),
+        };
+        mp_send_imm(job, ctx, &s);
+    }
+    atomic_uint *seen = &job->sync_seen[epoch % MP_SYNC_EPOCHS];
+    MP_WAIT(job, ctx, atomic_load(seen) >= job->size - 1, MP_WAIT_S,
+            "sync %u: %u of %zu peers", epoch, atomic_load(seen),
+            job->size - 1);
+    MP_EXPECT(atomic_load(seen) == job->size - 1, "sync %u: %u messages",
+              epoch, atomic_load(seen));
+    atomic_store(seen, 0);
+}
+
+static inline void mp_finish(mp_job_t *job)
+{
+    for (size_t i = 0; i < job->nctx; i++) {
+        pami_context_stats_t st;
+        MP_CHECK(pami_context_stats(job->ctx[i], &st));
+        MP_EXPECT(st.dropped_unknown == 0 && st.dropped_malformed == 0,
+                  "context %zu dropped %llu unknown and %llu malformed "
+                  "messages", i, (unsigned long long)st.dropped_unknown,
+                  (unsigned long long)st.dropped_malformed);
+        MP_EXPECT(st.peer_failures == 0, "context %zu saw %llu peer failures",
+                  i, (unsigned long long)st.peer_failures);
+    }
+    MP_CHECK(pami_client_destroy(&job->client));
+}
+
+#endif
