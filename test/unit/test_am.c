@@ -352,25 +352,31 @@ static bool matches(const void *buf, size_t len, size_t o, size_t t,
     return true;
 }
 
+/* Where a payload that was not all here lands. */
+typedef struct {
+    msg_t  *msg;
+    uint8_t data[];
+} landing_t;
+
 static void mesh_recv_done(pami_context_t ctx, void *cookie,
                            pami_result_t result)
 {
     (void)ctx;
-    void  **pair = cookie; /* {msg, buffer} */
-    msg_t  *msg  = pair[0];
-    uint8_t *buf = pair[1];
+    landing_t *l   = cookie;
+    msg_t     *msg = l->msg;
     msg->recv_calls++;
     if (result != PAMI_SUCCESS)
         msg->m->bad_recv++;
-    else if (!matches(buf, msg->m->cases[msg->k].data, msg->o, msg->t,
+    else if (!matches(l->data, msg->m->cases[msg->k].data, msg->o, msg->t,
                       msg->k, 1))
         msg->m->bad_data++;
     else
         msg->data_ok++;
-    free(buf);
-    free(pair);
+    free(l);
 }
 
+/* The origin's offset picks the message slot and seeds the expected
+ * contents, so a wrong origin shows up as a missing or corrupt message. */
 static void mesh_handler(pami_context_t ctx, void *cookie, const void *hdr,
                          size_t hdr_len, const void *data, size_t data_len,
                          pami_endpoint_t origin, pami_recv_t *recv)
@@ -407,16 +413,12 @@ static void mesh_handler(pami_context_t ctx, void *cookie, const void *hdr,
             m->bad_recv++;
             return;
         }
-        void **pair = malloc(2 * sizeof(void *));
-        uint8_t *buf = malloc(data_len);
-        assert_non_null(pair);
-        assert_non_null(buf);
-        memset(buf, 0, data_len);
-        pair[0]        = msg;
-        pair[1]        = buf;
-        recv->addr     = buf;
+        landing_t *l = calloc(1, sizeof(*l) + data_len);
+        assert_non_null(l);
+        l->msg         = msg;
+        recv->addr     = l->data;
         recv->local_fn = mesh_recv_done;
-        recv->cookie   = pair;
+        recv->cookie   = l;
         return;
     }
     if (recv != NULL)

@@ -158,8 +158,13 @@ static void test_post_wakes_waiter(void **state)
     world_t *w = *state;
     while (pami_context_advance(w->ctx[0], 100) == PAMI_SUCCESS)
         ;
-    post_t p = {.ctx = w->ctx[0], .delay_ms = 200};
-    uint64_t sleeps = stats(w->ctx[0]).sleeps, posted = stats(w->ctx[0]).posted;
+    /* Static: the watchdog may outlive a failed assertion here. */
+    static post_t p;
+    memset(&p, 0, sizeof(p));
+    p.ctx      = w->ctx[0];
+    p.delay_ms = 200;
+    uint64_t sleeps = stats(w->ctx[0]).sleeps;
+    uint64_t posted = stats(w->ctx[0]).posted;
 
     pthread_t thr, dog;
     assert_int_equal(pthread_create(&dog, NULL, watchdog, &p), 0);
