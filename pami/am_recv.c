@@ -123,8 +123,8 @@ void pami_am_recv(void *arg, const void *hdr, size_t hdr_len, void *data,
     if (h.dispatch >= PAMI_DISPATCH_CORE_BASE) {
         if (h.dispatch == PAMI_DISPATCH_ACK)
             recv_ack(ctx, rest, rest_len);
-        else if (h.dispatch == PAMI_DISPATCH_BYE)
-            pami_bye_recv(ctx, rest, rest_len, h.origin_task);
+        else if (h.dispatch == PAMI_DISPATCH_BARRIER)
+            pami_barrier_recv(ctx, rest, rest_len, h.origin_task);
         else if (h.dispatch == PAMI_DISPATCH_MONITOR)
             ; /* only there to connect the watching endpoint */
         else {

@@ -282,6 +282,16 @@ pami_result_t pami_dispatch_fence(pami_client_t c)
     PAMI_CHECK(c != NULL, PAMI_INVAL, "dispatch", "fence on a NULL client");
     PAMI_CHECK(pami_tls_progressing == NULL, PAMI_IN_HANDLER, "dispatch",
                "pami_dispatch_fence called from a handler");
+    /* With contexts, meet over them so queued sends keep moving while we
+     * wait; before createv only the bootstrap can do it. */
+    if (c->num_contexts > 0) {
+        uint64_t deadline = UINT64_MAX;
+        pami_result_t rc = pami_barrier(c->contexts, c->num_contexts, deadline);
+        if (rc != PAMI_SUCCESS)
+            pami_error("dispatch", "fence barrier failed: %s",
+                       pami_error_text(rc));
+        return rc;
+    }
     int rc = c->bs->barrier(c->bs_state);
     if (rc != 0) {
         pami_error("dispatch", "fence barrier failed: %s", strerror(-rc));

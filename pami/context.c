@@ -25,6 +25,7 @@ static pami_result_t context_open(pami_client_impl_t *c, size_t offset,
     ctx->offset    = offset;
     ctx->tp        = c->tp;
     ctx->done_tail = &ctx->done_head;
+    ctx->deferred_tail = &ctx->deferred_head;
     ctx->post_tail = &ctx->post_head;
     ctx->event_fd  = -1;
     pthread_mutex_init(&ctx->lock, NULL);

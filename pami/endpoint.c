@@ -119,6 +119,10 @@ pami_result_t pami_peer_by_index(struct pami_context *ctx, uint32_t index,
     if (unlikely(peer->failed))
         return PAMI_PEER_FAILED;
     if (unlikely(peer->ep == NULL)) {
+        /* UCX 1.13 (TCP) crashes when an endpoint is created from inside
+         * its own progress; the caller defers the send instead. */
+        if (ctx->in_tp_progress)
+            return PAMI_EAGAIN;
         if (ctx->eps_closed)
             return PAMI_SHUTDOWN;
         pami_result_t rc = peer_connect(ctx, peer, index);
@@ -129,8 +133,8 @@ pami_result_t pami_peer_by_index(struct pami_context *ctx, uint32_t index,
     return PAMI_SUCCESS;
 }
 
-pami_result_t pami_peer_get(struct pami_context *ctx, pami_endpoint_t dest,
-                            pami_peer_t **out)
+pami_result_t pami_peer_index(struct pami_context *ctx, pami_endpoint_t dest,
+                              uint32_t *index)
 {
     pami_client_impl_t *c = ctx->client;
     uint32_t task = pami_ep_task(dest), offset = pami_ep_offset(dest);
@@ -140,8 +144,8 @@ pami_result_t pami_peer_get(struct pami_context *ctx, pami_endpoint_t dest,
                   dest, task, offset, c->size, c->num_contexts);
         return PAMI_INVAL;
     }
-    return pami_peer_by_index(ctx, task * (uint32_t)c->num_contexts + offset,
-                              out);
+    *index = task * (uint32_t)c->num_contexts + offset;
+    return PAMI_SUCCESS;
 }
 
 typedef struct {

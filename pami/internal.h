@@ -30,7 +30,7 @@
 #define PAMI_DISPATCH_PROTOCOL_MAX 256
 #define PAMI_DISPATCH_CORE_BASE    (PAMI_DISPATCH_USER_MAX + PAMI_DISPATCH_PROTOCOL_MAX)
 #define PAMI_DISPATCH_ACK          (PAMI_DISPATCH_CORE_BASE + 0)
-#define PAMI_DISPATCH_BYE          (PAMI_DISPATCH_CORE_BASE + 1)
+#define PAMI_DISPATCH_BARRIER      (PAMI_DISPATCH_CORE_BASE + 1)
 #define PAMI_DISPATCH_MONITOR      (PAMI_DISPATCH_CORE_BASE + 2)
 #define PAMI_DISPATCH_TABLE_SIZE   (PAMI_DISPATCH_CORE_BASE + 3)
 
@@ -65,8 +65,13 @@ typedef enum {
     REQ_SEND,       /* an AM in flight */
     REQ_ACK_SEND,   /* a reply to a remote_fn request */
     REQ_RECV,       /* a rendezvous payload being received */
-    REQ_BYE         /* a shutdown barrier message */
+    REQ_BARRIER,    /* a core barrier message */
+    REQ_IMM         /* an immediate send that had to be copied */
 } pami_req_kind_t;
+
+/* Immediate sends copied because the transport could not take them at
+ * once; beyond this many in flight, send_immediate says PAMI_EAGAIN. */
+#define PAMI_BOUNCE_MAX 1024
 
 typedef struct pami_request pami_request_t;
 struct pami_request {
@@ -89,8 +94,12 @@ struct pami_request {
     void            *cookie;
     uint64_t         ack_cookie;  /* REQ_RECV: reply to send when done */
     bool             ack_wanted;
-    uint8_t         *hdr;         /* points at inline_hdr or a heap copy */
+    uint8_t         *hdr;         /* inline_hdr, bounce, or a heap copy */
     size_t           hdr_len;
+    const void      *data;        /* payload, kept for a deferred start */
+    size_t           data_len;
+    unsigned         tp_flags;
+    uint8_t         *bounce;      /* REQ_IMM copy; kept for the next use */
     uint8_t          inline_hdr[PAMI_REQ_INLINE_HDR];
 };
 
@@ -136,6 +145,12 @@ struct pami_context {
     pami_request_t       *done_head;  /* completions to report in advance */
     pami_request_t      **done_tail;
     pami_request_t       *ack_wait;   /* sends waiting for a remote ack */
+    /* Sends that need a new endpoint, asked for inside the transport's
+     * progress, where UCX cannot create one: started right after it. */
+    pami_request_t       *deferred_head;
+    pami_request_t      **deferred_tail;
+    bool                  in_tp_progress;
+    size_t                bounced;    /* REQ_IMM requests in flight */
     size_t                inflight;   /* requests not free */
 
     /* Work posted from other threads. */
@@ -157,11 +172,11 @@ struct pami_context {
 
     size_t                local_inflight; /* sends not yet out */
 
-    /* Shutdown barrier: rounds whose messages arrived, where we are. */
-    uint64_t              bye_rounds;
-    uint32_t              bye_round;
-    uint32_t              bye_base;   /* 0 first barrier, 32 second */
-    bool                  bye_sent;
+    /* Core barrier (barrier.c): rounds heard, by epoch parity. */
+    uint64_t              bar_seen[2];
+    uint32_t              bar_epoch;
+    uint32_t              bar_round;
+    bool                  bar_sent;
 
     pami_context_stats_t  stats;
 };
@@ -202,8 +217,11 @@ pami_result_t pami_result_from_errno(int rc);
 static inline uint32_t pami_ep_task(pami_endpoint_t ep) { return ep >> 8; }
 static inline uint32_t pami_ep_offset(pami_endpoint_t ep) { return ep & 0xffu; }
 
-pami_result_t pami_peer_get(struct pami_context *ctx, pami_endpoint_t dest,
-                            pami_peer_t **peer);
+/* Checks dest against the job; gives the flat index of the peer. */
+pami_result_t pami_peer_index(struct pami_context *ctx, pami_endpoint_t dest,
+                              uint32_t *index);
+/* The connected peer, PAMI_PEER_FAILED, or PAMI_EAGAIN when it has no
+ * endpoint yet and none can be made now (inside the transport). */
 pami_result_t pami_peer_by_index(struct pami_context *ctx, uint32_t index,
                                  pami_peer_t **peer);
 /* Starts closing every endpoint; ctx->closing counts those still open. */
@@ -222,6 +240,9 @@ static inline uint64_t pami_request_cookie(const pami_request_t *req)
 }
 int pami_request_set_header(pami_request_t *req, size_t len);
 void pami_request_done(pami_request_t *req, pami_result_t result);
+/* Ends a request that failed before or while starting: local and remote
+ * parts both report result. */
+void pami_request_fail(pami_request_t *req, pami_result_t result);
 static inline void pami_request_local_start(pami_request_t *req)
 {
     req->local_pending = true;
@@ -248,6 +269,7 @@ pami_result_t pami_send_ack(struct pami_context *ctx, uint32_t peer,
 pami_result_t pami_send_internal(struct pami_context *ctx, uint32_t peer,
                                  uint16_t dispatch, const void *payload,
                                  size_t len, pami_req_kind_t kind);
+unsigned pami_send_deferred(struct pami_context *ctx);
 
 /* ---- progress (progress.c) ---- */
 extern __thread struct pami_context *pami_tls_progressing;
@@ -258,8 +280,13 @@ void pami_progress_thread_stop(pami_client_impl_t *client);
 /* ---- shutdown (shutdown.c) ---- */
 pami_result_t pami_shutdown(struct pami_context **ctxs, size_t n,
                             int timeout_ms);
-void pami_bye_recv(struct pami_context *ctx, const void *payload, size_t len,
-                   uint32_t origin_task);
+
+/* ---- core barrier (barrier.c) ---- */
+pami_result_t pami_barrier(struct pami_context **ctxs, size_t n,
+                           uint64_t deadline_ns);
+void pami_barrier_recv(struct pami_context *ctx, const void *payload,
+                       size_t len, uint32_t origin_task);
+void pami_idle(struct pami_context **ctxs, size_t n);
 
 #define PAMI_CHECK(cond, result, subsys, ...)                              \
     do {                                                                    \

@@ -42,11 +42,13 @@ unsigned pami_progress_once(struct pami_context *ctx)
 {
     struct pami_context *outer = pami_tls_progressing;
     pami_tls_progressing = ctx;
+    ctx->in_tp_progress = true;
     unsigned n = ctx->tp->progress(ctx->worker);
-    if (unlikely(ctx->peers_failed_pending)) {
+    ctx->in_tp_progress = false;
+    if (unlikely(ctx->peers_failed_pending))
         pami_peers_close_failed(ctx);
-        n += ctx->tp->progress(ctx->worker);
-    }
+    if (unlikely(ctx->deferred_head != NULL))
+        n += pami_send_deferred(ctx);
     n += pami_request_report(ctx);
     n += run_posted(ctx);
     pami_tls_progressing = outer;

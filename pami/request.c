@@ -77,8 +77,10 @@ int pami_request_set_header(pami_request_t *req, size_t len)
 void pami_request_put(pami_request_t *req)
 {
     struct pami_context *ctx = req->ctx;
-    if (req->hdr != req->inline_hdr)
+    if (req->hdr != req->inline_hdr && req->hdr != req->bounce)
         free(req->hdr);
+    if (req->kind == REQ_IMM)
+        ctx->bounced--;
     req->hdr  = req->inline_hdr;
     req->kind = REQ_FREE;
     req->next = ctx->req_free;
@@ -152,6 +154,13 @@ void pami_request_acked(pami_request_t *req, pami_result_t result)
     enqueue_done(req);
 }
 
+void pami_request_fail(pami_request_t *req, pami_result_t result)
+{
+    if (req->remote_pending)
+        pami_request_acked(req, result);
+    pami_request_done(req, result);
+}
+
 void pami_request_fail_waiting(struct pami_context *ctx, uint32_t peer,
                                pami_result_t result)
 {
@@ -212,10 +221,12 @@ void pami_requests_destroy(struct pami_context *ctx)
     pami_request_report(ctx);
     pami_tls_progressing = NULL;
     for (size_t c = 0; c < ctx->req_nchunks; c++) {
-        for (size_t i = 0; i < REQ_CHUNK; i++)
-            if (ctx->req_chunks[c][i].hdr != ctx->req_chunks[c][i].inline_hdr &&
-                ctx->req_chunks[c][i].hdr != NULL)
-                free(ctx->req_chunks[c][i].hdr);
+        for (size_t i = 0; i < REQ_CHUNK; i++) {
+            pami_request_t *req = &ctx->req_chunks[c][i];
+            if (req->hdr != req->inline_hdr && req->hdr != req->bounce)
+                free(req->hdr);
+            free(req->bounce);
+        }
         free(ctx->req_chunks[c]);
     }
     free(ctx->req_chunks);

@@ -1,13 +1,15 @@
 /*
  * The send side of active messages: immediate sends, sends with callbacks,
- * and the core's own small messages (acks, shutdown barrier).
+ * and the core's own small messages (acks, shutdown barrier). Every send
+ * that needs a request goes through submit(), which keeps the order of a
+ * peer's sends when some of them must wait for an endpoint.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 
-static inline pami_result_t check_send(struct pami_context *ctx,
-                                       const pami_send_immediate_t *p)
+static inline pami_result_t check_send(const pami_send_immediate_t *p)
 {
     if (unlikely(p->dispatch >= PAMI_DISPATCH_USER_MAX)) {
         pami_warn("send", "dispatch id %zu is out of range (user ids are "
@@ -24,7 +26,6 @@ static inline pami_result_t check_send(struct pami_context *ctx,
         pami_warn("send", "NULL header or data with a non-zero length");
         return PAMI_INVAL;
     }
-    (void)ctx;
     return PAMI_SUCCESS;
 }
 
@@ -37,43 +38,6 @@ static inline void fill_hdr(struct pami_context *ctx, pami_am_hdr_t *h,
     h->flags       = flags;
 }
 
-pami_result_t pami_send_immediate(pami_context_t ctx,
-                                  const pami_send_immediate_t *p)
-{
-    if (unlikely(ctx == NULL || p == NULL)) {
-        pami_warn("send", "send_immediate with a NULL context or params");
-        return PAMI_INVAL;
-    }
-    pami_result_t rc = check_send(ctx, p);
-    if (unlikely(rc != PAMI_SUCCESS))
-        return rc;
-    if (unlikely(p->header_len + p->data_len > ctx->client->config.immediate_max)) {
-        pami_warn("send", "send_immediate of %zu bytes exceeds the limit of "
-                          "%zu; use pami_send", p->header_len + p->data_len,
-                  ctx->client->config.immediate_max);
-        return PAMI_INVAL;
-    }
-    pami_peer_t *peer;
-    rc = pami_peer_get(ctx, p->dest, &peer);
-    if (unlikely(rc != PAMI_SUCCESS))
-        return rc;
-
-    /* UCX 1.13 cannot copy the header for us; a stack copy is enough because
-     * an immediate send either leaves now or not at all. */
-    uint8_t buf[sizeof(pami_am_hdr_t) + PAMI_HEADER_MAX];
-    fill_hdr(ctx, (pami_am_hdr_t *)buf, p->dispatch, 0);
-    if (p->header_len > 0)
-        memcpy(buf + sizeof(pami_am_hdr_t), p->header, p->header_len);
-    int trc = ctx->tp->am_send_imm(peer->ep, buf,
-                                   sizeof(pami_am_hdr_t) + p->header_len,
-                                   p->data, p->data_len);
-    if (likely(trc == 0)) {
-        ctx->stats.sends++;
-        return PAMI_SUCCESS;
-    }
-    return pami_result_from_errno(trc);
-}
-
 static void send_done(tp_req_t *tp, int status)
 {
     pami_request_t *req = container_of(tp, pami_request_t, tp);
@@ -81,24 +45,145 @@ static void send_done(tp_req_t *tp, int status)
     pami_request_done(req, pami_result_from_errno(status));
 }
 
-/* Hands a prepared request to the transport. */
-static pami_result_t start_send(struct pami_context *ctx, pami_peer_t *peer,
-                                pami_request_t *req, const void *data,
-                                size_t len, unsigned flags)
+/* Hands a request to the transport; its callbacks run from advance. */
+static void start_send(struct pami_context *ctx, pami_peer_t *peer,
+                       pami_request_t *req)
 {
-    req->tp.fn         = send_done;
-    req->peer          = peer->index;
+    req->tp.fn = send_done;
     pami_request_local_start(req);
-    int trc = ctx->tp->am_send(peer->ep, req->hdr, req->hdr_len, data, len,
-                               flags, &req->tp);
+    int trc = ctx->tp->am_send(peer->ep, req->hdr, req->hdr_len, req->data,
+                               req->data_len, req->tp_flags, &req->tp);
     if (trc == 1)
-        return PAMI_SUCCESS;
+        return;
     pami_request_local_end(req);
-    if (trc == 0) {
+    if (trc == 0)
         pami_request_done(req, PAMI_SUCCESS);
-        return PAMI_SUCCESS;
+    else
+        pami_request_fail(req, pami_result_from_errno(trc));
+}
+
+static void defer(struct pami_context *ctx, pami_request_t *req)
+{
+    req->next = NULL;
+    *ctx->deferred_tail = req;
+    ctx->deferred_tail  = &req->next;
+}
+
+/* Starts req toward req->peer now, or after the transport's progress
+ * returns when the peer needs an endpoint first (or sends wait already,
+ * which must stay ahead). Any failure is reported through the request. */
+static void submit(struct pami_context *ctx, pami_request_t *req)
+{
+    pami_peer_t  *peer;
+    pami_result_t rc = ctx->deferred_head != NULL
+                           ? PAMI_EAGAIN
+                           : pami_peer_by_index(ctx, req->peer, &peer);
+    if (likely(rc == PAMI_SUCCESS))
+        start_send(ctx, peer, req);
+    else if (rc == PAMI_EAGAIN)
+        defer(ctx, req);
+    else
+        pami_request_fail(req, rc);
+}
+
+unsigned pami_send_deferred(struct pami_context *ctx)
+{
+    pami_request_t *req = ctx->deferred_head;
+    unsigned n = 0;
+    ctx->deferred_head = NULL;
+    ctx->deferred_tail = &ctx->deferred_head;
+    while (req != NULL) {
+        pami_request_t *next = req->next;
+        submit(ctx, req);
+        req = next;
+        n++;
     }
-    return pami_result_from_errno(trc);
+    return n;
+}
+
+/* The transport could not take an immediate send at once (or the peer has
+ * no endpoint yet): copy it, so the caller's buffers are free on return
+ * as promised, and send the copy like any other. */
+static pami_result_t send_bounced(struct pami_context *ctx, uint32_t index,
+                                  const pami_send_immediate_t *p)
+{
+    size_t hlen = sizeof(pami_am_hdr_t) + p->header_len;
+    if (ctx->bounced >= PAMI_BOUNCE_MAX)
+        return PAMI_EAGAIN;
+    pami_request_t *req = pami_request_get(ctx);
+    if (req == NULL)
+        return PAMI_ENOMEM;
+    if (req->bounce == NULL) {
+        req->bounce = malloc(sizeof(pami_am_hdr_t) + PAMI_HEADER_MAX +
+                             PAMI_IMMEDIATE_LIMIT);
+        if (req->bounce == NULL) {
+            pami_request_put(req);
+            return PAMI_ENOMEM;
+        }
+    }
+    req->kind     = REQ_IMM;
+    req->peer     = index;
+    req->hdr      = req->bounce;
+    req->hdr_len  = hlen;
+    req->data     = req->bounce + hlen;
+    req->data_len = p->data_len;
+    req->tp_flags = TP_SEND_EAGER;
+    fill_hdr(ctx, (pami_am_hdr_t *)req->bounce, p->dispatch, 0);
+    if (p->header_len > 0)
+        memcpy(req->bounce + sizeof(pami_am_hdr_t), p->header, p->header_len);
+    if (p->data_len > 0)
+        memcpy(req->bounce + hlen, p->data, p->data_len);
+    ctx->bounced++;
+    submit(ctx, req);
+    return PAMI_SUCCESS;
+}
+
+pami_result_t pami_send_immediate(pami_context_t ctx,
+                                  const pami_send_immediate_t *p)
+{
+    if (unlikely(ctx == NULL || p == NULL)) {
+        pami_warn("send", "send_immediate with a NULL context or params");
+        return PAMI_INVAL;
+    }
+    pami_result_t rc = check_send(p);
+    if (unlikely(rc != PAMI_SUCCESS))
+        return rc;
+    size_t imax = ctx->client->config.immediate_max;
+    if (unlikely(p->header_len > imax || p->data_len > imax - p->header_len)) {
+        pami_warn("send", "send_immediate of %zu + %zu bytes exceeds the "
+                          "limit of %zu; use pami_send", p->header_len,
+                  p->data_len, imax);
+        return PAMI_INVAL;
+    }
+    uint32_t index;
+    rc = pami_peer_index(ctx, p->dest, &index);
+    if (unlikely(rc != PAMI_SUCCESS))
+        return rc;
+    pami_peer_t *peer;
+    rc = ctx->deferred_head != NULL ? PAMI_EAGAIN
+                                    : pami_peer_by_index(ctx, index, &peer);
+    if (likely(rc == PAMI_SUCCESS)) {
+        /* UCX 1.13 cannot copy the header for us; a stack copy is enough
+         * because this attempt leaves now or not at all. */
+        uint8_t buf[sizeof(pami_am_hdr_t) + PAMI_HEADER_MAX];
+        fill_hdr(ctx, (pami_am_hdr_t *)buf, p->dispatch, 0);
+        if (p->header_len > 0)
+            memcpy(buf + sizeof(pami_am_hdr_t), p->header, p->header_len);
+        int trc = ctx->tp->am_send_imm(peer->ep, buf,
+                                       sizeof(pami_am_hdr_t) + p->header_len,
+                                       p->data, p->data_len);
+        if (likely(trc == 0)) {
+            ctx->stats.sends++;
+            return PAMI_SUCCESS;
+        }
+        rc = pami_result_from_errno(trc);
+    }
+    if (rc != PAMI_EAGAIN)
+        return rc;
+    rc = send_bounced(ctx, index, p);
+    if (rc == PAMI_SUCCESS)
+        ctx->stats.sends++;
+    return rc;
 }
 
 pami_result_t pami_send(pami_context_t ctx, const pami_send_t *p)
@@ -108,13 +193,15 @@ pami_result_t pami_send(pami_context_t ctx, const pami_send_t *p)
         return PAMI_INVAL;
     }
     const pami_send_immediate_t *s = &p->send;
-    pami_result_t rc = check_send(ctx, s);
+    pami_result_t rc = check_send(s);
     if (unlikely(rc != PAMI_SUCCESS))
         return rc;
-    pami_peer_t *peer;
-    rc = pami_peer_get(ctx, s->dest, &peer);
+    uint32_t index;
+    rc = pami_peer_index(ctx, s->dest, &index);
     if (unlikely(rc != PAMI_SUCCESS))
         return rc;
+    if (unlikely(ctx->peers[index].failed))
+        return PAMI_PEER_FAILED;
 
     pami_request_t *req = pami_request_get(ctx);
     if (unlikely(req == NULL))
@@ -127,47 +214,36 @@ pami_result_t pami_send(pami_context_t ctx, const pami_send_t *p)
         return PAMI_ENOMEM;
     }
     req->kind      = REQ_SEND;
+    req->peer      = index;
     req->local_fn  = p->local_fn;
     req->remote_fn = p->remote_fn;
     req->cookie    = p->cookie;
+    req->data      = s->data;
+    req->data_len  = s->data_len;
+    req->tp_flags  = s->data_len < ctx->client->config.rndv_threshold
+                         ? TP_SEND_EAGER : 0;
     fill_hdr(ctx, (pami_am_hdr_t *)req->hdr, s->dispatch,
              ack ? PAMI_AM_FLAG_ACK : 0);
     if (ack) {
         uint64_t cookie = pami_request_cookie(req);
         memcpy(req->hdr + sizeof(pami_am_hdr_t), &cookie, sizeof(cookie));
+        /* Waiting starts before the send: the ack may come back within
+         * the progress call that completes the send. */
+        pami_request_wait_ack(req);
     }
     if (s->header_len > 0)
         memcpy(req->hdr + sizeof(pami_am_hdr_t) + extra, s->header,
                s->header_len);
-
-    /* Waiting for the ack starts before the send: the ack may come back
-     * within the same progress call that completes the send. */
-    req->peer = peer->index;
-    if (ack)
-        pami_request_wait_ack(req);
-    unsigned flags = s->data_len < ctx->client->config.rndv_threshold
-                         ? TP_SEND_EAGER : 0;
-    rc = start_send(ctx, peer, req, s->data, s->data_len, flags);
-    if (unlikely(rc != PAMI_SUCCESS)) {
-        /* Nothing was sent: no callback, the caller learns it here. */
-        if (ack)
-            pami_request_unwait(req);
-        pami_request_put(req);
-        return rc;
-    }
+    submit(ctx, req);
     ctx->stats.sends++;
     return PAMI_SUCCESS;
 }
 
-/* Core messages carry a small payload as the user header would. */
-pami_result_t pami_send_internal(struct pami_context *ctx, uint32_t peer_index,
+/* Core messages carry a small payload where the user header would be. */
+pami_result_t pami_send_internal(struct pami_context *ctx, uint32_t index,
                                  uint16_t dispatch, const void *payload,
                                  size_t len, pami_req_kind_t kind)
 {
-    pami_peer_t *peer;
-    pami_result_t rc = pami_peer_by_index(ctx, peer_index, &peer);
-    if (rc != PAMI_SUCCESS)
-        return rc;
     pami_request_t *req = pami_request_get(ctx);
     if (req == NULL || pami_request_set_header(req, sizeof(pami_am_hdr_t) +
                                                         len) != 0) {
@@ -175,13 +251,15 @@ pami_result_t pami_send_internal(struct pami_context *ctx, uint32_t peer_index,
             pami_request_put(req);
         return PAMI_ENOMEM;
     }
-    req->kind = (uint8_t)kind;
+    req->kind     = (uint8_t)kind;
+    req->peer     = index;
+    req->data     = NULL;
+    req->data_len = 0;
+    req->tp_flags = TP_SEND_EAGER;
     fill_hdr(ctx, (pami_am_hdr_t *)req->hdr, dispatch, 0);
     memcpy(req->hdr + sizeof(pami_am_hdr_t), payload, len);
-    rc = start_send(ctx, peer, req, NULL, 0, TP_SEND_EAGER);
-    if (rc != PAMI_SUCCESS)
-        pami_request_put(req);
-    return rc;
+    submit(ctx, req);
+    return PAMI_SUCCESS;
 }
 
 pami_result_t pami_send_ack(struct pami_context *ctx, uint32_t peer,
