@@ -76,14 +76,20 @@ pami_result_t pami_barrier(struct pami_context **ctxs, size_t n,
     pami_result_t rcs[PAMI_CONTEXT_MAX] = {0};
     bool          done[PAMI_CONTEXT_MAX] = {0};
     size_t        left = n;
+    bool          async = ctxs[0]->client->progress_running;
     while (left > 0) {
         unsigned events = 0;
         for (size_t i = 0; i < n; i++) {
+            /* The progress thread may hold a context: skip it this time. */
+            if (async && pthread_mutex_trylock(&ctxs[i]->lock) != 0)
+                continue;
             if (!done[i] && barrier_step(ctxs[i], &rcs[i])) {
                 done[i] = true;
                 left--;
             }
             events += pami_progress_once(ctxs[i]);
+            if (async)
+                pthread_mutex_unlock(&ctxs[i]->lock);
         }
         if (left == 0)
             break;
@@ -97,7 +103,7 @@ pami_result_t pami_barrier(struct pami_context **ctxs, size_t n,
             return PAMI_TIMEOUT;
         }
         if (events == 0)
-            pami_idle(ctxs, n);
+            pami_idle(ctxs, async ? 0 : n);
     }
     for (size_t i = 0; i < n; i++)
         if (rcs[i] != PAMI_SUCCESS)
@@ -109,6 +115,7 @@ pami_result_t pami_barrier(struct pami_context **ctxs, size_t n,
  * sleep on its event fd; several nap briefly on the first one's loop. */
 void pami_idle(struct pami_context **ctxs, size_t n)
 {
+    /* n == 0: the contexts are not ours to arm (progress thread). */
     bool armed = n == 1 && ctxs[0]->tp->arm(ctxs[0]->worker) == 0;
     evloop_libev_ops.run_once(ctxs[0]->loop, armed ? 10 : 1);
 }

@@ -28,7 +28,13 @@ static pami_result_t context_open(pami_client_impl_t *c, size_t offset,
     ctx->deferred_tail = &ctx->deferred_head;
     ctx->post_tail = &ctx->post_head;
     ctx->event_fd  = -1;
-    pthread_mutex_init(&ctx->lock, NULL);
+    /* Recursive, so a program holding its context's lock (as it must with
+     * the progress thread) can call what locks it again (the fence). */
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&ctx->lock, &attr);
+    pthread_mutexattr_destroy(&attr);
     pthread_mutex_init(&ctx->post_lock, NULL);
 
     tp_worker_params_t wp = {.am_fn = pami_am_recv, .am_arg = ctx};
