@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 /* The dispatch id the helpers use for their message barrier (mp_sync). */
@@ -321,10 +322,23 @@ static inline void mp_init(mp_job_t *job, const char *name, int *argc, char **ar
         MP_EXPECT(job->size == (size_t)job->expect_size,
                   "job size is %zu, expected %ld", job->size, job->expect_size);
 
+    /* With a progress thread, hold the lock around our own calls. */
+    if (params != NULL &&
+        (params->field_mask & PAMI_CLIENT_PARAM_ASYNC_PROGRESS))
+        job->locked = params->async_progress != 0;
+    else if (getenv("PAMI_ASYNC_PROGRESS") != NULL) {
+        static const char *const yes[] = {"1", "y", "yes", "on", "true"};
+        for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
+            if (strcasecmp(getenv("PAMI_ASYNC_PROGRESS"), yes[i]) == 0)
+                job->locked = true;
+    }
+
     job->nctx = nctx;
     MP_CHECK(pami_context_createv(job->client, NULL, nctx, job->ctx));
+    mp_lock(job, job->ctx[0]);
     MP_CHECK(pami_dispatch_set(job->ctx[0], MP_ID_SYNC, mp_on_sync, job,
                                NULL));
+    mp_unlock(job, job->ctx[0]);
     if (fence)
         MP_CHECK(pami_dispatch_fence(job->client));
 }
@@ -360,7 +374,9 @@ static inline void mp_finish(mp_job_t *job)
 {
     for (size_t i = 0; i < job->nctx; i++) {
         pami_context_stats_t st;
+        mp_lock(job, job->ctx[i]);
         MP_CHECK(pami_context_stats(job->ctx[i], &st));
+        mp_unlock(job, job->ctx[i]);
         MP_EXPECT(st.dropped_unknown == 0 && st.dropped_malformed == 0,
                   "context %zu dropped %llu unknown and %llu malformed "
                   "messages", i, (unsigned long long)st.dropped_unknown,
