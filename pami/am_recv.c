@@ -25,6 +25,8 @@ pami_result_t pami_dispatch_set(pami_context_t ctx, size_t id,
 static void recv_done(tp_req_t *tp, int status)
 {
     pami_request_t *req = container_of(tp, pami_request_t, tp);
+    if (pami_request_released(req))
+        return;
     pami_request_local_end(req);
     pami_request_done(req, pami_result_from_errno(status));
 }

@@ -46,6 +46,9 @@ static bool barrier_step(struct pami_context *ctx, pami_result_t *rc)
     uint64_t *seen = &ctx->bar_seen[ctx->bar_epoch & 1];
     for (;;) {
         size_t dist = (size_t)1 << ctx->bar_round;
+        /* A dead task would hold everyone until the deadline. */
+        if (c->tasks_failed && *rc == PAMI_SUCCESS)
+            *rc = PAMI_PEER_FAILED;
         if (dist >= c->size || *rc != PAMI_SUCCESS) {
             *seen = 0;
             ctx->bar_epoch++;

@@ -68,8 +68,10 @@ static void context_close(struct pami_context *ctx)
     evloop_libev_ops.destroy(ctx->loop);
     /* UCX aborts when a worker goes with a close still running; leaking
      * the worker is the lesser harm at this point. */
-    if (ctx->closing == 0)
+    if (ctx->closing == 0) {
         ctx->tp->worker_destroy(ctx->worker);
+        pami_requests_free(ctx);
+    }
     else
         pami_warn("context", "context %zu: %d endpoint closes never ended; "
                              "leaving its UCX worker", ctx->offset,
@@ -186,6 +188,23 @@ pami_result_t pami_context_createv(pami_client_t c,
     memcpy(c->contexts, contexts, n * sizeof(*contexts));
     c->num_contexts = n;
 
+    /* Watch every other task from the start, connected while all tasks
+     * progress here: a task that dies later is always noticed. */
+    if (c->config.peer_errors && c->size > 1) {
+        uint64_t deadline = pami_time_ns() +
+                            c->config.shutdown_timeout_ms * 1000000ull;
+        for (size_t i = 0; i < n; i++)
+            pami_monitors_start(contexts[i]);
+        pami_drain(contexts, n, deadline);
+        rc = pami_barrier(contexts, n, deadline);
+        if (rc != PAMI_SUCCESS) {
+            pami_error("context", "tasks did not all connect: %s",
+                       pami_error_text(rc));
+            pami_context_destroyv(contexts, n);
+            return rc;
+        }
+    }
+
     if (c->config.async_progress) {
         rc = pami_progress_thread_start(c);
         if (rc != PAMI_SUCCESS) {
@@ -211,8 +230,10 @@ pami_result_t pami_context_destroyv(pami_context_t *contexts, size_t n)
     pami_progress_thread_stop(c);
     pami_result_t rc = pami_shutdown(contexts, n,
                                      (int)c->config.shutdown_timeout_ms);
-    /* No worker may vanish while a peer still flushes toward it. */
-    if (c->bs->barrier(c->bs_state) != 0 && rc == PAMI_SUCCESS)
+    /* No worker may vanish while a peer still flushes toward it; with a
+     * task dead, the bootstrap could only fail or wait for it. */
+    if (!c->tasks_failed && c->bs->barrier(c->bs_state) != 0 &&
+        rc == PAMI_SUCCESS)
         rc = PAMI_BOOTSTRAP;
     for (size_t i = 0; i < n; i++) {
         if (contexts[i]->inflight > 0)

@@ -32,60 +32,83 @@ pami_result_t pami_endpoint_query(pami_endpoint_t ep, pami_task_t *task,
     return PAMI_SUCCESS;
 }
 
+/* A monitor saw its task die: every context of that task is gone. */
 static void peer_failed(void *arg, int status)
 {
-    pami_peer_t *peer = arg;
-    struct pami_context *ctx = peer->ctx;
-    size_t n = ctx->client->num_contexts;
-    if (peer->failed)
+    pami_peer_t *mon = arg;
+    struct pami_context *ctx = mon->ctx;
+    size_t   n    = ctx->client->num_contexts;
+    uint32_t task = mon->index / (uint32_t)n;
+    if (mon->failed)
         return;
-    peer->failed = true;
     ctx->stats.peer_failures++;
+    ctx->client->tasks_failed = true;
     /* During shutdown, peers leaving is the expected case. */
     pami_log(ctx->closing_down ? PAMI_LOG_DEBUG : PAMI_LOG_WARN, "endpoint",
-             "task %zu context %zu is unreachable (%s); its operations fail "
-             "with PAMI_PEER_FAILED", peer->index / n, peer->index % n,
-             strerror(-status));
-    pami_request_fail_waiting(ctx, peer->index, PAMI_PEER_FAILED);
-    /* The traffic endpoint has no error handling of its own: closing it
-     * (from progress, not from this UCX callback) cancels what it still
-     * holds, e.g. a rendezvous the dead peer will never fetch. */
+             "task %u is unreachable (%s); its operations fail with "
+             "PAMI_PEER_FAILED", task, strerror(-status));
+    for (size_t i = 0; i < n; i++) {
+        ctx->peers[task * n + i].failed = true;
+        pami_request_fail_waiting(ctx, (uint32_t)(task * n + i),
+                                  PAMI_PEER_FAILED);
+    }
+    /* What UCX holds for the dead task is failed and its endpoints
+     * closed from progress, not from inside this UCX callback. */
     ctx->peers_failed_pending = true;
 }
 
-/* The monitor's one message is out: its connection is complete. Shutdown
- * waits for this, since UCX 1.13 aborts when a worker is destroyed with
- * the connection handshake of an endpoint still pending. */
+/* The monitor's one message is out: its connection is complete. */
 static void monitor_sent(tp_req_t *req, int status)
 {
     (void)status;
-    pami_peer_t *peer = container_of(req, pami_peer_t, hello_req);
-    peer->ctx->local_inflight--;
+    pami_peer_t *mon = container_of(req, pami_peer_t, hello_req);
+    if (mon->hello_pending) {
+        mon->hello_pending = false;
+        mon->ctx->local_inflight--;
+    }
 }
 
-/* Traffic goes on an endpoint without error handling, so UCX may use
- * shared memory; a second endpoint in UCX's peer-error mode carries one
- * message to get connected and then only watches the peer. */
-static void monitor_start(struct pami_context *ctx, pami_peer_t *peer,
-                          const void *addr)
+/* Traffic goes on endpoints without error handling, so UCX may use shared
+ * memory; in UCX 1.13 error handling would restrict them to TCP. Instead
+ * each context keeps, per remote task, one more endpoint in UCX's
+ * peer-error mode that carries one message to get connected and then only
+ * watches the task. It lives in the peer slot of the task's context 0. */
+static void monitor_start(struct pami_context *ctx, uint32_t task)
 {
     pami_client_impl_t *c = ctx->client;
+    uint32_t     index = task * (uint32_t)c->num_contexts;
+    pami_peer_t *mon   = &ctx->peers[index];
+    const void  *addr  = c->addr_blob + (size_t)index * c->addr_stride;
+    mon->ctx   = ctx;
+    mon->index = index;
     int rc = ctx->tp->ep_create(ctx->worker, addr, TP_EP_PEER_ERRORS,
-                                peer_failed, peer, &peer->monitor);
+                                peer_failed, mon, &mon->monitor);
     if (rc != 0) {
-        peer->monitor = NULL;
-        pami_warn("endpoint", "cannot watch task %zu: a failure of it will "
-                              "not be detected", peer->index / c->num_contexts);
+        mon->monitor = NULL;
+        pami_warn("endpoint", "cannot watch task %u: a failure of it will "
+                              "not be detected", task);
         return;
     }
-    peer->hello.origin_task = c->task;
-    peer->hello.dispatch    = PAMI_DISPATCH_MONITOR;
-    peer->hello.origin_ctx  = (uint8_t)ctx->offset;
-    peer->hello.flags       = 0;
-    peer->hello_req.fn      = monitor_sent;
-    if (ctx->tp->am_send(peer->monitor, &peer->hello, sizeof(peer->hello),
-                         NULL, 0, 0, &peer->hello_req) == 1)
+    mon->hello.origin_task = c->task;
+    mon->hello.dispatch    = PAMI_DISPATCH_MONITOR;
+    mon->hello.origin_ctx  = (uint8_t)ctx->offset;
+    mon->hello.flags       = 0;
+    mon->hello_req.fn      = monitor_sent;
+    if (ctx->tp->am_send(mon->monitor, &mon->hello, sizeof(mon->hello), NULL,
+                         0, 0, &mon->hello_req) == 1) {
+        mon->hello_pending = true;
         ctx->local_inflight++;
+    }
+}
+
+void pami_monitors_start(struct pami_context *ctx)
+{
+    pami_client_impl_t *c = ctx->client;
+    if (!c->config.peer_errors)
+        return;
+    for (uint32_t task = 0; task < c->size; task++)
+        if (task != c->task)
+            monitor_start(ctx, task);
 }
 
 static pami_result_t peer_connect(struct pami_context *ctx, pami_peer_t *peer,
@@ -95,8 +118,7 @@ static pami_result_t peer_connect(struct pami_context *ctx, pami_peer_t *peer,
     peer->ctx   = ctx;
     peer->index = index;
     const void *addr = c->addr_blob + (size_t)index * c->addr_stride;
-    int rc = ctx->tp->ep_create(ctx->worker, addr, 0, peer_failed, peer,
-                                &peer->ep);
+    int rc = ctx->tp->ep_create(ctx->worker, addr, 0, NULL, NULL, &peer->ep);
     if (rc != 0) {
         /* Marked failed so later sends fail fast instead of retrying. */
         peer->ep     = NULL;
@@ -106,9 +128,6 @@ static pami_result_t peer_connect(struct pami_context *ctx, pami_peer_t *peer,
                    index / c->num_contexts, index % c->num_contexts);
         return PAMI_PEER_FAILED;
     }
-    /* A context watching itself would learn nothing. */
-    if (c->config.peer_errors && index / c->num_contexts != c->task)
-        monitor_start(ctx, peer, addr);
     return PAMI_SUCCESS;
 }
 
@@ -181,8 +200,15 @@ void pami_peers_close_failed(struct pami_context *ctx)
     ctx->peers_failed_pending = false;
     for (size_t i = 0; i < npeers; i++) {
         pami_peer_t *peer = &ctx->peers[i];
-        if (!peer->failed)
+        if (!peer->failed || (peer->ep == NULL && peer->monitor == NULL))
             continue;
+        /* Without error handling UCX would never end what it holds for
+         * the dead peer: end it here, then drop the endpoints. */
+        pami_requests_abandon(ctx, (uint32_t)i);
+        if (peer->hello_pending) {
+            peer->hello_pending = false;
+            ctx->local_inflight--;
+        }
         if (peer->ep != NULL)
             close_one(ctx, peer->ep, true);
         if (peer->monitor != NULL)

@@ -86,6 +86,8 @@ struct pami_request {
     bool             local_pending;
     bool             remote_pending;
     bool             queued;
+    bool             abandoned;   /* failed by us; UCX may still call back */
+    bool             reported;    /* its callbacks ran */
     pami_result_t    result;      /* of the local part */
     pami_result_t    ack_result;  /* what the target's ack said */
     uint32_t         peer;        /* flat endpoint index of the other side */
@@ -117,6 +119,7 @@ typedef struct {
     bool                 failed;
     pami_am_hdr_t        hello;   /* the monitor's one message */
     tp_req_t             hello_req;
+    bool                 hello_pending;
 } pami_peer_t;
 
 typedef struct pami_post_item {
@@ -202,6 +205,7 @@ typedef struct pami_client {
 
     struct pami_context **contexts;
     size_t                num_contexts;
+    bool                  tasks_failed; /* a monitor saw a task die */
 
     /* Progress thread (PAMI_ASYNC_PROGRESS=1). */
     pthread_t             progress_thread;
@@ -228,6 +232,8 @@ pami_result_t pami_peer_by_index(struct pami_context *ctx, uint32_t index,
 void pami_peers_close(struct pami_context *ctx, bool force);
 /* Closes the endpoints of peers found dead since the last call. */
 void pami_peers_close_failed(struct pami_context *ctx);
+/* Connects one watching endpoint per remote task (PAMI_PEER_ERRORS). */
+void pami_monitors_start(struct pami_context *ctx);
 
 /* ---- requests (request.c) ---- */
 pami_request_t *pami_request_get(struct pami_context *ctx);
@@ -255,11 +261,20 @@ static inline void pami_request_local_end(pami_request_t *req)
 }
 void pami_request_wait_ack(pami_request_t *req);
 void pami_request_unwait(pami_request_t *req);
+/* Called first by transport completions: true when req was abandoned
+ * (its callbacks ran already) and only needed UCX to let go of it. */
+bool pami_request_released(pami_request_t *req);
 void pami_request_acked(pami_request_t *req, pami_result_t result);
 void pami_request_fail_waiting(struct pami_context *ctx, uint32_t peer,
                                pami_result_t result);
 unsigned pami_request_report(struct pami_context *ctx);
+/* Ends every operation toward peer with PAMI_PEER_FAILED now, without
+ * waiting for UCX, which may never answer for a dead peer. */
+void pami_requests_abandon(struct pami_context *ctx, uint32_t peer);
+/* Fails what is left (PAMI_SHUTDOWN) and runs its callbacks. */
 void pami_requests_destroy(struct pami_context *ctx);
+/* Frees the table; after the worker is gone. */
+void pami_requests_free(struct pami_context *ctx);
 
 /* ---- active messages (am_recv.c, send.c) ---- */
 void pami_am_recv(void *arg, const void *hdr, size_t hdr_len, void *data,
@@ -280,6 +295,9 @@ void pami_progress_thread_stop(pami_client_impl_t *client);
 /* ---- shutdown (shutdown.c) ---- */
 pami_result_t pami_shutdown(struct pami_context **ctxs, size_t n,
                             int timeout_ms);
+/* Progresses until every send of the contexts has left, or the deadline. */
+pami_result_t pami_drain(struct pami_context **ctxs, size_t n,
+                         uint64_t deadline_ns);
 
 /* ---- core barrier (barrier.c) ---- */
 pami_result_t pami_barrier(struct pami_context **ctxs, size_t n,

@@ -51,6 +51,8 @@ pami_request_t *pami_request_get(struct pami_context *ctx)
     req->local_pending  = false;
     req->remote_pending = false;
     req->queued         = false;
+    req->abandoned      = false;
+    req->reported       = false;
     req->ack_wanted     = false;
     req->result         = PAMI_SUCCESS;
     req->local_fn       = NULL;
@@ -200,9 +202,37 @@ unsigned pami_request_report(struct pami_context *ctx)
         }
         if (req->kind == REQ_RECV && req->ack_wanted)
             pami_send_ack(ctx, req->peer, req->ack_cookie, req->result);
-        pami_request_put(req);
+        /* An abandoned request is freed when UCX lets go of it. */
+        if (req->abandoned)
+            req->reported = true;
+        else
+            pami_request_put(req);
     }
     return n;
+}
+
+bool pami_request_released(pami_request_t *req)
+{
+    if (!req->abandoned)
+        return false;
+    req->abandoned = false;
+    if (req->reported)
+        pami_request_put(req);
+    return true;
+}
+
+void pami_requests_abandon(struct pami_context *ctx, uint32_t peer)
+{
+    for (size_t c = 0; c < ctx->req_nchunks; c++)
+        for (size_t i = 0; i < REQ_CHUNK; i++) {
+            pami_request_t *req = &ctx->req_chunks[c][i];
+            if (req->kind == REQ_FREE || req->peer != peer ||
+                !req->local_pending)
+                continue;
+            pami_request_local_end(req);
+            req->abandoned = true;
+            pami_request_fail(req, PAMI_PEER_FAILED);
+        }
 }
 
 void pami_requests_destroy(struct pami_context *ctx)
@@ -220,6 +250,10 @@ void pami_requests_destroy(struct pami_context *ctx)
     pami_tls_progressing = ctx;
     pami_request_report(ctx);
     pami_tls_progressing = NULL;
+}
+
+void pami_requests_free(struct pami_context *ctx)
+{
     for (size_t c = 0; c < ctx->req_nchunks; c++) {
         for (size_t i = 0; i < REQ_CHUNK; i++) {
             pami_request_t *req = &ctx->req_chunks[c][i];

@@ -41,6 +41,8 @@ static inline void fill_hdr(struct pami_context *ctx, pami_am_hdr_t *h,
 static void send_done(tp_req_t *tp, int status)
 {
     pami_request_t *req = container_of(tp, pami_request_t, tp);
+    if (pami_request_released(req))
+        return;
     pami_request_local_end(req);
     pami_request_done(req, pami_result_from_errno(status));
 }

@@ -22,8 +22,8 @@ static bool phase_done(struct pami_context *ctx, phase_t phase)
 
 /* Progresses all contexts until each finished the phase or the deadline;
  * sleeps on the first context's event fd when nothing moves. */
-static pami_result_t run_phase(pami_context_t *ctxs, size_t n, phase_t phase,
-                               uint64_t deadline)
+static pami_result_t run_phase(struct pami_context **ctxs, size_t n,
+                               phase_t phase, uint64_t deadline)
 {
     for (;;) {
         bool     all = true;
@@ -40,6 +40,12 @@ static pami_result_t run_phase(pami_context_t *ctxs, size_t n, phase_t phase,
         if (events == 0)
             pami_idle(ctxs, n);
     }
+}
+
+pami_result_t pami_drain(struct pami_context **ctxs, size_t n,
+                         uint64_t deadline_ns)
+{
+    return run_phase(ctxs, n, PHASE_DRAIN, deadline_ns);
 }
 
 pami_result_t pami_shutdown(pami_context_t *ctxs, size_t n, int timeout_ms)
