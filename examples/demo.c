@@ -71,13 +71,19 @@ static void send_imm(demo_t *d, pami_task_t to, size_t id, const void *hdr,
     pami_send_immediate_t s = {.dest = ep_of(d, to), .dispatch = id,
                                .header = hdr, .header_len = len};
     pami_result_t rc;
+    unsigned tries = 0;
     while ((rc = pami_send_immediate(d->ctx, &s)) == PAMI_EAGAIN) {
         if (in_handler) {
             pami_send_t full = {.send = s};
             rc = pami_send(d->ctx, &full);
             break;
         }
-        pami_context_advance(d->ctx, 1);
+        /* The receiver is behind: poll a little, then give it the CPU
+         * (more ranks than cores) instead of spinning. */
+        if (++tries < 64)
+            pami_context_advance(d->ctx, 1);
+        else
+            pami_context_wait(d->ctx, 1);
     }
     check(rc, "send");
 }
