@@ -22,15 +22,6 @@ pami_result_t pami_dispatch_set(pami_context_t ctx, size_t id,
     return PAMI_SUCCESS;
 }
 
-static void recv_done(tp_req_t *tp, int status)
-{
-    pami_request_t *req = container_of(tp, pami_request_t, tp);
-    if (pami_request_released(req))
-        return;
-    pami_request_local_end(req);
-    pami_request_done(req, pami_result_from_errno(status));
-}
-
 /* The payload is still at the origin: ask the handler where it goes. */
 static void deliver_rndv(struct pami_context *ctx, pami_dispatch_entry_t *d,
                          const void *uhdr, size_t uhdr_len, size_t data_len,
@@ -53,7 +44,7 @@ static void deliver_rndv(struct pami_context *ctx, pami_dispatch_entry_t *d,
         return;
     }
     req->kind          = REQ_RECV;
-    req->tp.fn         = recv_done;
+    req->tp.fn         = pami_request_tp_done;
     req->local_fn      = recv.local_fn;
     req->cookie        = recv.cookie;
     req->peer          = peer;

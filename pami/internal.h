@@ -261,9 +261,9 @@ static inline void pami_request_local_end(pami_request_t *req)
 }
 void pami_request_wait_ack(pami_request_t *req);
 void pami_request_unwait(pami_request_t *req);
-/* Called first by transport completions: true when req was abandoned
- * (its callbacks ran already) and only needed UCX to let go of it. */
-bool pami_request_released(pami_request_t *req);
+/* The transport's completion of a request's local part (send or
+ * rendezvous receive). */
+void pami_request_tp_done(tp_req_t *tp, int status);
 void pami_request_acked(pami_request_t *req, pami_result_t result);
 void pami_request_fail_waiting(struct pami_context *ctx, uint32_t peer,
                                pami_result_t result);

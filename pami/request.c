@@ -211,7 +211,9 @@ unsigned pami_request_report(struct pami_context *ctx)
     return n;
 }
 
-bool pami_request_released(pami_request_t *req)
+/* True when req was abandoned (its callbacks ran already) and only waited
+ * for UCX to let go of it; it is freed once both happened. */
+static bool pami_request_released(pami_request_t *req)
 {
     if (!req->abandoned)
         return false;
@@ -219,6 +221,15 @@ bool pami_request_released(pami_request_t *req)
     if (req->reported)
         pami_request_put(req);
     return true;
+}
+
+void pami_request_tp_done(tp_req_t *tp, int status)
+{
+    pami_request_t *req = container_of(tp, pami_request_t, tp);
+    if (pami_request_released(req))
+        return;
+    pami_request_local_end(req);
+    pami_request_done(req, pami_result_from_errno(status));
 }
 
 void pami_requests_abandon(struct pami_context *ctx, uint32_t peer)

@@ -38,20 +38,11 @@ static inline void fill_hdr(struct pami_context *ctx, pami_am_hdr_t *h,
     h->flags       = flags;
 }
 
-static void send_done(tp_req_t *tp, int status)
-{
-    pami_request_t *req = container_of(tp, pami_request_t, tp);
-    if (pami_request_released(req))
-        return;
-    pami_request_local_end(req);
-    pami_request_done(req, pami_result_from_errno(status));
-}
-
 /* Hands a request to the transport; its callbacks run from advance. */
 static void start_send(struct pami_context *ctx, pami_peer_t *peer,
                        pami_request_t *req)
 {
-    req->tp.fn = send_done;
+    req->tp.fn = pami_request_tp_done;
     pami_request_local_start(req);
     int trc = ctx->tp->am_send(peer->ep, req->hdr, req->hdr_len, req->data,
                                req->data_len, req->tp_flags, &req->tp);
