@@ -267,6 +267,9 @@ static void peer_mode(bool rndv_in_flight)
         _exit(0); /* no destroy: a crash that pamirun accepts */
     }
 
+    /* Let task 1 be gone before we look at what it sent. */
+    mp_sleep_ms(200);
+
     /* Keep sending to everyone, a round every 20 ms, until the death is
      * noticed. */
     double t0 = mp_now(), detected = 0, next_round = 0;
