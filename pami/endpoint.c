@@ -39,10 +39,14 @@ static void peer_failed(void *arg, int status)
     struct pami_context *ctx = mon->ctx;
     size_t   n    = ctx->client->num_contexts;
     uint32_t task = mon->index / (uint32_t)n;
-    if (mon->failed)
+    if (mon->task_dead)
         return;
+    mon->task_dead = true;
     ctx->stats.peer_failures++;
-    ctx->client->tasks_failed = true;
+    /* In shutdown a peer that finished its barriers closes its monitors
+     * first: that is a departure, and not a failure of the job. */
+    if (!ctx->closing_down)
+        ctx->client->tasks_failed = true;
     /* During shutdown, peers leaving is the expected case. */
     pami_log(ctx->closing_down ? PAMI_LOG_DEBUG : PAMI_LOG_WARN, "endpoint",
              "task %u is unreachable (%s); its operations fail with "
@@ -94,10 +98,15 @@ static void monitor_start(struct pami_context *ctx, uint32_t task)
     mon->hello.origin_ctx  = (uint8_t)ctx->offset;
     mon->hello.flags       = 0;
     mon->hello_req.fn      = monitor_sent;
-    if (ctx->tp->am_send(mon->monitor, &mon->hello, sizeof(mon->hello), NULL,
-                         0, 0, &mon->hello_req) == 1) {
+    rc = ctx->tp->am_send(mon->monitor, &mon->hello, sizeof(mon->hello),
+                          NULL, 0, 0, &mon->hello_req);
+    if (rc == 1) {
         mon->hello_pending = true;
         ctx->local_inflight++;
+    } else if (rc < 0) {
+        pami_warn("endpoint", "cannot connect the watch on task %u (%s): a "
+                              "failure of it may go unnoticed", task,
+                  strerror(-rc));
     }
 }
 

@@ -120,6 +120,7 @@ typedef struct {
     pami_am_hdr_t        hello;   /* the monitor's one message */
     tp_req_t             hello_req;
     bool                 hello_pending;
+    bool                 task_dead;  /* the monitor reported its task */
 } pami_peer_t;
 
 typedef struct pami_post_item {

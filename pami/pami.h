@@ -183,19 +183,24 @@ typedef struct {
 } pami_context_params_t;
 
 /* Creates n contexts, one UCX worker each, and exchanges their addresses.
- * Collective: every task calls it once with the same n. */
+ * Collective: every task calls it once with the same n. With
+ * PAMI_PEER_ERRORS=1 each context also connects a watching endpoint to
+ * every other task (so a task's death is noticed) and the tasks meet in a
+ * barrier before it returns. */
 pami_result_t pami_context_createv(pami_client_t client,
                                    const pami_context_params_t *params,
                                    size_t n, pami_context_t *contexts);
 
-/* Collective like createv. Flushes what can still be delivered (bounded by
+/* Collective like createv. Completes what can still complete (bounded by
  * PAMI_SHUTDOWN_TIMEOUT); any operation still pending afterwards completes
- * with PAMI_SHUTDOWN. Sets every element of contexts to NULL. */
+ * with PAMI_SHUTDOWN. To be sure a message was handled, wait for its
+ * remote_fn before destroying. Sets every element of contexts to NULL. */
 pami_result_t pami_context_destroyv(pami_context_t *contexts, size_t n);
 
-/* Polls up to `max` times. PAMI_SUCCESS when something happened (a handler
- * or callback ran), PAMI_EAGAIN when nothing did, PAMI_IN_HANDLER when
- * called from a handler or callback of this context. */
+/* Polls up to `max` times. PAMI_SUCCESS when something happened (UCX
+ * reported an event, or a callback or posted work ran), PAMI_EAGAIN when
+ * nothing did, PAMI_IN_HANDLER when called from a handler or callback of
+ * this context. */
 pami_result_t pami_context_advance(pami_context_t context, size_t max);
 
 /* Like advance, but when nothing is happening it spins a bounded number of
@@ -204,9 +209,9 @@ pami_result_t pami_context_advance(pami_context_t context, size_t max);
  * PAMI_SUCCESS when something happened, PAMI_TIMEOUT otherwise. */
 pami_result_t pami_context_wait(pami_context_t context, int timeout_ms);
 
-/* The context lock. Calls on one context must not run concurrently; with
- * PAMI_ASYNC_PROGRESS=1 the progress thread takes this lock around its
- * advance, so the program holds it around its own calls. */
+/* The context lock (recursive). Calls on one context must not run
+ * concurrently; with PAMI_ASYNC_PROGRESS=1 the progress thread takes this
+ * lock around its advance, so the program holds it around its own calls. */
 pami_result_t pami_context_lock(pami_context_t context);
 pami_result_t pami_context_trylock(pami_context_t context); /* EAGAIN if held */
 pami_result_t pami_context_unlock(pami_context_t context);
@@ -293,9 +298,13 @@ pami_result_t pami_dispatch_set(pami_context_t context, size_t id,
                                 pami_dispatch_fn fn, void *cookie,
                                 const pami_dispatch_hint_t *hints);
 
-/* Collective over all tasks (bootstrap barrier): after it returns on any
- * task, every task has finished the pami_dispatch_set calls it made before
- * entering. Must not be called from a handler. */
+/* Collective over all tasks: after it returns on any task, every task has
+ * finished the pami_dispatch_set calls it made before entering. Once
+ * contexts exist it is a barrier over their own active messages and
+ * advances every context while it waits (no other thread may use them
+ * meanwhile unless the progress thread runs); before createv it is the
+ * bootstrap's barrier. PAMI_PEER_FAILED once a task is known dead. Must
+ * not be called from a handler. */
 pami_result_t pami_dispatch_fence(pami_client_t client);
 
 /* ------------------------------------------------------------------------ */

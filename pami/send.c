@@ -152,6 +152,8 @@ pami_result_t pami_send_immediate(pami_context_t ctx,
     rc = pami_peer_index(ctx, p->dest, &index);
     if (unlikely(rc != PAMI_SUCCESS))
         return rc;
+    if (unlikely(ctx->peers[index].failed))
+        return PAMI_PEER_FAILED;
     pami_peer_t *peer;
     rc = ctx->deferred_head != NULL ? PAMI_EAGAIN
                                     : pami_peer_by_index(ctx, index, &peer);

@@ -73,9 +73,11 @@ pami_result_t pami_shutdown(pami_context_t *ctxs, size_t n, int timeout_ms)
     for (size_t i = 0; i < n; i++)
         while (pami_progress_once(ctxs[i]) > 0 && pami_time_ns() < deadline)
             ;
-    /* Everything was delivered before the barrier ended, so the close
-     * need not flush; a flushing close would wait for peers that already
-     * left progress. */
+    /* Every task drained its sends before the barriers and we progressed
+     * until idle after them, so what peers sent over shared memory or
+     * loopback was handled; a message still on a network wire can be lost
+     * here, which is why remote_fn is the way to know. The close does not
+     * flush: that would wait for peers that already left progress. */
     for (size_t i = 0; i < n; i++)
         pami_peers_close(ctxs[i], true);
     if (run_phase(ctxs, n, PHASE_CLOSE, deadline) != PAMI_SUCCESS)
