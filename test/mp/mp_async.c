@@ -9,8 +9,9 @@
  * holds the context lock around each of its calls and, instead of
  * advancing, sleeps, and reads the counters under pami_context_lock until
  * all messages are in and all callbacks ran. The handlers and callbacks
- * must run on another thread than main. The closing barrier also runs
- * without the main thread advancing.
+ * must run on another thread than main (after pami_dispatch_fence, which
+ * may progress). The closing barrier also runs without the main thread
+ * advancing.
  *
  *   PAMI_ASYNC_PROGRESS=1 pamirun -n N mp_async [count]
  *   pamirun -n N mp_async --param [count]
@@ -30,6 +31,7 @@ typedef struct {
 static mp_job_t  job;
 static uint64_t  count = 2000;
 static pthread_t main_thread;
+static bool      counting; /* set after the fence, which may progress */
 
 /* Written by handlers and callbacks on the progress thread (context lock
  * held); read by main under the lock. */
@@ -46,7 +48,7 @@ static size_t size_of(uint64_t seq)
 
 static void note_thread(void)
 {
-    if (pthread_equal(pthread_self(), main_thread))
+    if (counting && pthread_equal(pthread_self(), main_thread))
         on_main++;
 }
 
@@ -172,17 +174,25 @@ static bool all_in(void)
 }
 
 /* The message barrier of mp_util, without advancing. */
-static void sync_no_advance(uint32_t epoch)
+static void sync_no_advance(void)
 {
+    struct mp_sync_state *st    = &job.sync[0];
+    uint32_t              epoch = st->epoch++;
+    atomic_store(&st->sent, 0);
     for (size_t k = 1; k < job.size; k++) {
-        pami_send_immediate_t s = {
-            .dest = mp_ep(&job, (pami_task_t)((job.me + k) % job.size), 0),
-            .dispatch = MP_ID_SYNC, .header = &epoch,
-            .header_len = sizeof(epoch)};
-        send_imm_no_advance(&s);
+        pami_send_t s = {
+            .send = {.dest = mp_ep(&job, (pami_task_t)((job.me + k) % job.size), 0),
+                     .dispatch = MP_ID_SYNC, .header = &epoch,
+                     .header_len = sizeof(epoch)},
+            .local_fn = mp_on_sync_sent,
+            .cookie   = st};
+        MP_CHECK(pami_context_lock(job.ctx[0]));
+        MP_CHECK(pami_send(job.ctx[0], &s));
+        MP_CHECK(pami_context_unlock(job.ctx[0]));
     }
-    atomic_uint *seen = &job.sync_seen[epoch % MP_SYNC_EPOCHS];
-    SLEEP_UNTIL(atomic_load(seen) >= job.size - 1,
+    atomic_uint *seen = &st->seen[epoch % MP_SYNC_EPOCHS];
+    SLEEP_UNTIL(atomic_load(seen) >= job.size - 1 &&
+                    atomic_load(&st->sent) == job.size - 1,
                 "barrier %u: %u of %zu peers", epoch, atomic_load(seen),
                 job.size - 1);
     atomic_store(seen, 0);
@@ -210,7 +220,12 @@ int main(int argc, char **argv)
     MP_CHECK(pami_context_lock(ctx));
     MP_CHECK(pami_dispatch_set(ctx, ID_ASYNC, on_msg, NULL, NULL));
     MP_CHECK(pami_context_unlock(ctx));
+    /* The fence may run handlers on this thread (it progresses the
+     * contexts, under their locks); from here on main never does. */
     MP_CHECK(pami_dispatch_fence(job.client));
+    MP_CHECK(pami_context_lock(ctx));
+    counting = true;
+    MP_CHECK(pami_context_unlock(ctx));
 
     double t0 = mp_now();
     uint8_t **bufs = calloc(count, sizeof(*bufs));
@@ -254,7 +269,7 @@ int main(int argc, char **argv)
                 (unsigned long long)expect_remotes,
                 (unsigned long long)rndv_pending);
     double t_all = mp_now() - t0;
-    sync_no_advance(1000);
+    sync_no_advance();
 
     MP_CHECK(pami_context_lock(ctx));
     pami_context_stats_t st;

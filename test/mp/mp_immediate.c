@@ -100,17 +100,24 @@ static void on_count(pami_context_t ctx, void *cookie, const void *hdr,
     counts_in++;
 }
 
-static void limit_phase(void)
+/* What the previous task will send: known before anyone can send, since
+ * a peer past the fence may send while we are still in it. */
+static void limit_setup(void)
 {
-    pami_context_t ctx  = job.ctx[0];
-    size_t         imax = job.attr.immediate_max, hmax = job.attr.header_max;
-    size_t         hcap = hmax < imax ? hmax : imax;
+    size_t imax = job.attr.immediate_max, hmax = job.attr.header_max;
+    size_t hcap = hmax < imax ? hmax : imax;
     size_t split_h[] = {0, hcap, imax / 2, 1, 8};
     n_splits = sizeof(split_h) / sizeof(split_h[0]);
     for (size_t i = 0; i < n_splits; i++) {
         limit_expected_h[i] = split_h[i];
         limit_expected_d[i] = imax - split_h[i];
     }
+}
+
+static void limit_phase(void)
+{
+    pami_context_t ctx  = job.ctx[0];
+    size_t         imax = job.attr.immediate_max, hmax = job.attr.header_max;
     uint8_t *hdr  = malloc(hmax + 1);
     uint8_t *data = malloc(imax + 2);
     MP_EXPECT(hdr && data, "out of memory");
@@ -119,7 +126,7 @@ static void limit_phase(void)
 
     /* One over the limit first: refused at once, whatever the split. */
     for (size_t i = 0; i < n_splits; i++) {
-        size_t h = split_h[i], d = imax + 1 - h;
+        size_t h = limit_expected_h[i], d = imax + 1 - h;
         pami_send_immediate_t s = {.dest = next, .dispatch = ID_LIMIT,
                                    .header = hdr, .header_len = h,
                                    .data = data, .data_len = d};
@@ -128,7 +135,7 @@ static void limit_phase(void)
     /* Exactly at the limit: accepted (after EAGAIN while connecting). */
     unsigned long again = 0;
     for (size_t i = 0; i < n_splits; i++) {
-        size_t h = split_h[i], d = imax - h;
+        size_t h = limit_expected_h[i], d = imax - h;
         mp_fill(hdr, h, job.me, i, 1);
         mp_fill(data, d, job.me, i, 2);
         pami_send_immediate_t s = {.dest = next, .dispatch = ID_LIMIT,
@@ -218,6 +225,7 @@ int main(int argc, char **argv)
     MP_CHECK(pami_dispatch_set(job.ctx[0], ID_LIMIT, on_limit, NULL, NULL));
     MP_CHECK(pami_dispatch_set(job.ctx[0], ID_FLOOD, on_flood, NULL, NULL));
     MP_CHECK(pami_dispatch_set(job.ctx[0], ID_COUNT, on_count, NULL, NULL));
+    limit_setup();
     MP_CHECK(pami_dispatch_fence(job.client));
 
     limit_phase();

@@ -15,7 +15,14 @@
  */
 #include "mp_util.h"
 
-enum { ID_A = 40, ID_B = 41 };
+enum { ID_A = 40, ID_B = 41, ID_CREDIT = 42 };
+
+/* Flow control: a target returns a credit every CREDIT_EVERY messages of
+ * an origin, and an origin keeps at most WINDOW messages per target
+ * without credit, so a burst waits (sleeping) instead of flooding queues
+ * while the targets have no processor. */
+#define CREDIT_EVERY 512
+#define WINDOW       4096
 
 enum {
     CLS_HDR_IMM, CLS_HDR_SEND, CLS_40_IMM, CLS_1K, CLS_16K, CLS_64K,
@@ -41,6 +48,7 @@ typedef struct {
 static mp_job_t  job;
 static uint64_t  count = 20000;
 static uint64_t *next_seq;       /* per origin */
+static uint64_t *credited;       /* per target: messages it confirmed */
 static uint64_t  rndv_pending;
 static uint64_t  rndv_total;
 static uint64_t  by_cls[NCLS];   /* received, per class */
@@ -133,6 +141,12 @@ static void on_msg(pami_context_t ctx, void *cookie, const void *hdr,
               "message %llu from task %u: class %u, %zu bytes",
               (unsigned long long)h.seq, origin, h.cls, dlen);
     by_cls[h.cls]++;
+    if (next_seq[origin] % CREDIT_EVERY == 0) {
+        uint64_t n = next_seq[origin];
+        pami_send_immediate_t c = {.dest = origin_ep, .dispatch = ID_CREDIT,
+                                   .header = &n, .header_len = sizeof(n)};
+        mp_send_imm_in_handler(ctx, &c);
+    }
     if (dlen == 0)
         return;
     if (data != NULL) {
@@ -154,6 +168,23 @@ static void on_msg(pami_context_t ctx, void *cookie, const void *hdr,
     recv->cookie   = p;
     rndv_pending++;
     rndv_total++;
+}
+
+static void on_credit(pami_context_t ctx, void *cookie, const void *hdr,
+                      size_t hlen, const void *data, size_t dlen,
+                      pami_endpoint_t origin_ep, pami_recv_t *recv)
+{
+    (void)ctx; (void)cookie; (void)data; (void)dlen; (void)recv;
+    pami_task_t from;
+    pami_endpoint_query(origin_ep, &from, NULL);
+    uint64_t n;
+    MP_EXPECT(hlen == sizeof(n), "credit of %zu bytes", hlen);
+    memcpy(&n, hdr, sizeof(n));
+    MP_EXPECT(n > credited[from] && n <= count,
+              "credit %llu from task %u after %llu",
+              (unsigned long long)n, from,
+              (unsigned long long)credited[from]);
+    credited[from] = n;
 }
 
 static void on_local(pami_context_t ctx, void *cookie, pami_result_t rc)
@@ -190,8 +221,10 @@ int main(int argc, char **argv)
                                NULL));
     MP_CHECK(pami_dispatch_set(ctx, ID_B, on_msg, (void *)(uintptr_t)ID_B,
                                NULL));
+    MP_CHECK(pami_dispatch_set(ctx, ID_CREDIT, on_credit, NULL, NULL));
     next_seq = calloc(job.size, sizeof(*next_seq));
-    MP_EXPECT(next_seq != NULL, "out of memory");
+    credited = calloc(job.size, sizeof(*credited));
+    MP_EXPECT(next_seq != NULL && credited != NULL, "out of memory");
     for (int c = 0; c < NCLS; c++)
         for (int v = 0; v < VARIANTS; v++) {
             src[c][v] = malloc(cls_size[c] ? cls_size[c] : 1);
@@ -208,8 +241,13 @@ int main(int argc, char **argv)
         msg_hdr_t h  = {seq, (uint32_t)c, (uint32_t)id};
         const uint8_t *data = cls_size[c] ? src[c][variant_of(seq)] : NULL;
         for (size_t k = 1; k < job.size; k++) {
-            pami_endpoint_t to =
-                mp_ep(&job, (pami_task_t)((job.me + k) % job.size), 0);
+            pami_task_t     t  = (pami_task_t)((job.me + k) % job.size);
+            pami_endpoint_t to = mp_ep(&job, t, 0);
+            if (seq >= credited[t] + WINDOW)
+                MP_WAIT(&job, ctx, seq < credited[t] + WINDOW, MP_WAIT_S,
+                        "credit from task %u (%llu of %llu confirmed)", t,
+                        (unsigned long long)credited[t],
+                        (unsigned long long)seq);
             pami_send_immediate_t s = {.dest = to, .dispatch = id,
                                        .header = &h, .header_len = sizeof(h),
                                        .data = data, .data_len = cls_size[c]};
@@ -246,5 +284,6 @@ int main(int argc, char **argv)
         for (int v = 0; v < VARIANTS; v++)
             free(src[c][v]);
     free(next_seq);
+    free(credited);
     return 0;
 }

@@ -16,7 +16,7 @@
 
 #include <pthread.h>
 
-enum { ID_T = 60 };
+enum { ID_T = 60, ID_READY = 61 };
 #define NCTX 2
 #define NSIZES 5
 
@@ -33,6 +33,7 @@ typedef struct {
     pthread_t  thread;
     pthread_t  self;         /* set by the thread itself before it advances */
     uint64_t  *next_seq;     /* per origin task */
+    atomic_uint ready;       /* peers whose thread i runs */
     uint64_t   received;
     uint64_t   rndv_pending;
     uint64_t   rndv_total;
@@ -132,6 +133,17 @@ static void on_msg(pami_context_t ctx, void *cookie, const void *hdr,
     st->rndv_total++;
 }
 
+/* May run in pami_dispatch_fence on the main thread: counts only. */
+static void on_ready(pami_context_t ctx, void *cookie, const void *hdr,
+                     size_t hlen, const void *data, size_t dlen,
+                     pami_endpoint_t origin, pami_recv_t *recv)
+{
+    (void)ctx; (void)hdr; (void)hlen; (void)data; (void)dlen; (void)origin;
+    (void)recv;
+    ctx_state_t *st = cookie;
+    atomic_fetch_add(&st->ready, 1);
+}
+
 static void on_local(pami_context_t ctx, void *cookie, pami_result_t rc)
 {
     ctx_state_t *st = cookie;
@@ -155,6 +167,17 @@ static void *drive(void *arg)
     pami_context_t ctx = job.ctx[i];
     double         t0  = mp_now();
     st->self = pthread_self();
+    /* Data goes to context i of a peer only once its thread i drives it
+     * (the fence may progress contexts on the main thread). */
+    for (size_t k = 1; k < job.size; k++) {
+        pami_send_immediate_t r = {
+            .dest = mp_ep(&job, (pami_task_t)((job.me + k) % job.size), i),
+            .dispatch = ID_READY};
+        mp_send_imm(&job, ctx, &r);
+    }
+    MP_WAIT(&job, ctx, atomic_load(&st->ready) == job.size - 1, MP_WAIT_S,
+            "context %zu: %u of %zu peers ready", i,
+            atomic_load(&st->ready), job.size - 1);
     for (uint64_t seq = 0; seq < count; seq++) {
         int       si = size_idx_of(seq);
         msg_hdr_t h  = {seq, (uint32_t)i, (uint32_t)si};
@@ -184,6 +207,10 @@ static void *drive(void *arg)
             (unsigned long long)st->rndv_pending,
             (unsigned long long)st->outstanding);
     st->seconds = mp_now() - t0;
+    /* Our receives may still owe the origins a completion message, which
+     * goes out only while this context progresses: meet over context i
+     * before this thread stops driving it. */
+    mp_sync_ctx(&job, i);
     return NULL;
 }
 
@@ -204,6 +231,7 @@ int main(int argc, char **argv)
             mp_fill(st->src[s], sizes[s], job.me, i, salt_of(i, s));
         }
         MP_CHECK(pami_dispatch_set(job.ctx[i], ID_T, on_msg, st, NULL));
+        MP_CHECK(pami_dispatch_set(job.ctx[i], ID_READY, on_ready, st, NULL));
     }
     pami_client_attr_t a = {.field_mask = PAMI_CLIENT_ATTR_NUM_CONTEXTS};
     MP_CHECK(pami_client_query(job.client, &a));

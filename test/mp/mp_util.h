@@ -26,12 +26,12 @@
 #define MP_SYNC_EPOCHS 64
 
 /* Default bound of every wait loop. */
-#define MP_WAIT_S 60.0
+#define MP_WAIT_S 30.0
 /* How long pami_send_immediate may keep answering PAMI_EAGAIN while we
  * advance before the test calls it stuck. */
 #define MP_EAGAIN_S 10.0
 
-typedef struct {
+typedef struct mp_job {
     const char     *name;
     pami_client_t   client;
     pami_context_t  ctx[PAMI_CONTEXT_MAX];
@@ -42,9 +42,14 @@ typedef struct {
     /* With a progress thread the program holds the context lock around its
      * own calls; the helpers do so when this is set. */
     bool            locked;
-    /* mp_sync: messages received per epoch, and the epoch we are in. */
-    atomic_uint     sync_seen[MP_SYNC_EPOCHS];
-    unsigned        sync_epoch;
+    /* mp_sync, per context: messages received per epoch, the epoch we
+     * are in, and our own barrier messages that completed locally. */
+    struct mp_sync_state {
+        struct mp_job *job;
+        atomic_uint    seen[MP_SYNC_EPOCHS];
+        unsigned       epoch;
+        atomic_uint    sent;
+    } sync[PAMI_CONTEXT_MAX];
     /* Expectations from the command line (--expect-bootstrap=, --expect-size=). */
     int             expect_bootstrap; /* -1: none */
     long            expect_size;      /* -1: none */
@@ -119,7 +124,9 @@ static inline void mp_unlock(mp_job_t *job, pami_context_t ctx)
 }
 
 /* One blocking progress step of at most 100 ms; fails on anything but
- * progress or a timeout. */
+ * progress or a timeout. When something happened but the caller still
+ * waits, the processor goes to the other tasks first: with more tasks than
+ * cores, the one we wait for may be the one that cannot run. */
 static inline void mp_wait_step(mp_job_t *job, pami_context_t ctx)
 {
     mp_lock(job, ctx);
@@ -127,6 +134,8 @@ static inline void mp_wait_step(mp_job_t *job, pami_context_t ctx)
     mp_unlock(job, ctx);
     if (rc != PAMI_SUCCESS && rc != PAMI_TIMEOUT)
         mp_fail("pami_context_wait returned %s", pami_error_text(rc));
+    if (rc == PAMI_SUCCESS)
+        sched_yield();
 }
 
 /* Waits (blocking, never spinning) until cond holds; fails after secs. */
@@ -242,17 +251,28 @@ static inline long mp_verify(const void *buf, size_t len, uint32_t origin,
 
 /* ---- setup, message barrier, teardown ---- */
 
-static inline void mp_on_sync(pami_context_t ctx, void *cookie, const void *hdr,
-                       size_t hlen, const void *data, size_t dlen,
-                       pami_endpoint_t origin, pami_recv_t *recv)
+static inline void mp_on_sync(pami_context_t ctx, void *cookie,
+                              const void *hdr, size_t hlen, const void *data,
+                              size_t dlen, pami_endpoint_t origin,
+                              pami_recv_t *recv)
 {
     (void)ctx; (void)data; (void)dlen; (void)origin; (void)recv;
-    mp_job_t *job = cookie;
+    struct mp_sync_state *st = cookie;
     uint32_t epoch;
     if (hlen != sizeof(epoch))
         mp_fail("sync message with a %zu-byte header", hlen);
     memcpy(&epoch, hdr, sizeof(epoch));
-    atomic_fetch_add(&job->sync_seen[epoch % MP_SYNC_EPOCHS], 1);
+    atomic_fetch_add(&st->seen[epoch % MP_SYNC_EPOCHS], 1);
+}
+
+static inline void mp_on_sync_sent(pami_context_t ctx, void *cookie,
+                                   pami_result_t rc)
+{
+    (void)ctx;
+    struct mp_sync_state *st = cookie;
+    if (rc != PAMI_SUCCESS)
+        mp_fail("sync message: %s", pami_error_text(rc));
+    atomic_fetch_add(&st->sent, 1);
 }
 
 static inline void mp_usage_args(mp_job_t *job, int *argc, char **argv)
@@ -335,39 +355,55 @@ static inline void mp_init(mp_job_t *job, const char *name, int *argc, char **ar
 
     job->nctx = nctx;
     MP_CHECK(pami_context_createv(job->client, NULL, nctx, job->ctx));
-    mp_lock(job, job->ctx[0]);
-    MP_CHECK(pami_dispatch_set(job->ctx[0], MP_ID_SYNC, mp_on_sync, job,
-                               NULL));
-    mp_unlock(job, job->ctx[0]);
+    for (size_t i = 0; i < nctx; i++) {
+        job->sync[i].job = job;
+        mp_lock(job, job->ctx[i]);
+        MP_CHECK(pami_dispatch_set(job->ctx[i], MP_ID_SYNC, mp_on_sync,
+                                   &job->sync[i], NULL));
+        mp_unlock(job, job->ctx[i]);
+    }
     if (fence)
         MP_CHECK(pami_dispatch_fence(job->client));
 }
 
-/* A barrier over active messages on context 0: everybody sends one message
- * per epoch to everybody else and waits for size - 1 of them. Unlike the
- * bootstrap barrier it keeps progressing, so it may follow traffic whose
- * completion needs the peers' progress. Call it once all of this task's
- * own operations are complete. */
-static inline void mp_sync(mp_job_t *job)
+/* A barrier over active messages on context i: everybody sends one
+ * message per epoch to context i of everybody else, waits for size - 1 of
+ * them and for its own to have left (local completion), so nothing of it
+ * needs this task's progress afterwards. Unlike the bootstrap barrier it
+ * keeps progressing, so it may follow traffic whose completion needs the
+ * peers' progress. Call it once all of this task's own operations on
+ * context i are complete, from the thread that drives context i. */
+static inline void mp_sync_ctx(mp_job_t *job, size_t i)
 {
-    pami_context_t ctx   = job->ctx[0];
-    uint32_t       epoch = job->sync_epoch++;
+    pami_context_t        ctx   = job->ctx[i];
+    struct mp_sync_state *st    = &job->sync[i];
+    uint32_t              epoch = st->epoch++;
+    atomic_store(&st->sent, 0);
     for (size_t k = 1; k < job->size; k++) {
-        pami_send_immediate_t s = {
-            .dest       = mp_ep(job, (pami_task_t)((job->me + k) % job->size), 0),
-            .dispatch   = MP_ID_SYNC,
-            .header     = &epoch,
-            .header_len = sizeof(epoch),
-        };
-        mp_send_imm(job, ctx, &s);
+        pami_task_t to = (pami_task_t)((job->me + k) % job->size);
+        pami_send_t s = {
+            .send = {.dest = mp_ep(job, to, i), .dispatch = MP_ID_SYNC,
+                     .header = &epoch, .header_len = sizeof(epoch)},
+            .local_fn = mp_on_sync_sent,
+            .cookie   = st};
+        mp_lock(job, ctx);
+        MP_CHECK(pami_send(ctx, &s));
+        mp_unlock(job, ctx);
     }
-    atomic_uint *seen = &job->sync_seen[epoch % MP_SYNC_EPOCHS];
-    MP_WAIT(job, ctx, atomic_load(seen) >= job->size - 1, MP_WAIT_S,
-            "sync %u: %u of %zu peers", epoch, atomic_load(seen),
-            job->size - 1);
+    atomic_uint *seen = &st->seen[epoch % MP_SYNC_EPOCHS];
+    MP_WAIT(job, ctx, atomic_load(seen) >= job->size - 1 &&
+                          atomic_load(&st->sent) == job->size - 1,
+            MP_WAIT_S, "sync %u on context %zu: %u of %zu peers, %u of our "
+            "messages out", epoch, i, atomic_load(seen), job->size - 1,
+            atomic_load(&st->sent));
     MP_EXPECT(atomic_load(seen) == job->size - 1, "sync %u: %u messages",
               epoch, atomic_load(seen));
     atomic_store(seen, 0);
+}
+
+static inline void mp_sync(mp_job_t *job)
+{
+    mp_sync_ctx(job, 0);
 }
 
 static inline void mp_finish(mp_job_t *job)
