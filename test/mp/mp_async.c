@@ -181,7 +181,7 @@ static void sync_no_advance(void)
     atomic_store(&st->sent, 0);
     for (size_t k = 1; k < job.size; k++) {
         pami_send_t s = {
-            .send = {.dest = mp_ep(&job, (pami_task_t)((job.me + k) % job.size), 0),
+            .send = {.dest = mp_ep(&job, mp_peer(&job, k), 0),
                      .dispatch = MP_ID_SYNC, .header = &epoch,
                      .header_len = sizeof(epoch)},
             .local_fn = mp_on_sync_sent,
@@ -240,7 +240,7 @@ int main(int argc, char **argv)
         }
         for (size_t k = 1; k < job.size; k++) {
             pami_send_immediate_t s = {
-                .dest = mp_ep(&job, (pami_task_t)((job.me + k) % job.size), 0),
+                .dest = mp_ep(&job, mp_peer(&job, k), 0),
                 .dispatch = ID_ASYNC, .header = &h, .header_len = sizeof(h),
                 .data = bufs[seq], .data_len = len};
             if (len == 0 && seq % 2 == 0) {

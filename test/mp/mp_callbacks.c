@@ -237,13 +237,13 @@ int main(int argc, char **argv)
                     slot_t *s = &slots[next];
                     s->size = sizes[si];
                     s->mode = mode;
-                    s->target = (pami_task_t)((job.me + k) % job.size);
+                    s->target = mp_peer(&job, k);
                     s->buf  = malloc(s->size ? s->size : 1);
                     MP_EXPECT(s->buf != NULL, "out of memory");
                     mp_fill(s->buf, s->size, job.me, next, 4);
                     msg_hdr_t h = {(uint32_t)next, (uint32_t)s->size};
                     pami_send_t ps = {
-                        .send = {.dest = mp_ep(&job, (pami_task_t)((job.me + k) % job.size), 0),
+                        .send = {.dest = mp_ep(&job, mp_peer(&job, k), 0),
                                  .dispatch = ID_DATA, .header = &h,
                                  .header_len = sizeof(h),
                                  .data = s->size ? s->buf : NULL,

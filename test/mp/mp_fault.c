@@ -207,13 +207,13 @@ static void die_mode(bool kill_self, const char *dir)
 
     for (uint64_t round = 0;; round++) {
         for (size_t k = 1; k < job.size; k++) {
-            pami_task_t to = (pami_task_t)((job.me + k) % job.size);
+            pami_task_t to = mp_peer(&job, k);
             start(to, round % 4 == 3 ? MID : SMALL, true);
         }
         if (job.me == victim && round == 20) {
             /* Mid-exchange, with sends still in flight. */
             for (size_t k = 1; k < job.size; k++)
-                start((pami_task_t)((job.me + k) % job.size), MID, true);
+                start(mp_peer(&job, k), MID, true);
             struct timespec ts;
             clock_gettime(CLOCK_REALTIME, &ts);
             snprintf(text, sizeof(text), "%lld.%09ld\n",
@@ -249,7 +249,7 @@ static void peer_mode(bool rndv_in_flight)
     /* Warm up: everyone talks to everyone, all endpoints connected. */
     for (int round = 0; round < 20; round++)
         for (size_t k = 1; k < job.size; k++)
-            start((pami_task_t)((job.me + k) % job.size),
+            start(mp_peer(&job, k),
                   round % 4 == 3 ? BIG : SMALL, true);
     MP_WAIT(&job, ctx, ops_open() == 0 && recv_pending == 0, MP_WAIT_S,
             "warm-up: %zu sends open", ops_open());
@@ -260,9 +260,9 @@ static void peer_mode(bool rndv_in_flight)
         /* With rndv_in_flight, the survivors are still to fetch these
          * payloads from us when we are gone. */
         for (size_t k = 1; k < job.size && rndv_in_flight; k++)
-            start((pami_task_t)((job.me + k) % job.size), BIG, true);
+            start(mp_peer(&job, k), BIG, true);
         for (size_t k = 1; k < job.size; k++)
-            start((pami_task_t)((job.me + k) % job.size), SMALL, true);
+            start(mp_peer(&job, k), SMALL, true);
         fflush(stdout);
         _exit(0); /* no destroy: a crash that pamirun accepts */
     }
@@ -280,7 +280,7 @@ static void peer_mode(bool rndv_in_flight)
                                         "PAMI_PEER_FAILED", victim);
         if (mp_now() >= next_round) {
             for (size_t k = 1; k < job.size; k++) {
-                pami_task_t   to = (pami_task_t)((job.me + k) % job.size);
+                pami_task_t   to = mp_peer(&job, k);
                 pami_result_t rc = start(to, round % 2 ? BIG : SMALL, true);
                 MP_EXPECT(rc == PAMI_SUCCESS ||
                               (to == victim && rc == PAMI_PEER_FAILED),
@@ -326,7 +326,7 @@ static void peer_mode(bool rndv_in_flight)
     uint64_t want = 100 * (job.size - 2);
     for (uint32_t i = 0; i < 100; i++)
         for (size_t k = 1; k < job.size; k++) {
-            pami_task_t to = (pami_task_t)((job.me + k) % job.size);
+            pami_task_t to = mp_peer(&job, k);
             if (to == victim)
                 continue;
             uint8_t data[32];

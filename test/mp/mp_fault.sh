@@ -51,7 +51,9 @@ done
 # 2 s for SIGTERM before SIGKILL), and the whole run was short.
 died=$(cat "$dir/died")
 awk -v d="$died" -v e="$end" -v s="$start" 'BEGIN {
-    if (e - d > 5.0) { printf "pamirun exited %.2f s after the death\n", e - d; exit 1 }
+    if (e - d > 5.0) {
+        printf "pamirun exited %.2f s after the death\n", e - d; exit 1
+    }
     if (e - s > 30.0) { printf "the job took %.2f s\n", e - s; exit 1 }
     printf "pamirun exited %.2f s after the death (job %.2f s)\n", e - d, e - s
 }' || fail "too slow"

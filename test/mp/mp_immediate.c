@@ -191,7 +191,7 @@ static void flood_phase(unsigned long attempts)
     double t_flood = mp_now() - t0;
 
     for (size_t k = 1; k < job.size; k++) {
-        pami_task_t to = (pami_task_t)((job.me + k) % job.size);
+        pami_task_t to = mp_peer(&job, k);
         pami_send_immediate_t s = {.dest = mp_ep(&job, to, 0),
                                    .dispatch = ID_COUNT, .header = &sent[to],
                                    .header_len = sizeof(sent[to])};

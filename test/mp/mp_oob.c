@@ -332,7 +332,7 @@ int main(int argc, char **argv)
     MP_CHECK(pami_send(ctx, &ps));
     for (size_t k = 1; k < job.size; k++) {
         pami_send_immediate_t a = {
-            .dest = mp_ep(&job, (pami_task_t)((job.me + k) % job.size), 0),
+            .dest = mp_ep(&job, mp_peer(&job, k), 0),
             .dispatch = ID_ALL, .header = &job.me,
             .header_len = sizeof(job.me)};
         mp_send_imm(&job, ctx, &a);

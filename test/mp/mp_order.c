@@ -241,7 +241,7 @@ int main(int argc, char **argv)
         msg_hdr_t h  = {seq, (uint32_t)c, (uint32_t)id};
         const uint8_t *data = cls_size[c] ? src[c][variant_of(seq)] : NULL;
         for (size_t k = 1; k < job.size; k++) {
-            pami_task_t     t  = (pami_task_t)((job.me + k) % job.size);
+            pami_task_t     t  = mp_peer(&job, k);
             pami_endpoint_t to = mp_ep(&job, t, 0);
             if (seq >= credited[t] + WINDOW)
                 MP_WAIT(&job, ctx, seq < credited[t] + WINDOW, MP_WAIT_S,

@@ -90,8 +90,9 @@ static void build_cases(bool quick)
         }
         /* The immediate limit exactly. */
         if (ph == PHASE_IMM) {
+            size_t hcap = hmax < imax ? hmax : imax;
             add_case(l, 0, imax);
-            add_case(l, hmax < imax ? hmax : imax, imax - (hmax < imax ? hmax : imax));
+            add_case(l, hcap, imax - hcap);
         }
     }
 }
@@ -154,7 +155,8 @@ static void on_msg(pami_context_t ctx, void *cookie, const void *hdr,
               phase, idx, origin, hlen, dlen, c->hlen, c->dlen);
     long bad = mp_verify(hdr, hlen, origin, seq_of(phase, idx), 1);
     MP_EXPECT(bad < 0, "phase %d message %zu from task %u: header of %zu "
-                       "bytes wrong at byte %ld", phase, idx, origin, hlen, bad);
+                       "bytes wrong at byte %ld", phase, idx, origin, hlen,
+              bad);
     if (dlen == 0) {
         MP_EXPECT(recv == NULL, "recv given for an empty payload");
         done[origin]++;
@@ -247,7 +249,7 @@ static void run_phase(int ph)
             mp_fill(data, c->dlen, job.me, seq_of(ph, idx), 2);
             for (size_t k = 1; k < job.size; k++) {
                 pami_send_immediate_t s = {
-                    .dest = mp_ep(&job, (pami_task_t)((job.me + k) % job.size), 0),
+                    .dest = mp_ep(&job, mp_peer(&job, k), 0),
                     .dispatch = ID_IMM,
                     .header = c->hlen ? hdr : NULL, .header_len = c->hlen,
                     .data = c->dlen ? data : NULL, .data_len = c->dlen};
@@ -266,7 +268,7 @@ static void run_phase(int ph)
             MP_WAIT(&job, ctx, outstanding < MAX_OUTSTANDING, MP_WAIT_S,
                     "%zu sends outstanding", outstanding);
             pami_send_t s = {
-                .send = {.dest = mp_ep(&job, (pami_task_t)((job.me + k) % job.size), 0),
+                .send = {.dest = mp_ep(&job, mp_peer(&job, k), 0),
                          .dispatch = ID_SEND,
                          .header = c->hlen ? hdr : NULL, .header_len = c->hlen,
                          .data = c->dlen ? b->buf : NULL, .data_len = c->dlen},

@@ -171,7 +171,7 @@ static void *drive(void *arg)
      * (the fence may progress contexts on the main thread). */
     for (size_t k = 1; k < job.size; k++) {
         pami_send_immediate_t r = {
-            .dest = mp_ep(&job, (pami_task_t)((job.me + k) % job.size), i),
+            .dest = mp_ep(&job, mp_peer(&job, k), i),
             .dispatch = ID_READY};
         mp_send_imm(&job, ctx, &r);
     }
@@ -183,7 +183,7 @@ static void *drive(void *arg)
         msg_hdr_t h  = {seq, (uint32_t)i, (uint32_t)si};
         for (size_t k = 1; k < job.size; k++) {
             pami_send_immediate_t s = {
-                .dest = mp_ep(&job, (pami_task_t)((job.me + k) % job.size), i),
+                .dest = mp_ep(&job, mp_peer(&job, k), i),
                 .dispatch = ID_T, .header = &h, .header_len = sizeof(h),
                 .data = sizes[si] ? st->src[si] : NULL,
                 .data_len = sizes[si]};

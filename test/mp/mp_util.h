@@ -50,7 +50,8 @@ typedef struct mp_job {
         unsigned       epoch;
         atomic_uint    sent;
     } sync[PAMI_CONTEXT_MAX];
-    /* Expectations from the command line (--expect-bootstrap=, --expect-size=). */
+    /* Expectations from the command line (--expect-bootstrap=,
+     * --expect-size=). */
     int             expect_bootstrap; /* -1: none */
     long            expect_size;      /* -1: none */
 } mp_job_t;
@@ -152,11 +153,18 @@ static inline void mp_wait_step(mp_job_t *job, pami_context_t ctx)
         }                                                                   \
     } while (0)
 
-static inline pami_endpoint_t mp_ep(mp_job_t *job, pami_task_t task, size_t offset)
+static inline pami_endpoint_t mp_ep(mp_job_t *job, pami_task_t task,
+                                    size_t offset)
 {
     pami_endpoint_t ep;
     MP_CHECK(pami_endpoint_create(job->client, task, offset, &ep));
     return ep;
+}
+
+/* The task k places after this one, around the ring. */
+static inline pami_task_t mp_peer(const mp_job_t *job, size_t k)
+{
+    return (pami_task_t)((job->me + k) % job->size);
 }
 
 /* An immediate send, advancing while the transport is busy (not from a
@@ -275,16 +283,22 @@ static inline void mp_on_sync_sent(pami_context_t ctx, void *cookie,
     atomic_fetch_add(&st->sent, 1);
 }
 
-static inline void mp_usage_args(mp_job_t *job, int *argc, char **argv)
+static inline void mp_parse_args(mp_job_t *job, int *argc, char **argv)
 {
     int out = 1;
     for (int i = 1; i < *argc; i++) {
         if (strncmp(argv[i], "--expect-bootstrap=", 19) == 0) {
             const char *b = argv[i] + 19;
-            job->expect_bootstrap = strcmp(b, "pmix") == 0    ? PAMI_BOOTSTRAP_PMIX
-                                    : strcmp(b, "local") == 0 ? PAMI_BOOTSTRAP_LOCAL
-                                    : strcmp(b, "oob") == 0   ? PAMI_BOOTSTRAP_OOB
-                                                              : -2;
+            static const struct {
+                const char *name;
+                int         kind;
+            } kinds[] = {{"pmix", PAMI_BOOTSTRAP_PMIX},
+                         {"local", PAMI_BOOTSTRAP_LOCAL},
+                         {"oob", PAMI_BOOTSTRAP_OOB}};
+            job->expect_bootstrap = -2;
+            for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
+                if (strcmp(b, kinds[k].name) == 0)
+                    job->expect_bootstrap = kinds[k].kind;
             if (job->expect_bootstrap == -2)
                 mp_fail("unknown bootstrap '%s'", b);
         } else if (strncmp(argv[i], "--expect-size=", 14) == 0) {
@@ -300,9 +314,9 @@ static inline void mp_usage_args(mp_job_t *job, int *argc, char **argv)
 /* Creates the client and nctx contexts, queries every attribute, registers
  * the barrier handler on context 0 and, unless the caller registers more
  * and fences itself (fence == false), fences. */
-static inline void mp_init(mp_job_t *job, const char *name, int *argc, char **argv,
-                    const pami_client_params_t *params, size_t nctx,
-                    bool fence)
+static inline void mp_init(mp_job_t *job, const char *name, int *argc,
+                           char **argv, const pami_client_params_t *params,
+                           size_t nctx, bool fence)
 {
     memset(job, 0, sizeof(*job));
     job->name             = name;
@@ -316,7 +330,7 @@ static inline void mp_init(mp_job_t *job, const char *name, int *argc, char **ar
         mp_task_id = strtol(rank, NULL, 10);
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc != NULL)
-        mp_usage_args(job, argc, argv);
+        mp_parse_args(job, argc, argv);
 
     MP_CHECK(pami_client_create(name, params, &job->client));
     job->attr.field_mask = PAMI_CLIENT_ATTR_TASK | PAMI_CLIENT_ATTR_SIZE |
@@ -335,7 +349,7 @@ static inline void mp_init(mp_job_t *job, const char *name, int *argc, char **ar
               "dispatch_max %zu leaves no room for the sync id %d",
               job->attr.dispatch_max, MP_ID_SYNC);
     if (job->expect_bootstrap >= 0)
-        MP_EXPECT(job->attr.bootstrap == (pami_bootstrap_kind_t)job->expect_bootstrap,
+        MP_EXPECT((int)job->attr.bootstrap == job->expect_bootstrap,
                   "bootstrap is %d, expected %d", (int)job->attr.bootstrap,
                   job->expect_bootstrap);
     if (job->expect_size >= 0)
@@ -380,7 +394,7 @@ static inline void mp_sync_ctx(mp_job_t *job, size_t i)
     uint32_t              epoch = st->epoch++;
     atomic_store(&st->sent, 0);
     for (size_t k = 1; k < job->size; k++) {
-        pami_task_t to = (pami_task_t)((job->me + k) % job->size);
+        pami_task_t to = mp_peer(job, k);
         pami_send_t s = {
             .send = {.dest = mp_ep(job, to, i), .dispatch = MP_ID_SYNC,
                      .header = &epoch, .header_len = sizeof(epoch)},
