@@ -10,7 +10,8 @@
  * file of call k-1 once it has seen all files of call k (everyone is past
  * reading k-1 then). At the end every task leaves a "bye" file; task 0
  * waits for all of them, removes whatever is left and checks that nothing
- * with the job's prefix remains.
+ * with the job's prefix remains. A task that fails or is terminated by
+ * pamirun removes its own files on the way out.
  *
  * Checked: the client reports the oob bootstrap, the task and size given;
  * the callback ran (client and context creation, destroy); a ring
@@ -24,6 +25,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 enum { ID_RING = 90, ID_ALL = 91 };
@@ -42,6 +44,7 @@ typedef struct {
 
 static mp_job_t     job;
 static file_group_t group;
+static volatile sig_atomic_t group_done; /* task 0 sweeps from here on */
 
 static void part_path(char *out, size_t n, const file_group_t *g,
                       const char *what, unsigned rank)
@@ -171,6 +174,7 @@ static void file_group_finish(file_group_t *g)
 {
     if (publish(g, "bye", "", 0) != 0)
         mp_fail("cannot leave the bye file");
+    group_done = 1;
     if (g->rank != 0)
         return;
     for (unsigned r = 0; r < g->size; r++)
@@ -196,6 +200,71 @@ static void file_group_finish(file_group_t *g)
         MP_EXPECT(pass == 0 || left == 0, "%zu files of the job are left in "
                                           "%s", left, g->dir);
     }
+}
+
+/* When a task fails (mp_fail exits) or pamirun ends the job (SIGTERM),
+ * it removes its own files, so a failed run leaves nothing behind either.
+ * Async-signal-safe: no stdio, only unlink. */
+static size_t fmt_uint(char *out, uint64_t v)
+{
+    char   rev[24];
+    size_t n = 0, len = 0;
+    do {
+        rev[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v > 0);
+    while (n > 0)
+        out[len++] = rev[--n];
+    return len;
+}
+
+static void unlink_own(const char *what, uint64_t k, bool numbered,
+                       bool tmp)
+{
+    char   path[800];
+    size_t len = 0, dl = strlen(group.dir), pl = strlen(group.prefix);
+    if (dl + pl + 64 > sizeof(path))
+        return;
+    memcpy(path, group.dir, dl);
+    len = dl;
+    path[len++] = '/';
+    memcpy(path + len, group.prefix, pl);
+    len += pl;
+    path[len++] = '-';
+    if (numbered) {
+        len += fmt_uint(path + len, k);
+    } else {
+        size_t wl = strlen(what);
+        memcpy(path + len, what, wl);
+        len += wl;
+    }
+    path[len++] = '-';
+    len += fmt_uint(path + len, group.rank);
+    if (tmp) {
+        memcpy(path + len, ".tmp", 4);
+        len += 4;
+    }
+    path[len] = '\0';
+    unlink(path);
+}
+
+static void remove_own_files(void)
+{
+    if (group_done || group.prefix[0] == '\0')
+        return;
+    for (uint64_t k = 0; k <= group.seq; k++) {
+        unlink_own(NULL, k, true, false);
+        unlink_own(NULL, k, true, true);
+    }
+    unlink_own("bye", 0, false, false);
+    unlink_own("bye", 0, false, true);
+}
+
+static void on_sigterm(int sig)
+{
+    remove_own_files();
+    signal(sig, SIG_DFL);
+    raise(sig);
 }
 
 /* ---- messages ---- */
@@ -285,6 +354,8 @@ int main(int argc, char **argv)
     snprintf(group.dir, sizeof(group.dir), "%s",
              tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp");
     snprintf(group.prefix, sizeof(group.prefix), "pami-mp-oob-%s", jobid);
+    atexit(remove_own_files);
+    signal(SIGTERM, on_sigterm);
 
     pami_client_params_t params = {
         .field_mask    = PAMI_CLIENT_PARAM_OOB,
