@@ -3,6 +3,7 @@
  * it, and call the handler registered for the dispatch id. Anything that
  * does not decode is counted and dropped, never read out of bounds.
  */
+#include <errno.h>
 #include <string.h>
 
 #include "internal.h"
@@ -136,6 +137,15 @@ void pami_am_recv(void *arg, const void *hdr, size_t hdr_len, void *data,
         /* Tell a sender waiting for remote completion, or it waits forever. */
         if (ack)
             pami_send_ack(ctx, peer, ack_cookie, PAMI_NOT_FOUND);
+        return;
+    }
+    /* UCX aborts the process when it reads (CMA) from a task that is gone;
+     * look first, and drop what a dead task left behind. */
+    if (desc != NULL &&
+        unlikely(ctx->peers[peer].failed ||
+                 (c->config.peer_errors && !pami_task_alive(c, h.origin_task)))) {
+        ctx->stats.dropped_unknown++;
+        pami_task_failed(ctx, h.origin_task, -ECONNRESET);
         return;
     }
     ctx->stats.receives++;

@@ -101,43 +101,6 @@ static pami_result_t apply_params(pami_client_impl_t *c,
     return PAMI_SUCCESS;
 }
 
-#define HOST_ID_LEN 64
-
-/* Tasks sharing this node: allgather a host identity and keep the equal
- * ones. The boot id separates containers that share a hostname. */
-static pami_result_t find_local_tasks(pami_client_impl_t *c)
-{
-    char me[HOST_ID_LEN] = {0};
-    gethostname(me, HOST_ID_LEN / 2);
-    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
-    if (f != NULL) {
-        size_t used = strlen(me);
-        me[used++] = '/';
-        if (fgets(me + used, (int)(HOST_ID_LEN - used), f) == NULL)
-            me[used] = '\0';
-        fclose(f);
-    }
-
-    char *all = malloc(c->size * HOST_ID_LEN);
-    c->local_tasks = malloc(c->size * sizeof(*c->local_tasks));
-    if (all == NULL || c->local_tasks == NULL) {
-        free(all);
-        return PAMI_ENOMEM;
-    }
-    int rc = c->bs->allgather(c->bs_state, me, all, HOST_ID_LEN);
-    if (rc != 0) {
-        free(all);
-        pami_error("client", "host exchange failed");
-        return PAMI_BOOTSTRAP;
-    }
-    c->num_local_tasks = 0;
-    for (size_t t = 0; t < c->size; t++)
-        if (memcmp(all + t * HOST_ID_LEN, me, HOST_ID_LEN) == 0)
-            c->local_tasks[c->num_local_tasks++] = (pami_task_t)t;
-    free(all);
-    return PAMI_SUCCESS;
-}
-
 static void client_free(pami_client_impl_t *c)
 {
     if (c->tp_ctx != NULL)
@@ -145,6 +108,7 @@ static void client_free(pami_client_impl_t *c)
     if (c->bs_state != NULL)
         c->bs->fini(c->bs_state);
     free(c->local_tasks);
+    free(c->tasks);
     free(c);
 }
 
@@ -197,7 +161,7 @@ pami_result_t pami_client_create(const char *name,
         goto fail;
     }
 
-    rc = find_local_tasks(c);
+    rc = pami_tasks_exchange(c);
     if (rc != PAMI_SUCCESS)
         goto fail;
 

@@ -32,13 +32,10 @@ pami_result_t pami_endpoint_query(pami_endpoint_t ep, pami_task_t *task,
     return PAMI_SUCCESS;
 }
 
-/* A monitor saw its task die: every context of that task is gone. */
-static void peer_failed(void *arg, int status)
+void pami_task_failed(struct pami_context *ctx, uint32_t task, int status)
 {
-    pami_peer_t *mon = arg;
-    struct pami_context *ctx = mon->ctx;
-    size_t   n    = ctx->client->num_contexts;
-    uint32_t task = mon->index / (uint32_t)n;
+    size_t       n   = ctx->client->num_contexts;
+    pami_peer_t *mon = &ctx->peers[task * n];
     if (mon->task_dead)
         return;
     mon->task_dead = true;
@@ -47,7 +44,6 @@ static void peer_failed(void *arg, int status)
      * first: that is a departure, and not a failure of the job. */
     if (!ctx->closing_down)
         ctx->client->tasks_failed = true;
-    /* During shutdown, peers leaving is the expected case. */
     pami_log(ctx->closing_down ? PAMI_LOG_DEBUG : PAMI_LOG_WARN, "endpoint",
              "task %u is unreachable (%s); its operations fail with "
              "PAMI_PEER_FAILED", task, strerror(-status));
@@ -57,8 +53,17 @@ static void peer_failed(void *arg, int status)
                                   PAMI_PEER_FAILED);
     }
     /* What UCX holds for the dead task is failed and its endpoints
-     * closed from progress, not from inside this UCX callback. */
+     * closed from progress, not from inside a UCX callback. */
     ctx->peers_failed_pending = true;
+}
+
+/* A monitor saw its task die: every context of that task is gone. */
+static void peer_failed(void *arg, int status)
+{
+    pami_peer_t *mon = arg;
+    pami_task_failed(mon->ctx,
+                     mon->index / (uint32_t)mon->ctx->client->num_contexts,
+                     status);
 }
 
 /* The monitor's one message is out: its connection is complete. */

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "pami.h"
 #include "config.h"
@@ -195,6 +196,11 @@ typedef struct pami_client {
     size_t                size;
     pami_task_t          *local_tasks;
     size_t                num_local_tasks;
+    struct {
+        bool     local;   /* on this node */
+        pid_t    pid;
+        uint64_t probe;   /* address of a byte to read in it */
+    }                    *tasks;
 
     const tp_ops_t       *tp;
     tp_context_t         *tp_ctx;
@@ -215,6 +221,11 @@ typedef struct pami_client {
     evloop_t             *progress_loop;
 } pami_client_impl_t;
 
+/* ---- tasks (tasks.c) ---- */
+pami_result_t pami_tasks_exchange(pami_client_impl_t *client);
+/* False only when the task is on this node and its process is gone. */
+bool pami_task_alive(pami_client_impl_t *client, uint32_t task);
+
 /* ---- result mapping ---- */
 pami_result_t pami_result_from_errno(int rc);
 
@@ -233,6 +244,8 @@ pami_result_t pami_peer_by_index(struct pami_context *ctx, uint32_t index,
 void pami_peers_close(struct pami_context *ctx, bool force);
 /* Closes the endpoints of peers found dead since the last call. */
 void pami_peers_close_failed(struct pami_context *ctx);
+/* Declares task dead on ctx: fails what waits on it, refuses new sends. */
+void pami_task_failed(struct pami_context *ctx, uint32_t task, int status);
 /* Connects one watching endpoint per remote task (PAMI_PEER_ERRORS). */
 void pami_monitors_start(struct pami_context *ctx);
 

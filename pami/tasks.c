@@ -1,0 +1,85 @@
+/*
+ * What a client knows of every task of the job: which share this node, and
+ * for those, how to tell whether the process is still there.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define HOST_ID_LEN 64
+
+/* One byte every task can read in every other task of its node: reading it
+ * tells a live process from a dead (or zombie) one. */
+static const volatile char alive_probe = 1;
+
+typedef struct {
+    char     host[HOST_ID_LEN];
+    uint64_t pid;
+    uint64_t probe;
+} task_card_t;
+
+/* The boot id separates containers that share a hostname. */
+static void host_id(char *out)
+{
+    memset(out, 0, HOST_ID_LEN);
+    gethostname(out, HOST_ID_LEN / 2);
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (f == NULL)
+        return;
+    size_t used = strnlen(out, HOST_ID_LEN / 2);
+    out[used++] = '/';
+    if (fgets(out + used, (int)(HOST_ID_LEN - used), f) == NULL)
+        out[used] = '\0';
+    fclose(f);
+}
+
+pami_result_t pami_tasks_exchange(pami_client_impl_t *c)
+{
+    task_card_t  me = {.pid = (uint64_t)getpid(),
+                       .probe = (uint64_t)(uintptr_t)&alive_probe};
+    host_id(me.host);
+
+    task_card_t *all = malloc(c->size * sizeof(*all));
+    c->local_tasks   = malloc(c->size * sizeof(*c->local_tasks));
+    c->tasks         = calloc(c->size, sizeof(*c->tasks));
+    if (all == NULL || c->local_tasks == NULL || c->tasks == NULL) {
+        free(all);
+        return PAMI_ENOMEM;
+    }
+    if (c->bs->allgather(c->bs_state, &me, all, sizeof(me)) != 0) {
+        free(all);
+        pami_error("client", "host exchange failed");
+        return PAMI_BOOTSTRAP;
+    }
+    c->num_local_tasks = 0;
+    for (size_t t = 0; t < c->size; t++) {
+        if (memcmp(all[t].host, me.host, HOST_ID_LEN) != 0)
+            continue;
+        c->local_tasks[c->num_local_tasks++] = (pami_task_t)t;
+        c->tasks[t].local = true;
+        c->tasks[t].pid   = (pid_t)all[t].pid;
+        c->tasks[t].probe = all[t].probe;
+    }
+    free(all);
+    return PAMI_SUCCESS;
+}
+
+bool pami_task_alive(pami_client_impl_t *c, uint32_t task)
+{
+    if (!c->tasks[task].local)
+        return true;
+    char byte;
+    struct iovec local  = {.iov_base = &byte, .iov_len = 1};
+    struct iovec remote = {.iov_base = (void *)(uintptr_t)c->tasks[task].probe,
+                           .iov_len = 1};
+    if (process_vm_readv(c->tasks[task].pid, &local, 1, &remote, 1, 0) == 1)
+        return true;
+    /* Only "no such process" proves death; EPERM and friends mean the
+     * probe cannot tell, and UCX's own access would fail the same way. */
+    return errno != ESRCH;
+}
