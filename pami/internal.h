@@ -196,6 +196,7 @@ typedef struct pami_client {
     size_t                size;
     pami_task_t          *local_tasks;
     size_t                num_local_tasks;
+    bool                  oversubscribed; /* more tasks here than cores */
     struct {
         bool     local;   /* on this node */
         pid_t    pid;

@@ -4,6 +4,7 @@
  * thread, and the optional progress thread advances every context.
  */
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 
 #include "internal.h"
@@ -88,10 +89,17 @@ pami_result_t pami_context_wait(pami_context_t ctx, int timeout_ms)
     uint64_t start = pami_time_ns();
     size_t   spin  = ctx->client->config.wait_spin;
 
+    bool     yield = ctx->client->oversubscribed;
+
     for (;;) {
-        for (size_t i = 0; i <= spin; i++)
+        for (size_t i = 0; i <= spin; i++) {
             if (pami_progress_once(ctx) > 0)
                 return PAMI_SUCCESS;
+            /* More tasks than cores: the task we wait for may need this
+             * core to make what we wait for. */
+            if (yield)
+                sched_yield();
+        }
 
         int remaining = -1;
         if (timeout_ms >= 0) {

@@ -3,6 +3,7 @@
  * for those, how to tell whether the process is still there.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,10 @@ pami_result_t pami_tasks_exchange(pami_client_impl_t *c)
         c->tasks[t].probe = all[t].probe;
     }
     free(all);
+    cpu_set_t cpus;
+    long ncpu = sched_getaffinity(0, sizeof(cpus), &cpus) == 0
+                    ? CPU_COUNT(&cpus) : sysconf(_SC_NPROCESSORS_ONLN);
+    c->oversubscribed = ncpu > 0 && (long)c->num_local_tasks > ncpu;
     return PAMI_SUCCESS;
 }
 
