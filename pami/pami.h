@@ -67,6 +67,16 @@ typedef uint32_t pami_endpoint_t;
 
 typedef uint32_t pami_task_t;
 
+/* A registered range of memory, as a fixed-size plain value: copy it with
+ * memcpy, send it in a header or through any exchange, and use the copy
+ * on another task as the remote side of put/get/rmw. It holds the base
+ * address, the length, the owner (task and context) and UCX's packed
+ * remote key; pami_memregion_query reads them back. */
+#define PAMI_MEMREGION_SIZE 256
+typedef struct {
+    uint64_t opaque[PAMI_MEMREGION_SIZE / sizeof(uint64_t)];
+} pami_memregion_t;
+
 /* Completion callback of an operation. Runs inside pami_context_advance()
  * or pami_context_wait() on the context that owns the operation, exactly
  * once, with PAMI_SUCCESS or the reason the operation failed
@@ -268,6 +278,11 @@ typedef struct {
     void         *addr;     /* destination, data_size bytes */
     pami_event_fn local_fn; /* the data is in addr; may be NULL */
     void         *cookie;
+    /* Instead of addr: a region of this context and an offset in it (the
+     * range is checked; outside it the message is discarded and local_fn
+     * gets PAMI_INVAL). Declared after addr so older code stays valid. */
+    const pami_memregion_t *mr;
+    size_t        mr_offset;
 } pami_recv_t;
 
 /* Active-message handler. Runs inside advance/wait of the target context.
@@ -340,6 +355,94 @@ typedef struct {
  * local_fn runs (or, without local_fn, until remote_fn runs; with neither,
  * until the context is destroyed). */
 pami_result_t pami_send(pami_context_t context, const pami_send_t *params);
+
+/* ------------------------------------------------------------------------ */
+/* Memory regions and one-sided operations                                   */
+/* ------------------------------------------------------------------------ */
+
+/* Registers [addr, addr + bytes) with the context's UCX worker. bytes > 0
+ * and addr != NULL, else PAMI_INVAL. The memory must stay valid until
+ * pami_memregion_destroy. */
+pami_result_t pami_memregion_create(pami_context_t context, void *addr,
+                                    size_t bytes, pami_memregion_t *mr);
+
+/* PAMI_INVAL for a handle this context did not create or destroyed
+ * already. Operations still using the region locally complete first (the
+ * call advances until they did, or PAMI_EAGAIN from a handler). */
+pami_result_t pami_memregion_destroy(pami_context_t context,
+                                     pami_memregion_t *mr);
+
+pami_result_t pami_memregion_query(const pami_memregion_t *mr, void **base,
+                                   size_t *bytes, pami_endpoint_t *owner);
+
+/* put/get between a local address and a remote region. Every access is
+ * checked against the bounds of the remote region before it is issued:
+ * outside (or offset + bytes overflowing) is PAMI_INVAL and nothing is
+ * sent. bytes == 0 completes at once (callbacks still run, from advance). */
+typedef struct {
+    pami_endpoint_t         dest;
+    void                   *local;         /* put: source, get: target */
+    size_t                  bytes;
+    const pami_memregion_t *remote_mr;
+    size_t                  remote_offset;
+    /* put: the local buffer may be reused; get: the data is in local. */
+    pami_event_fn           local_fn;
+    /* put only: the data is visible at the target (costs a flush). */
+    pami_event_fn           remote_fn;
+    void                   *cookie;
+} pami_rma_t;
+
+pami_result_t pami_put(pami_context_t context, const pami_rma_t *params);
+pami_result_t pami_get(pami_context_t context, const pami_rma_t *params);
+
+/* rput/rget: both sides are regions; the local side is checked too. */
+typedef struct {
+    pami_endpoint_t         dest;
+    const pami_memregion_t *local_mr;
+    size_t                  local_offset;
+    const pami_memregion_t *remote_mr;
+    size_t                  remote_offset;
+    size_t                  bytes;
+    pami_event_fn           local_fn;
+    pami_event_fn           remote_fn;     /* rput only */
+    void                   *cookie;
+} pami_rrma_t;
+
+pami_result_t pami_rput(pami_context_t context, const pami_rrma_t *params);
+pami_result_t pami_rget(pami_context_t context, const pami_rrma_t *params);
+
+typedef enum {
+    PAMI_RMW_FETCH_ADD = 0, /* *result = old; remote += value */
+    PAMI_RMW_SWAP      = 1, /* *result = old; remote = value */
+    PAMI_RMW_CSWAP     = 2, /* *result = old; if old == compare: remote = value */
+    PAMI_RMW_ADD       = 3  /* remote += value; result may be NULL */
+} pami_rmw_op_t;
+
+/* Atomic read-modify-write of a 4- or 8-byte integer in a remote region,
+ * atomic with respect to every other pami_rmw on it from any task. The
+ * target offset must be aligned to size. */
+typedef struct {
+    pami_endpoint_t         dest;
+    const pami_memregion_t *remote_mr;
+    size_t                  remote_offset;
+    pami_rmw_op_t           op;
+    size_t                  size;     /* 4 or 8 */
+    uint64_t                value;
+    uint64_t                compare;  /* PAMI_RMW_CSWAP only */
+    void                   *result;   /* size bytes; valid when done_fn runs */
+    pami_event_fn           done_fn;
+    void                   *cookie;
+} pami_rmw_t;
+
+pami_result_t pami_rmw(pami_context_t context, const pami_rmw_t *params);
+
+/* fn runs when every put and rmw issued before on this context to dest
+ * (or to every endpoint) is complete at its target. */
+pami_result_t pami_fence_endpoint(pami_context_t context,
+                                  pami_endpoint_t dest, pami_event_fn fn,
+                                  void *cookie);
+pami_result_t pami_fence_all(pami_context_t context, pami_event_fn fn,
+                             void *cookie);
 
 /* Ordering: for one origin context and one target endpoint, handlers run in
  * the order the sends were called, for every dispatch id, whatever the
