@@ -69,6 +69,7 @@ static void context_close(struct pami_context *ctx)
     /* UCX aborts when a worker goes with a close still running; leaking
      * the worker is the lesser harm at this point. */
     if (ctx->closing == 0) {
+        pami_regions_destroy(ctx);
         ctx->tp->worker_destroy(ctx->worker);
         pami_requests_free(ctx);
     }

@@ -67,7 +67,8 @@ typedef enum {
     REQ_ACK_SEND,   /* a reply to a remote_fn request */
     REQ_RECV,       /* a rendezvous payload being received */
     REQ_BARRIER,    /* a core barrier message */
-    REQ_IMM         /* an immediate send that had to be copied */
+    REQ_IMM,        /* an immediate send that had to be copied */
+    REQ_RMA         /* put, get, atomic or fence */
 } pami_req_kind_t;
 
 /* Immediate sends copied because the transport could not take them at
@@ -103,6 +104,7 @@ struct pami_request {
     size_t           data_len;
     unsigned         tp_flags;
     uint8_t         *bounce;      /* REQ_IMM copy; kept for the next use */
+    int32_t          region;      /* local region it uses, or -1 */
     uint8_t          inline_hdr[PAMI_REQ_INLINE_HDR];
 };
 
@@ -110,6 +112,34 @@ typedef struct {
     pami_dispatch_fn fn;
     void            *cookie;
 } pami_dispatch_entry_t;
+
+/* A registration of this context (memregion.c). */
+typedef struct {
+    tp_mem_t *mem;
+    uint64_t  base;
+    uint64_t  bytes;
+    uint32_t  generation;
+    uint32_t  users;      /* operations in flight that use it locally */
+    bool      live;
+} pami_region_t;
+
+/* A pami_memregion_t, decoded and checked for form. */
+typedef struct {
+    uint32_t       owner_task;
+    uint32_t       owner_ctx;
+    uint32_t       id;
+    uint32_t       generation;
+    uint64_t       base;
+    uint64_t       bytes;
+    const uint8_t *rkey;
+} pami_mr_view_t;
+
+typedef struct {
+    uint32_t   peer;
+    uint32_t   id;
+    uint32_t   generation;
+    tp_rkey_t *rkey;
+} pami_rkey_entry_t;
 
 /* What a context knows of one remote endpoint. */
 typedef struct {
@@ -156,6 +186,12 @@ struct pami_context {
     pami_request_t      **deferred_tail;
     bool                  in_tp_progress;
     size_t                bounced;    /* REQ_IMM requests in flight */
+
+    pami_region_t        *regions;    /* memregion.c */
+    size_t                nregions;
+    pami_rkey_entry_t    *rkeys;      /* open addressing, power of two */
+    size_t                rkey_cap;
+    size_t                rkey_count;
     size_t                inflight;   /* requests not free */
 
     /* Work posted from other threads. */
@@ -300,6 +336,16 @@ pami_result_t pami_send_internal(struct pami_context *ctx, uint32_t peer,
                                  uint16_t dispatch, const void *payload,
                                  size_t len, pami_req_kind_t kind);
 unsigned pami_send_deferred(struct pami_context *ctx);
+
+/* ---- memory regions (memregion.c) ---- */
+pami_result_t pami_mr_decode(const pami_memregion_t *mr, pami_mr_view_t *v);
+/* The live local region behind mr, or NULL (logged). */
+pami_region_t *pami_region_local(struct pami_context *ctx,
+                                 const pami_memregion_t *mr,
+                                 pami_mr_view_t *v);
+pami_result_t pami_rkey_get(struct pami_context *ctx, pami_peer_t *peer,
+                            const pami_mr_view_t *v, tp_rkey_t **rkey);
+void pami_regions_destroy(struct pami_context *ctx);
 
 /* ---- progress (progress.c) ---- */
 extern __thread struct pami_context *pami_tls_progressing;

@@ -59,6 +59,7 @@ pami_request_t *pami_request_get(struct pami_context *ctx)
     req->remote_fn      = NULL;
     req->hdr            = req->inline_hdr;
     req->hdr_len        = 0;
+    req->region         = -1;
     ctx->inflight++;
     return req;
 }
@@ -83,6 +84,8 @@ void pami_request_put(pami_request_t *req)
         free(req->hdr);
     if (req->kind == REQ_IMM)
         ctx->bounced--;
+    if (req->region >= 0)
+        ctx->regions[req->region].users--;
     req->hdr  = req->inline_hdr;
     req->kind = REQ_FREE;
     req->next = ctx->req_free;

@@ -16,6 +16,8 @@
 typedef struct tp_context tp_context_t;
 typedef struct tp_worker  tp_worker_t;
 typedef struct tp_ep      tp_ep_t;
+typedef struct tp_mem     tp_mem_t;   /* a local registration */
+typedef struct tp_rkey    tp_rkey_t;  /* a remote key bound to an endpoint */
 
 /* Completion slot embedded in the caller's own request; the transport calls
  * fn once when an operation that returned 1 ("in progress") ends. */
@@ -102,7 +104,31 @@ typedef struct tp_ops {
     int  (*signal)(tp_worker_t *worker);
     /* 0 flushed, 1 in progress (req->fn later). */
     int  (*worker_flush)(tp_worker_t *worker, tp_req_t *req);
+    /* Every earlier put/atomic on ep is complete at the target. */
+    int  (*ep_flush)(tp_ep_t *ep, tp_req_t *req);
+
+    /* Memory: registers [addr, addr+len) and packs its remote key into
+     * rkey (capacity *rkey_len, set to the packed size). */
+    int  (*mem_reg)(tp_context_t *ctx, void *addr, size_t len, tp_mem_t **mem,
+                    void *rkey, size_t *rkey_len);
+    void (*mem_dereg)(tp_context_t *ctx, tp_mem_t *mem);
+    int  (*rkey_unpack)(tp_ep_t *ep, const void *rkey, tp_rkey_t **out);
+    void (*rkey_destroy)(tp_rkey_t *rkey);
+
+    /* One-sided: same return convention as am_send. */
+    int  (*put)(tp_ep_t *ep, const void *local, size_t len, uint64_t raddr,
+                tp_rkey_t *rkey, tp_req_t *req);
+    int  (*get)(tp_ep_t *ep, void *local, size_t len, uint64_t raddr,
+                tp_rkey_t *rkey, tp_req_t *req);
+    /* op: TP_ATOMIC_*; size 4 or 8. result receives the old value; NULL
+     * for a plain add. CSWAP as UCP has it: value is the compare value,
+     * result holds the new value on entry. */
+    int  (*atomic)(tp_ep_t *ep, int op, size_t size, const void *value,
+                   void *result, uint64_t raddr, tp_rkey_t *rkey,
+                   tp_req_t *req);
 } tp_ops_t;
+
+enum { TP_ATOMIC_ADD, TP_ATOMIC_FADD, TP_ATOMIC_SWAP, TP_ATOMIC_CSWAP };
 
 extern const tp_ops_t tp_ucx_ops;
 

@@ -382,6 +382,128 @@ static int ucx_worker_flush(tp_worker_t *w, tp_req_t *req)
     return ptr_result(ucp_worker_flush_nbx(w->ucp, &p));
 }
 
+static int ucx_ep_flush(tp_ep_t *e, tp_req_t *req)
+{
+    ucp_request_param_t p = {
+        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
+        .cb.send      = req_complete_cb,
+        .user_data    = req,
+    };
+    return ptr_result(ucp_ep_flush_nbx(e->ucp, &p));
+}
+
+struct tp_mem {
+    ucp_mem_h memh;
+};
+
+static int ucx_mem_reg(tp_context_t *ctx, void *addr, size_t len,
+                       tp_mem_t **out, void *rkey, size_t *rkey_len)
+{
+    tp_mem_t *m = malloc(sizeof(*m));
+    if (m == NULL)
+        return -ENOMEM;
+    ucp_mem_map_params_t mp = {
+        .field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
+                      UCP_MEM_MAP_PARAM_FIELD_LENGTH,
+        .address    = addr,
+        .length     = len,
+    };
+    ucs_status_t status = ucp_mem_map(ctx->ucp, &mp, &m->memh);
+    if (status != UCS_OK) {
+        pami_warn("ucx", "ucp_mem_map of %zu bytes failed: %s", len,
+                  ucs_status_string(status));
+        free(m);
+        return status_to_errno(status);
+    }
+    void  *packed;
+    size_t packed_len;
+    status = ucp_rkey_pack(ctx->ucp, m->memh, &packed, &packed_len);
+    if (status != UCS_OK || packed_len > *rkey_len) {
+        pami_warn("ucx", "remote key of %zu bytes does not fit %zu",
+                  packed_len, *rkey_len);
+        if (status == UCS_OK)
+            ucp_rkey_buffer_release(packed);
+        ucp_mem_unmap(ctx->ucp, m->memh);
+        free(m);
+        return status == UCS_OK ? -ENOTSUP : status_to_errno(status);
+    }
+    memcpy(rkey, packed, packed_len);
+    *rkey_len = packed_len;
+    ucp_rkey_buffer_release(packed);
+    *out = m;
+    return 0;
+}
+
+static void ucx_mem_dereg(tp_context_t *ctx, tp_mem_t *m)
+{
+    ucp_mem_unmap(ctx->ucp, m->memh);
+    free(m);
+}
+
+static int ucx_rkey_unpack(tp_ep_t *e, const void *rkey, tp_rkey_t **out)
+{
+    ucp_rkey_h   rk;
+    ucs_status_t status = ucp_ep_rkey_unpack(e->ucp, rkey, &rk);
+    if (status != UCS_OK) {
+        pami_warn("ucx", "cannot unpack a remote key: %s",
+                  ucs_status_string(status));
+        return status_to_errno(status);
+    }
+    *out = (tp_rkey_t *)rk;
+    return 0;
+}
+
+static void ucx_rkey_destroy(tp_rkey_t *rkey)
+{
+    ucp_rkey_destroy((ucp_rkey_h)rkey);
+}
+
+static inline ucp_request_param_t rma_param(tp_req_t *req)
+{
+    return (ucp_request_param_t){
+        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
+        .cb.send      = req_complete_cb,
+        .user_data    = req,
+    };
+}
+
+static int ucx_put(tp_ep_t *e, const void *local, size_t len, uint64_t raddr,
+                   tp_rkey_t *rkey, tp_req_t *req)
+{
+    ucp_request_param_t p = rma_param(req);
+    return ptr_result(ucp_put_nbx(e->ucp, local, len, raddr, (ucp_rkey_h)rkey,
+                                  &p));
+}
+
+static int ucx_get(tp_ep_t *e, void *local, size_t len, uint64_t raddr,
+                   tp_rkey_t *rkey, tp_req_t *req)
+{
+    ucp_request_param_t p = rma_param(req);
+    return ptr_result(ucp_get_nbx(e->ucp, local, len, raddr, (ucp_rkey_h)rkey,
+                                  &p));
+}
+
+static int ucx_atomic(tp_ep_t *e, int op, size_t size, const void *value,
+                      void *result, uint64_t raddr, tp_rkey_t *rkey,
+                      tp_req_t *req)
+{
+    static const ucp_atomic_op_t ops[] = {
+        [TP_ATOMIC_ADD] = UCP_ATOMIC_OP_ADD,
+        [TP_ATOMIC_FADD] = UCP_ATOMIC_OP_ADD,
+        [TP_ATOMIC_SWAP] = UCP_ATOMIC_OP_SWAP,
+        [TP_ATOMIC_CSWAP] = UCP_ATOMIC_OP_CSWAP,
+    };
+    ucp_request_param_t p = rma_param(req);
+    p.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
+    p.datatype      = ucp_dt_make_contig(size);
+    if (op != TP_ATOMIC_ADD) {
+        p.op_attr_mask |= UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+        p.reply_buffer  = result;
+    }
+    return ptr_result(ucp_atomic_op_nbx(e->ucp, ops[op], value, 1, raddr,
+                                        (ucp_rkey_h)rkey, &p));
+}
+
 const tp_ops_t tp_ucx_ops = {
     .name           = "ucx",
     .init           = ucx_init,
@@ -400,4 +522,12 @@ const tp_ops_t tp_ucx_ops = {
     .arm            = ucx_arm,
     .signal         = ucx_signal,
     .worker_flush   = ucx_worker_flush,
+    .ep_flush       = ucx_ep_flush,
+    .mem_reg        = ucx_mem_reg,
+    .mem_dereg      = ucx_mem_dereg,
+    .rkey_unpack    = ucx_rkey_unpack,
+    .rkey_destroy   = ucx_rkey_destroy,
+    .put            = ucx_put,
+    .get            = ucx_get,
+    .atomic         = ucx_atomic,
 };

@@ -1,0 +1,254 @@
+/*
+ * Memory regions: a per-context table of local registrations, the
+ * fixed-size wire form of pami_memregion_t, and a cache of remote keys
+ * unpacked per peer so the RMA hot path does not unpack every time.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define MR_MAGIC   0x524d4150u /* "PAMR" */
+#define MR_VERSION 1
+
+/* The layout behind pami_memregion_t (docs/protocols/rma.md). */
+typedef struct {
+    uint32_t magic;
+    uint16_t version;
+    uint16_t rkey_len;
+    uint32_t owner_task;
+    uint16_t owner_ctx;
+    uint16_t reserved;
+    uint32_t id;          /* slot in the owner context's region table */
+    uint32_t generation;  /* of that slot: a stale copy is told apart */
+    uint64_t base;
+    uint64_t bytes;
+    uint8_t  rkey[PAMI_MEMREGION_SIZE - 40];
+} mr_wire_t;
+
+_Static_assert(sizeof(mr_wire_t) == sizeof(pami_memregion_t),
+               "pami_memregion_t and its wire form differ in size");
+
+static inline const mr_wire_t *wire(const pami_memregion_t *mr)
+{
+    return (const mr_wire_t *)mr;
+}
+
+/* A copy that came from anywhere: check what can be checked. */
+pami_result_t pami_mr_decode(const pami_memregion_t *mr, pami_mr_view_t *v)
+{
+    if (mr == NULL) {
+        pami_warn("rma", "NULL memory region");
+        return PAMI_INVAL;
+    }
+    const mr_wire_t *w = wire(mr);
+    if (w->magic != MR_MAGIC || w->version != MR_VERSION ||
+        w->rkey_len == 0 || w->rkey_len > sizeof(w->rkey)) {
+        pami_warn("rma", "not a memory region (magic 0x%x, version %u)",
+                  w->magic, w->version);
+        return PAMI_INVAL;
+    }
+    v->owner_task = w->owner_task;
+    v->owner_ctx  = w->owner_ctx;
+    v->id         = w->id;
+    v->generation = w->generation;
+    v->base       = w->base;
+    v->bytes      = w->bytes;
+    v->rkey       = w->rkey;
+    return PAMI_SUCCESS;
+}
+
+pami_result_t pami_memregion_query(const pami_memregion_t *mr, void **base,
+                                   size_t *bytes, pami_endpoint_t *owner)
+{
+    pami_mr_view_t v;
+    pami_result_t  rc = pami_mr_decode(mr, &v);
+    if (rc != PAMI_SUCCESS)
+        return rc;
+    if (base != NULL)
+        *base = (void *)(uintptr_t)v.base;
+    if (bytes != NULL)
+        *bytes = v.bytes;
+    if (owner != NULL)
+        *owner = (v.owner_task << 8) | v.owner_ctx;
+    return PAMI_SUCCESS;
+}
+
+static pami_result_t region_slot(struct pami_context *ctx, uint32_t *id)
+{
+    for (uint32_t i = 0; i < ctx->nregions; i++)
+        if (!ctx->regions[i].live) {
+            *id = i;
+            return PAMI_SUCCESS;
+        }
+    size_t cap = ctx->nregions ? ctx->nregions * 2 : 16;
+    pami_region_t *r = realloc(ctx->regions, cap * sizeof(*r));
+    if (r == NULL)
+        return PAMI_ENOMEM;
+    memset(r + ctx->nregions, 0, (cap - ctx->nregions) * sizeof(*r));
+    ctx->regions = r;
+    *id = (uint32_t)ctx->nregions;
+    ctx->nregions = cap;
+    return PAMI_SUCCESS;
+}
+
+pami_result_t pami_memregion_create(pami_context_t ctx, void *addr,
+                                    size_t bytes, pami_memregion_t *mr)
+{
+    PAMI_CHECK(ctx != NULL && mr != NULL, PAMI_INVAL, "rma",
+               "memregion_create with a NULL context or output");
+    PAMI_CHECK(addr != NULL && bytes > 0, PAMI_INVAL, "rma",
+               "memregion_create of %p, %zu bytes: need memory", addr, bytes);
+    uint32_t id;
+    pami_result_t rc = region_slot(ctx, &id);
+    if (rc != PAMI_SUCCESS)
+        return rc;
+
+    mr_wire_t w = {0};
+    size_t    rkey_len = sizeof(w.rkey);
+    tp_mem_t *mem;
+    int trc = ctx->tp->mem_reg(ctx->client->tp_ctx, addr, bytes, &mem, w.rkey,
+                               &rkey_len);
+    if (trc != 0)
+        return pami_result_from_errno(trc);
+
+    pami_region_t *r = &ctx->regions[id];
+    r->mem   = mem;
+    r->live  = true;
+    r->base  = (uint64_t)(uintptr_t)addr;
+    r->bytes = bytes;
+    r->users = 0;
+    r->generation++;
+    w.magic      = MR_MAGIC;
+    w.version    = MR_VERSION;
+    w.rkey_len   = (uint16_t)rkey_len;
+    w.owner_task = ctx->client->task;
+    w.owner_ctx  = (uint16_t)ctx->offset;
+    w.id         = id;
+    w.generation = r->generation;
+    w.base       = r->base;
+    w.bytes      = bytes;
+    memcpy(mr, &w, sizeof(w));
+    return PAMI_SUCCESS;
+}
+
+pami_region_t *pami_region_local(struct pami_context *ctx,
+                                 const pami_memregion_t *mr,
+                                 pami_mr_view_t *v)
+{
+    if (pami_mr_decode(mr, v) != PAMI_SUCCESS)
+        return NULL;
+    if (v->owner_task != ctx->client->task || v->owner_ctx != ctx->offset ||
+        v->id >= ctx->nregions || !ctx->regions[v->id].live ||
+        ctx->regions[v->id].generation != v->generation) {
+        pami_warn("rma", "memory region %u/%u of task %u context %u is not a "
+                         "live region of this context", v->id, v->generation,
+                  v->owner_task, v->owner_ctx);
+        return NULL;
+    }
+    return &ctx->regions[v->id];
+}
+
+pami_result_t pami_memregion_destroy(pami_context_t ctx, pami_memregion_t *mr)
+{
+    PAMI_CHECK(ctx != NULL, PAMI_INVAL, "rma", "memregion_destroy on NULL");
+    pami_mr_view_t v;
+    pami_region_t *r = pami_region_local(ctx, mr, &v);
+    if (r == NULL)
+        return PAMI_INVAL;
+    /* Operations reading or writing it finish first. */
+    while (r->users > 0) {
+        if (pami_tls_progressing == ctx)
+            return PAMI_EAGAIN;
+        pami_progress_once(ctx);
+    }
+    ctx->tp->mem_dereg(ctx->client->tp_ctx, r->mem);
+    r->mem  = NULL;
+    r->live = false;
+    memset(mr, 0, sizeof(*mr));
+    return PAMI_SUCCESS;
+}
+
+/* ---- remote keys, cached per (peer, region) ---- */
+
+static inline size_t rkey_hash(uint32_t peer, uint32_t id, uint32_t gen)
+{
+    uint64_t k = ((uint64_t)peer << 40) ^ ((uint64_t)id << 20) ^ gen;
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdull;
+    k ^= k >> 33;
+    return (size_t)k;
+}
+
+static pami_result_t rkey_grow(struct pami_context *ctx)
+{
+    size_t cap = ctx->rkey_cap ? ctx->rkey_cap * 2 : 64;
+    pami_rkey_entry_t *t = calloc(cap, sizeof(*t));
+    if (t == NULL)
+        return PAMI_ENOMEM;
+    for (size_t i = 0; i < ctx->rkey_cap; i++) {
+        pami_rkey_entry_t *e = &ctx->rkeys[i];
+        if (e->rkey == NULL)
+            continue;
+        size_t j = rkey_hash(e->peer, e->id, e->generation) & (cap - 1);
+        while (t[j].rkey != NULL)
+            j = (j + 1) & (cap - 1);
+        t[j] = *e;
+    }
+    free(ctx->rkeys);
+    ctx->rkeys    = t;
+    ctx->rkey_cap = cap;
+    return PAMI_SUCCESS;
+}
+
+pami_result_t pami_rkey_get(struct pami_context *ctx, pami_peer_t *peer,
+                            const pami_mr_view_t *v, tp_rkey_t **out)
+{
+    if (ctx->rkey_cap > 0) {
+        size_t mask = ctx->rkey_cap - 1;
+        for (size_t j = rkey_hash(peer->index, v->id, v->generation) & mask;
+             ctx->rkeys[j].rkey != NULL; j = (j + 1) & mask) {
+            pami_rkey_entry_t *e = &ctx->rkeys[j];
+            if (e->peer == peer->index && e->id == v->id &&
+                e->generation == v->generation) {
+                *out = e->rkey;
+                return PAMI_SUCCESS;
+            }
+        }
+    }
+    if (2 * (ctx->rkey_count + 1) > ctx->rkey_cap &&
+        rkey_grow(ctx) != PAMI_SUCCESS)
+        return PAMI_ENOMEM;
+    tp_rkey_t *rkey;
+    int trc = ctx->tp->rkey_unpack(peer->ep, v->rkey, &rkey);
+    if (trc != 0)
+        return PAMI_INVAL;
+    size_t mask = ctx->rkey_cap - 1;
+    size_t j = rkey_hash(peer->index, v->id, v->generation) & mask;
+    while (ctx->rkeys[j].rkey != NULL)
+        j = (j + 1) & mask;
+    ctx->rkeys[j] = (pami_rkey_entry_t){.peer = peer->index, .id = v->id,
+                                        .generation = v->generation,
+                                        .rkey = rkey};
+    ctx->rkey_count++;
+    *out = rkey;
+    return PAMI_SUCCESS;
+}
+
+void pami_regions_destroy(struct pami_context *ctx)
+{
+    for (size_t i = 0; i < ctx->rkey_cap; i++)
+        if (ctx->rkeys[i].rkey != NULL)
+            ctx->tp->rkey_destroy(ctx->rkeys[i].rkey);
+    free(ctx->rkeys);
+    ctx->rkeys    = NULL;
+    ctx->rkey_cap = ctx->rkey_count = 0;
+    for (size_t i = 0; i < ctx->nregions; i++)
+        if (ctx->regions[i].live) {
+            pami_debug("rma", "region %zu still registered at destroy", i);
+            ctx->tp->mem_dereg(ctx->client->tp_ctx, ctx->regions[i].mem);
+        }
+    free(ctx->regions);
+    ctx->regions  = NULL;
+    ctx->nregions = 0;
+}

@@ -1,0 +1,267 @@
+/*
+ * One-sided operations: put, get (plain or region-to-region), atomic
+ * read-modify-write, and fences. Every remote access is checked against
+ * the remote region's bounds before anything is issued.
+ */
+#include <string.h>
+
+#include "internal.h"
+
+typedef enum { RMA_PUT, RMA_GET } rma_dir_t;
+
+/* Bounds of [offset, offset + bytes) in a region of `size` bytes, written
+ * so that no sum can overflow. */
+static inline bool in_bounds(uint64_t size, size_t offset, size_t bytes)
+{
+    return offset <= size && bytes <= size - offset;
+}
+
+/* Resolves the target of an operation: a live peer, and the remote key
+ * and address of [offset, offset + bytes) in a region the peer owns. */
+static pami_result_t rma_target(struct pami_context *ctx, pami_endpoint_t dest,
+                                const pami_memregion_t *mr, size_t offset,
+                                size_t bytes, pami_peer_t **peer,
+                                tp_rkey_t **rkey, uint64_t *raddr)
+{
+    uint32_t      index;
+    pami_mr_view_t v;
+    pami_result_t rc = pami_peer_index(ctx, dest, &index);
+    if (rc == PAMI_SUCCESS)
+        rc = pami_mr_decode(mr, &v);
+    if (rc != PAMI_SUCCESS)
+        return rc;
+    if (unlikely(v.owner_task != pami_ep_task(dest))) {
+        pami_warn("rma", "region of task %u used toward task %u",
+                  v.owner_task, pami_ep_task(dest));
+        return PAMI_INVAL;
+    }
+    if (unlikely(!in_bounds(v.bytes, offset, bytes))) {
+        pami_warn("rma", "access of %zu bytes at offset %zu is outside the "
+                         "%llu-byte region of task %u", bytes, offset,
+                  (unsigned long long)v.bytes, v.owner_task);
+        return PAMI_INVAL;
+    }
+    if (unlikely(ctx->peers[index].failed))
+        return PAMI_PEER_FAILED;
+    rc = pami_peer_by_index(ctx, index, peer);
+    if (rc != PAMI_SUCCESS)
+        return rc; /* EAGAIN: no endpoint can be made inside a handler */
+    rc = pami_rkey_get(ctx, *peer, &v, rkey);
+    *raddr = v.base + offset;
+    return rc;
+}
+
+/* A request that reports through local_fn when the transport is done. */
+static pami_request_t *rma_request(struct pami_context *ctx, uint32_t peer,
+                                   pami_event_fn fn, void *cookie)
+{
+    pami_request_t *req = pami_request_get(ctx);
+    if (req == NULL)
+        return NULL;
+    req->kind     = REQ_RMA;
+    req->peer     = peer;
+    req->local_fn = fn;
+    req->cookie   = cookie;
+    req->tp.fn    = pami_request_tp_done;
+    return req;
+}
+
+/* Hands the outcome of a transport call to req: done now, later, or
+ * failed (then nothing was issued and the caller gets the error). */
+static pami_result_t rma_issued(pami_request_t *req, int trc)
+{
+    if (trc == 1) {
+        pami_request_local_start(req);
+        return PAMI_SUCCESS;
+    }
+    if (trc == 0) {
+        pami_request_done(req, PAMI_SUCCESS);
+        return PAMI_SUCCESS;
+    }
+    pami_request_put(req);
+    return pami_result_from_errno(trc);
+}
+
+static pami_result_t fence_peer(struct pami_context *ctx, pami_peer_t *peer,
+                                pami_event_fn fn, void *cookie)
+{
+    pami_request_t *req = rma_request(ctx, peer->index, fn, cookie);
+    if (req == NULL)
+        return PAMI_ENOMEM;
+    return rma_issued(req, ctx->tp->ep_flush(peer->ep, &req->tp));
+}
+
+static pami_result_t rma(struct pami_context *ctx, rma_dir_t dir,
+                         pami_endpoint_t dest, void *local, size_t bytes,
+                         const pami_memregion_t *rmr, size_t roff,
+                         pami_event_fn local_fn, pami_event_fn remote_fn,
+                         void *cookie, int32_t region)
+{
+    pami_peer_t  *peer;
+    tp_rkey_t    *rkey = NULL;
+    uint64_t      raddr;
+    pami_result_t rc = rma_target(ctx, dest, rmr, roff, bytes, &peer, &rkey,
+                                  &raddr);
+    if (unlikely(rc != PAMI_SUCCESS))
+        return rc;
+    if (unlikely(bytes > 0 && local == NULL)) {
+        pami_warn("rma", "NULL local buffer for %zu bytes", bytes);
+        return PAMI_INVAL;
+    }
+    pami_request_t *req = rma_request(ctx, peer->index, local_fn, cookie);
+    if (unlikely(req == NULL))
+        return PAMI_ENOMEM;
+    int trc = 0;
+    if (bytes > 0)
+        trc = dir == RMA_PUT
+                  ? ctx->tp->put(peer->ep, local, bytes, raddr, rkey, &req->tp)
+                  : ctx->tp->get(peer->ep, local, bytes, raddr, rkey, &req->tp);
+    rc = rma_issued(req, trc);
+    if (rc == PAMI_SUCCESS && region >= 0) {
+        req->region = region;
+        ctx->regions[region].users++;
+    }
+    /* Remote completion of a put is a flush of the endpoint behind it. */
+    if (rc == PAMI_SUCCESS && remote_fn != NULL)
+        rc = fence_peer(ctx, peer, remote_fn, cookie);
+    return rc;
+}
+
+pami_result_t pami_put(pami_context_t ctx, const pami_rma_t *p)
+{
+    PAMI_CHECK(ctx != NULL && p != NULL, PAMI_INVAL, "rma",
+               "put with a NULL context or params");
+    return rma(ctx, RMA_PUT, p->dest, p->local, p->bytes, p->remote_mr,
+               p->remote_offset, p->local_fn, p->remote_fn, p->cookie, -1);
+}
+
+pami_result_t pami_get(pami_context_t ctx, const pami_rma_t *p)
+{
+    PAMI_CHECK(ctx != NULL && p != NULL, PAMI_INVAL, "rma",
+               "get with a NULL context or params");
+    PAMI_CHECK(p->remote_fn == NULL, PAMI_INVAL, "rma",
+               "get has no remote completion; use local_fn");
+    return rma(ctx, RMA_GET, p->dest, p->local, p->bytes, p->remote_mr,
+               p->remote_offset, p->local_fn, NULL, p->cookie, -1);
+}
+
+/* The local side of rput/rget: a live region of this context. */
+static pami_result_t local_side(struct pami_context *ctx,
+                                const pami_rrma_t *p, void **addr,
+                                int32_t *region)
+{
+    pami_mr_view_t v;
+    pami_region_t *r = pami_region_local(ctx, p->local_mr, &v);
+    if (r == NULL)
+        return PAMI_INVAL;
+    if (!in_bounds(r->bytes, p->local_offset, p->bytes)) {
+        pami_warn("rma", "access of %zu bytes at offset %zu is outside the "
+                         "local %llu-byte region", p->bytes, p->local_offset,
+                  (unsigned long long)r->bytes);
+        return PAMI_INVAL;
+    }
+    *addr   = (void *)(uintptr_t)(r->base + p->local_offset);
+    *region = (int32_t)v.id;
+    return PAMI_SUCCESS;
+}
+
+pami_result_t pami_rput(pami_context_t ctx, const pami_rrma_t *p)
+{
+    PAMI_CHECK(ctx != NULL && p != NULL, PAMI_INVAL, "rma",
+               "rput with a NULL context or params");
+    void   *addr;
+    int32_t region;
+    pami_result_t rc = local_side(ctx, p, &addr, &region);
+    if (rc != PAMI_SUCCESS)
+        return rc;
+    return rma(ctx, RMA_PUT, p->dest, addr, p->bytes, p->remote_mr,
+               p->remote_offset, p->local_fn, p->remote_fn, p->cookie, region);
+}
+
+pami_result_t pami_rget(pami_context_t ctx, const pami_rrma_t *p)
+{
+    PAMI_CHECK(ctx != NULL && p != NULL, PAMI_INVAL, "rma",
+               "rget with a NULL context or params");
+    PAMI_CHECK(p->remote_fn == NULL, PAMI_INVAL, "rma",
+               "rget has no remote completion; use local_fn");
+    void   *addr;
+    int32_t region;
+    pami_result_t rc = local_side(ctx, p, &addr, &region);
+    if (rc != PAMI_SUCCESS)
+        return rc;
+    return rma(ctx, RMA_GET, p->dest, addr, p->bytes, p->remote_mr,
+               p->remote_offset, p->local_fn, NULL, p->cookie, region);
+}
+
+pami_result_t pami_rmw(pami_context_t ctx, const pami_rmw_t *p)
+{
+    static const int tp_op[] = {
+        [PAMI_RMW_FETCH_ADD] = TP_ATOMIC_FADD,
+        [PAMI_RMW_SWAP]      = TP_ATOMIC_SWAP,
+        [PAMI_RMW_CSWAP]     = TP_ATOMIC_CSWAP,
+        [PAMI_RMW_ADD]       = TP_ATOMIC_ADD,
+    };
+    PAMI_CHECK(ctx != NULL && p != NULL, PAMI_INVAL, "rma",
+               "rmw with a NULL context or params");
+    PAMI_CHECK((unsigned)p->op <= PAMI_RMW_ADD, PAMI_INVAL, "rma",
+               "unknown rmw operation %d", (int)p->op);
+    PAMI_CHECK(p->size == 4 || p->size == 8, PAMI_INVAL, "rma",
+               "rmw of %zu bytes; 4 or 8", p->size);
+    PAMI_CHECK(p->remote_offset % p->size == 0, PAMI_INVAL, "rma",
+               "rmw at offset %zu is not aligned to %zu", p->remote_offset,
+               p->size);
+    PAMI_CHECK(p->result != NULL || p->op == PAMI_RMW_ADD, PAMI_INVAL, "rma",
+               "rmw that fetches needs a result buffer");
+
+    pami_peer_t  *peer;
+    tp_rkey_t    *rkey = NULL;
+    uint64_t      raddr;
+    pami_result_t rc = rma_target(ctx, p->dest, p->remote_mr, p->remote_offset,
+                                  p->size, &peer, &rkey, &raddr);
+    if (rc != PAMI_SUCCESS)
+        return rc;
+    pami_request_t *req = rma_request(ctx, peer->index, p->done_fn, p->cookie);
+    if (req == NULL)
+        return PAMI_ENOMEM;
+    /* The operand lives in the request until UCX has taken it. For a
+     * compare-and-swap UCX wants the compare value as the operand and the
+     * new value in the reply buffer, where the old value comes back. */
+    bool     cswap   = p->op == PAMI_RMW_CSWAP;
+    uint64_t operand = cswap ? p->compare : p->value;
+    uint32_t op32    = (uint32_t)operand, new32 = (uint32_t)p->value;
+    memcpy(req->inline_hdr, p->size == 4 ? (const void *)&op32
+                                         : (const void *)&operand, p->size);
+    if (cswap)
+        memcpy(p->result, p->size == 4 ? (const void *)&new32
+                                       : (const void *)&p->value, p->size);
+    return rma_issued(req, ctx->tp->atomic(peer->ep, tp_op[p->op], p->size,
+                                           req->inline_hdr, p->result, raddr,
+                                           rkey, &req->tp));
+}
+
+pami_result_t pami_fence_endpoint(pami_context_t ctx, pami_endpoint_t dest,
+                                  pami_event_fn fn, void *cookie)
+{
+    PAMI_CHECK(ctx != NULL, PAMI_INVAL, "rma", "fence on a NULL context");
+    uint32_t      index;
+    pami_peer_t  *peer;
+    pami_result_t rc = pami_peer_index(ctx, dest, &index);
+    if (rc != PAMI_SUCCESS)
+        return rc;
+    if (ctx->peers[index].failed)
+        return PAMI_PEER_FAILED;
+    rc = pami_peer_by_index(ctx, index, &peer);
+    if (rc != PAMI_SUCCESS)
+        return rc;
+    return fence_peer(ctx, peer, fn, cookie);
+}
+
+pami_result_t pami_fence_all(pami_context_t ctx, pami_event_fn fn,
+                             void *cookie)
+{
+    PAMI_CHECK(ctx != NULL, PAMI_INVAL, "rma", "fence on a NULL context");
+    pami_request_t *req = rma_request(ctx, UINT32_MAX, fn, cookie);
+    if (req == NULL)
+        return PAMI_ENOMEM;
+    return rma_issued(req, ctx->tp->worker_flush(ctx->worker, &req->tp));
+}
