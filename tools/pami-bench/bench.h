@@ -1,0 +1,197 @@
+/*
+ * pami-bench: point-to-point patterns over pami and, in the same job, over
+ * raw UCP, so that each line can be read as a ratio. Two tasks: task 0
+ * drives and prints, task 1 serves from its handlers.
+ *
+ * main.c     options, the run plan, the driver (task 0), the server loop
+ *            (task 1), setup and teardown
+ * pami_side.c  the patterns written on pami, and task 1's pami handlers
+ * ucx_side.c   the same patterns written directly on UCP (own context and
+ *              worker), and task 1's UCP handlers
+ * report.c   medians, spreads and the two output formats
+ */
+#ifndef PAMI_BENCH_H
+#define PAMI_BENCH_H
+
+#include <pami.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum {
+    T_AM_LAT,
+    T_AM_RATE,
+    T_SEND_BW,
+    T_PUT_LAT,
+    T_PUT_BW,
+    T_GET_BW,
+    T_RMW_LAT,
+    T_COUNT
+} test_id_t;
+
+typedef enum { METRIC_LAT_US, METRIC_RATE_MPS, METRIC_BW_GBPS } metric_t;
+
+/* What one measurement does; the same plan is run on both sides. */
+typedef struct {
+    test_id_t test;
+    size_t    bytes;
+    size_t    window;   /* messages between acks (rate, bandwidth) */
+    size_t    ops;      /* timed operations, a multiple of window */
+    size_t    warm_ops; /* untimed operations first, a multiple of window */
+} plan_t;
+
+typedef struct {
+    unsigned tests;      /* bit per test_id_t */
+    bool     vs_ucx;
+    bool     json;
+    long     iters;      /* -1: each test's default */
+    long     warmup;     /* -1: each test's default */
+    size_t   min_bytes;
+    size_t   max_bytes;
+    unsigned reps;       /* measurements per line, for median and spread */
+    size_t   window;     /* 0: each test's default */
+} opts_t;
+
+/* What task 1 is polling. */
+typedef enum { MODE_PAMI, MODE_UCX_ENTER, MODE_UCX, MODE_QUIT } serve_mode_t;
+
+/* Counters that handlers bump and waiting loops watch. */
+typedef struct {
+    volatile uint64_t replies;  /* pongs (task 0) */
+    volatile uint64_t acks;     /* window acks (task 0) */
+    volatile uint64_t received; /* messages landed (task 1) */
+    volatile uint64_t done;     /* local completions (task 0) */
+} counters_t;
+
+typedef struct ucx_side ucx_side_t;
+
+typedef struct {
+    opts_t          opt;
+    pami_client_t   client;
+    pami_context_t  ctx;
+    pami_task_t     me;
+    pami_endpoint_t peer;          /* the other task's context 0 */
+    size_t          immediate_max;
+    size_t          rndv_threshold;
+    const char     *ucx_version;
+    const char     *transports;
+
+    /* Task 0 sends from sbuf and lands replies and gets in rbuf; task 1
+     * lands sends and puts in rbuf, which it exposes for put, get and
+     * rmw. Both are buf_bytes long. */
+    uint8_t        *sbuf;
+    uint8_t        *rbuf;
+    size_t          buf_bytes;
+    bool            have_rma;      /* pami regions work on both tasks */
+    bool            own_mr;        /* mr was created */
+    pami_memregion_t mr;           /* our rbuf */
+    pami_memregion_t peer_mr;      /* the peer's rbuf */
+    uint64_t        fetch;         /* rmw result */
+
+    /* Task 1: the plan of the measurement it serves. */
+    plan_t          serve;
+    volatile int    mode;          /* serve_mode_t */
+    double          last_cmd;      /* task 1: time of the last command */
+
+    counters_t      pami_cnt;
+    ucx_side_t     *ucx;
+} bench_t;
+
+/* ---- main.c ---- */
+double bench_now(void);
+void bench_die(const char *fmt, ...) __attribute__((format(printf, 1, 2),
+                                                    noreturn));
+void bench_check(pami_result_t rc, const char *what);
+/* Waits are bounded: one that lasts longer than this ends the job with a
+ * message instead of hanging it. The clock is read once every mask + 1
+ * rounds, so a spinning wait pays nearly nothing for it. */
+#define BENCH_STALL_S 60.0
+typedef struct {
+    uint64_t    n;
+    uint64_t    mask;
+    double      start;
+    const char *what;
+} stall_t;
+void stall_slow(stall_t *s);
+static inline void stall_init(stall_t *s, const char *what)
+{
+    s->n     = 0;
+    s->mask  = 0xfff;
+    s->start = 0;
+    s->what  = what;
+}
+static inline void stall_check(stall_t *s)
+{
+    if ((++s->n & s->mask) == 0)
+        stall_slow(s);
+}
+
+/* ---- pami_side.c ---- */
+enum {
+    ID_CTRL = 1, /* ctrl_msg_t in the header */
+    ID_PING = 2,
+    ID_RATE = 3,
+    ID_ACK  = 4,
+    ID_DATA = 5,
+    ID_BOOT = 6  /* setup blobs, in the data */
+};
+
+enum { CTRL_SETUP = 1, CTRL_ENTER_UCX = 2, CTRL_QUIT = 3 };
+
+typedef struct {
+    uint32_t op;
+    uint32_t test;
+    uint64_t bytes;
+    uint64_t window;
+} ctrl_msg_t;
+
+void pami_side_register(bench_t *b);
+/* Sends a control message to the peer, advancing while pami is busy. */
+void pami_side_ctrl(bench_t *b, uint32_t op, const plan_t *plan);
+/* Runs one measurement as task 0; the seconds its timed part took, or a
+ * negative value when pami cannot do it (the reason was printed once). */
+double pami_side_run(bench_t *b, const plan_t *plan);
+/* Exchanges a blob with the peer through pami: sends ours, waits for
+ * theirs (malloc'ed, the caller frees it). With poll, the wait advances
+ * pami without sleeping and calls poll(arg) each round too. */
+void *pami_side_exchange(bench_t *b, const void *blob, size_t len,
+                         size_t *peer_len, void (*poll)(void *arg),
+                         void *arg);
+
+/* ---- ucx_side.c ---- */
+/* Which UCP pattern stands against a pami line. */
+typedef enum { UCX_SAME, UCX_GET_FOR_SEND } ucx_variant_t;
+
+ucx_side_t *ucx_side_create(bench_t *b);
+/* Connects to the peer; run by both tasks, through pami. */
+void ucx_side_connect(ucx_side_t *u, bench_t *b);
+void ucx_side_destroy(ucx_side_t *u, bench_t *b);
+/* Task 0: task 1 follows into UCP polling, and back. */
+void ucx_side_enter(ucx_side_t *u, bench_t *b, const plan_t *plan);
+void ucx_side_leave(ucx_side_t *u, bench_t *b);
+double ucx_side_run(ucx_side_t *u, bench_t *b, const plan_t *plan,
+                    ucx_variant_t variant);
+/* Task 1: answers READY, then polls UCP until task 0 says LEAVE. */
+void ucx_side_serve(ucx_side_t *u, bench_t *b);
+const char *ucx_side_op_name(test_id_t test, ucx_variant_t variant);
+
+/* ---- report.c ---- */
+typedef struct {
+    double median, min, max;
+    bool   valid;
+} summary_t;
+
+summary_t summarize(const double *samples, unsigned n);
+const char *test_name(test_id_t t);
+metric_t test_metric(test_id_t t);
+const char *metric_name(metric_t m);
+/* Turns a measurement's seconds into the test's metric. */
+double to_metric(const plan_t *plan, double seconds);
+void report_header(const bench_t *b);
+void report_line(const bench_t *b, const char *test, size_t bytes,
+                 metric_t metric, const summary_t *pami,
+                 const summary_t *ucx, const char *ucx_op,
+                 const plan_t *plan);
+
+#endif

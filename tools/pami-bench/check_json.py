@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""Runs a pami-bench command with --json and checks what it printed.
+
+    check_json.py [--ucx] -- pamirun -n 2 pami-bench --json ...
+
+Fails (exit 1) when the command fails, when a line of its output is not a
+JSON object, when a test printed no line, when a field is missing or has
+the wrong type, when a median lies outside its spread, or when the ucx
+values and the ratio are missing with --ucx (or present without it).
+"""
+import json
+import re
+import subprocess
+import sys
+
+TESTS = {
+    "am_lat": "lat_us",
+    "am_rate": "rate_mps",
+    "send_bw": "bw_gbps",
+    "put_lat": "lat_us",
+    "put_bw": "bw_gbps",
+    "get_bw": "bw_gbps",
+    "rmw_lat": "lat_us",
+}
+PREFIX = re.compile(r"^\[\d+\] ")  # pamirun's rank prefix
+
+
+def number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def check_line(obj, ucx, errors):
+    where = "%s %s B" % (obj.get("test"), obj.get("bytes"))
+    for key in ("test", "bytes", "metric", "pami", "ucx", "ratio",
+                "pami_min", "pami_max", "ucx_min", "ucx_max"):
+        if key not in obj:
+            errors.append("%s: no field '%s'" % (where, key))
+            return
+    test = obj["test"]
+    base = "send_bw" if test == "send_bw_get" else test
+    if base not in TESTS:
+        errors.append("%s: unknown test" % where)
+        return
+    if obj["metric"] != TESTS[base]:
+        errors.append("%s: metric %r, expected %r"
+                      % (where, obj["metric"], TESTS[base]))
+    if not isinstance(obj["bytes"], int) or obj["bytes"] <= 0:
+        errors.append("%s: bad bytes" % where)
+    sides = ["pami"] + (["ucx"] if ucx else [])
+    for side in sides:
+        med, lo, hi = obj[side], obj[side + "_min"], obj[side + "_max"]
+        if not (number(med) and number(lo) and number(hi)):
+            errors.append("%s: %s has no value" % (where, side))
+        elif not (0 < lo <= med <= hi):
+            errors.append("%s: %s median %g outside [%g, %g]"
+                          % (where, side, med, lo, hi))
+    if ucx:
+        if not number(obj["ratio"]) or obj["ratio"] <= 0:
+            errors.append("%s: no ratio" % where)
+        elif number(obj["pami"]) and number(obj["ucx"]) and obj["ucx"] > 0:
+            want = obj["pami"] / obj["ucx"]
+            if abs(obj["ratio"] - want) > 1e-3 * want:
+                errors.append("%s: ratio %g is not pami / ucx (%g)"
+                              % (where, obj["ratio"], want))
+        if not obj.get("ucx_op"):
+            errors.append("%s: no ucx_op" % where)
+    else:
+        for key in ("ucx", "ucx_min", "ucx_max", "ratio"):
+            if obj[key] is not None:
+                errors.append("%s: %s should be null without --vs-ucx"
+                              % (where, key))
+
+
+def main(argv):
+    ucx = False
+    if argv and argv[0] == "--ucx":
+        ucx = True
+        argv = argv[1:]
+    if not argv or argv[0] != "--" or len(argv) < 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    cmd = [str(a) for a in argv[1:]]
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, universal_newlines=True)
+    sys.stdout.write(proc.stdout)
+    errors = []
+    if proc.returncode != 0:
+        errors.append("command exited with %d" % proc.returncode)
+
+    seen = {}
+    for raw in proc.stdout.splitlines():
+        line = PREFIX.sub("", raw).strip()
+        if not line:
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            errors.append("not JSON: %r" % raw)
+            continue
+        if not isinstance(obj, dict):
+            errors.append("not a JSON object: %r" % raw)
+            continue
+        check_line(obj, ucx, errors)
+        seen.setdefault(obj.get("test"), []).append(obj.get("bytes"))
+
+    wanted = list(TESTS) + (["send_bw_get"] if ucx else [])
+    for test in wanted:
+        if test not in seen:
+            errors.append("%s printed no line" % test)
+    sizes = seen.get("send_bw", [])
+    if sizes and not (min(sizes) < 65536 <= max(sizes)):
+        errors.append("send_bw sizes %s do not cross 64 KiB" % sizes)
+
+    for e in errors:
+        print("check_json: " + e, file=sys.stderr)
+    if errors:
+        return 1
+    print("check_json: %d lines, %d tests, all fields present"
+          % (sum(len(v) for v in seen.values()), len(seen)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

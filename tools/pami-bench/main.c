@@ -1,0 +1,434 @@
+/*
+ * pami-bench: point-to-point latency, message rate and bandwidth of pami,
+ * and with --vs-ucx of the same patterns written directly on UCP in the
+ * same job, so that every line carries the ratio pami / ucx.
+ *
+ *   pamirun -n 2 pami-bench [tests...] [--vs-ucx] [--json] [--iters N]
+ *                           [--warmup N] [--reps R] [--window W]
+ *                           [--min-bytes B] [--max-bytes B]
+ *
+ * Task 0 drives and prints; task 1 serves. See docs/PERFORMANCE.md for
+ * what each test measures.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench.h"
+
+/* Bandwidth lines move at most this much per measurement (and per window),
+ * so the large sizes stay short. */
+#define BW_BUDGET (256ull << 20)
+
+static const size_t am_lat_sizes[] = {8, 64, 512, 1024, 4096};
+
+static int my_task = -1;
+
+double bench_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void bench_die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "pami-bench: task %d: ", my_task);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(1);
+}
+
+void bench_check(pami_result_t rc, const char *what)
+{
+    if (rc != PAMI_SUCCESS)
+        bench_die("%s: %s", what, pami_error_text(rc));
+}
+
+void stall_slow(stall_t *s)
+{
+    double t = bench_now();
+    if (s->start == 0)
+        s->start = t;
+    else if (t - s->start > BENCH_STALL_S)
+        bench_die("%s: waited more than %.0f s", s->what, BENCH_STALL_S);
+}
+
+/* ---- options ---- */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: pamirun -n 2 pami-bench [tests...] [options]\n"
+        "tests (all when none is named):\n"
+        "  am_lat    half round trip of pami_send_immediate, 8 B .. 4 KiB\n"
+        "  am_rate   8 B pami_send_immediate per second, acked per window\n"
+        "  send_bw   pami_send bandwidth, 1 KiB .. 64 MiB (powers of 4)\n"
+        "  put_lat   8 B pami_put until its remote completion\n"
+        "  put_bw    pami_put windows closed by pami_fence_endpoint\n"
+        "  get_bw    pami_get windows\n"
+        "  rmw_lat   8 B fetch-add round trip\n"
+        "options:\n"
+        "  --vs-ucx        run the same patterns on raw UCP, print ratios\n"
+        "  --json          one JSON object per line\n"
+        "  --iters N       operations per measurement (default per test)\n"
+        "  --warmup N      untimed operations first (default per test)\n"
+        "  --reps R        measurements per line, 1..63 (default 7)\n"
+        "  --window W      messages per window (default 128 rate, 32 bw)\n"
+        "  --min-bytes B   smallest size of the sweeps (K, M suffixes)\n"
+        "  --max-bytes B   largest size of the sweeps (default 64M)\n");
+}
+
+static int parse_size(const char *text, size_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno != 0 || end == text)
+        return -1;
+    unsigned shift = 0;
+    if (*end == 'k' || *end == 'K')
+        shift = 10;
+    else if (*end == 'm' || *end == 'M')
+        shift = 20;
+    else if (*end == 'g' || *end == 'G')
+        shift = 30;
+    if (shift != 0)
+        end++;
+    if (*end != '\0' || v > (SIZE_MAX >> shift))
+        return -1;
+    *out = (size_t)(v << shift);
+    return 0;
+}
+
+static int parse_opts(int argc, char **argv, opts_t *o)
+{
+    *o = (opts_t){.iters = -1, .warmup = -1, .min_bytes = 0,
+                  .max_bytes = 64u << 20, .reps = 7};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        size_t v;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            usage(stdout);
+            exit(0);
+        } else if (strcmp(a, "--vs-ucx") == 0) {
+            o->vs_ucx = true;
+        } else if (strcmp(a, "--json") == 0) {
+            o->json = true;
+        } else if (a[0] == '-' && a[1] == '-' && i + 1 < argc &&
+                   (strcmp(a, "--iters") == 0 || strcmp(a, "--warmup") == 0 ||
+                    strcmp(a, "--reps") == 0 || strcmp(a, "--window") == 0 ||
+                    strcmp(a, "--min-bytes") == 0 ||
+                    strcmp(a, "--max-bytes") == 0)) {
+            if (parse_size(argv[++i], &v) != 0) {
+                fprintf(stderr, "pami-bench: bad value '%s' for %s\n",
+                        argv[i], a);
+                return -1;
+            }
+            if (strcmp(a, "--iters") == 0)
+                o->iters = v == 0 ? 1 : (long)v;
+            else if (strcmp(a, "--warmup") == 0)
+                o->warmup = (long)v;
+            else if (strcmp(a, "--reps") == 0)
+                o->reps = (unsigned)v;
+            else if (strcmp(a, "--window") == 0)
+                o->window = v;
+            else if (strcmp(a, "--min-bytes") == 0)
+                o->min_bytes = v;
+            else
+                o->max_bytes = v;
+        } else {
+            int t;
+            for (t = 0; t < T_COUNT; t++)
+                if (strcmp(a, test_name((test_id_t)t)) == 0)
+                    break;
+            if (t == T_COUNT) {
+                fprintf(stderr, "pami-bench: unknown test or option '%s'\n",
+                        a);
+                usage(stderr);
+                return -1;
+            }
+            o->tests |= 1u << t;
+        }
+    }
+    if (o->tests == 0)
+        o->tests = (1u << T_COUNT) - 1;
+    if (o->reps < 1 || o->reps > 63 || o->max_bytes < 8 ||
+        o->min_bytes > o->max_bytes) {
+        fprintf(stderr, "pami-bench: --reps must be 1..63, --max-bytes at "
+                        "least 8 and not below --min-bytes\n");
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- plans ---- */
+
+static size_t round_up(size_t v, size_t m)
+{
+    return (v + m - 1) / m * m;
+}
+
+static size_t or_default(long v, size_t def)
+{
+    return v < 0 ? def : (size_t)v;
+}
+
+static plan_t make_plan(const opts_t *o, test_id_t t, size_t bytes)
+{
+    plan_t p = {.test = t, .bytes = bytes, .window = 1};
+    switch (t) {
+    case T_AM_LAT:
+    case T_PUT_LAT:
+    case T_RMW_LAT:
+        p.ops      = or_default(o->iters, 10000);
+        p.warm_ops = or_default(o->warmup, 1000);
+        break;
+    case T_AM_RATE:
+        p.window   = o->window ? o->window : 128;
+        p.ops      = round_up(or_default(o->iters, 200000), p.window);
+        p.warm_ops = round_up(or_default(o->warmup, 10000), p.window);
+        break;
+    default: {
+        size_t fit = BW_BUDGET / bytes ? BW_BUDGET / bytes : 1;
+        p.window = o->window ? o->window : 32;
+        if (p.window > fit)
+            p.window = fit;
+        size_t ops = or_default(o->iters, 20000);
+        if (ops > fit)
+            ops = fit;
+        p.ops      = round_up(ops < p.window ? p.window : ops, p.window);
+        p.warm_ops = or_default(o->warmup, 1) ? p.window : 0;
+        break;
+    }
+    }
+    return p;
+}
+
+/* The sizes of one test's lines; returns how many. */
+static size_t sizes_of(const bench_t *b, test_id_t t, size_t *out, size_t max)
+{
+    const opts_t *o = &b->opt;
+    size_t n = 0;
+    switch (t) {
+    case T_AM_LAT:
+        for (size_t i = 0; i < sizeof(am_lat_sizes) / sizeof(am_lat_sizes[0]);
+             i++) {
+            size_t s = am_lat_sizes[i];
+            if (s < o->min_bytes || s > o->max_bytes)
+                continue;
+            if (s > b->immediate_max) {
+                fprintf(stderr, "pami-bench: am_lat %zu B skipped: above "
+                                "immediate_max (%zu B; PAMI_IMMEDIATE_MAX "
+                                "raises it up to 4096)\n", s,
+                        b->immediate_max);
+                continue;
+            }
+            if (n < max)
+                out[n++] = s;
+        }
+        break;
+    case T_SEND_BW:
+    case T_PUT_BW:
+    case T_GET_BW:
+        for (size_t s = o->min_bytes ? o->min_bytes : 1024;
+             s <= o->max_bytes && n < max; s *= 4)
+            out[n++] = s;
+        break;
+    default:
+        out[n++] = 8;
+        break;
+    }
+    return n;
+}
+
+/* ---- task 0 ---- */
+
+static void run_line(bench_t *b, test_id_t t, size_t bytes)
+{
+    plan_t   p    = make_plan(&b->opt, t, bytes);
+    unsigned reps = b->opt.reps;
+    bool     vs   = b->opt.vs_ucx;
+    bool     get  = vs && t == T_SEND_BW;
+    double   ps[64], us[64], gs[64];
+
+    for (unsigned r = 0; r < reps; r++) {
+        /* Alternate who goes first, so a drift of the machine does not
+         * always favour the same side. */
+        if (r % 2 == 0)
+            ps[r] = to_metric(&p, pami_side_run(b, &p));
+        if (vs) {
+            ucx_side_enter(b->ucx, b, &p);
+            us[r] = to_metric(&p, ucx_side_run(b->ucx, b, &p, UCX_SAME));
+            if (get)
+                gs[r] = to_metric(&p, ucx_side_run(b->ucx, b, &p,
+                                                   UCX_GET_FOR_SEND));
+            ucx_side_leave(b->ucx, b);
+        }
+        if (r % 2 == 1)
+            ps[r] = to_metric(&p, pami_side_run(b, &p));
+    }
+    summary_t sp = summarize(ps, reps);
+    summary_t su = vs ? summarize(us, reps) : (summary_t){0};
+    metric_t  m  = test_metric(t);
+    report_line(b, test_name(t), bytes, m, &sp, &su,
+                ucx_side_op_name(t, UCX_SAME), &p);
+    if (get) {
+        summary_t sg = summarize(gs, reps);
+        report_line(b, "send_bw_get", bytes, m, &sp, &sg,
+                    ucx_side_op_name(t, UCX_GET_FOR_SEND), &p);
+    }
+}
+
+static void drive(bench_t *b)
+{
+    report_header(b);
+    bool warned = false;
+    for (int t = 0; t < T_COUNT; t++) {
+        if (!(b->opt.tests & (1u << t)))
+            continue;
+        bool rma = t == T_PUT_LAT || t == T_PUT_BW || t == T_GET_BW ||
+                   t == T_RMW_LAT;
+        if (rma && !b->have_rma && !warned) {
+            fprintf(stderr, "pami-bench: pami memory regions are not "
+                            "available here; RMA lines have no pami "
+                            "value\n");
+            warned = true;
+        }
+        size_t sizes[32];
+        size_t n = sizes_of(b, (test_id_t)t, sizes, 32);
+        for (size_t i = 0; i < n; i++)
+            run_line(b, (test_id_t)t, sizes[i]);
+    }
+    pami_side_ctrl(b, CTRL_QUIT, NULL);
+}
+
+/* ---- task 1 ---- */
+
+static void serve(bench_t *b)
+{
+    uint64_t n = 0;
+    b->last_cmd = bench_now();
+    while (b->mode != MODE_QUIT) {
+        if (b->mode == MODE_UCX_ENTER) {
+            ucx_side_serve(b->ucx, b);
+            continue;
+        }
+        pami_context_advance(b->ctx, 1);
+        if ((++n & 0xffff) == 0 &&
+            bench_now() - b->last_cmd > 2 * BENCH_STALL_S)
+            bench_die("heard nothing from task 0 for %.0f s",
+                      2 * BENCH_STALL_S);
+    }
+}
+
+/* ---- setup ---- */
+
+/* What both tasks tell each other before any measurement. */
+typedef struct {
+    uint32_t         have_mr;
+    uint32_t         vs_ucx;
+    uint64_t         buf_bytes;
+    pami_memregion_t mr;
+} card_t;
+
+static void *alloc_buffer(size_t bytes)
+{
+    void *p = aligned_alloc(4096, round_up(bytes, 4096));
+    if (p == NULL)
+        bench_die("cannot allocate %zu bytes", bytes);
+    memset(p, 0xa5, bytes); /* touch every page before timing */
+    return p;
+}
+
+static void setup(bench_t *b)
+{
+    pami_client_attr_t a = {
+        .field_mask = PAMI_CLIENT_ATTR_TASK | PAMI_CLIENT_ATTR_SIZE |
+                      PAMI_CLIENT_ATTR_IMMEDIATE_MAX |
+                      PAMI_CLIENT_ATTR_RNDV_THRESHOLD |
+                      PAMI_CLIENT_ATTR_TRANSPORT};
+    bench_check(pami_client_create("pami-bench", NULL, &b->client),
+                "pami_client_create");
+    bench_check(pami_client_query(b->client, &a), "pami_client_query");
+    b->me = a.task;
+    my_task = (int)a.task;
+    if (a.size != 2)
+        bench_die("run it as 2 tasks (pamirun -n 2 pami-bench), not %zu",
+                  a.size);
+    b->immediate_max  = a.immediate_max;
+    b->rndv_threshold = a.rndv_threshold;
+    b->ucx_version    = a.ucx_version;
+    b->transports     = a.transports;
+
+    bench_check(pami_context_createv(b->client, NULL, 1, &b->ctx),
+                "pami_context_createv");
+    bench_check(pami_endpoint_create(b->client, 1 - b->me, 0, &b->peer),
+                "pami_endpoint_create");
+    b->buf_bytes = b->opt.max_bytes < 4096 ? 4096 : b->opt.max_bytes;
+    b->sbuf = alloc_buffer(b->buf_bytes);
+    b->rbuf = alloc_buffer(b->buf_bytes);
+    pami_side_register(b);
+    bench_check(pami_dispatch_fence(b->client), "pami_dispatch_fence");
+
+    card_t mine = {.vs_ucx = b->opt.vs_ucx, .buf_bytes = b->buf_bytes};
+    pami_result_t rc = pami_memregion_create(b->ctx, b->rbuf, b->buf_bytes,
+                                             &b->mr);
+    b->own_mr    = rc == PAMI_SUCCESS;
+    mine.have_mr = b->own_mr;
+    if (b->own_mr)
+        mine.mr = b->mr;
+    else if (b->me == 0)
+        fprintf(stderr, "pami-bench: pami_memregion_create: %s\n",
+                pami_error_text(rc));
+    size_t len;
+    card_t *theirs = pami_side_exchange(b, &mine, sizeof(mine), &len, NULL,
+                                        NULL);
+    if (len != sizeof(*theirs))
+        bench_die("malformed setup card from the peer");
+    if (theirs->vs_ucx != mine.vs_ucx || theirs->buf_bytes != mine.buf_bytes)
+        bench_die("the two tasks were started with different options");
+    b->have_rma = mine.have_mr && theirs->have_mr;
+    b->peer_mr  = theirs->mr;
+    free(theirs);
+
+    if (b->opt.vs_ucx) {
+        b->ucx = ucx_side_create(b);
+        ucx_side_connect(b->ucx, b);
+    }
+}
+
+static void teardown(bench_t *b)
+{
+    if (b->ucx != NULL)
+        ucx_side_destroy(b->ucx, b);
+    /* Neither task may drop its region while the other could still use
+     * it: meet first. */
+    bench_check(pami_dispatch_fence(b->client), "pami_dispatch_fence");
+    if (b->own_mr)
+        bench_check(pami_memregion_destroy(b->ctx, &b->mr),
+                    "pami_memregion_destroy");
+    bench_check(pami_client_destroy(&b->client), "pami_client_destroy");
+    free(b->sbuf);
+    free(b->rbuf);
+}
+
+int main(int argc, char **argv)
+{
+    static bench_t b;
+    if (parse_opts(argc, argv, &b.opt) != 0)
+        return 2;
+    setup(&b);
+    if (b.me == 0)
+        drive(&b);
+    else
+        serve(&b);
+    teardown(&b);
+    return 0;
+}

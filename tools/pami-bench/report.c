@@ -1,0 +1,170 @@
+/*
+ * Medians and spreads of repeated measurements, and the two outputs: a
+ * table for people and one JSON object per line for scripts.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+
+static const struct {
+    const char *name;
+    metric_t    metric;
+} tests[T_COUNT] = {
+    [T_AM_LAT]  = {"am_lat", METRIC_LAT_US},
+    [T_AM_RATE] = {"am_rate", METRIC_RATE_MPS},
+    [T_SEND_BW] = {"send_bw", METRIC_BW_GBPS},
+    [T_PUT_LAT] = {"put_lat", METRIC_LAT_US},
+    [T_PUT_BW]  = {"put_bw", METRIC_BW_GBPS},
+    [T_GET_BW]  = {"get_bw", METRIC_BW_GBPS},
+    [T_RMW_LAT] = {"rmw_lat", METRIC_LAT_US},
+};
+
+const char *test_name(test_id_t t) { return tests[t].name; }
+metric_t test_metric(test_id_t t) { return tests[t].metric; }
+
+const char *metric_name(metric_t m)
+{
+    switch (m) {
+    case METRIC_LAT_US:   return "lat_us";
+    case METRIC_RATE_MPS: return "rate_mps";
+    case METRIC_BW_GBPS:  return "bw_gbps";
+    }
+    return "?";
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+summary_t summarize(const double *samples, unsigned n)
+{
+    summary_t s = {0};
+    double sorted[64];
+    unsigned k = 0;
+    for (unsigned i = 0; i < n && k < 64; i++)
+        if (samples[i] >= 0)
+            sorted[k++] = samples[i];
+    /* One failed measurement makes the line unreliable: report none. */
+    if (k == 0 || k != n)
+        return s;
+    qsort(sorted, k, sizeof(sorted[0]), cmp_double);
+    s.median = k % 2 ? sorted[k / 2]
+                     : (sorted[k / 2 - 1] + sorted[k / 2]) / 2.0;
+    s.min   = sorted[0];
+    s.max   = sorted[k - 1];
+    s.valid = true;
+    return s;
+}
+
+double to_metric(const plan_t *plan, double seconds)
+{
+    if (seconds <= 0)
+        return -1;
+    double ops = (double)plan->ops;
+    switch (plan->test) {
+    case T_AM_LAT:  /* a ping-pong: half of a round trip */
+        return seconds * 1e6 / ops / 2.0;
+    case T_PUT_LAT: /* one operation and its remote completion */
+    case T_RMW_LAT:
+        return seconds * 1e6 / ops;
+    case T_AM_RATE:
+        return ops / seconds;
+    default:
+        return ops * (double)plan->bytes / seconds / 1e9;
+    }
+}
+
+void report_header(const bench_t *b)
+{
+    if (b->opt.json)
+        return;
+    printf("# pami-bench: 2 tasks, UCX %s (%s), immediate_max %zu B, "
+           "rndv_threshold %zu B\n", b->ucx_version, b->transports,
+           b->immediate_max, b->rndv_threshold);
+    printf("# each value: median [min .. max] of %u measurements; "
+           "ratio = pami / ucx median\n", b->opt.reps);
+    printf("# lat_us: am_lat half round trip, put_lat put + remote "
+           "completion, rmw_lat fetch-add round trip; rate_mps: "
+           "messages/s; bw_gbps: 1e9 B/s\n");
+    printf("%-12s %9s %-9s %-30s %-30s %7s  %s\n", "test", "bytes",
+           "metric", "pami", "ucx", "ratio", "ucx pattern");
+}
+
+static const char *fmt_of(metric_t m)
+{
+    switch (m) {
+    case METRIC_LAT_US:   return "%.3f";
+    case METRIC_RATE_MPS: return "%.0f";
+    default:              return "%.3f";
+    }
+}
+
+static void cell(char *out, size_t size, metric_t m, const summary_t *s,
+                 bool wanted)
+{
+    if (!wanted) {
+        snprintf(out, size, "-");
+        return;
+    }
+    if (!s->valid) {
+        snprintf(out, size, "n/a");
+        return;
+    }
+    const char *f = fmt_of(m);
+    char med[24], lo[24], hi[24];
+    snprintf(med, sizeof(med), f, s->median);
+    snprintf(lo, sizeof(lo), f, s->min);
+    snprintf(hi, sizeof(hi), f, s->max);
+    snprintf(out, size, "%s [%s .. %s]", med, lo, hi);
+}
+
+static void json_num(const char *key, bool ok, double v)
+{
+    if (ok)
+        printf(", \"%s\": %.6g", key, v);
+    else
+        printf(", \"%s\": null", key);
+}
+
+void report_line(const bench_t *b, const char *test, size_t bytes,
+                 metric_t metric, const summary_t *pami,
+                 const summary_t *ucx, const char *ucx_op,
+                 const plan_t *plan)
+{
+    bool   vs    = b->opt.vs_ucx;
+    bool   ratio_ok = vs && pami->valid && ucx->valid && ucx->median > 0;
+    double ratio = ratio_ok ? pami->median / ucx->median : 0;
+
+    if (b->opt.json) {
+        printf("{\"test\": \"%s\", \"bytes\": %zu, \"metric\": \"%s\"", test,
+               bytes, metric_name(metric));
+        json_num("pami", pami->valid, pami->median);
+        json_num("pami_min", pami->valid, pami->min);
+        json_num("pami_max", pami->valid, pami->max);
+        json_num("ucx", vs && ucx->valid, ucx->median);
+        json_num("ucx_min", vs && ucx->valid, ucx->min);
+        json_num("ucx_max", vs && ucx->valid, ucx->max);
+        json_num("ratio", ratio_ok, ratio);
+        if (vs)
+            printf(", \"ucx_op\": \"%s\"", ucx_op);
+        else
+            printf(", \"ucx_op\": null");
+        printf(", \"reps\": %u, \"ops\": %zu, \"window\": %zu}\n",
+               b->opt.reps, plan->ops, plan->window);
+    } else {
+        char p[128], u[128], r[16];
+        cell(p, sizeof(p), metric, pami, true);
+        cell(u, sizeof(u), metric, ucx, vs);
+        if (ratio_ok)
+            snprintf(r, sizeof(r), "%.3f", ratio);
+        else
+            snprintf(r, sizeof(r), "-");
+        printf("%-12s %9zu %-9s %-30s %-30s %7s  %s\n", test, bytes,
+               metric_name(metric), p, u, r, vs ? ucx_op : "-");
+    }
+    fflush(stdout);
+}
