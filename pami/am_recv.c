@@ -23,42 +23,6 @@ pami_result_t pami_dispatch_set(pami_context_t ctx, size_t id,
     return PAMI_SUCCESS;
 }
 
-/* The payload is still at the origin: ask the handler where it goes. */
-static void deliver_rndv(struct pami_context *ctx, pami_dispatch_entry_t *d,
-                         const void *uhdr, size_t uhdr_len, size_t data_len,
-                         pami_endpoint_t origin, uint32_t peer, bool ack,
-                         uint64_t ack_cookie, void *desc)
-{
-    pami_recv_t recv = {0};
-    d->fn(ctx, d->cookie, uhdr, uhdr_len, NULL, data_len, origin, &recv);
-    if (recv.addr == NULL) {
-        /* Discarded: returning leaves the descriptor to UCX, which
-         * completes the sender. */
-        if (ack)
-            pami_send_ack(ctx, peer, ack_cookie, PAMI_SUCCESS);
-        return;
-    }
-    pami_request_t *req = pami_request_get(ctx);
-    if (req == NULL) {
-        if (ack)
-            pami_send_ack(ctx, peer, ack_cookie, PAMI_ENOMEM);
-        return;
-    }
-    req->kind          = REQ_RECV;
-    req->tp.fn         = pami_request_tp_done;
-    req->local_fn      = recv.local_fn;
-    req->cookie        = recv.cookie;
-    req->peer          = peer;
-    req->ack_wanted    = ack;
-    req->ack_cookie    = ack_cookie;
-    pami_request_local_start(req);
-    int rc = ctx->tp->am_recv(ctx->worker, desc, recv.addr, data_len, &req->tp);
-    if (rc != 1) {
-        pami_request_local_end(req);
-        pami_request_done(req, pami_result_from_errno(rc));
-    }
-}
-
 static void recv_ack(struct pami_context *ctx, const uint8_t *payload,
                      size_t len)
 {
@@ -87,6 +51,13 @@ void pami_am_recv(void *arg, const void *hdr, size_t hdr_len, void *data,
     pami_client_impl_t  *c   = ctx->client;
     pami_am_hdr_t h;
 
+    /* pami sends everything eager (large payloads go by its own active
+     * GET), so a UCX rendezvous descriptor is nothing we sent: drop it. */
+    if (unlikely(desc != NULL)) {
+        ctx->stats.dropped_malformed++;
+        pami_warn("am", "dropped a %zu-byte UCX rendezvous message", data_len);
+        return;
+    }
     if (unlikely(hdr_len < sizeof(h))) {
         ctx->stats.dropped_malformed++;
         pami_warn("am", "dropped a message with a %zu-byte header", hdr_len);
@@ -121,6 +92,9 @@ void pami_am_recv(void *arg, const void *hdr, size_t hdr_len, void *data,
             pami_barrier_recv(ctx, rest, rest_len, h.origin_task);
         else if (h.dispatch == PAMI_DISPATCH_MONITOR)
             ; /* only there to connect the watching endpoint */
+        else if (h.dispatch == PAMI_DISPATCH_RNDV && ack)
+            pami_rndv_recv(ctx, peer, (h.origin_task << 8) | h.origin_ctx,
+                           ack_cookie, rest, rest_len);
         else {
             ctx->stats.dropped_unknown++;
             pami_warn("am", "dropped a message for core id %u", h.dispatch);
@@ -139,22 +113,8 @@ void pami_am_recv(void *arg, const void *hdr, size_t hdr_len, void *data,
             pami_send_ack(ctx, peer, ack_cookie, PAMI_NOT_FOUND);
         return;
     }
-    /* UCX aborts the process when it reads (CMA) from a task that is gone;
-     * look first, and drop what a dead task left behind. */
-    if (desc != NULL &&
-        unlikely(ctx->peers[peer].failed ||
-                 (c->config.peer_errors && !pami_task_alive(c, h.origin_task)))) {
-        ctx->stats.dropped_unknown++;
-        pami_task_failed(ctx, h.origin_task, -ECONNRESET);
-        return;
-    }
     ctx->stats.receives++;
     pami_endpoint_t origin = (h.origin_task << 8) | h.origin_ctx;
-    if (desc != NULL) {
-        deliver_rndv(ctx, d, rest, rest_len, data_len, origin, peer, ack,
-                     ack_cookie, desc);
-        return;
-    }
     d->fn(ctx, d->cookie, rest, rest_len, data, data_len, origin, NULL);
     if (ack)
         pami_send_ack(ctx, peer, ack_cookie, PAMI_SUCCESS);

@@ -103,7 +103,7 @@ static pami_result_t apply_params(pami_client_impl_t *c,
 
 static void client_free(pami_client_impl_t *c)
 {
-    if (c->tp_ctx != NULL)
+    if (c->tp_ctx != NULL && !c->tp_leaked)
         c->tp->fini(c->tp_ctx);
     if (c->bs_state != NULL)
         c->bs->fini(c->bs_state);
@@ -169,6 +169,7 @@ pami_result_t pami_client_create(const char *name,
     tp_params_t tpp = {
         .thread_shared = 1, /* contexts may live on different threads */
         .estimated_eps = size,
+        .keepalive_ms  = c->config.peer_errors ? PAMI_KEEPALIVE_MS : 0,
     };
     int trc = c->tp->init(&tpp, &c->tp_ctx);
     if (trc != 0) {

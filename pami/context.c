@@ -66,17 +66,20 @@ static void context_close(struct pami_context *ctx)
     if (ctx->loop_io != NULL)
         evloop_libev_ops.io_del(ctx->loop, ctx->loop_io);
     evloop_libev_ops.destroy(ctx->loop);
-    /* UCX aborts when a worker goes with a close still running; leaking
-     * the worker is the lesser harm at this point. */
-    if (ctx->closing == 0) {
+    /* UCX 1.13 aborts or crashes when a worker goes with a close still
+     * running, or with requests queued toward a task that died (it purges
+     * them and trips over their state). Leaving the worker, and what UCX
+     * may still point at, is the lesser harm on those error paths. */
+    if (ctx->closing == 0 && !ctx->client->tasks_failed) {
         pami_regions_destroy(ctx);
         ctx->tp->worker_destroy(ctx->worker);
         pami_requests_free(ctx);
+    } else {
+        ctx->client->tp_leaked = true;
+        pami_warn("context", "context %zu: leaving its UCX worker (%s)",
+                  ctx->offset, ctx->closing ? "endpoint closes never ended"
+                                            : "a task died");
     }
-    else
-        pami_warn("context", "context %zu: %d endpoint closes never ended; "
-                             "leaving its UCX worker", ctx->offset,
-                  ctx->closing);
     free(ctx->peers);
     pthread_mutex_destroy(&ctx->lock);
     pthread_mutex_destroy(&ctx->post_lock);
@@ -189,13 +192,14 @@ pami_result_t pami_context_createv(pami_client_t c,
     memcpy(c->contexts, contexts, n * sizeof(*contexts));
     c->num_contexts = n;
 
-    /* Watch every other task from the start, connected while all tasks
-     * progress here: a task that dies later is always noticed. */
-    if (c->config.peer_errors && c->size > 1) {
+    /* Watch every task of other nodes from the start, connected while all
+     * tasks progress here: a task that dies later is always noticed. */
+    size_t monitors = 0;
+    for (size_t i = 0; i < n; i++)
+        monitors += pami_monitors_start(contexts[i]);
+    if (monitors > 0) {
         uint64_t deadline = pami_time_ns() +
                             c->config.shutdown_timeout_ms * 1000000ull;
-        for (size_t i = 0; i < n; i++)
-            pami_monitors_start(contexts[i]);
         pami_drain(contexts, n, deadline);
         rc = pami_barrier(contexts, n, deadline);
         if (rc != PAMI_SUCCESS) {
@@ -237,10 +241,11 @@ pami_result_t pami_context_destroyv(pami_context_t *contexts, size_t n)
         rc == PAMI_SUCCESS)
         rc = PAMI_BOOTSTRAP;
     for (size_t i = 0; i < n; i++) {
-        if (contexts[i]->inflight > 0)
+        size_t pending = contexts[i]->inflight - contexts[i]->zombies;
+        if (pending > 0)
             pami_warn("context", "context %zu: %zu operations still pending "
                                  "at destroy complete with PAMI_SHUTDOWN",
-                      i, contexts[i]->inflight);
+                      i, pending);
         context_close(contexts[i]);
         contexts[i] = NULL;
     }

@@ -79,9 +79,10 @@ static void monitor_sent(tp_req_t *req, int status)
 
 /* Traffic goes on endpoints without error handling, so UCX may use shared
  * memory; in UCX 1.13 error handling would restrict them to TCP. Instead
- * each context keeps, per remote task, one more endpoint in UCX's
- * peer-error mode that carries one message to get connected and then only
- * watches the task. It lives in the peer slot of the task's context 0. */
+ * each context keeps, per task on another node, one more endpoint in
+ * UCX's peer-error mode that carries one message to get connected and then
+ * only watches the task. It lives in the peer slot of the task's context
+ * 0. */
 static void monitor_start(struct pami_context *ctx, uint32_t task)
 {
     pami_client_impl_t *c = ctx->client;
@@ -115,14 +116,20 @@ static void monitor_start(struct pami_context *ctx, uint32_t task)
     }
 }
 
-void pami_monitors_start(struct pami_context *ctx)
+/* Tasks on this node are watched by reading a byte of them (progress.c):
+ * reliable and free of TCP. Those elsewhere get a monitor endpoint. */
+size_t pami_monitors_start(struct pami_context *ctx)
 {
     pami_client_impl_t *c = ctx->client;
+    size_t started = 0;
     if (!c->config.peer_errors)
-        return;
+        return 0;
     for (uint32_t task = 0; task < c->size; task++)
-        if (task != c->task)
+        if (task != c->task && !c->tasks[task].local) {
             monitor_start(ctx, task);
+            started++;
+        }
+    return started;
 }
 
 static pami_result_t peer_connect(struct pami_context *ctx, pami_peer_t *peer,

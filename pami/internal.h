@@ -33,9 +33,13 @@
 #define PAMI_DISPATCH_ACK          (PAMI_DISPATCH_CORE_BASE + 0)
 #define PAMI_DISPATCH_BARRIER      (PAMI_DISPATCH_CORE_BASE + 1)
 #define PAMI_DISPATCH_MONITOR      (PAMI_DISPATCH_CORE_BASE + 2)
-#define PAMI_DISPATCH_TABLE_SIZE   (PAMI_DISPATCH_CORE_BASE + 3)
+#define PAMI_DISPATCH_RNDV         (PAMI_DISPATCH_CORE_BASE + 3)
+#define PAMI_DISPATCH_TABLE_SIZE   (PAMI_DISPATCH_CORE_BASE + 4)
 
 #define PAMI_HEADER_MAX 1024
+/* Period of the monitors' liveness checks: bounds how long a dead task can
+ * go unnoticed when its socket gives no sign. */
+#define PAMI_KEEPALIVE_MS 500
 /* UCX's shared-memory and TCP transports carry 8 KiB in one fragment; an
  * immediate send must fit one, with pami's and UCX's headers. */
 #define PAMI_IMMEDIATE_LIMIT 4096
@@ -105,6 +109,10 @@ struct pami_request {
     unsigned         tp_flags;
     uint8_t         *bounce;      /* REQ_IMM copy; kept for the next use */
     int32_t          region;      /* local region it uses, or -1 */
+    bool             rndv;        /* active GET: RTS at the origin, the
+                                     get at the target (rndv.c) */
+    tp_mem_t        *rndv_mem;    /* origin: registration of the payload */
+    tp_rkey_t       *rkey;        /* target: one-shot key of the payload */
     uint8_t          inline_hdr[PAMI_REQ_INLINE_HDR];
 };
 
@@ -193,6 +201,9 @@ struct pami_context {
     size_t                rkey_cap;
     size_t                rkey_count;
     size_t                inflight;   /* requests not free */
+    size_t                zombies;    /* reported, but UCX still holds them */
+    uint32_t              polls;      /* progress calls, for the sweep */
+    uint64_t              last_sweep_ns;
 
     /* Work posted from other threads. */
     pthread_mutex_t       post_lock;
@@ -250,6 +261,7 @@ typedef struct pami_client {
     struct pami_context **contexts;
     size_t                num_contexts;
     bool                  tasks_failed; /* a monitor saw a task die */
+    bool                  tp_leaked;    /* a worker was left to UCX */
 
     /* Progress thread (PAMI_ASYNC_PROGRESS=1). */
     pthread_t             progress_thread;
@@ -283,8 +295,9 @@ void pami_peers_close(struct pami_context *ctx, bool force);
 void pami_peers_close_failed(struct pami_context *ctx);
 /* Declares task dead on ctx: fails what waits on it, refuses new sends. */
 void pami_task_failed(struct pami_context *ctx, uint32_t task, int status);
-/* Connects one watching endpoint per remote task (PAMI_PEER_ERRORS). */
-void pami_monitors_start(struct pami_context *ctx);
+/* Connects one watching endpoint per task on another node
+ * (PAMI_PEER_ERRORS); returns how many. */
+size_t pami_monitors_start(struct pami_context *ctx);
 
 /* ---- requests (request.c) ---- */
 pami_request_t *pami_request_get(struct pami_context *ctx);
@@ -336,9 +349,25 @@ pami_result_t pami_send_internal(struct pami_context *ctx, uint32_t peer,
                                  uint16_t dispatch, const void *payload,
                                  size_t len, pami_req_kind_t kind);
 unsigned pami_send_deferred(struct pami_context *ctx);
+/* Starts req now, or after the transport's progress returns when its peer
+ * needs an endpoint first; keeps a peer's order. */
+void pami_submit(struct pami_context *ctx, pami_request_t *req);
+
+/* ---- rendezvous by active GET (rndv.c) ---- */
+pami_result_t pami_rndv_send(struct pami_context *ctx, uint32_t index,
+                             const pami_send_t *params);
+void pami_rndv_recv(struct pami_context *ctx, uint32_t peer,
+                    pami_endpoint_t origin, uint64_t ack_cookie,
+                    const uint8_t *rest, size_t rest_len);
+void pami_rndv_start_get(struct pami_context *ctx, pami_peer_t *peer,
+                         pami_request_t *req);
 
 /* ---- memory regions (memregion.c) ---- */
 pami_result_t pami_mr_decode(const pami_memregion_t *mr, pami_mr_view_t *v);
+/* Registers addr and writes its wire form with region id `id` into mr. */
+pami_result_t pami_mr_pack(struct pami_context *ctx, void *addr, size_t bytes,
+                           uint32_t id, pami_region_t *r,
+                           pami_memregion_t *mr);
 /* The live local region behind mr, or NULL (logged). */
 pami_region_t *pami_region_local(struct pami_context *ctx,
                                  const pami_memregion_t *mr,

@@ -92,28 +92,15 @@ static pami_result_t region_slot(struct pami_context *ctx, uint32_t *id)
     return PAMI_SUCCESS;
 }
 
-pami_result_t pami_memregion_create(pami_context_t ctx, void *addr,
-                                    size_t bytes, pami_memregion_t *mr)
+pami_result_t pami_mr_pack(struct pami_context *ctx, void *addr, size_t bytes,
+                           uint32_t id, pami_region_t *r, pami_memregion_t *mr)
 {
-    PAMI_CHECK(ctx != NULL && mr != NULL, PAMI_INVAL, "rma",
-               "memregion_create with a NULL context or output");
-    PAMI_CHECK(addr != NULL && bytes > 0, PAMI_INVAL, "rma",
-               "memregion_create of %p, %zu bytes: need memory", addr, bytes);
-    uint32_t id;
-    pami_result_t rc = region_slot(ctx, &id);
-    if (rc != PAMI_SUCCESS)
-        return rc;
-
     mr_wire_t w = {0};
     size_t    rkey_len = sizeof(w.rkey);
-    tp_mem_t *mem;
-    int trc = ctx->tp->mem_reg(ctx->client->tp_ctx, addr, bytes, &mem, w.rkey,
-                               &rkey_len);
+    int trc = ctx->tp->mem_reg(ctx->client->tp_ctx, addr, bytes, &r->mem,
+                               w.rkey, &rkey_len);
     if (trc != 0)
         return pami_result_from_errno(trc);
-
-    pami_region_t *r = &ctx->regions[id];
-    r->mem   = mem;
     r->live  = true;
     r->base  = (uint64_t)(uintptr_t)addr;
     r->bytes = bytes;
@@ -130,6 +117,20 @@ pami_result_t pami_memregion_create(pami_context_t ctx, void *addr,
     w.bytes      = bytes;
     memcpy(mr, &w, sizeof(w));
     return PAMI_SUCCESS;
+}
+
+pami_result_t pami_memregion_create(pami_context_t ctx, void *addr,
+                                    size_t bytes, pami_memregion_t *mr)
+{
+    PAMI_CHECK(ctx != NULL && mr != NULL, PAMI_INVAL, "rma",
+               "memregion_create with a NULL context or output");
+    PAMI_CHECK(addr != NULL && bytes > 0, PAMI_INVAL, "rma",
+               "memregion_create of %p, %zu bytes: need memory", addr, bytes);
+    uint32_t id;
+    pami_result_t rc = region_slot(ctx, &id);
+    if (rc != PAMI_SUCCESS)
+        return rc;
+    return pami_mr_pack(ctx, addr, bytes, id, &ctx->regions[id], mr);
 }
 
 pami_region_t *pami_region_local(struct pami_context *ctx,

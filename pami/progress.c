@@ -39,8 +39,37 @@ static unsigned run_posted(struct pami_context *ctx)
     return n;
 }
 
+/* Tasks on this node that die are found by reading a byte of them: a
+ * socket of a dead task does not always tell UCX soon (it may be one UCX
+ * only writes to). Every PAMI_KEEPALIVE_MS at most, checked every 1024
+ * polls and whenever a wait wakes. */
+static void sweep_local_tasks(struct pami_context *ctx)
+{
+    pami_client_impl_t *c = ctx->client;
+    uint64_t now = pami_time_ns();
+    if (now - ctx->last_sweep_ns < PAMI_KEEPALIVE_MS * 1000000ull)
+        return;
+    ctx->last_sweep_ns = now;
+    size_t n = c->num_contexts;
+    for (size_t i = 0; i < c->num_local_tasks; i++) {
+        pami_task_t t = c->local_tasks[i];
+        if (t == c->task || ctx->peers[t * n].task_dead)
+            continue;
+        if (!pami_task_alive(c, t))
+            pami_task_failed(ctx, t, -ESRCH);
+    }
+}
+
+static inline bool sweeping(struct pami_context *ctx)
+{
+    return ctx->client->config.peer_errors &&
+           ctx->client->num_local_tasks > 1 && !ctx->closing_down;
+}
+
 unsigned pami_progress_once(struct pami_context *ctx)
 {
+    if (unlikely((++ctx->polls & 1023) == 0) && sweeping(ctx))
+        sweep_local_tasks(ctx);
     struct pami_context *outer = pami_tls_progressing;
     pami_tls_progressing = ctx;
     ctx->in_tp_progress = true;
@@ -115,7 +144,14 @@ pami_result_t pami_context_wait(pami_context_t ctx, int timeout_ms)
         if (atomic_load(&ctx->post_pending) != 0)
             continue;
         ctx->stats.sleeps++;
-        evloop_libev_ops.run_once(ctx->loop, remaining);
+        if (sweeping(ctx)) {
+            if (remaining < 0 || remaining > PAMI_KEEPALIVE_MS)
+                remaining = PAMI_KEEPALIVE_MS;
+            evloop_libev_ops.run_once(ctx->loop, remaining);
+            sweep_local_tasks(ctx);
+        } else {
+            evloop_libev_ops.run_once(ctx->loop, remaining);
+        }
         /* Whatever woke us, the next round of progress finds it. */
         spin = 0;
     }

@@ -60,6 +60,9 @@ pami_request_t *pami_request_get(struct pami_context *ctx)
     req->hdr            = req->inline_hdr;
     req->hdr_len        = 0;
     req->region         = -1;
+    req->rndv           = false;
+    req->rndv_mem       = NULL;
+    req->rkey           = NULL;
     ctx->inflight++;
     return req;
 }
@@ -86,6 +89,10 @@ void pami_request_put(pami_request_t *req)
         ctx->bounced--;
     if (req->region >= 0)
         ctx->regions[req->region].users--;
+    if (req->rndv_mem != NULL)
+        ctx->tp->mem_dereg(ctx->client->tp_ctx, req->rndv_mem);
+    if (req->rkey != NULL)
+        ctx->tp->rkey_destroy(req->rkey);
     req->hdr  = req->inline_hdr;
     req->kind = REQ_FREE;
     req->next = ctx->req_free;
@@ -191,7 +198,11 @@ unsigned pami_request_report(struct pami_context *ctx)
         req->queued = false;
         n++;
 
-        if (!req->local_pending && req->local_fn != NULL) {
+        /* An active-GET origin's buffer is free only when the target
+         * says it has the data. */
+        bool origin_rndv = req->rndv && req->kind == REQ_SEND;
+        if (!req->local_pending && req->local_fn != NULL &&
+            !(origin_rndv && req->remote_pending)) {
             pami_event_fn fn = req->local_fn;
             req->local_fn = NULL;
             fn(ctx, req->cookie, req->result);
@@ -206,9 +217,10 @@ unsigned pami_request_report(struct pami_context *ctx)
         if (req->kind == REQ_RECV && req->ack_wanted)
             pami_send_ack(ctx, req->peer, req->ack_cookie, req->result);
         /* An abandoned request is freed when UCX lets go of it. */
-        if (req->abandoned)
+        if (req->abandoned) {
             req->reported = true;
-        else
+            ctx->zombies++;
+        } else
             pami_request_put(req);
     }
     return n;
@@ -221,8 +233,10 @@ static bool pami_request_released(pami_request_t *req)
     if (!req->abandoned)
         return false;
     req->abandoned = false;
-    if (req->reported)
+    if (req->reported) {
+        req->ctx->zombies--;
         pami_request_put(req);
+    }
     return true;
 }
 

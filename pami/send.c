@@ -62,18 +62,19 @@ static void defer(struct pami_context *ctx, pami_request_t *req)
     ctx->deferred_tail  = &req->next;
 }
 
-/* Starts req toward req->peer now, or after the transport's progress
- * returns when the peer needs an endpoint first (or sends wait already,
- * which must stay ahead). Any failure is reported through the request. */
-static void submit(struct pami_context *ctx, pami_request_t *req)
+/* Any failure is reported through the request. */
+void pami_submit(struct pami_context *ctx, pami_request_t *req)
 {
     pami_peer_t  *peer;
     pami_result_t rc = ctx->deferred_head != NULL
                            ? PAMI_EAGAIN
                            : pami_peer_by_index(ctx, req->peer, &peer);
-    if (likely(rc == PAMI_SUCCESS))
-        start_send(ctx, peer, req);
-    else if (rc == PAMI_EAGAIN)
+    if (likely(rc == PAMI_SUCCESS)) {
+        if (req->rndv && req->kind == REQ_RECV)
+            pami_rndv_start_get(ctx, peer, req);
+        else
+            start_send(ctx, peer, req);
+    } else if (rc == PAMI_EAGAIN)
         defer(ctx, req);
     else
         pami_request_fail(req, rc);
@@ -87,7 +88,7 @@ unsigned pami_send_deferred(struct pami_context *ctx)
     ctx->deferred_tail = &ctx->deferred_head;
     while (req != NULL) {
         pami_request_t *next = req->next;
-        submit(ctx, req);
+        pami_submit(ctx, req);
         req = next;
         n++;
     }
@@ -127,7 +128,7 @@ static pami_result_t send_bounced(struct pami_context *ctx, uint32_t index,
     if (p->data_len > 0)
         memcpy(req->bounce + hlen, p->data, p->data_len);
     ctx->bounced++;
-    submit(ctx, req);
+    pami_submit(ctx, req);
     return PAMI_SUCCESS;
 }
 
@@ -198,6 +199,12 @@ pami_result_t pami_send(pami_context_t ctx, const pami_send_t *p)
     if (unlikely(ctx->peers[index].failed))
         return PAMI_PEER_FAILED;
 
+    if (s->data_len >= ctx->client->config.rndv_threshold && s->data_len > 0) {
+        rc = pami_rndv_send(ctx, index, p);
+        if (rc == PAMI_SUCCESS)
+            ctx->stats.sends++;
+        return rc;
+    }
     pami_request_t *req = pami_request_get(ctx);
     if (unlikely(req == NULL))
         return PAMI_ENOMEM;
@@ -215,8 +222,7 @@ pami_result_t pami_send(pami_context_t ctx, const pami_send_t *p)
     req->cookie    = p->cookie;
     req->data      = s->data;
     req->data_len  = s->data_len;
-    req->tp_flags  = s->data_len < ctx->client->config.rndv_threshold
-                         ? TP_SEND_EAGER : 0;
+    req->tp_flags  = TP_SEND_EAGER;
     fill_hdr(ctx, (pami_am_hdr_t *)req->hdr, s->dispatch,
              ack ? PAMI_AM_FLAG_ACK : 0);
     if (ack) {
@@ -229,7 +235,7 @@ pami_result_t pami_send(pami_context_t ctx, const pami_send_t *p)
     if (s->header_len > 0)
         memcpy(req->hdr + sizeof(pami_am_hdr_t) + extra, s->header,
                s->header_len);
-    submit(ctx, req);
+    pami_submit(ctx, req);
     ctx->stats.sends++;
     return PAMI_SUCCESS;
 }
@@ -253,7 +259,7 @@ pami_result_t pami_send_internal(struct pami_context *ctx, uint32_t index,
     req->tp_flags = TP_SEND_EAGER;
     fill_hdr(ctx, (pami_am_hdr_t *)req->hdr, dispatch, 0);
     memcpy(req->hdr + sizeof(pami_am_hdr_t), payload, len);
-    submit(ctx, req);
+    pami_submit(ctx, req);
     return PAMI_SUCCESS;
 }
 

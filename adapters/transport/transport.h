@@ -39,6 +39,9 @@ typedef void (*tp_ep_error_fn)(void *arg, int status);
 typedef struct {
     int      thread_shared;   /* workers used from several threads */
     size_t   estimated_eps;
+    /* How often endpoints with TP_EP_PEER_ERRORS check their peer, in
+     * milliseconds; 0 leaves the transport's default. */
+    unsigned keepalive_ms;
 } tp_params_t;
 
 typedef struct {

@@ -67,6 +67,15 @@ static int ucx_init(const tp_params_t *params, tp_context_t **out)
         return -EIO;
     }
 
+    /* A dead peer whose socket UCX only writes to is noticed by keepalive
+     * alone; UCX's default period is long. The user's setting wins. */
+    if (params->keepalive_ms > 0 && getenv("UCX_KEEPALIVE_INTERVAL") == NULL) {
+        char value[32];
+        snprintf(value, sizeof(value), "%ums", params->keepalive_ms);
+        if (ucp_config_modify(config, "KEEPALIVE_INTERVAL", value) != UCS_OK)
+            pami_warn("ucx", "cannot set UCX keepalive to %s", value);
+    }
+
     tp_context_t *ctx = calloc(1, sizeof(*ctx));
     if (ctx == NULL) {
         ucp_config_release(config);

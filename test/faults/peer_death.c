@@ -114,7 +114,7 @@ typedef struct {
     pami_result_t local_rc, remote_rc;
 } track_t;
 
-static track_t track[MAX_SENDS];
+static track_t track[MAX_SENDS + 1];
 
 static void on_local(pami_context_t ctx, void *cookie, pami_result_t rc)
 {
@@ -168,7 +168,16 @@ static void run(int rank, int fd, size_t big)
     CHECK(buf != NULL, "out of memory");
     int sent = 0, refused = 0;
     double end = now() + 20;
-    while (now() < end && sent < MAX_SENDS) {
+    while (now() < end && sent <= MAX_SENDS) {
+        /* All sent: wait for the death to be noticed, then try once more. */
+        if (sent == MAX_SENDS) {
+            pami_context_stats_t st;
+            pami_context_stats(ctx, &st);
+            if (st.peer_failures == 0) {
+                pami_context_wait(ctx, 50);
+                continue;
+            }
+        }
         /* Every fourth send is large enough for the rendezvous path. */
         size_t len = (sent % 4 == 3) ? big : 64;
         pami_send_t s = {
