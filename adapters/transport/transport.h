@@ -26,10 +26,10 @@ struct tp_req {
     void (*fn)(tp_req_t *req, int status);
 };
 
-/* Incoming active message. hdr is valid during the call. If rndv_desc is
- * NULL the payload is at data (valid during the call); otherwise the
- * payload is still remote: the callee calls am_recv with rndv_desc during
- * the call, or the payload is dropped and the sender completes. */
+/* Incoming active message. hdr and data are valid during the call.
+ * rndv_desc is non-NULL only for a message the sender let the transport
+ * send by its own rendezvous (pami never does: it sends eager and moves
+ * large payloads itself); returning drops it and the sender completes. */
 typedef void (*tp_am_fn)(void *arg, const void *hdr, size_t hdr_len,
                          void *data, size_t data_len, void *rndv_desc);
 
@@ -93,9 +93,6 @@ typedef struct tp_ops {
     int  (*am_send)(tp_ep_t *ep, const void *hdr, size_t hdr_len,
                     const void *data, size_t data_len, unsigned flags,
                     tp_req_t *req);
-    /* Receive a rendezvous payload into buf; same return convention. */
-    int  (*am_recv)(tp_worker_t *worker, void *rndv_desc, void *buf,
-                    size_t len, tp_req_t *req);
 
     /* Runs callbacks; returns the number of events. */
     unsigned (*progress)(tp_worker_t *worker);

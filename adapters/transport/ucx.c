@@ -284,13 +284,6 @@ static void req_complete_cb(void *request, ucs_status_t status, void *user_data)
     req->fn(req, status_to_errno(status));
 }
 
-static void recv_complete_cb(void *request, ucs_status_t status, size_t length,
-                             void *user_data)
-{
-    (void)length;
-    req_complete_cb(request, status, user_data);
-}
-
 /* Turns a UCP status pointer into 0 (done), 1 (in progress) or -errno. */
 static inline int ptr_result(ucs_status_ptr_t sp)
 {
@@ -348,17 +341,6 @@ static int ucx_am_send(tp_ep_t *e, const void *hdr, size_t hdr_len,
     };
     return ptr_result(ucp_am_send_nbx(e->ucp, TP_UCX_AM_ID, hdr, hdr_len, data,
                                       data_len, &p));
-}
-
-static int ucx_am_recv(tp_worker_t *w, void *desc, void *buf, size_t len,
-                       tp_req_t *req)
-{
-    ucp_request_param_t p = {
-        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
-        .cb.recv_am   = recv_complete_cb,
-        .user_data    = req,
-    };
-    return ptr_result(ucp_am_recv_data_nbx(w->ucp, desc, buf, len, &p));
 }
 
 static unsigned ucx_progress(tp_worker_t *w)
@@ -525,7 +507,6 @@ const tp_ops_t tp_ucx_ops = {
     .ep_close       = ucx_ep_close,
     .am_send_imm    = ucx_am_send_imm,
     .am_send        = ucx_am_send,
-    .am_recv        = ucx_am_recv,
     .progress       = ucx_progress,
     .event_fd       = ucx_event_fd,
     .arm            = ucx_arm,
