@@ -100,6 +100,8 @@ typedef struct {
 
 /* ---- main.c ---- */
 double bench_now(void);
+/* CPU time this process has used, in seconds. */
+double bench_cpu(void);
 void bench_die(const char *fmt, ...) __attribute__((format(printf, 1, 2),
                                                     noreturn));
 void bench_check(pami_result_t rc, const char *what);
@@ -189,9 +191,11 @@ const char *metric_name(metric_t m);
 /* Turns a measurement's seconds into the test's metric. */
 double to_metric(const plan_t *plan, double seconds);
 void report_header(const bench_t *b);
+/* cpu_share: the part of the line's wall time task 0 was running; well
+ * below 1 means another program took the CPU and the line is suspect. */
 void report_line(const bench_t *b, const char *test, size_t bytes,
                  metric_t metric, const summary_t *pami,
                  const summary_t *ucx, const char *ucx_op,
-                 const plan_t *plan);
+                 const plan_t *plan, double cpu_share);
 
 #endif

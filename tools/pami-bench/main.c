@@ -34,6 +34,13 @@ double bench_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+double bench_cpu(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 void bench_die(const char *fmt, ...)
 {
     va_list ap;
@@ -257,6 +264,7 @@ static void run_line(bench_t *b, test_id_t t, size_t bytes)
     bool     vs   = b->opt.vs_ucx;
     bool     get  = vs && t == T_SEND_BW;
     double   ps[64], us[64], gs[64];
+    double   wall = bench_now(), cpu = bench_cpu();
 
     for (unsigned r = 0; r < reps; r++) {
         /* Alternate who goes first, so a drift of the machine does not
@@ -274,15 +282,16 @@ static void run_line(bench_t *b, test_id_t t, size_t bytes)
         if (r % 2 == 1)
             ps[r] = to_metric(&p, pami_side_run(b, &p));
     }
+    double share = (bench_cpu() - cpu) / (bench_now() - wall);
     summary_t sp = summarize(ps, reps);
     summary_t su = vs ? summarize(us, reps) : (summary_t){0};
     metric_t  m  = test_metric(t);
     report_line(b, test_name(t), bytes, m, &sp, &su,
-                ucx_side_op_name(t, UCX_SAME), &p);
+                ucx_side_op_name(t, UCX_SAME), &p, share);
     if (get) {
         summary_t sg = summarize(gs, reps);
         report_line(b, "send_bw_get", bytes, m, &sp, &sg,
-                    ucx_side_op_name(t, UCX_GET_FOR_SEND), &p);
+                    ucx_side_op_name(t, UCX_GET_FOR_SEND), &p, share);
     }
 }
 

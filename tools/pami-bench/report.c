@@ -90,8 +90,10 @@ void report_header(const bench_t *b)
     printf("# lat_us: am_lat half round trip, put_lat put + remote "
            "completion, rmw_lat fetch-add round trip; rate_mps: "
            "messages/s; bw_gbps: 1e9 B/s\n");
-    printf("%-12s %9s %-9s %-30s %-30s %7s  %s\n", "test", "bytes",
-           "metric", "pami", "ucx", "ratio", "ucx pattern");
+    printf("# cpu: share of the line's wall time task 0 was on a CPU "
+           "(well below 1: another program disturbed the line)\n");
+    printf("%-12s %9s %-9s %-30s %-30s %7s %5s  %s\n", "test", "bytes",
+           "metric", "pami", "ucx", "ratio", "cpu", "ucx pattern");
 }
 
 static const char *fmt_of(metric_t m)
@@ -133,7 +135,7 @@ static void json_num(const char *key, bool ok, double v)
 void report_line(const bench_t *b, const char *test, size_t bytes,
                  metric_t metric, const summary_t *pami,
                  const summary_t *ucx, const char *ucx_op,
-                 const plan_t *plan)
+                 const plan_t *plan, double cpu_share)
 {
     bool   vs    = b->opt.vs_ucx;
     bool   ratio_ok = vs && pami->valid && ucx->valid && ucx->median > 0;
@@ -153,8 +155,9 @@ void report_line(const bench_t *b, const char *test, size_t bytes,
             printf(", \"ucx_op\": \"%s\"", ucx_op);
         else
             printf(", \"ucx_op\": null");
-        printf(", \"reps\": %u, \"ops\": %zu, \"window\": %zu}\n",
-               b->opt.reps, plan->ops, plan->window);
+        printf(", \"reps\": %u, \"ops\": %zu, \"window\": %zu, "
+               "\"cpu_share\": %.3f}\n", b->opt.reps, plan->ops,
+               plan->window, cpu_share);
     } else {
         char p[128], u[128], r[16];
         cell(p, sizeof(p), metric, pami, true);
@@ -163,8 +166,8 @@ void report_line(const bench_t *b, const char *test, size_t bytes,
             snprintf(r, sizeof(r), "%.3f", ratio);
         else
             snprintf(r, sizeof(r), "-");
-        printf("%-12s %9zu %-9s %-30s %-30s %7s  %s\n", test, bytes,
-               metric_name(metric), p, u, r, vs ? ucx_op : "-");
+        printf("%-12s %9zu %-9s %-30s %-30s %7s %5.2f  %s\n", test, bytes,
+               metric_name(metric), p, u, r, cpu_share, vs ? ucx_op : "-");
     }
     fflush(stdout);
 }
