@@ -157,10 +157,18 @@ pami_result_t pami_memregion_destroy(pami_context_t ctx, pami_memregion_t *mr)
     pami_region_t *r = pami_region_local(ctx, mr, &v);
     if (r == NULL)
         return PAMI_INVAL;
-    /* Operations reading or writing it finish first. */
+    /* Operations reading or writing it finish first, within the bound
+     * destroy also has. */
+    uint64_t deadline = pami_time_ns() +
+                        ctx->client->config.shutdown_timeout_ms * 1000000ull;
     while (r->users > 0) {
         if (pami_tls_progressing == ctx)
             return PAMI_EAGAIN;
+        if (pami_time_ns() > deadline) {
+            pami_warn("rma", "region %u still used by %u operations; not "
+                             "destroyed", v.id, r->users);
+            return PAMI_TIMEOUT;
+        }
         pami_progress_once(ctx);
     }
     ctx->tp->mem_dereg(ctx->client->tp_ctx, r->mem);
