@@ -367,8 +367,9 @@ pami_result_t pami_memregion_create(pami_context_t context, void *addr,
                                     size_t bytes, pami_memregion_t *mr);
 
 /* PAMI_INVAL for a handle this context did not create or destroyed
- * already. Operations still using the region locally complete first (the
- * call advances until they did, or PAMI_EAGAIN from a handler). */
+ * already. Operations still using the region locally complete first: the
+ * call advances until they did (PAMI_TIMEOUT, region kept, if that takes
+ * longer than PAMI_SHUTDOWN_TIMEOUT; PAMI_EAGAIN from a handler). */
 pami_result_t pami_memregion_destroy(pami_context_t context,
                                      pami_memregion_t *mr);
 
