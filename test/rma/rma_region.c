@@ -19,12 +19,21 @@
  *    then completes and a later destroy succeeds), or, when the operation
  *    no longer needs the region, PAMI_SUCCESS; either way the operation's
  *    callback runs exactly once and the data is right;
+ *  - destroy from main while an rget uses the region, and the rget's
+ *    local_fn (run by destroy's own progress) creates 200 regions, so the
+ *    context's table of regions grows under destroy: destroy returns
+ *    PAMI_SUCCESS (not PAMI_TIMEOUT, nor hangs: an alarm fails the test
+ *    after 20 s), a second destroy is PAMI_INVAL, and the new regions work
+ *    and destroy normally;
  *  - the owner destroys its region while a peer's put into it may be in
  *    flight: nobody crashes, the put's callbacks run once each.
  *
  *   pamirun -n N rma_region      (N >= 2)
  */
 #include "rma_util.h"
+
+#include <signal.h>
+#include <unistd.h>
 
 enum { ID_TRIGGER = 20, ID_STALE = 21 };
 
@@ -287,6 +296,75 @@ static void test_destroy_busy(void)
     free(busy_buf);
 }
 
+/* ---- the table of regions grows while destroy waits ---- */
+
+#define EXTRA 200
+
+static pami_memregion_t extra[EXTRA];
+static unsigned         extra_n;
+
+static void on_rget_create(pami_context_t ctx, void *cookie, pami_result_t rc)
+{
+    rma_on_local(ctx, cookie, rc);
+    for (unsigned i = 0; i < EXTRA; i++)
+        MP_CHECK(pami_memregion_create(ctx, small_buf + i, 64 + i,
+                                       &extra[i]));
+    extra_n = EXTRA;
+}
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    static const char msg[] = "rma_region: FAIL: pami_memregion_destroy "
+        "did not return within 20 s after the rget's local_fn created "
+        "regions (the table of regions grew while destroy waited)\n";
+    ssize_t n = write(2, msg, sizeof(msg) - 1);
+    (void)n;
+    _exit(1);
+}
+
+static void test_destroy_grow(void)
+{
+    pami_context_t ctx  = job.ctx[0];
+    pami_task_t    next = mp_peer(&job, 1);
+    uint8_t       *buf  = rma_alloc(BIG);
+    pami_memregion_t lmr, keep;
+    MP_CHECK(pami_memregion_create(ctx, buf, BIG, &lmr));
+    keep = lmr;
+    rma_op_t op = {.what = "rget whose local_fn creates regions"};
+    pami_rrma_t p = {.dest = mp_ep(&job, next, 0), .local_mr = &lmr,
+                     .remote_mr = &bigs[next], .bytes = BIG,
+                     .local_fn = on_rget_create, .cookie = &op};
+    MP_CHECK(pami_rget(ctx, &p));
+    signal(SIGALRM, on_alarm);
+    alarm(20);
+    pami_result_t rc = pami_memregion_destroy(ctx, &lmr);
+    alarm(0);
+    MP_EXPECT(rc == PAMI_SUCCESS, "destroy while an rget used the region, "
+              "whose local_fn created %u regions meanwhile (local_fn ran %u "
+              "times): %s", extra_n, op.local, pami_error_text(rc));
+    MP_EXPECT(op.local == 1 && extra_n == EXTRA, "destroy returned before "
+              "the rget's local_fn ran");
+    MP_CHECK_RC(pami_memregion_destroy(ctx, &keep), PAMI_INVAL);
+    MP_EXPECT(rma_check(buf, 0, BIG, rma_seed(next, 1)) < 0,
+              "rget completed by destroy: wrong data");
+    /* The regions made in the callback are fine. */
+    for (unsigned i = 0; i < EXTRA; i++)
+        check_query(&extra[i], small_buf + i, 64 + i, job.me, 0,
+                    "region created in a callback");
+    MP_CHECK(rma_rxfer(&job, RMA_GET, next, &extra[EXTRA - 1], 0,
+                       &smalls[next], 0, 64, "rget into a region created "
+                       "in a callback"));
+    MP_EXPECT(rma_check(small_buf + EXTRA - 1, 0, 64, rma_seed(next, 0)) < 0,
+              "rget into a region created in a callback: wrong data");
+    for (unsigned i = 0; i < EXTRA; i++)
+        MP_CHECK(pami_memregion_destroy(ctx, &extra[i]));
+    /* Put back what that rget overwrote in my small region. */
+    rma_fill(small_buf, 0, SMALL, rma_seed(job.me, 0));
+    mp_sync(&job);
+    free(buf);
+}
+
 /* ---- the owner destroys a region a peer is writing ---- */
 
 static unsigned stale_msgs;
@@ -362,6 +440,7 @@ int main(int argc, char **argv)
     test_foreign();
     test_destroyed_local();
     test_destroy_busy();
+    test_destroy_grow();
     test_destroy_remote();
 
     mp_sync(&job);
