@@ -269,7 +269,8 @@ static void fetch_add_round(size_t size)
                OFF_GATHER + job.me * count * sizeof(*mine),
                "put of my fetched values to task 0");
     rma_fence(&job, 0, "fence to task 0 after the fetch-adds");
-    mp_sync(&job);
+    /* Meet: after this every task's operations are complete at task 0. */
+    MP_CHECK(pami_dispatch_fence(job.client));
     free(mine);
     if (job.me == 0) {
         uint64_t total = job.size * count;
