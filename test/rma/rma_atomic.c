@@ -177,7 +177,8 @@ static void test_semantics(void)
     }
     if (job.me == 0) {
         MP_EXPECT(load64(OFF_SCR64) == 999 + job.size,
-                  "scratch word is %llu", (unsigned long long)load64(OFF_SCR64));
+                  "scratch word is %llu",
+                  (unsigned long long)load64(OFF_SCR64));
         MP_EXPECT(load32(OFF_C32) == C32_START && load32(OFF_GUARD) == GUARD32
                       && load64(OFF_C64) == 0,
                   "the semantics checks changed the counters");

@@ -6,7 +6,8 @@
  * pattern (defined by absolute offset) and exchanges it with the others
  * inside active-message headers. Then:
  *
- *  1. from every peer: gets at offset 0, inside, and ending exactly at the
+ *  1. from every task (this one too): gets at offset 0, inside, and ending
+ *     exactly at the
  *     last byte, of several sizes, checked against the peer's pattern,
  *     with the bytes behind the local buffer untouched; 0-byte put and get
  *     complete with their callbacks; puts and gets one byte past the end,
@@ -133,7 +134,8 @@ static size_t offset_for(size_t i, size_t len)
 static void phase_edges(void)
 {
     static const size_t lens[] = {1, 7, 8, 4097, 1024 * 1024 + 3};
-    for (size_t k = 1; k < job.size; k++) {
+    /* k == 0: this task's own region, through its own endpoint. */
+    for (size_t k = 0; k < job.size; k++) {
         pami_task_t p    = mp_peer(&job, k);
         uint64_t    seed = rma_seed(p, 0);
         for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {

@@ -110,7 +110,8 @@ static unsigned put_chunks(pami_task_t dest, const uint8_t *src, size_t len,
         size_t c = chunks[i % (sizeof(chunks) / sizeof(chunks[0]))];
         if (c > len - off)
             c = len - off;
-        pami_rma_t p = {.dest = mp_ep(&job, dest, 0), .local = (void *)(src + off),
+        pami_rma_t p = {.dest = mp_ep(&job, dest, 0),
+                        .local = (void *)(src + off),
                         .bytes = c, .remote_mr = &mrs[dest],
                         .remote_offset = off, .local_fn = on_put};
         in_call = true;

@@ -4,14 +4,15 @@
  * The threshold comes from pami_client_query (PAMI_RNDV_THRESHOLD may set
  * it; --expect-threshold=N checks that it did). Modes:
  *
- *  sizes    every task sends to every other one 0 bytes, threshold - 1,
- *           threshold, threshold + 1, 1 MiB and 16 MiB with local_fn and
- *           remote_fn, then 1 MiB + 3 from one read-only mapping to every
- *           peer at once; the origin scribbles over its buffer in local_fn
- *           and frees it in remote_fn; the target checks every byte, the
- *           order of arrival, that payloads below the threshold arrive
- *           whole and the others stay at the origin (data == NULL), and
- *           local_fn runs once before remote_fn, never inside the call.
+ *  sizes    every task sends to every task (itself too) 0 bytes,
+ *           threshold - 1, threshold, threshold + 1, 1 MiB and 16 MiB with
+ *           local_fn and remote_fn, then 1 MiB + 3 from one read-only
+ *           mapping to every task at once; the origin scribbles over its
+ *           buffer in local_fn and frees it in remote_fn; the target
+ *           checks every byte, the order of arrival, that payloads below
+ *           the threshold arrive whole and the others stay at the origin
+ *           (data == NULL), and local_fn runs once before remote_fn, never
+ *           inside the call.
  *  discard  the handler leaves recv empty: the origin's local_fn and
  *           remote_fn still run once with PAMI_SUCCESS (and with local_fn
  *           only, local_fn alone), and the buffer is unmapped at once (a
@@ -22,7 +23,9 @@
  *           offset + size wrapping), another task's region, a destroyed
  *           region: recv local_fn gets PAMI_INVAL, the region is untouched,
  *           the origin still completes (local_fn SUCCESS, remote_fn once
- *           with the target's verdict: PAMI_SUCCESS or PAMI_INVAL).
+ *           with the target's verdict: PAMI_SUCCESS or PAMI_INVAL); a
+ *           region destroyed by main right after the handler named it:
+ *           destroy waits until the data landed.
  *  reply    pairs ping-pong large payloads: the answer is sent from inside
  *           the handler (before the payload is here), the next ping from
  *           the recv local_fn of the answer.
@@ -287,10 +290,12 @@ static void on_ordered(pami_context_t ctx, void *cookie, const void *hdr,
     take_payload(ctx, &h, data, recv, count_arrival);
 }
 
+static bool self_too;   /* sizes: tasks send to themselves as well */
+
 static bool all_arrived(unsigned n)
 {
     for (size_t t = 0; t < job.size; t++)
-        if (t != job.me && arrived[t] != n)
+        if ((t != job.me || self_too) && arrived[t] != n)
             return false;
     return true;
 }
@@ -301,8 +306,9 @@ static void mode_sizes(void)
     size_t sizes[] = {0, thr - 1, thr, thr + 1, 1u << 20, 16u << 20};
     unsigned n = sizeof(sizes) / sizeof(sizes[0]);
     unsigned sent = 0;
+    self_too = true;    /* k == 0: to this task's own endpoint */
     for (unsigned i = 0; i < n; i++)
-        for (size_t k = 1; k < job.size; k++) {
+        for (size_t k = 0; k < job.size; k++) {
             lhdr_t h = {.seq = i, .size = sizes[i], .salt = 100 + i};
             send_large(ctx, mp_peer(&job, k), i % 2 ? ID_B : ID_A, &h, NULL,
                        SL_LOCAL | SL_REMOTE | SL_AUTOFREE);
@@ -314,7 +320,7 @@ static void mode_sizes(void)
     uint8_t *ro = payload_alloc(ro_len, true);
     rma_fill(ro, 0, ro_len, rma_seed(job.me, 100 + n));
     MP_EXPECT(mprotect(ro, ro_len, PROT_READ) == 0, "mprotect failed");
-    for (size_t k = 1; k < job.size; k++) {
+    for (size_t k = 0; k < job.size; k++) {
         lhdr_t h = {.seq = n, .size = ro_len, .salt = 100 + n};
         send_large(ctx, mp_peer(&job, k), ID_A, &h, ro,
                    SL_LOCAL | SL_REMOTE | SL_AUTOFREE);
@@ -386,13 +392,17 @@ static void mode_discard(void)
 
 #define MR_BYTES ((16u << 20) + 4096)
 
-enum { MR_MINE, MR_FOREIGN, MR_DESTROYED };
+enum { MR_MINE, MR_FOREIGN, MR_DESTROYED, MR_TEMP };
 
 static uint8_t          *mr_mem;
 static pami_memregion_t  mr_mine, mr_dead;
 static pami_memregion_t *mr_all;
 static uint64_t          mr_guard;
 static unsigned          mr_done;
+static uint8_t          *temp_mem;    /* MR_TEMP: destroyed while landing */
+static pami_memregion_t  temp_mr;
+static bool              temp_given;
+static unsigned          temp_done;
 static pami_result_t     mr_rc[16];   /* per case, as received here */
 
 static void on_mr_done(pami_context_t ctx, void *cookie, pami_result_t rc)
@@ -422,6 +432,20 @@ static void on_mr_done(pami_context_t ctx, void *cookie, pami_result_t rc)
     free(h);
 }
 
+static void on_temp_done(pami_context_t ctx, void *cookie, pami_result_t rc)
+{
+    (void)ctx;
+    lhdr_t *h = cookie;
+    MP_EXPECT(rc == PAMI_SUCCESS, "landing in a region destroyed meanwhile: "
+              "%s", pami_error_text(rc));
+    long bad = rma_check(temp_mem, 0, h->size,
+                         rma_seed(h->origin, (uint32_t)h->salt));
+    MP_EXPECT(bad < 0, "landing in a region destroyed meanwhile: byte %ld "
+              "wrong", bad);
+    temp_done++;
+    free(h);
+}
+
 static void on_mr(pami_context_t ctx, void *cookie, const void *hdr,
                   size_t hlen, const void *data, size_t dlen,
                   pami_endpoint_t origin, pami_recv_t *recv)
@@ -431,6 +455,16 @@ static void on_mr(pami_context_t ctx, void *cookie, const void *hdr,
     MP_EXPECT(data == NULL && recv != NULL, "message %u of %zu bytes (at or "
               "above the threshold %zu) arrived whole: cannot hand it a "
               "region", h.seq, dlen, thr);
+    if (h.mr_case == MR_TEMP) {
+        lhdr_t *keep = malloc(sizeof(*keep));
+        MP_EXPECT(keep != NULL, "out of memory");
+        *keep = h;
+        recv->mr       = &temp_mr;
+        recv->local_fn = on_temp_done;
+        recv->cookie   = keep;
+        temp_given     = true;
+        return;
+    }
     lhdr_t *keep = malloc(sizeof(*keep));
     MP_EXPECT(keep != NULL, "out of memory");
     *keep = h;
@@ -505,6 +539,33 @@ static void mode_mr(void)
             printf("mr: %-26s recv local_fn %s, origin remote_fn %s\n",
                    cases[i].what, pami_error_text(mr_rc[i]),
                    pami_error_text(remote_rc[i]));
+
+    /* The handler names a region that main destroys as soon as the
+     * handler ran: destroy waits for the landing. */
+    temp_mem = rma_alloc(16u << 20);
+    memset(temp_mem, 0, 16u << 20);
+    MP_CHECK(pami_memregion_create(ctx, temp_mem, 16u << 20, &temp_mr));
+    mp_sync(&job);
+    lhdr_t h = {.seq = n, .size = 16u << 20, .salt = 300 + n,
+                .mr_case = MR_TEMP};
+    slot_t *s = send_large(ctx, to, ID_A, &h, NULL, SL_LOCAL | SL_REMOTE);
+    MP_WAIT(&job, ctx, temp_given, MP_WAIT_S, "the message for the region "
+            "destroyed while the data lands");
+    bool early = temp_done == 0;
+    MP_CHECK(pami_memregion_destroy(ctx, &temp_mr));
+    MP_EXPECT(temp_done == 1, "destroy returned before the landing's "
+              "local_fn ran");
+    MP_WAIT(&job, ctx, slot_complete(s), MP_WAIT_S, "origin of the message "
+            "into the region destroyed meanwhile");
+    MP_EXPECT(s->remote_rc == PAMI_SUCCESS, "origin of the message into the "
+              "region destroyed meanwhile: remote_fn got %s",
+              pami_error_text(s->remote_rc));
+    free(s);
+    mp_sync(&job);
+    if (job.me == 0)
+        printf("mr: destroy right after the handler: the data was %s\n",
+               early ? "still landing (destroy waited)" : "already there");
+    free(temp_mem);
     MP_CHECK(pami_memregion_destroy(ctx, &mr_mine));
     free(mr_mem);
     free(mr_all);

@@ -307,7 +307,8 @@ static inline pami_result_t rma_rxfer(mp_job_t *job, int kind,
                      .remote_fn = kind == RMA_PUT ? rma_on_remote : NULL,
                      .cookie = &op};
     op.in_call = true;
-    pami_result_t rc = kind == RMA_PUT ? pami_rput(ctx, &p) : pami_rget(ctx, &p);
+    pami_result_t rc = kind == RMA_PUT ? pami_rput(ctx, &p)
+                                       : pami_rget(ctx, &p);
     op.in_call = false;
     if (rc == PAMI_SUCCESS)
         rma_op_wait(job, &op, true, kind == RMA_PUT);
