@@ -24,8 +24,8 @@
     X(rndv_threshold, "PAMI_RNDV_THRESHOLD", size, "65536",                  \
       "payload size from which pami_send hands the data over by rendezvous")\
     X(peer_errors, "PAMI_PEER_ERRORS", bool, "1",                            \
-      "watch every other task over one more (TCP) endpoint per context so " \
-      "a dead task fails pending operations with PAMI_PEER_FAILED")                    \
+      "watch every other task (a byte probe on this node, a TCP endpoint " \
+      "elsewhere) so a dead task fails its operations with PAMI_PEER_FAILED")                    \
     X(shutdown_timeout_ms, "PAMI_SHUTDOWN_TIMEOUT", size, "10000",           \
       "milliseconds createv waits for all tasks to connect, and destroy "   \
       "for peers and pending operations")

@@ -144,6 +144,7 @@ typedef struct {
 
 typedef struct {
     uint32_t   peer;
+    uint32_t   owner_ctx;
     uint32_t   id;
     uint32_t   generation;
     tp_rkey_t *rkey;

@@ -170,6 +170,8 @@ pami_result_t pami_memregion_destroy(pami_context_t ctx, pami_memregion_t *mr)
             return PAMI_TIMEOUT;
         }
         pami_progress_once(ctx);
+        /* A callback may have created a region and moved the table. */
+        r = &ctx->regions[v.id];
     }
     ctx->tp->mem_dereg(ctx->client->tp_ctx, r->mem);
     r->mem  = NULL;
@@ -180,9 +182,11 @@ pami_result_t pami_memregion_destroy(pami_context_t ctx, pami_memregion_t *mr)
 
 /* ---- remote keys, cached per (peer, region) ---- */
 
-static inline size_t rkey_hash(uint32_t peer, uint32_t id, uint32_t gen)
+static inline size_t rkey_hash(uint32_t peer, uint32_t owner_ctx, uint32_t id,
+                               uint32_t gen)
 {
-    uint64_t k = ((uint64_t)peer << 40) ^ ((uint64_t)id << 20) ^ gen;
+    uint64_t k = ((uint64_t)peer << 40) ^ ((uint64_t)owner_ctx << 56) ^
+                 ((uint64_t)id << 20) ^ gen;
     k ^= k >> 33;
     k *= 0xff51afd7ed558ccdull;
     k ^= k >> 33;
@@ -199,7 +203,8 @@ static pami_result_t rkey_grow(struct pami_context *ctx)
         pami_rkey_entry_t *e = &ctx->rkeys[i];
         if (e->rkey == NULL)
             continue;
-        size_t j = rkey_hash(e->peer, e->id, e->generation) & (cap - 1);
+        size_t j = rkey_hash(e->peer, e->owner_ctx, e->id, e->generation) &
+                   (cap - 1);
         while (t[j].rkey != NULL)
             j = (j + 1) & (cap - 1);
         t[j] = *e;
@@ -215,11 +220,12 @@ pami_result_t pami_rkey_get(struct pami_context *ctx, pami_peer_t *peer,
 {
     if (ctx->rkey_cap > 0) {
         size_t mask = ctx->rkey_cap - 1;
-        for (size_t j = rkey_hash(peer->index, v->id, v->generation) & mask;
+        for (size_t j = rkey_hash(peer->index, v->owner_ctx, v->id,
+                                  v->generation) & mask;
              ctx->rkeys[j].rkey != NULL; j = (j + 1) & mask) {
             pami_rkey_entry_t *e = &ctx->rkeys[j];
-            if (e->peer == peer->index && e->id == v->id &&
-                e->generation == v->generation) {
+            if (e->peer == peer->index && e->owner_ctx == v->owner_ctx &&
+                e->id == v->id && e->generation == v->generation) {
                 *out = e->rkey;
                 return PAMI_SUCCESS;
             }
@@ -233,10 +239,13 @@ pami_result_t pami_rkey_get(struct pami_context *ctx, pami_peer_t *peer,
     if (trc != 0)
         return PAMI_INVAL;
     size_t mask = ctx->rkey_cap - 1;
-    size_t j = rkey_hash(peer->index, v->id, v->generation) & mask;
+    size_t j = rkey_hash(peer->index, v->owner_ctx, v->id, v->generation) &
+               mask;
     while (ctx->rkeys[j].rkey != NULL)
         j = (j + 1) & mask;
-    ctx->rkeys[j] = (pami_rkey_entry_t){.peer = peer->index, .id = v->id,
+    ctx->rkeys[j] = (pami_rkey_entry_t){.peer = peer->index,
+                                        .owner_ctx = v->owner_ctx,
+                                        .id = v->id,
                                         .generation = v->generation,
                                         .rkey = rkey};
     ctx->rkey_count++;

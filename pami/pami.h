@@ -280,7 +280,8 @@ typedef struct {
     void         *cookie;
     /* Instead of addr: a region of this context and an offset in it (the
      * range is checked; outside it the message is discarded and local_fn
-     * gets PAMI_INVAL). Declared after addr so older code stays valid. */
+     * gets PAMI_INVAL). The handle mr points at is read after the handler
+     * returns: keep it outside the handler's stack. */
     const pami_memregion_t *mr;
     size_t        mr_offset;
 } pami_recv_t;

@@ -207,9 +207,7 @@ pami_result_t pami_rmw(pami_context_t ctx, const pami_rmw_t *p)
                "unknown rmw operation %d", (int)p->op);
     PAMI_CHECK(p->size == 4 || p->size == 8, PAMI_INVAL, "rma",
                "rmw of %zu bytes; 4 or 8", p->size);
-    PAMI_CHECK(p->remote_offset % p->size == 0, PAMI_INVAL, "rma",
-               "rmw at offset %zu is not aligned to %zu", p->remote_offset,
-               p->size);
+
     PAMI_CHECK(p->result != NULL || p->op == PAMI_RMW_ADD, PAMI_INVAL, "rma",
                "rmw that fetches needs a result buffer");
 
@@ -220,6 +218,9 @@ pami_result_t pami_rmw(pami_context_t ctx, const pami_rmw_t *p)
                                   p->size, &peer, &rkey, &raddr);
     if (rc != PAMI_SUCCESS)
         return rc;
+    PAMI_CHECK(raddr % p->size == 0, PAMI_INVAL, "rma",
+               "rmw at address 0x%llx is not aligned to %zu",
+               (unsigned long long)raddr, p->size);
     pami_request_t *req = rma_request(ctx, peer->index, p->done_fn, p->cookie);
     if (req == NULL)
         return PAMI_ENOMEM;
