@@ -25,6 +25,10 @@
  *    PAMI_SUCCESS (not PAMI_TIMEOUT, nor hangs: an alarm fails the test
  *    after 20 s), a second destroy is PAMI_INVAL, and the new regions work
  *    and destroy normally;
+ *  - destroy from main while an rget uses the region, and posted work
+ *    (run by destroy's own progress, after the rget completed) destroys
+ *    the same region through a copy of the handle: no crash, exactly one
+ *    of the two destroys succeeds, the other is PAMI_INVAL;
  *  - the owner destroys its region while a peer's put into it may be in
  *    flight: nobody crashes, the put's callbacks run once each.
  *
@@ -365,6 +369,57 @@ static void test_destroy_grow(void)
     free(buf);
 }
 
+/* ---- two destroys of one region, one inside the other's wait ---- */
+
+static pami_memregion_t race_copy;
+static pami_result_t    race_inner;
+static bool             race_ran;
+static pami_work_t      race_work;
+
+static pami_result_t race_destroy(pami_context_t ctx, void *cookie)
+{
+    (void)cookie;
+    pami_result_t rc = pami_memregion_destroy(ctx, &race_copy);
+    if (rc == PAMI_EAGAIN)
+        return PAMI_EAGAIN;     /* the rget still runs: again later */
+    race_inner = rc;
+    race_ran   = true;
+    return PAMI_SUCCESS;
+}
+
+static void test_destroy_race(void)
+{
+    pami_context_t ctx  = job.ctx[0];
+    pami_task_t    next = mp_peer(&job, 1);
+    uint8_t       *buf  = rma_alloc(BIG);
+    pami_memregion_t lmr, keep;
+    MP_CHECK(pami_memregion_create(ctx, buf, BIG, &lmr));
+    keep = race_copy = lmr;
+    rma_op_t op = {.what = "rget into a region destroyed twice"};
+    pami_rrma_t p = {.dest = mp_ep(&job, next, 0), .local_mr = &lmr,
+                     .remote_mr = &bigs[next], .bytes = BIG,
+                     .local_fn = rma_on_local, .cookie = &op};
+    MP_CHECK(pami_rget(ctx, &p));
+    MP_CHECK(pami_context_post(ctx, &race_work, race_destroy, NULL));
+    pami_result_t outer = pami_memregion_destroy(ctx, &lmr);
+    MP_WAIT(&job, ctx, race_ran, MP_WAIT_S, "the posted destroy");
+    rma_op_wait(&job, &op, true, false);
+    MP_EXPECT((outer == PAMI_SUCCESS && race_inner == PAMI_INVAL) ||
+                  (outer == PAMI_INVAL && race_inner == PAMI_SUCCESS),
+              "destroy from main returned %s, the destroy of a copy by "
+              "posted work during its wait returned %s: exactly one must "
+              "succeed", pami_error_text(outer),
+              pami_error_text(race_inner));
+    MP_CHECK_RC(pami_memregion_destroy(ctx, &keep), PAMI_INVAL);
+    MP_EXPECT(rma_check(buf, 0, BIG, rma_seed(next, 1)) < 0,
+              "rget into a region destroyed twice: wrong data");
+    mp_sync(&job);
+    if (job.me == 0)
+        printf("two destroys of one region: main %s, posted work %s\n",
+               pami_error_text(outer), pami_error_text(race_inner));
+    free(buf);
+}
+
 /* ---- the owner destroys a region a peer is writing ---- */
 
 static unsigned stale_msgs;
@@ -441,6 +496,7 @@ int main(int argc, char **argv)
     test_destroyed_local();
     test_destroy_busy();
     test_destroy_grow();
+    test_destroy_race();
     test_destroy_remote();
 
     mp_sync(&job);
