@@ -170,8 +170,11 @@ pami_result_t pami_memregion_destroy(pami_context_t ctx, pami_memregion_t *mr)
             return PAMI_TIMEOUT;
         }
         pami_progress_once(ctx);
-        /* A callback may have created a region and moved the table. */
+        /* A callback may have created a region and moved the table, or
+         * destroyed this one through a copy. */
         r = &ctx->regions[v.id];
+        if (!r->live || r->generation != v.generation)
+            return PAMI_INVAL;
     }
     ctx->tp->mem_dereg(ctx->client->tp_ctx, r->mem);
     r->mem  = NULL;

@@ -109,6 +109,14 @@ static pami_result_t rma(struct pami_context *ctx, rma_dir_t dir,
         return PAMI_INVAL;
     }
     pami_request_t *req = rma_request(ctx, peer->index, local_fn, cookie);
+    /* The flush behind remote_fn is taken first: once the put is out, an
+     * error could no longer mean "nothing was sent". */
+    pami_request_t *flush = NULL;
+    if (likely(req != NULL) && remote_fn != NULL &&
+        (flush = rma_request(ctx, peer->index, remote_fn, cookie)) == NULL) {
+        pami_request_put(req);
+        req = NULL;
+    }
     if (unlikely(req == NULL))
         return PAMI_ENOMEM;
     int trc = 0;
@@ -117,14 +125,25 @@ static pami_result_t rma(struct pami_context *ctx, rma_dir_t dir,
                   ? ctx->tp->put(peer->ep, local, bytes, raddr, rkey, &req->tp)
                   : ctx->tp->get(peer->ep, local, bytes, raddr, rkey, &req->tp);
     rc = rma_issued(req, trc);
-    if (rc == PAMI_SUCCESS && region >= 0) {
+    if (rc != PAMI_SUCCESS) {
+        if (flush != NULL)
+            pami_request_put(flush);
+        return rc;
+    }
+    if (region >= 0) {
         req->region = region;
         ctx->regions[region].users++;
     }
-    /* Remote completion of a put is a flush of the endpoint behind it. */
-    if (rc == PAMI_SUCCESS && remote_fn != NULL)
-        rc = fence_peer(ctx, peer, remote_fn, cookie);
-    return rc;
+    /* Remote completion of a put is a flush of the endpoint behind it; if
+     * the flush cannot start, remote_fn hears it. */
+    if (flush != NULL) {
+        int frc = ctx->tp->ep_flush(peer->ep, &flush->tp);
+        if (frc == 1)
+            pami_request_local_start(flush);
+        else
+            pami_request_done(flush, pami_result_from_errno(frc));
+    }
+    return PAMI_SUCCESS;
 }
 
 pami_result_t pami_put(pami_context_t ctx, const pami_rma_t *p)
