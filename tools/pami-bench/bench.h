@@ -51,6 +51,7 @@ typedef struct {
     size_t   max_bytes;
     unsigned reps;       /* measurements per line, for median and spread */
     size_t   window;     /* 0: each test's default */
+    double   min_cpu;    /* redo a repetition when a task had less */
 } opts_t;
 
 /* What task 1 is polling. */
@@ -72,6 +73,7 @@ typedef struct {
     pami_context_t  ctx;
     pami_task_t     me;
     pami_endpoint_t peer;          /* the other task's context 0 */
+    long            peer_pid;      /* on this node, else 0 */
     size_t          immediate_max;
     size_t          rndv_threshold;
     const char     *ucx_version;
@@ -100,8 +102,9 @@ typedef struct {
 
 /* ---- main.c ---- */
 double bench_now(void);
-/* CPU time this process has used, in seconds. */
-double bench_cpu(void);
+/* Seconds process pid (0: this one) has waited on a run queue, ready but
+ * without a CPU (/proc/<pid>/schedstat); negative when unknown. */
+double bench_waited(long pid);
 void bench_die(const char *fmt, ...) __attribute__((format(printf, 1, 2),
                                                     noreturn));
 void bench_check(pami_result_t rc, const char *what);
@@ -191,11 +194,19 @@ const char *metric_name(metric_t m);
 /* Turns a measurement's seconds into the test's metric. */
 double to_metric(const plan_t *plan, double seconds);
 void report_header(const bench_t *b);
-/* cpu_share: the part of the line's wall time task 0 was running; well
- * below 1 means another program took the CPU and the line is suspect. */
+/* How undisturbed a line was: cpu_share is the smallest share of wall
+ * time either task was not kept waiting for a CPU during a kept
+ * repetition (both poll all the time, so it is 1 unless another program
+ * took a CPU); redone counts repetitions measured again because it was
+ * below --min-cpu. */
+typedef struct {
+    double   cpu_share;
+    unsigned redone;
+} quality_t;
+
 void report_line(const bench_t *b, const char *test, size_t bytes,
                  metric_t metric, const summary_t *pami,
                  const summary_t *ucx, const char *ucx_op,
-                 const plan_t *plan, double cpu_share);
+                 const plan_t *plan, const quality_t *q);
 
 #endif

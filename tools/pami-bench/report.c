@@ -90,10 +90,11 @@ void report_header(const bench_t *b)
     printf("# lat_us: am_lat half round trip, put_lat put + remote "
            "completion, rmw_lat fetch-add round trip; rate_mps: "
            "messages/s; bw_gbps: 1e9 B/s\n");
-    printf("# cpu: share of the line's wall time task 0 was on a CPU "
-           "(well below 1: another program disturbed the line)\n");
-    printf("%-12s %9s %-9s %-30s %-30s %7s %5s  %s\n", "test", "bytes",
-           "metric", "pami", "ucx", "ratio", "cpu", "ucx pattern");
+    printf("# cpu: least share of a kept repetition in which no task "
+           "waited for a CPU; redo: repetitions measured again because it "
+           "was below %.2f\n", b->opt.min_cpu);
+    printf("%-12s %9s %-9s %-30s %-30s %7s %5s %4s  %s\n", "test", "bytes",
+           "metric", "pami", "ucx", "ratio", "cpu", "redo", "ucx pattern");
 }
 
 static const char *fmt_of(metric_t m)
@@ -135,7 +136,7 @@ static void json_num(const char *key, bool ok, double v)
 void report_line(const bench_t *b, const char *test, size_t bytes,
                  metric_t metric, const summary_t *pami,
                  const summary_t *ucx, const char *ucx_op,
-                 const plan_t *plan, double cpu_share)
+                 const plan_t *plan, const quality_t *q)
 {
     bool   vs    = b->opt.vs_ucx;
     bool   ratio_ok = vs && pami->valid && ucx->valid && ucx->median > 0;
@@ -156,8 +157,8 @@ void report_line(const bench_t *b, const char *test, size_t bytes,
         else
             printf(", \"ucx_op\": null");
         printf(", \"reps\": %u, \"ops\": %zu, \"window\": %zu, "
-               "\"cpu_share\": %.3f}\n", b->opt.reps, plan->ops,
-               plan->window, cpu_share);
+               "\"cpu_share\": %.3f, \"redone\": %u}\n", b->opt.reps,
+               plan->ops, plan->window, q->cpu_share, q->redone);
     } else {
         char p[128], u[128], r[16];
         cell(p, sizeof(p), metric, pami, true);
@@ -166,8 +167,9 @@ void report_line(const bench_t *b, const char *test, size_t bytes,
             snprintf(r, sizeof(r), "%.3f", ratio);
         else
             snprintf(r, sizeof(r), "-");
-        printf("%-12s %9zu %-9s %-30s %-30s %7s %5.2f  %s\n", test, bytes,
-               metric_name(metric), p, u, r, cpu_share, vs ? ucx_op : "-");
+        printf("%-12s %9zu %-9s %-30s %-30s %7s %5.2f %4u  %s\n", test,
+               bytes, metric_name(metric), p, u, r, q->cpu_share, q->redone,
+               vs ? ucx_op : "-");
     }
     fflush(stdout);
 }
