@@ -5,7 +5,7 @@
  *
  *   pamirun -n 2 pami-bench [tests...] [--vs-ucx] [--json] [--iters N]
  *                           [--warmup N] [--reps R] [--window W]
- *                           [--min-bytes B] [--max-bytes B]
+ *                           [--min-bytes B] [--max-bytes B] [--min-cpu F]
  *
  * Task 0 drives and prints; task 1 serves. See docs/PERFORMANCE.md for
  * what each test measures.
