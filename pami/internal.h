@@ -113,6 +113,8 @@ struct pami_request {
                                      get at the target (rndv.c) */
     tp_mem_t        *rndv_mem;    /* origin: registration of the payload */
     tp_rkey_t       *rkey;        /* target: one-shot key of the payload */
+    bool             rndv_cma;    /* target: read the origin directly */
+    uint64_t         rndv_base;   /* target: the origin's address */
     uint8_t          inline_hdr[PAMI_REQ_INLINE_HDR];
 };
 
@@ -378,7 +380,8 @@ pami_result_t pami_rkey_get(struct pami_context *ctx, pami_peer_t *peer,
 void pami_regions_destroy(struct pami_context *ctx);
 
 /* ---- progress (progress.c) ---- */
-extern __thread struct pami_context *pami_tls_progressing;
+extern __thread struct pami_context *pami_tls_progressing
+    __attribute__((tls_model("initial-exec")));
 unsigned pami_progress_once(struct pami_context *ctx);
 pami_result_t pami_progress_thread_start(pami_client_impl_t *client);
 void pami_progress_thread_stop(pami_client_impl_t *client);

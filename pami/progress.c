@@ -10,7 +10,8 @@
 #include "internal.h"
 
 /* The context whose handlers this thread is running, to refuse re-entry. */
-__thread struct pami_context *pami_tls_progressing;
+__thread struct pami_context *pami_tls_progressing
+    __attribute__((tls_model("initial-exec")));
 
 static unsigned run_posted(struct pami_context *ctx)
 {
@@ -79,7 +80,8 @@ unsigned pami_progress_once(struct pami_context *ctx)
         pami_peers_close_failed(ctx);
     if (unlikely(ctx->deferred_head != NULL))
         n += pami_send_deferred(ctx);
-    n += pami_request_report(ctx);
+    if (ctx->done_head != NULL)
+        n += pami_request_report(ctx);
     n += run_posted(ctx);
     pami_tls_progressing = outer;
     return n;

@@ -63,6 +63,7 @@ pami_request_t *pami_request_get(struct pami_context *ctx)
     req->rndv           = false;
     req->rndv_mem       = NULL;
     req->rkey           = NULL;
+    req->rndv_cma       = false;
     ctx->inflight++;
     return req;
 }

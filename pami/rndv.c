@@ -11,16 +11,23 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "internal.h"
 
 #define RNDV_VERSION 1
+/* Origin and target share a node: the target reads the origin's memory
+ * itself (process_vm_readv, one copy); mr is unused and not registered. */
+#define RNDV_FLAG_CMA 0x1u
 
 typedef struct {
     uint32_t         version;
     uint32_t         dispatch;  /* the user's id */
     uint64_t         bytes;
-    pami_memregion_t mr;        /* the origin's buffer */
+    uint32_t         flags;
+    uint32_t         reserved;
+    uint64_t         base;      /* the origin's buffer */
+    pami_memregion_t mr;        /* its registration, unless RNDV_FLAG_CMA */
 } pami_rndv_rts_t;
 
 /* Builds a region for a one-shot buffer: no table slot, its key is
@@ -51,12 +58,21 @@ pami_result_t pami_rndv_send(struct pami_context *ctx, uint32_t index,
     }
     pami_rndv_rts_t rts = {.version = RNDV_VERSION,
                            .dispatch = (uint32_t)s->dispatch,
-                           .bytes = s->data_len};
-    pami_result_t rc = pack_buffer(ctx, s->data, s->data_len, &rts.mr,
-                                   &req->rndv_mem);
-    if (rc != PAMI_SUCCESS) {
-        pami_request_put(req);
-        return rc;
+                           .bytes = s->data_len,
+                           .base = (uint64_t)(uintptr_t)s->data};
+    /* UCX 1.13's get between two processes of a node is emulated over
+     * shared-memory messages; reading directly is one copy and needs no
+     * registration. */
+    uint32_t task = index / (uint32_t)ctx->client->num_contexts;
+    if (ctx->client->tasks[task].local) {
+        rts.flags |= RNDV_FLAG_CMA;
+    } else {
+        pami_result_t rc = pack_buffer(ctx, s->data, s->data_len, &rts.mr,
+                                       &req->rndv_mem);
+        if (rc != PAMI_SUCCESS) {
+            pami_request_put(req);
+            return rc;
+        }
     }
     req->kind      = REQ_SEND;
     req->rndv      = true;
@@ -124,8 +140,11 @@ void pami_rndv_recv(struct pami_context *ctx, uint32_t peer,
         return;
     }
     memcpy(&rts, rest, sizeof(rts));
-    if (rts.version != RNDV_VERSION || pami_mr_decode(&rts.mr, &v) != 0 ||
-        v.bytes != rts.bytes || v.owner_task != pami_ep_task(origin)) {
+    bool cma = (rts.flags & RNDV_FLAG_CMA) != 0;
+    if (rts.version != RNDV_VERSION || (rts.flags & ~RNDV_FLAG_CMA) != 0 ||
+        (cma ? !ctx->client->tasks[pami_ep_task(origin)].local
+             : (pami_mr_decode(&rts.mr, &v) != 0 || v.bytes != rts.bytes ||
+                v.owner_task != pami_ep_task(origin) || v.base != rts.base))) {
         ctx->stats.dropped_malformed++;
         pami_warn("rndv", "dropped a malformed rendezvous request (version "
                           "%u)", rts.version);
@@ -161,6 +180,8 @@ void pami_rndv_recv(struct pami_context *ctx, uint32_t peer,
     }
     req->kind       = REQ_RECV;
     req->rndv       = true;
+    req->rndv_cma   = cma;
+    req->rndv_base  = rts.base;
     req->tp.fn      = pami_request_tp_done;
     req->local_fn   = r.local_fn;
     req->cookie     = r.cookie;
@@ -185,10 +206,50 @@ void pami_rndv_recv(struct pami_context *ctx, uint32_t peer,
     pami_submit(ctx, req);
 }
 
+/* Reads the payload straight out of the origin's memory. A dead origin
+ * gives ESRCH, which here is an ordinary PAMI_PEER_FAILED. */
+static void cma_get(struct pami_context *ctx, pami_request_t *req)
+{
+    uint32_t task = req->peer / (uint32_t)ctx->client->num_contexts;
+    pid_t    pid  = ctx->client->tasks[task].pid;
+    char    *dst  = (char *)req->data;
+    uint64_t src  = req->rndv_base;
+    size_t   left = req->data_len;
+    while (left > 0) {
+        struct iovec local  = {.iov_base = dst, .iov_len = left};
+        struct iovec remote = {.iov_base = (void *)(uintptr_t)src,
+                               .iov_len = left};
+        ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+        if (n <= 0) {
+            if (n < 0 && errno == EINTR)
+                continue;
+            int err = n < 0 ? errno : EIO;
+            pami_warn("rndv", "reading %zu bytes from task %u failed: %s",
+                      left, task, strerror(err));
+            if (err == ESRCH) {
+                pami_task_failed(ctx, task, -ESRCH);
+                pami_request_fail(req, PAMI_PEER_FAILED);
+            } else {
+                pami_request_done(req, err == EFAULT ? PAMI_INVAL
+                                                     : PAMI_TRANSPORT);
+            }
+            return;
+        }
+        dst  += n;
+        src  += (uint64_t)n;
+        left -= (size_t)n;
+    }
+    pami_request_done(req, PAMI_SUCCESS);
+}
+
 void pami_rndv_start_get(struct pami_context *ctx, pami_peer_t *peer,
                          pami_request_t *req)
 {
     pami_client_impl_t *c = ctx->client;
+    if (req->rndv_cma) {
+        cma_get(ctx, req);
+        return;
+    }
     pami_mr_view_t v;
     pami_mr_decode((const pami_memregion_t *)req->hdr, &v);
     /* UCX aborts the process when it reads (CMA) from a task that is gone:
