@@ -152,13 +152,13 @@ static pami_result_t peer_connect(struct pami_context *ctx, pami_peer_t *peer,
     return PAMI_SUCCESS;
 }
 
-pami_result_t pami_peer_by_index(struct pami_context *ctx, uint32_t index,
-                                 pami_peer_t **out)
+pami_result_t pami_peer_slow(struct pami_context *ctx, uint32_t index,
+                             pami_peer_t **out)
 {
     pami_peer_t *peer = &ctx->peers[index];
-    if (unlikely(peer->failed))
+    if (peer->failed)
         return PAMI_PEER_FAILED;
-    if (unlikely(peer->ep == NULL)) {
+    if (peer->ep == NULL) {
         /* UCX 1.13 (TCP) crashes when an endpoint is created from inside
          * its own progress; the caller defers the send instead. */
         if (ctx->in_tp_progress)
@@ -173,19 +173,15 @@ pami_result_t pami_peer_by_index(struct pami_context *ctx, uint32_t index,
     return PAMI_SUCCESS;
 }
 
-pami_result_t pami_peer_index(struct pami_context *ctx, pami_endpoint_t dest,
-                              uint32_t *index)
+pami_result_t pami_peer_index_bad(struct pami_context *ctx,
+                                  pami_endpoint_t dest)
 {
     pami_client_impl_t *c = ctx->client;
-    uint32_t task = pami_ep_task(dest), offset = pami_ep_offset(dest);
-    if (unlikely(task >= c->size || offset >= c->num_contexts)) {
-        pami_warn("endpoint", "endpoint 0x%x (task %u, context %u) is not in "
-                              "the job (%zu tasks, %zu contexts)",
-                  dest, task, offset, c->size, c->num_contexts);
-        return PAMI_INVAL;
-    }
-    *index = task * (uint32_t)c->num_contexts + offset;
-    return PAMI_SUCCESS;
+    pami_warn("endpoint", "endpoint 0x%x (task %u, context %u) is not in the "
+                          "job (%zu tasks, %zu contexts)", dest,
+              pami_ep_task(dest), pami_ep_offset(dest), c->size,
+              c->num_contexts);
+    return PAMI_INVAL;
 }
 
 typedef struct {

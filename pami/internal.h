@@ -285,13 +285,39 @@ pami_result_t pami_result_from_errno(int rc);
 static inline uint32_t pami_ep_task(pami_endpoint_t ep) { return ep >> 8; }
 static inline uint32_t pami_ep_offset(pami_endpoint_t ep) { return ep & 0xffu; }
 
-/* Checks dest against the job; gives the flat index of the peer. */
-pami_result_t pami_peer_index(struct pami_context *ctx, pami_endpoint_t dest,
-                              uint32_t *index);
+pami_result_t pami_peer_index_bad(struct pami_context *ctx,
+                                  pami_endpoint_t dest);
+pami_result_t pami_peer_slow(struct pami_context *ctx, uint32_t index,
+                             pami_peer_t **peer);
+
+/* Checks dest against the job; gives the flat index of the peer. Inline:
+ * every send starts here. */
+static inline pami_result_t pami_peer_index(struct pami_context *ctx,
+                                            pami_endpoint_t dest,
+                                            uint32_t *index)
+{
+    pami_client_impl_t *c = ctx->client;
+    uint32_t task = pami_ep_task(dest), offset = pami_ep_offset(dest);
+    *index = task * (uint32_t)c->num_contexts + offset;
+    if (unlikely(task >= c->size || offset >= c->num_contexts))
+        return pami_peer_index_bad(ctx, dest);
+    return PAMI_SUCCESS;
+}
+
 /* The connected peer, PAMI_PEER_FAILED, or PAMI_EAGAIN when it has no
  * endpoint yet and none can be made now (inside the transport). */
-pami_result_t pami_peer_by_index(struct pami_context *ctx, uint32_t index,
-                                 pami_peer_t **peer);
+static inline pami_result_t pami_peer_by_index(struct pami_context *ctx,
+                                               uint32_t index,
+                                               pami_peer_t **out)
+{
+    pami_peer_t *peer = &ctx->peers[index];
+    if (likely(peer->ep != NULL && !peer->failed)) {
+        *out = peer;
+        return PAMI_SUCCESS;
+    }
+    return pami_peer_slow(ctx, index, out);
+}
+
 /* Starts closing every endpoint; ctx->closing counts those still open. */
 void pami_peers_close(struct pami_context *ctx, bool force);
 /* Closes the endpoints of peers found dead since the last call. */
