@@ -58,14 +58,34 @@ void pami_am_recv(void *arg, const void *hdr, size_t hdr_len, void *data,
         pami_warn("am", "dropped a %zu-byte UCX rendezvous message", data_len);
         return;
     }
-    if (unlikely(hdr_len < sizeof(h))) {
+    const uint8_t *rest;
+    size_t         rest_len;
+    /* Packed: header, user header and data all in the payload. */
+    if (hdr_len == 0 && data_len >= sizeof(h) + sizeof(uint16_t)) {
+        uint16_t uhlen;
+        memcpy(&h, data, sizeof(h));
+        memcpy(&uhlen, (const uint8_t *)data + sizeof(h), sizeof(uhlen));
+        size_t head = sizeof(h) + sizeof(uhlen) + uhlen;
+        if (unlikely(h.flags != PAMI_AM_FLAG_PACKED || head > data_len)) {
+            ctx->stats.dropped_malformed++;
+            pami_warn("am", "dropped a malformed packed message (flags 0x%x, "
+                            "%zu bytes)", h.flags, data_len);
+            return;
+        }
+        rest     = (const uint8_t *)data + sizeof(h) + sizeof(uhlen);
+        rest_len = uhlen;
+        data     = (uint8_t *)data + head;
+        data_len -= head;
+        h.flags  = 0;
+    } else if (unlikely(hdr_len < sizeof(h))) {
         ctx->stats.dropped_malformed++;
         pami_warn("am", "dropped a message with a %zu-byte header", hdr_len);
         return;
+    } else {
+        memcpy(&h, hdr, sizeof(h));
+        rest     = (const uint8_t *)hdr + sizeof(h);
+        rest_len = hdr_len - sizeof(h);
     }
-    memcpy(&h, hdr, sizeof(h));
-    const uint8_t *rest = (const uint8_t *)hdr + sizeof(h);
-    size_t rest_len = hdr_len - sizeof(h);
     bool   ack      = (h.flags & PAMI_AM_FLAG_ACK) != 0;
     uint64_t ack_cookie = 0;
 

@@ -53,7 +53,12 @@ typedef struct {
 } pami_am_hdr_t;
 
 #define PAMI_AM_FLAG_ACK 0x1u /* a uint64 ack cookie follows the header */
-#define PAMI_AM_FLAGS_KNOWN PAMI_AM_FLAG_ACK
+/* The whole message travels as UCX payload: this header, a uint16 user
+ * header length, the user header, the data (small immediate sends: one
+ * contiguous part is cheaper in UCX than header plus payload). */
+#define PAMI_AM_FLAG_PACKED 0x2u
+#define PAMI_AM_FLAGS_KNOWN (PAMI_AM_FLAG_ACK | PAMI_AM_FLAG_PACKED)
+#define PAMI_PACKED_MAX 256
 
 /* Payload of a PAMI_DISPATCH_ACK message. */
 typedef struct {

@@ -160,14 +160,32 @@ pami_result_t pami_send_immediate(pami_context_t ctx,
                                     : pami_peer_by_index(ctx, index, &peer);
     if (likely(rc == PAMI_SUCCESS)) {
         /* UCX 1.13 cannot copy the header for us; a stack copy is enough
-         * because this attempt leaves now or not at all. */
+         * because this attempt leaves now or not at all. Small messages go
+         * whole as one payload, which UCX sends cheaper than two parts. */
         uint8_t buf[sizeof(pami_am_hdr_t) + PAMI_HEADER_MAX];
-        fill_hdr(ctx, (pami_am_hdr_t *)buf, p->dispatch, 0);
-        if (p->header_len > 0)
-            memcpy(buf + sizeof(pami_am_hdr_t), p->header, p->header_len);
-        int trc = ctx->tp->am_send_imm(peer->ep, buf,
+        int     trc;
+        if (p->header_len + p->data_len <= PAMI_PACKED_MAX) {
+            uint16_t uhlen = (uint16_t)p->header_len;
+            uint8_t *o = buf + sizeof(pami_am_hdr_t);
+            fill_hdr(ctx, (pami_am_hdr_t *)buf, p->dispatch,
+                     PAMI_AM_FLAG_PACKED);
+            memcpy(o, &uhlen, sizeof(uhlen));
+            o += sizeof(uhlen);
+            if (p->header_len > 0)
+                memcpy(o, p->header, p->header_len);
+            if (p->data_len > 0)
+                memcpy(o + p->header_len, p->data, p->data_len);
+            trc = ctx->tp->am_send_imm(peer->ep, NULL, 0, buf,
+                                       (size_t)(o - buf) + p->header_len +
+                                           p->data_len);
+        } else {
+            fill_hdr(ctx, (pami_am_hdr_t *)buf, p->dispatch, 0);
+            if (p->header_len > 0)
+                memcpy(buf + sizeof(pami_am_hdr_t), p->header, p->header_len);
+            trc = ctx->tp->am_send_imm(peer->ep, buf,
                                        sizeof(pami_am_hdr_t) + p->header_len,
                                        p->data, p->data_len);
+        }
         if (likely(trc == 0)) {
             ctx->stats.sends++;
             return PAMI_SUCCESS;
