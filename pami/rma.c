@@ -184,32 +184,31 @@ static pami_result_t local_side(struct pami_context *ctx,
     return PAMI_SUCCESS;
 }
 
-pami_result_t pami_rput(pami_context_t ctx, const pami_rrma_t *p)
+/* rput/rget: resolve the local region, then as put/get. */
+static pami_result_t rrma(struct pami_context *ctx, rma_dir_t dir,
+                          const pami_rrma_t *p)
 {
     PAMI_CHECK(ctx != NULL && p != NULL, PAMI_INVAL, "rma",
-               "rput with a NULL context or params");
-    void   *addr;
-    int32_t region;
-    pami_result_t rc = local_side(ctx, p, &addr, &region);
-    if (rc != PAMI_SUCCESS)
-        return rc;
-    return rma(ctx, RMA_PUT, p->dest, addr, p->bytes, p->remote_mr,
-               p->remote_offset, p->local_fn, p->remote_fn, p->cookie, region);
-}
-
-pami_result_t pami_rget(pami_context_t ctx, const pami_rrma_t *p)
-{
-    PAMI_CHECK(ctx != NULL && p != NULL, PAMI_INVAL, "rma",
-               "rget with a NULL context or params");
-    PAMI_CHECK(p->remote_fn == NULL, PAMI_INVAL, "rma",
+               "rput/rget with a NULL context or params");
+    PAMI_CHECK(dir == RMA_PUT || p->remote_fn == NULL, PAMI_INVAL, "rma",
                "rget has no remote completion; use local_fn");
     void   *addr;
     int32_t region;
     pami_result_t rc = local_side(ctx, p, &addr, &region);
     if (rc != PAMI_SUCCESS)
         return rc;
-    return rma(ctx, RMA_GET, p->dest, addr, p->bytes, p->remote_mr,
-               p->remote_offset, p->local_fn, NULL, p->cookie, region);
+    return rma(ctx, dir, p->dest, addr, p->bytes, p->remote_mr,
+               p->remote_offset, p->local_fn, p->remote_fn, p->cookie, region);
+}
+
+pami_result_t pami_rput(pami_context_t ctx, const pami_rrma_t *p)
+{
+    return rrma(ctx, RMA_PUT, p);
+}
+
+pami_result_t pami_rget(pami_context_t ctx, const pami_rrma_t *p)
+{
+    return rrma(ctx, RMA_GET, p);
 }
 
 pami_result_t pami_rmw(pami_context_t ctx, const pami_rmw_t *p)
