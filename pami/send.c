@@ -1,8 +1,8 @@
 /*
  * The send side of active messages: immediate sends, sends with callbacks,
- * and the core's own small messages (acks, shutdown barrier). Every send
- * that needs a request goes through submit(), which keeps the order of a
- * peer's sends when some of them must wait for an endpoint.
+ * and the core's own small messages (acks, barrier). Every send that needs
+ * a request goes through pami_submit(), which keeps the order of a peer's
+ * sends when some of them must wait for an endpoint.
  */
 #include <stdlib.h>
 #include <string.h>
