@@ -19,61 +19,10 @@
 
 #define WAIT_MS  5000 /* bound of every "progress until" */
 #define QUIET_MS 100  /* extra progress that must not repeat a callback */
-#define MAX_CTX  3
 
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
+#define MAX_CTX  3    /* contexts of the all-to-all mesh */
 
-typedef struct {
-    pami_client_t      client;
-    pami_context_t     ctx[MAX_CTX];
-    size_t             n;
-    pami_client_attr_t attr;
-} world_t;
-
-static world_t *world_up(size_t n)
-{
-    world_t *w = calloc(1, sizeof(*w));
-    assert_non_null(w);
-    assert_int_equal(pami_client_create("unit", NULL, &w->client),
-                     PAMI_SUCCESS);
-    assert_int_equal(pami_context_createv(w->client, NULL, n, w->ctx),
-                     PAMI_SUCCESS);
-    w->n = n;
-    w->attr.field_mask = PAMI_CLIENT_ATTR_DISPATCH_MAX |
-                         PAMI_CLIENT_ATTR_HEADER_MAX |
-                         PAMI_CLIENT_ATTR_IMMEDIATE_MAX |
-                         PAMI_CLIENT_ATTR_RNDV_THRESHOLD;
-    assert_int_equal(pami_client_query(w->client, &w->attr), PAMI_SUCCESS);
-    return w;
-}
-
-static void world_down(world_t *w)
-{
-    assert_int_equal(pami_client_destroy(&w->client), PAMI_SUCCESS);
-    free(w);
-}
-
-static pami_endpoint_t endpoint(world_t *w, size_t offset)
-{
-    pami_endpoint_t ep = PAMI_ENDPOINT_NULL;
-    assert_int_equal(pami_endpoint_create(w->client, 0, offset, &ep),
-                     PAMI_SUCCESS);
-    return ep;
-}
-
-static void advance_all(world_t *w)
-{
-    for (size_t i = 0; i < w->n; i++) {
-        pami_result_t rc = pami_context_advance(w->ctx[i], 1);
-        if (rc != PAMI_SUCCESS && rc != PAMI_EAGAIN)
-            fail_msg("advance of context %zu: %s", i, pami_error_text(rc));
-    }
-}
+#include "unit_world.h"
 
 /* Advances every context until cond holds or WAIT_MS passed. */
 #define PROGRESS_UNTIL(w, cond)                                              \
@@ -100,29 +49,6 @@ static pami_result_t send_immediate_retry(world_t *w, size_t from,
            now_ms() < end)
         advance_all(w);
     return rc;
-}
-
-typedef struct {
-    int           local_calls;
-    int           remote_calls;
-    pami_result_t local_result;
-    pami_result_t remote_result;
-} calls_t;
-
-static void on_local(pami_context_t ctx, void *cookie, pami_result_t result)
-{
-    (void)ctx;
-    calls_t *c = cookie;
-    c->local_calls++;
-    c->local_result = result;
-}
-
-static void on_remote(pami_context_t ctx, void *cookie, pami_result_t result)
-{
-    (void)ctx;
-    calls_t *c = cookie;
-    c->remote_calls++;
-    c->remote_result = result;
 }
 
 /* ------------------------------------------------------------------------ */
