@@ -175,6 +175,9 @@ void pami_rndv_recv(struct pami_context *ctx, uint32_t peer,
     if (req == NULL || pami_request_set_header(req, sizeof(rts.mr)) != 0) {
         if (req != NULL)
             pami_request_put(req);
+        /* Both sides hear it: this runs from progress like any callback. */
+        if (r.local_fn != NULL)
+            r.local_fn(ctx, r.cookie, PAMI_ENOMEM);
         pami_send_ack(ctx, peer, ack_cookie, PAMI_ENOMEM);
         return;
     }
