@@ -604,27 +604,6 @@ static void test_immediate_limit(void **state)
 /* inside the receive path, over TCP                                         */
 /* ------------------------------------------------------------------------ */
 
-/* Runs this program again as "--child <name>" in a fresh process, so a
- * crash there fails one test instead of ending the group. Returns the
- * child's exit code, or 128 + the signal that killed it. */
-static int run_child(const char *name)
-{
-    fflush(NULL);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        char *argv[] = {(char *)"unit_am", (char *)"--child", (char *)name,
-                        NULL};
-        execv("/proc/self/exe", argv);
-        _exit(127);
-    }
-    int status = 0;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    if (WIFSIGNALED(status))
-        return 128 + WTERMSIG(status);
-    return WEXITSTATUS(status);
-}
-
 static void expect_child_ok(const char *name, const char *what)
 {
     int rc = run_child(name);

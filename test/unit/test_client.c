@@ -221,27 +221,6 @@ static void test_send_immediate_over_limit(void **state)
     world_down(w);
 }
 
-/* Runs this program again as "--child <name>" in a fresh process, so an
- * abort there (UCX asserts on some bad input) fails one test instead of
- * ending the group. Returns the child's exit code, or 128 + signal. */
-static int run_child(const char *name)
-{
-    fflush(NULL);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        char *argv[] = {(char *)"unit_client", (char *)"--child",
-                        (char *)name, NULL};
-        execv("/proc/self/exe", argv);
-        _exit(127);
-    }
-    int status = 0;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    if (WIFSIGNALED(status))
-        return 128 + WTERMSIG(status);
-    return WEXITSTATUS(status);
-}
-
 static void noop_handler(pami_context_t ctx, void *cookie, const void *hdr,
                          size_t hdr_len, const void *data, size_t data_len,
                          pami_endpoint_t origin, pami_recv_t *recv)

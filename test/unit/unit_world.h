@@ -7,8 +7,11 @@
 #define UNIT_WORLD_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #define UNIT_MAX_CTX 4
 
@@ -95,6 +98,27 @@ static inline void on_remote(pami_context_t ctx, void *cookie,
     calls_t *c = cookie;
     c->remote_calls++;
     c->remote_result = result;
+}
+
+/* Runs this program again as "--child <name>" in a fresh process, so a
+ * crash or a UCX abort there fails one test instead of ending the group.
+ * Returns the child's exit code, or 128 + the signal that killed it. */
+static inline int run_child(const char *name)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        char *argv[] = {(char *)"unit-child", (char *)"--child",
+                        (char *)name, NULL};
+        execv("/proc/self/exe", argv);
+        _exit(127);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
+    return WEXITSTATUS(status);
 }
 
 #endif
