@@ -50,7 +50,6 @@ typedef struct {
 } tp_worker_params_t;
 
 typedef struct {
-    size_t max_am_header;     /* largest header am_send accepts */
     char   version[32];
     char   transports[256];   /* comma list of usable UCX transports */
 } tp_info_t;
@@ -100,8 +99,6 @@ typedef struct tp_ops {
     int  (*event_fd)(tp_worker_t *worker, int *fd);
     /* 0 armed (safe to sleep), -EAGAIN events pending (progress again). */
     int  (*arm)(tp_worker_t *worker);
-    /* Wakes a thread sleeping on the event fd; thread safe. */
-    int  (*signal)(tp_worker_t *worker);
     /* 0 flushed, 1 in progress (req->fn later). */
     int  (*worker_flush)(tp_worker_t *worker, tp_req_t *req);
     /* Every earlier put/atomic on ep is complete at the target. */

@@ -157,7 +157,6 @@ static int ucx_query(tp_context_t *ctx, tp_info_t *info)
     snprintf(info->version, sizeof(info->version), "%u.%u.%u", major, minor,
              release);
     collect_transports(ctx, info->transports, sizeof(info->transports));
-    info->max_am_header = 0;
     return 0;
 }
 
@@ -358,11 +357,6 @@ static int ucx_arm(tp_worker_t *w)
     return status_to_errno(ucp_worker_arm(w->ucp));
 }
 
-static int ucx_signal(tp_worker_t *w)
-{
-    return status_to_errno(ucp_worker_signal(w->ucp));
-}
-
 static int ucx_worker_flush(tp_worker_t *w, tp_req_t *req)
 {
     ucp_request_param_t p = {
@@ -510,7 +504,6 @@ const tp_ops_t tp_ucx_ops = {
     .progress       = ucx_progress,
     .event_fd       = ucx_event_fd,
     .arm            = ucx_arm,
-    .signal         = ucx_signal,
     .worker_flush   = ucx_worker_flush,
     .ep_flush       = ucx_ep_flush,
     .mem_reg        = ucx_mem_reg,
