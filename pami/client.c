@@ -164,6 +164,9 @@ pami_result_t pami_client_create(const char *name,
     rc = pami_tasks_exchange(c);
     if (rc != PAMI_SUCCESS)
         goto fail;
+    rc = pami_protocols_builtin(c);
+    if (rc != PAMI_SUCCESS)
+        goto fail;
 
     c->tp = &tp_ucx_ops;
     tp_params_t tpp = {
@@ -239,6 +242,8 @@ pami_result_t pami_client_query(pami_client_t c, pami_client_attr_t *attr)
         attr->ucx_version = c->tp_info.version;
         attr->transports  = c->tp_info.transports;
     }
+    if (m & PAMI_CLIENT_ATTR_JOB_ID)
+        attr->job_id = c->bs->job_id(c->bs_state);
     return PAMI_SUCCESS;
 }
 

@@ -114,8 +114,9 @@ pami_result_t pami_config_var(unsigned index, pami_config_var_t *var)
 {
     if (var == NULL)
         return PAMI_INVAL;
-    if (index >= sizeof(config_vars) / sizeof(config_vars[0]))
-        return PAMI_NOT_FOUND;
+    size_t core = sizeof(config_vars) / sizeof(config_vars[0]);
+    if (index >= core)
+        return pami_protocols_config_var(index - core, var);
     *var = config_vars[index];
     return PAMI_SUCCESS;
 }

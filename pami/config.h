@@ -8,6 +8,8 @@
 
 #include <stddef.h>
 
+#include "pami.h"
+
 /* X(field, NAME, type, default, description); type is bool, size, int,
  * string, or loglevel. */
 #define PAMI_FOREACH_CONFIG(X)                                                 \
@@ -49,5 +51,10 @@ int pami_config_load(pami_config_t *cfg);
  * unit tests. */
 int pami_config_parse_size(const char *text, size_t *out);
 int pami_config_parse_bool(const char *text, int *out);
+
+/* The variables built-in protocols declare, listed after the core's
+ * (protocol.c); PAMI_NOT_FOUND past the last. */
+pami_result_t pami_protocols_config_var(unsigned index,
+                                        pami_config_var_t *var);
 
 #endif

@@ -100,7 +100,7 @@ static pami_result_t exchange_addresses(pami_client_impl_t *c,
             mine = len;
     }
 
-    uint64_t  info[2] = {mine, n};
+    uint64_t  info[3] = {mine, n, c->protocol_sig};
     uint64_t *infos   = malloc(c->size * sizeof(info));
     if (infos == NULL)
         return PAMI_ENOMEM;
@@ -111,12 +111,18 @@ static pami_result_t exchange_addresses(pami_client_impl_t *c,
     size_t stride = 0;
     pami_result_t rc = PAMI_SUCCESS;
     for (size_t t = 0; t < c->size; t++) {
-        if (infos[2 * t] > stride)
-            stride = infos[2 * t];
-        if (infos[2 * t + 1] != n) {
+        const uint64_t *its = &infos[3 * t];
+        if (its[0] > stride)
+            stride = its[0];
+        if (its[1] != n) {
             pami_error("context", "task %zu creates %llu contexts, this task "
                                   "%zu: every task must pass the same n",
-                       t, (unsigned long long)infos[2 * t + 1], n);
+                       t, (unsigned long long)its[1], n);
+            rc = PAMI_INVAL;
+        }
+        if (its[2] != c->protocol_sig) {
+            pami_error("context", "task %zu registered other protocols, or "
+                                  "in another order, than this task", t);
             rc = PAMI_INVAL;
         }
     }
@@ -192,6 +198,16 @@ pami_result_t pami_context_createv(pami_client_t c,
     memcpy(c->contexts, contexts, n * sizeof(*contexts));
     c->num_contexts = n;
 
+    /* Before any context progresses: no protocol message finds its
+     * handler missing here. */
+    for (size_t i = 0; i < n; i++) {
+        rc = pami_protocols_init(contexts[i]);
+        if (rc != PAMI_SUCCESS) {
+            pami_context_destroyv(contexts, n);
+            return rc;
+        }
+    }
+
     /* Watch every task of other nodes from the start, connected while all
      * tasks progress here: a task that dies later is always noticed. */
     size_t monitors = 0;
@@ -235,6 +251,8 @@ pami_result_t pami_context_destroyv(pami_context_t *contexts, size_t n)
     pami_progress_thread_stop(c);
     pami_result_t rc = pami_shutdown(contexts, n,
                                      (int)c->config.shutdown_timeout_ms);
+    for (size_t i = n; i-- > 0;)
+        pami_protocols_fini(contexts[i]);
     /* No worker may vanish while a peer still flushes toward it; with a
      * task dead, the bootstrap could only fail or wait for it. */
     if (!c->tasks_failed && c->bs->barrier(c->bs_state) != 0 &&

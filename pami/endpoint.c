@@ -215,6 +215,13 @@ void pami_peers_close_failed(struct pami_context *ctx)
     pami_client_impl_t *c = ctx->client;
     size_t npeers = c->size * c->num_contexts;
     ctx->peers_failed_pending = false;
+    for (uint32_t t = 0; t < c->size; t++) {
+        pami_peer_t *mon = &ctx->peers[t * c->num_contexts];
+        if (mon->task_dead && !mon->task_told && !ctx->closing_down) {
+            mon->task_told = true;
+            pami_protocols_peer_failed(ctx, t);
+        }
+    }
     for (size_t i = 0; i < npeers; i++) {
         pami_peer_t *peer = &ctx->peers[i];
         if (!peer->failed || (peer->ep == NULL && peer->monitor == NULL))

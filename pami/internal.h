@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "pami.h"
+#include "pami_protocol.h"
 #include "config.h"
 #include "log.h"
 #include "clock.h"
@@ -168,7 +169,16 @@ typedef struct {
     tp_req_t             hello_req;
     bool                 hello_pending;
     bool                 task_dead;  /* the monitor reported its task */
+    bool                 task_told;  /* protocols heard of it */
 } pami_peer_t;
+
+/* A protocol registered on a client (protocol.c). */
+typedef struct {
+    const pami_protocol_ops_t *ops;
+    void                      *cookie;
+    size_t                     base;    /* first dispatch id */
+    bool                       builtin;
+} pami_protocol_slot_t;
 
 typedef struct pami_post_item {
     struct pami_post_item *next;
@@ -238,6 +248,10 @@ struct pami_context {
     uint32_t              bar_round;
     bool                  bar_sent;
 
+    /* Protocols started on this context, in registration order. */
+    void                 *protocol_state[PAMI_PROTOCOL_MAX];
+    size_t                protocols_inited;
+
     pami_context_stats_t  stats;
 };
 
@@ -270,6 +284,11 @@ typedef struct pami_client {
     size_t                num_contexts;
     bool                  tasks_failed; /* a monitor saw a task die */
     bool                  tp_leaked;    /* a worker was left to UCX */
+
+    pami_protocol_slot_t  protocols[PAMI_PROTOCOL_MAX];
+    size_t                num_protocols;
+    size_t                protocol_ids;  /* dispatch ids handed out */
+    uint64_t              protocol_sig;  /* names and order, for createv */
 
     /* Progress thread (PAMI_ASYNC_PROGRESS=1). */
     pthread_t             progress_thread;
@@ -423,6 +442,12 @@ pami_result_t pami_shutdown(struct pami_context **ctxs, size_t n,
 /* Progresses until every send of the contexts has left, or the deadline. */
 pami_result_t pami_drain(struct pami_context **ctxs, size_t n,
                          uint64_t deadline_ns);
+
+/* ---- protocols (protocol.c) ---- */
+pami_result_t pami_protocols_builtin(pami_client_impl_t *client);
+pami_result_t pami_protocols_init(struct pami_context *ctx);
+void pami_protocols_fini(struct pami_context *ctx);
+void pami_protocols_peer_failed(struct pami_context *ctx, uint32_t task);
 
 /* ---- core barrier (barrier.c) ---- */
 pami_result_t pami_barrier(struct pami_context **ctxs, size_t n,

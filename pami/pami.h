@@ -156,7 +156,8 @@ enum {
     PAMI_CLIENT_ATTR_NUM_CONTEXTS    = 1u << 7,
     PAMI_CLIENT_ATTR_NAME            = 1u << 8,
     PAMI_CLIENT_ATTR_BOOTSTRAP       = 1u << 9,
-    PAMI_CLIENT_ATTR_TRANSPORT       = 1u << 10
+    PAMI_CLIENT_ATTR_TRANSPORT       = 1u << 10,
+    PAMI_CLIENT_ATTR_JOB_ID          = 1u << 11
 };
 
 typedef struct {
@@ -178,6 +179,9 @@ typedef struct {
     pami_bootstrap_kind_t bootstrap;
     const char        *ucx_version;    /* "1.13.1" */
     const char        *transports;     /* UCX transports usable here */
+    /* Same on every task of the job, different for two jobs at once: for
+     * naming what the tasks share (shared memory, files). */
+    const char        *job_id;
 } pami_client_attr_t;
 
 pami_result_t pami_client_query(pami_client_t client, pami_client_attr_t *attr);

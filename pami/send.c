@@ -9,11 +9,16 @@
 
 #include "internal.h"
 
-static inline pami_result_t check_send(const pami_send_immediate_t *p)
+static inline pami_result_t check_send(const struct pami_context *ctx,
+                                       const pami_send_immediate_t *p)
 {
-    if (unlikely(p->dispatch >= PAMI_DISPATCH_USER_MAX)) {
+    /* Protocols send on their ids like the program on its own. */
+    size_t limit = PAMI_DISPATCH_USER_MAX + ctx->client->protocol_ids;
+    if (unlikely(p->dispatch >= limit)) {
         pami_warn("send", "dispatch id %zu is out of range (user ids are "
-                          "0..%d)", p->dispatch, PAMI_DISPATCH_USER_MAX - 1);
+                          "0..%d, protocol ids %d..%zu)", p->dispatch,
+                  PAMI_DISPATCH_USER_MAX - 1, PAMI_DISPATCH_USER_MAX,
+                  limit - 1);
         return PAMI_INVAL;
     }
     if (unlikely(p->header_len > PAMI_HEADER_MAX)) {
@@ -139,7 +144,7 @@ pami_result_t pami_send_immediate(pami_context_t ctx,
         pami_warn("send", "send_immediate with a NULL context or params");
         return PAMI_INVAL;
     }
-    pami_result_t rc = check_send(p);
+    pami_result_t rc = check_send(ctx, p);
     if (unlikely(rc != PAMI_SUCCESS))
         return rc;
     size_t imax = ctx->client->config.immediate_max;
@@ -207,7 +212,7 @@ pami_result_t pami_send(pami_context_t ctx, const pami_send_t *p)
         return PAMI_INVAL;
     }
     const pami_send_immediate_t *s = &p->send;
-    pami_result_t rc = check_send(s);
+    pami_result_t rc = check_send(ctx, s);
     if (unlikely(rc != PAMI_SUCCESS))
         return rc;
     uint32_t index;

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "pami.h"
+#include "pami_protocol.h"
 
 #define WAIT_MS 5000
 
@@ -304,10 +305,19 @@ static void test_send_dispatch_max(void **state)
     size_t dmax = w->attr.dispatch_max;
     assert_int_equal(pami_dispatch_set(w->ctx[1], dmax, count_handler, NULL,
                                        NULL), PAMI_INVAL);
-    pami_send_immediate_t p = {.dest = endpoint(w, 1), .dispatch = dmax};
-    expect_rejected(w, &p, PAMI_INVAL, "dispatch id dispatch_max");
-    p.dispatch = dmax + 1;
-    expect_rejected(w, &p, PAMI_INVAL, "dispatch id dispatch_max + 1");
+    /* Ids past the user's belong to protocols, up to the last one given
+     * out; beyond that nothing may be sent. */
+    size_t end = dmax;
+    pami_protocol_info_t info;
+    for (size_t i = 0; pami_protocol_query(w->client, i, &info) ==
+                       PAMI_SUCCESS; i++)
+        end = info.dispatch_base + info.num_dispatch;
+    pami_send_immediate_t p = {.dest = endpoint(w, 1), .dispatch = end};
+    expect_rejected(w, &p, PAMI_INVAL, "dispatch id past the protocols'");
+    p.dispatch = end + 1;
+    expect_rejected(w, &p, PAMI_INVAL, "dispatch id past them + 1");
+    p.dispatch = SIZE_MAX;
+    expect_rejected(w, &p, PAMI_INVAL, "dispatch id SIZE_MAX");
     world_down(w);
 }
 

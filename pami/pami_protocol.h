@@ -1,0 +1,116 @@
+/*
+ * pami protocol SDK: how a protocol plugs into pami's dispatch table.
+ *
+ * A protocol is a named, const ops table. Registered on a client (the
+ * built-in ones register themselves), it gets a private block of dispatch
+ * ids from the reserved range and is initialised on every context of the
+ * client. From then on it speaks over the ordinary public calls
+ * (pami_send_immediate, pami_send, pami_rget, ...) on its own ids, so
+ * protocols and the runtime's own handlers share one dispatch path.
+ *
+ * Ids are handed out in registration order, built-in protocols first
+ * (sorted by name), so every task must register the same protocols in the
+ * same order; pami_context_createv checks this across the job.
+ */
+#ifndef PAMI_PROTOCOL_H
+#define PAMI_PROTOCOL_H
+
+#include "pami.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Protocols per client, and dispatch ids per protocol. */
+#define PAMI_PROTOCOL_MAX          32
+#define PAMI_PROTOCOL_DISPATCH_MAX 64
+
+/* What init receives: where it runs and which ids are its own. */
+typedef struct {
+    pami_client_t  client;
+    pami_context_t context;
+    size_t         dispatch_base; /* first of num_dispatch ids */
+    size_t         num_dispatch;
+    void          *cookie;        /* given at registration */
+} pami_protocol_env_t;
+
+/* One named counter of a protocol (packets dropped as malformed, ...). */
+typedef struct {
+    const char *name;
+    uint64_t    value;
+} pami_protocol_stat_t;
+
+typedef struct pami_protocol_ops {
+    const char *name;         /* unique among a client's protocols */
+    unsigned    version;      /* wire version, shown by pami-info */
+    size_t      num_dispatch; /* 0 .. PAMI_PROTOCOL_DISPATCH_MAX */
+    /* Per context, before the context first progresses: set handlers with
+     * pami_protocol_dispatch_set and make state; no sends here. */
+    pami_result_t (*init)(const pami_protocol_env_t *env, void **state);
+    /* Per context at pami_context_destroyv, after its operations drained:
+     * complete what is left (PAMI_SHUTDOWN) and free state. */
+    void (*fini)(pami_context_t context, void *state);
+    /* Optional: writes up to max counters, returns how many it has. */
+    size_t (*stats)(void *state, pami_protocol_stat_t *out, size_t max);
+    /* Optional: task was found dead; end what waits for it
+     * (PAMI_PEER_FAILED). Runs from progress of context. */
+    void (*peer_failed)(pami_context_t context, void *state,
+                        pami_task_t task);
+    /* Optional: the PAMI_* variables the protocol reads (with getenv), so
+     * pami_config_var() and pami-info list them; built-in protocols only. */
+    const pami_config_var_t *config;
+    size_t                   num_config;
+} pami_protocol_ops_t;
+
+/* Registers ops on client; cookie reaches init. Before
+ * pami_context_createv, the protocol is initialised on each context as it
+ * is created; after it, on every context at once, and the program must
+ * call pami_dispatch_fence before any task uses it. PAMI_INVAL for a
+ * duplicate name or a bad table, PAMI_ENOMEM when ids or slots run out. */
+pami_result_t pami_protocol_register(pami_client_t client,
+                                     const pami_protocol_ops_t *ops,
+                                     void *cookie);
+
+/* Sets (fn == NULL: clears) the handler of one of the protocol's own
+ * ids, env->dispatch_base + index. Handlers of protocol ids follow the
+ * same rules as pami_dispatch_fn. */
+pami_result_t pami_protocol_dispatch_set(const pami_protocol_env_t *env,
+                                         size_t index, pami_dispatch_fn fn,
+                                         void *cookie);
+
+/* The state init made for ops on context, or NULL. */
+void *pami_protocol_state(pami_context_t context,
+                          const pami_protocol_ops_t *ops);
+
+/* Registered protocols, by index from 0 until PAMI_NOT_FOUND. */
+typedef struct {
+    const char *name;
+    unsigned    version;
+    size_t      dispatch_base;
+    size_t      num_dispatch;
+    int         builtin;
+} pami_protocol_info_t;
+
+pami_result_t pami_protocol_query(pami_client_t client, size_t index,
+                                  pami_protocol_info_t *info);
+
+/* Counters of the protocol called name on context. *n is set to how many
+ * it has (at most max are written). PAMI_NOT_FOUND for an unknown name. */
+pami_result_t pami_protocol_stats(pami_context_t context, const char *name,
+                                  pami_protocol_stat_t *out, size_t max,
+                                  size_t *n);
+
+/* Built-in protocols (those linked into libpami) register themselves on
+ * every client with this one line at file scope. */
+void pami_protocol_builtin(const pami_protocol_ops_t *ops);
+#define PAMI_PROTOCOL_BUILTIN(ops)                                           \
+    __attribute__((constructor)) static void pami_builtin_##ops(void)        \
+    {                                                                        \
+        pami_protocol_builtin(&(ops));                                       \
+    }
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PAMI_PROTOCOL_H */

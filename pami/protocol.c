@@ -1,0 +1,232 @@
+/*
+ * The protocol registry: built-in and program-registered protocols, their
+ * blocks of dispatch ids, and their per-context state.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "pami_protocol.h"
+
+/* Filled by PAMI_PROTOCOL_BUILTIN constructors before main runs. */
+static const pami_protocol_ops_t *builtins[PAMI_PROTOCOL_MAX];
+static size_t                     num_builtins;
+
+void pami_protocol_builtin(const pami_protocol_ops_t *ops)
+{
+    if (num_builtins < PAMI_PROTOCOL_MAX)
+        builtins[num_builtins++] = ops;
+}
+
+pami_result_t pami_protocols_config_var(unsigned index,
+                                        pami_config_var_t *var)
+{
+    for (size_t i = 0; i < num_builtins; i++) {
+        if (index < builtins[i]->num_config) {
+            *var = builtins[i]->config[index];
+            return PAMI_SUCCESS;
+        }
+        index -= (unsigned)builtins[i]->num_config;
+    }
+    return PAMI_NOT_FOUND;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    const pami_protocol_ops_t *x = *(const pami_protocol_ops_t *const *)a;
+    const pami_protocol_ops_t *y = *(const pami_protocol_ops_t *const *)b;
+    return strcmp(x->name, y->name);
+}
+
+static pami_result_t init_one(struct pami_context *ctx, size_t i)
+{
+    pami_client_impl_t *c = ctx->client;
+    pami_protocol_slot_t *p = &c->protocols[i];
+    pami_protocol_env_t env = {
+        .client        = c,
+        .context       = ctx,
+        .dispatch_base = p->base,
+        .num_dispatch  = p->ops->num_dispatch,
+        .cookie        = p->cookie,
+    };
+    void *state = NULL;
+    pami_result_t rc = p->ops->init ? p->ops->init(&env, &state)
+                                    : PAMI_SUCCESS;
+    if (rc != PAMI_SUCCESS) {
+        pami_error("protocol", "'%s' failed to start on context %zu: %s",
+                   p->ops->name, ctx->offset, pami_error_text(rc));
+        return rc;
+    }
+    ctx->protocol_state[i] = state;
+    ctx->protocols_inited  = i + 1;
+    return PAMI_SUCCESS;
+}
+
+static pami_result_t add(pami_client_impl_t *c, const pami_protocol_ops_t *ops,
+                         void *cookie, bool builtin)
+{
+    PAMI_CHECK(ops != NULL && ops->name != NULL && ops->name[0] != '\0',
+               PAMI_INVAL, "protocol", "register of a table without a name");
+    PAMI_CHECK(ops->num_dispatch <= PAMI_PROTOCOL_DISPATCH_MAX, PAMI_INVAL,
+               "protocol", "'%s' asks for %zu dispatch ids; at most %d",
+               ops->name, ops->num_dispatch, PAMI_PROTOCOL_DISPATCH_MAX);
+    for (size_t i = 0; i < c->num_protocols; i++)
+        PAMI_CHECK(strcmp(c->protocols[i].ops->name, ops->name) != 0,
+                   PAMI_INVAL, "protocol", "a protocol named '%s' is "
+                   "registered already", ops->name);
+    PAMI_CHECK(c->num_protocols < PAMI_PROTOCOL_MAX, PAMI_ENOMEM, "protocol",
+               "no slot left for '%s' (%d protocols at most)", ops->name,
+               PAMI_PROTOCOL_MAX);
+    PAMI_CHECK(c->protocol_ids + ops->num_dispatch <= PAMI_DISPATCH_PROTOCOL_MAX,
+               PAMI_ENOMEM, "protocol", "no dispatch ids left for '%s' "
+               "(%zu of %d taken)", ops->name, c->protocol_ids,
+               PAMI_DISPATCH_PROTOCOL_MAX);
+
+    size_t i = c->num_protocols++;
+    c->protocols[i] = (pami_protocol_slot_t){
+        .ops     = ops,
+        .cookie  = cookie,
+        .base    = PAMI_DISPATCH_USER_MAX + c->protocol_ids,
+        .builtin = builtin,
+    };
+    c->protocol_ids += ops->num_dispatch;
+    /* Order of registration decides the ids: fold it into the signature
+     * createv compares across tasks. */
+    for (const char *s = ops->name; *s; s++)
+        c->protocol_sig = (c->protocol_sig ^ (uint8_t)*s) * 0x100000001b3ull;
+    c->protocol_sig = (c->protocol_sig ^ ops->num_dispatch) * 0x100000001b3ull;
+
+    for (size_t k = 0; k < c->num_contexts; k++) {
+        pami_result_t rc = init_one(c->contexts[k], i);
+        if (rc != PAMI_SUCCESS)
+            return rc;
+    }
+    pami_debug("protocol", "'%s' v%u: dispatch ids %zu..%zu", ops->name,
+               ops->version, c->protocols[i].base,
+               c->protocols[i].base + ops->num_dispatch - 1);
+    return PAMI_SUCCESS;
+}
+
+pami_result_t pami_protocols_builtin(pami_client_impl_t *c)
+{
+    c->protocol_sig = 0xcbf29ce484222325ull;
+    const pami_protocol_ops_t *sorted[PAMI_PROTOCOL_MAX];
+    memcpy(sorted, builtins, num_builtins * sizeof(*sorted));
+    qsort(sorted, num_builtins, sizeof(*sorted), by_name);
+    for (size_t i = 0; i < num_builtins; i++) {
+        pami_result_t rc = add(c, sorted[i], NULL, true);
+        if (rc != PAMI_SUCCESS)
+            return rc;
+    }
+    return PAMI_SUCCESS;
+}
+
+pami_result_t pami_protocol_register(pami_client_t c,
+                                     const pami_protocol_ops_t *ops,
+                                     void *cookie)
+{
+    PAMI_CHECK(c != NULL, PAMI_INVAL, "protocol", "register on a NULL client");
+    PAMI_CHECK(pami_tls_progressing == NULL, PAMI_IN_HANDLER, "protocol",
+               "pami_protocol_register called from a handler");
+    return add(c, ops, cookie, false);
+}
+
+pami_result_t pami_protocols_init(struct pami_context *ctx)
+{
+    for (size_t i = 0; i < ctx->client->num_protocols; i++) {
+        pami_result_t rc = init_one(ctx, i);
+        if (rc != PAMI_SUCCESS)
+            return rc;
+    }
+    return PAMI_SUCCESS;
+}
+
+void pami_protocols_fini(struct pami_context *ctx)
+{
+    pami_client_impl_t *c = ctx->client;
+    while (ctx->protocols_inited > 0) {
+        size_t i = --ctx->protocols_inited;
+        if (c->protocols[i].ops->fini != NULL)
+            c->protocols[i].ops->fini(ctx, ctx->protocol_state[i]);
+        ctx->protocol_state[i] = NULL;
+    }
+}
+
+void pami_protocols_peer_failed(struct pami_context *ctx, uint32_t task)
+{
+    pami_client_impl_t *c = ctx->client;
+    for (size_t i = 0; i < ctx->protocols_inited; i++)
+        if (c->protocols[i].ops->peer_failed != NULL)
+            c->protocols[i].ops->peer_failed(ctx, ctx->protocol_state[i],
+                                             task);
+}
+
+pami_result_t pami_protocol_dispatch_set(const pami_protocol_env_t *env,
+                                         size_t index, pami_dispatch_fn fn,
+                                         void *cookie)
+{
+    PAMI_CHECK(env != NULL && env->context != NULL, PAMI_INVAL, "protocol",
+               "dispatch_set without an environment");
+    PAMI_CHECK(index < env->num_dispatch, PAMI_INVAL, "protocol",
+               "dispatch index %zu is beyond the protocol's %zu ids", index,
+               env->num_dispatch);
+    struct pami_context *ctx = env->context;
+    pami_client_impl_t  *c   = ctx->client;
+    size_t id = env->dispatch_base + index;
+    bool   owned = false;
+    for (size_t i = 0; i < c->num_protocols && !owned; i++)
+        owned = c->protocols[i].base == env->dispatch_base &&
+                c->protocols[i].ops->num_dispatch == env->num_dispatch;
+    PAMI_CHECK(owned, PAMI_INVAL, "protocol",
+               "dispatch ids %zu.. belong to no protocol", env->dispatch_base);
+    ctx->dispatch[id].fn     = fn;
+    ctx->dispatch[id].cookie = cookie;
+    return PAMI_SUCCESS;
+}
+
+void *pami_protocol_state(pami_context_t ctx, const pami_protocol_ops_t *ops)
+{
+    if (ctx == NULL || ops == NULL)
+        return NULL;
+    pami_client_impl_t *c = ctx->client;
+    for (size_t i = 0; i < ctx->protocols_inited; i++)
+        if (c->protocols[i].ops == ops)
+            return ctx->protocol_state[i];
+    return NULL;
+}
+
+pami_result_t pami_protocol_query(pami_client_t c, size_t index,
+                                  pami_protocol_info_t *info)
+{
+    PAMI_CHECK(c != NULL && info != NULL, PAMI_INVAL, "protocol",
+               "query with a NULL client or output");
+    if (index >= c->num_protocols)
+        return PAMI_NOT_FOUND;
+    const pami_protocol_slot_t *p = &c->protocols[index];
+    *info = (pami_protocol_info_t){
+        .name          = p->ops->name,
+        .version       = p->ops->version,
+        .dispatch_base = p->base,
+        .num_dispatch  = p->ops->num_dispatch,
+        .builtin       = p->builtin,
+    };
+    return PAMI_SUCCESS;
+}
+
+pami_result_t pami_protocol_stats(pami_context_t ctx, const char *name,
+                                  pami_protocol_stat_t *out, size_t max,
+                                  size_t *n)
+{
+    PAMI_CHECK(ctx != NULL && name != NULL && n != NULL &&
+                   (out != NULL || max == 0),
+               PAMI_INVAL, "protocol", "stats with a NULL argument");
+    pami_client_impl_t *c = ctx->client;
+    for (size_t i = 0; i < ctx->protocols_inited; i++) {
+        const pami_protocol_ops_t *ops = c->protocols[i].ops;
+        if (strcmp(ops->name, name) != 0)
+            continue;
+        *n = ops->stats ? ops->stats(ctx->protocol_state[i], out, max) : 0;
+        return PAMI_SUCCESS;
+    }
+    return PAMI_NOT_FOUND;
+}
