@@ -100,6 +100,19 @@ pami_result_t pami_protocol_stats(pami_context_t context, const char *name,
                                   pami_protocol_stat_t *out, size_t max,
                                   size_t *n);
 
+/* One line on stderr in pami's log format, when PAMI_LOG_LEVEL lets
+ * level through; subsys names the protocol. */
+typedef enum {
+    PAMI_PROTOCOL_LOG_ERROR = 0,
+    PAMI_PROTOCOL_LOG_WARN  = 1,
+    PAMI_PROTOCOL_LOG_INFO  = 2,
+    PAMI_PROTOCOL_LOG_DEBUG = 3
+} pami_protocol_log_level_t;
+
+void pami_protocol_log(pami_protocol_log_level_t level, const char *subsys,
+                       const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* Built-in protocols (those linked into libpami) register themselves on
  * every client with this one line at file scope. */
 void pami_protocol_builtin(const pami_protocol_ops_t *ops);

@@ -2,6 +2,8 @@
  * The protocol registry: built-in and program-registered protocols, their
  * blocks of dispatch ids, and their per-context state.
  */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -229,4 +231,17 @@ pami_result_t pami_protocol_stats(pami_context_t ctx, const char *name,
         return PAMI_SUCCESS;
     }
     return PAMI_NOT_FOUND;
+}
+
+void pami_protocol_log(pami_protocol_log_level_t level, const char *subsys,
+                       const char *fmt, ...)
+{
+    if ((int)level > pami_log_level_current)
+        return;
+    char    line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    pami_log_emit((pami_log_level_t)level, subsys, "%s", line);
 }
