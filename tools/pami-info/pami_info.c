@@ -4,6 +4,7 @@
  * version and transports.
  */
 #include <pami.h>
+#include <pami_protocol.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,8 +36,8 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && (strcmp(argv[1], "-h") == 0 ||
                      strcmp(argv[1], "--help") == 0)) {
-        printf("usage: pami-info\nprints the version, UCX transports, every "
-               "PAMI_* variable and the limits of this build\n");
+        printf("usage: pami-info\nprints the version, UCX transports, "
+               "protocols, every PAMI_* variable and the limits of this build\n");
         return 0;
     }
     printf("pami %d.%d.%d\n", PAMI_VERSION_MAJOR, PAMI_VERSION_MINOR,
@@ -63,6 +64,17 @@ int main(int argc, char **argv)
            a.immediate_max);
     printf("  rndv_threshold         %zu bytes\n", a.rndv_threshold);
     printf("  contexts per client    %d\n", PAMI_CONTEXT_MAX);
+    printf("\nprotocols (dispatch ids from the reserved range):\n");
+    pami_protocol_info_t p;
+    for (size_t i = 0; pami_protocol_query(client, i, &p) == PAMI_SUCCESS;
+         i++) {
+        if (p.num_dispatch > 0)
+            printf("  %-22s v%-3u ids %zu..%zu%s\n", p.name, p.version,
+                   p.dispatch_base, p.dispatch_base + p.num_dispatch - 1,
+                   p.builtin ? "" : " (registered by the program)");
+        else
+            printf("  %-22s v%-3u no ids\n", p.name, p.version);
+    }
     print_config();
     pami_client_destroy(&client);
     return 0;
