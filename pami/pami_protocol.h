@@ -29,7 +29,8 @@ extern "C" {
 typedef struct {
     pami_client_t  client;
     pami_context_t context;
-    size_t         dispatch_base; /* first of num_dispatch ids */
+    size_t         context_offset; /* context's offset in the client */
+    size_t         dispatch_base;  /* first of num_dispatch ids */
     size_t         num_dispatch;
     void          *cookie;        /* given at registration */
 } pami_protocol_env_t;

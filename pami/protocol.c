@@ -47,6 +47,7 @@ static pami_result_t init_one(struct pami_context *ctx, size_t i)
     pami_protocol_env_t env = {
         .client        = c,
         .context       = ctx,
+        .context_offset = ctx->offset,
         .dispatch_base = p->base,
         .num_dispatch  = p->ops->num_dispatch,
         .cookie        = p->cookie,

@@ -151,7 +151,8 @@ void pami_rndv_recv(struct pami_context *ctx, uint32_t peer,
         pami_send_ack(ctx, peer, ack_cookie, PAMI_INVAL);
         return;
     }
-    pami_dispatch_entry_t *d = rts.dispatch < PAMI_DISPATCH_USER_MAX
+    /* Protocols send large messages on their ids like the program. */
+    pami_dispatch_entry_t *d = rts.dispatch < PAMI_DISPATCH_CORE_BASE
                                    ? &ctx->dispatch[rts.dispatch] : NULL;
     if (d == NULL || d->fn == NULL) {
         ctx->stats.dropped_unknown++;

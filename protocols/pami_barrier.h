@@ -12,7 +12,9 @@
  * All of them run between the contexts of one offset: task t's context k
  * meets the other tasks' contexts k. The non-blocking forms return at
  * once; done_fn runs from advance/wait of context with PAMI_SUCCESS,
- * PAMI_PEER_FAILED (a participant died) or PAMI_SHUTDOWN. A barrier may be
+ * PAMI_PEER_FAILED (a participant died) or PAMI_SHUTDOWN; a packet that
+ * could not be sent or queued ends the barrier with that error (e.g.
+ * PAMI_ENOMEM). A barrier may be
  * started again before the previous one on the same tasks completed; they
  * complete in the order they were started.
  */
