@@ -21,6 +21,10 @@
  *                           with PAMI_PEER_FAILED, others go on
  *   bp_test shutdown        a barrier task 1 never enters ends with
  *                           PAMI_SHUTDOWN at destroy on task 0
+ *   bp_test eagain          task 0 fills its send path toward task 1,
+ *                           which does not progress, until
+ *                           pami_send_immediate says PAMI_EAGAIN; its
+ *                           barrier packets then wait and go later
  */
 #include "bp_util.h"
 
@@ -500,10 +504,95 @@ static void shutdown_mode(void)
     printf("task %u: pending barrier ended with PAMI_SHUTDOWN\n", job.me);
 }
 
+/* ---- eagain ---- */
+
+#define ID_FLOOD 100
+#define FLOOD_MAX 200000
+
+static uint64_t flood_got;
+static uint64_t flood_total = ~0ull;
+
+static void on_flood_total(pami_context_t ctx, void *cookie, const void *hdr,
+                           size_t hlen, const void *data, size_t dlen,
+                           pami_endpoint_t origin, pami_recv_t *recv)
+{
+    (void)ctx; (void)cookie; (void)data; (void)dlen; (void)origin;
+    (void)recv;
+    MP_EXPECT(hlen == sizeof(flood_total), "count of %zu bytes", hlen);
+    memcpy(&flood_total, hdr, sizeof(flood_total));
+}
+
+static void on_flood(pami_context_t ctx, void *cookie, const void *hdr,
+                     size_t hlen, const void *data, size_t dlen,
+                     pami_endpoint_t origin, pami_recv_t *recv)
+{
+    (void)ctx; (void)cookie; (void)hdr; (void)hlen; (void)data;
+    (void)origin; (void)recv;
+    MP_EXPECT(dlen == 64, "flood message of %zu bytes", dlen);
+    flood_got++;
+}
+
+static void eagain_mode(void)
+{
+    MP_EXPECT(job.size == 2, "eagain runs on 2 tasks");
+    bar_ok(&job, NULL, 0);
+    uint64_t sent = 0;
+    if (job.me == 1) {
+        mp_sleep_ms(1500); /* no progress: task 0's sends pile up */
+    } else {
+        uint8_t data[64] = {0};
+        pami_send_immediate_t s = {.dest = mp_ep(&job, 1, 0),
+                                   .dispatch = ID_FLOOD, .data = data,
+                                   .data_len = sizeof(data)};
+        pami_result_t rc = PAMI_SUCCESS;
+        while (sent < FLOOD_MAX &&
+               (rc = pami_send_immediate(job.ctx[0], &s)) == PAMI_SUCCESS)
+            sent++;
+        MP_EXPECT(rc == PAMI_EAGAIN, "%llu immediate sends toward a task "
+                  "that does not progress, and no PAMI_EAGAIN (%s)",
+                  (unsigned long long)sent, pami_error_text(rc));
+    }
+    /* Task 0's packets meet a full path: queued, not lost. Several at
+     * once, so the queue holds more than one. */
+    bar_t b[4];
+    for (int i = 0; i < 4; i++) {
+        b[i] = (bar_t){.seq = (uint64_t)i};
+        bar_start(&job, NULL, 0, &b[i]);
+    }
+    for (int i = 0; i < 4; i++)
+        MP_EXPECT(bar_wait(&job, &b[i], MP_WAIT_S) == PAMI_SUCCESS,
+                  "barrier %d after the flood: %s", i,
+                  pami_error_text(b[i].rc));
+    if (job.me == 0)
+        MP_EXPECT(bp_stat(&job, "send_retries") >= 1, "no packet waited "
+                  "after PAMI_EAGAIN");
+    /* The flood arrived whole, before the barrier packets that followed
+     * it: tell task 1 how much to expect. */
+    uint64_t want = sent;
+    pami_send_immediate_t c = {.dest = mp_ep(&job, job.me ^ 1, 0),
+                               .dispatch = ID_FLOOD + 1, .header = &want,
+                               .header_len = sizeof(want)};
+    mp_send_imm(&job, job.ctx[0], &c);
+    MP_WAIT(&job, job.ctx[0], flood_total != ~0ull, MP_WAIT_S,
+            "flood count from the peer");
+    if (job.me == 1)
+        MP_EXPECT(flood_got == flood_total, "%llu of %llu flood messages",
+                  (unsigned long long)flood_got,
+                  (unsigned long long)flood_total);
+    bar_ok(&job, NULL, 0);
+    bp_expect_no_drops(&job);
+    printf("task %u: %llu sends before PAMI_EAGAIN, %llu barrier packets "
+           "retried\n", job.me, (unsigned long long)sent,
+           (unsigned long long)bp_stat(&job, "send_retries"));
+}
+
 int main(int argc, char **argv)
 {
     mp_init(&job, "bp_test", &argc, argv, NULL, 1, false);
     rma_xchg_init(&job);
+    MP_CHECK(pami_dispatch_set(job.ctx[0], ID_FLOOD, on_flood, NULL, NULL));
+    MP_CHECK(pami_dispatch_set(job.ctx[0], ID_FLOOD + 1, on_flood_total,
+                               NULL, NULL));
     MP_CHECK(pami_dispatch_fence(job.client));
     const char *mode = argc > 1 ? argv[1] : "";
     if (strcmp(mode, "groups") == 0)
@@ -514,6 +603,8 @@ int main(int argc, char **argv)
         loop_mode(argc > 2 ? strtoul(argv[2], NULL, 10) : 10000);
     else if (strcmp(mode, "late") == 0)
         late_mode();
+    else if (strcmp(mode, "eagain") == 0)
+        eagain_mode();
     else if (strcmp(mode, "malformed") == 0)
         malformed_mode();
     else if (strcmp(mode, "dead") == 0) {
@@ -524,7 +615,7 @@ int main(int argc, char **argv)
         return 0;
     } else
         mp_fail("usage: bp_test groups|api|loop|late|malformed|dead|"
-                "shutdown [n]");
+                "shutdown|eagain [n]");
     mp_finish(&job);
     return 0;
 }
