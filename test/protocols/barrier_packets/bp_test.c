@@ -21,6 +21,8 @@
  *                           with PAMI_PEER_FAILED, others go on
  *   bp_test shutdown        a barrier task 1 never enters ends with
  *                           PAMI_SHUTDOWN at destroy on task 0
+ *   bp_test contexts        barriers on two contexts at once: each meets
+ *                           its own offset on the other tasks
  *   bp_test eagain          task 0 fills its send path toward task 1,
  *                           which does not progress, until
  *                           pami_send_immediate says PAMI_EAGAIN; its
@@ -504,6 +506,42 @@ static void shutdown_mode(void)
     printf("task %u: pending barrier ended with PAMI_SHUTDOWN\n", job.me);
 }
 
+/* ---- contexts ---- */
+
+static void contexts_mode(void)
+{
+    const unsigned rounds = 300;
+    for (unsigned r = 0; r < rounds; r++) {
+        bar_t b[2] = {{.seq = 0}, {.seq = 1}};
+        /* Half the tasks start on context 1 first. */
+        for (size_t k = 0; k < 2; k++) {
+            size_t i = (k + job.me + r) % 2;
+            b[i].in_call = true;
+            MP_CHECK(pami_barrier_packets(job.ctx[i], NULL, 0, bar_on_done,
+                                          &b[i]));
+            b[i].in_call = false;
+        }
+        double deadline = mp_now() + MP_WAIT_S;
+        while (b[0].runs == 0 || b[1].runs == 0) {
+            for (size_t i = 0; i < 2; i++)
+                pami_context_wait(job.ctx[i], 1);
+            MP_EXPECT(mp_now() < deadline, "round %u: contexts done %u %u",
+                      r, b[0].runs, b[1].runs);
+        }
+        MP_EXPECT(b[0].rc == PAMI_SUCCESS && b[1].rc == PAMI_SUCCESS,
+                  "round %u: %s, %s", r, pami_error_text(b[0].rc),
+                  pami_error_text(b[1].rc));
+    }
+    for (size_t i = 0; i < 2; i++) {
+        uint64_t in = bp_stat_ctx(&job, i, "packets_in");
+        uint64_t done = bp_stat_ctx(&job, i, "barriers");
+        MP_EXPECT(in == rounds * (job.size - 1) && done == rounds,
+                  "context %zu: %llu packets in, %llu barriers", i,
+                  (unsigned long long)in, (unsigned long long)done);
+    }
+    printf("task %u: %u barriers on each of 2 contexts\n", job.me, rounds);
+}
+
 /* ---- eagain ---- */
 
 #define ID_FLOOD 100
@@ -588,7 +626,8 @@ static void eagain_mode(void)
 
 int main(int argc, char **argv)
 {
-    mp_init(&job, "bp_test", &argc, argv, NULL, 1, false);
+    bool two = argc > 1 && strcmp(argv[1], "contexts") == 0;
+    mp_init(&job, "bp_test", &argc, argv, NULL, two ? 2 : 1, false);
     rma_xchg_init(&job);
     MP_CHECK(pami_dispatch_set(job.ctx[0], ID_FLOOD, on_flood, NULL, NULL));
     MP_CHECK(pami_dispatch_set(job.ctx[0], ID_FLOOD + 1, on_flood_total,
@@ -603,6 +642,8 @@ int main(int argc, char **argv)
         loop_mode(argc > 2 ? strtoul(argv[2], NULL, 10) : 10000);
     else if (strcmp(mode, "late") == 0)
         late_mode();
+    else if (strcmp(mode, "contexts") == 0)
+        contexts_mode();
     else if (strcmp(mode, "eagain") == 0)
         eagain_mode();
     else if (strcmp(mode, "malformed") == 0)
@@ -615,7 +656,7 @@ int main(int argc, char **argv)
         return 0;
     } else
         mp_fail("usage: bp_test groups|api|loop|late|malformed|dead|"
-                "shutdown|eagain [n]");
+                "shutdown|contexts|eagain [n]");
     mp_finish(&job);
     return 0;
 }

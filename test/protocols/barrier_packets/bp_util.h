@@ -67,17 +67,22 @@ static inline void bar_ok(mp_job_t *job, const pami_task_t *tasks, size_t n)
               n ? n : job->size, pami_error_text(rc));
 }
 
-/* The protocol's counter called name on context 0. */
-static inline uint64_t bp_stat(mp_job_t *job, const char *name)
+/* The protocol's counter called name on context i. */
+static inline uint64_t bp_stat_ctx(mp_job_t *job, size_t i, const char *name)
 {
     pami_protocol_stat_t st[64];
     size_t n = 0;
-    MP_CHECK(pami_protocol_stats(job->ctx[0], "barrier_packets", st, 64, &n));
+    MP_CHECK(pami_protocol_stats(job->ctx[i], "barrier_packets", st, 64, &n));
     MP_EXPECT(n <= 64, "%zu counters", n);
     for (size_t i = 0; i < n; i++)
         if (strcmp(st[i].name, name) == 0)
             return st[i].value;
     mp_fail("barrier_packets has no counter '%s'", name);
+}
+
+static inline uint64_t bp_stat(mp_job_t *job, const char *name)
+{
+    return bp_stat_ctx(job, 0, name);
 }
 
 static inline void bp_expect_no_drops(mp_job_t *job)
