@@ -16,6 +16,9 @@
 #include "pami_svd.h"
 #include "svd_wire.h"
 
+/* Nothing below leaves libpami. */
+#pragma GCC visibility push(hidden)
+
 #define SVD_LOG "svd"
 #define SVD_HASH_BUCKETS 256
 /* Gets in flight per broadcast at a user (pipeline chunks). */
@@ -260,5 +263,7 @@ void svd_bcast_peer_failed(svd_state_t *st, pami_task_t task);
 void svd_bcast_fini(svd_state_t *st);
 void svd_bcast_free_all(svd_state_t *st);
 pami_task_t svd_node_task(const svd_bcast_t *b, size_t node);
+
+#pragma GCC visibility pop
 
 #endif /* SVD_INTERNAL_H */
