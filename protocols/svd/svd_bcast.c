@@ -395,6 +395,7 @@ static void notify_start(svd_state_t *st, const svd_notify_hdr_t *h,
     b->sched   = h->sched;
     b->fanout  = h->fanout;
     b->rec_len = h->rec_len;
+    b->chunk   = h->chunk;
     b->node    = node;
     svd_bcast_layout(b);
     if (!ok || node == 0 ||

@@ -121,6 +121,30 @@ typedef struct svd_cached {
     void              *change_cookie;
 } svd_cached_t;
 
+/* Owner: a large record a user gets after ENTRY, until its FETCHED. */
+typedef struct svd_serve {
+    struct svd_serve *next;
+    pami_task_t       task;
+    uint32_t          req;
+    pami_svd_key_t    key;
+    svd_blob_t       *rec;
+    pami_memregion_t  mr;
+} svd_serve_t;
+
+/* User: the get of such a record. */
+typedef struct svd_fetchget {
+    struct svd_fetchget *next;
+    svd_state_t         *st;
+    pami_task_t          owner;
+    pami_svd_key_t       key;
+    uint32_t             req;
+    uint64_t             version;
+    svd_blob_t          *rec;
+    pami_memregion_t     src;
+    pami_endpoint_t      origin;
+    bool                 retry;
+} svd_fetchget_t;
+
 typedef enum { SVD_DATA_PENDING, SVD_DATA_DONE, SVD_DATA_FAILED } svd_data_t;
 
 typedef struct svd_bcast svd_bcast_t;
@@ -179,11 +203,15 @@ struct svd_state {
     pami_task_t         me;
     size_t              size;
     size_t              base;      /* first dispatch id */
+    size_t              eager_max; /* pami_send payloads below this are
+                                    * whole at the handler */
     svd_config_t        cfg;
     uint64_t            stats[SVD_STAT_COUNT];
     svd_owned_t        *owned[SVD_HASH_BUCKETS];
     svd_cached_t       *cached[SVD_HASH_BUCKETS];
     svd_bcast_t        *bcasts;
+    svd_serve_t        *serves;
+    svd_fetchget_t     *fetchgets;
     uint32_t            next_req;
     pami_svd_change_fn  change_fn;
     void               *change_cookie;
@@ -232,7 +260,10 @@ void svd_on_fetch(pami_context_t, void *, const void *, size_t, const void *,
                   size_t, pami_endpoint_t, pami_recv_t *);
 void svd_on_release(pami_context_t, void *, const void *, size_t,
                     const void *, size_t, pami_endpoint_t, pami_recv_t *);
+void svd_on_fetched(pami_context_t, void *, const void *, size_t,
+                    const void *, size_t, pami_endpoint_t, pami_recv_t *);
 void svd_owner_peer_failed(svd_state_t *st, pami_task_t task);
+void svd_serves_fini(svd_state_t *st);
 pami_result_t svd_wait(svd_state_t *st, const bool *done, int timeout_ms);
 void svd_owned_free_all(svd_state_t *st);
 
@@ -243,6 +274,8 @@ void svd_queue_done(svd_state_t *st, svd_waiter_t *w);
 void svd_waiter_deliver(svd_state_t *st, svd_waiter_t *w);
 void svd_user_peer_failed(svd_state_t *st, pami_task_t task);
 void svd_cached_fini(svd_state_t *st);
+void svd_fetchget_retry(svd_state_t *st);
+void svd_fetchgets_free(svd_state_t *st);
 void svd_commit(svd_state_t *st, pami_task_t owner, pami_svd_key_t key,
                 svd_blob_t *rec, uint64_t version);
 

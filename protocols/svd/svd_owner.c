@@ -39,6 +39,8 @@ void svd_owned_rechoose(svd_state_t *st, svd_owned_t *o)
         o->htype = o->force_htype;
     if (o->force_sched)
         o->sched = o->force_sched;
+    if (o->nusers * sizeof(uint32_t) + o->rec->len >= st->eager_max)
+        o->htype = PAMI_SVD_HEADER_GET;
 }
 
 static svd_blob_t *make_record(svd_state_t *st, uint64_t version,
@@ -140,6 +142,10 @@ static pami_result_t update_start(svd_state_t *st, const pami_svd_update_t *p,
     unsigned s = (m & PAMI_SVD_UPDATE_SCHEDULE) ? p->schedule : 0;
     OWNER_CHECK(valid_htype(h) && valid_sched(s), PAMI_INVAL,
                 "update: unknown header type %u or schedule %u", h, s);
+    OWNER_CHECK(o->nusers * sizeof(uint32_t) < st->eager_max, PAMI_UNIMPL,
+                "update: the list of %zu users does not fit one eager "
+                "notification (PAMI_RNDV_THRESHOLD %zu)", o->nusers,
+                st->eager_max);
 
     svd_record_hdr_t old;
     memcpy(&old, o->rec->bytes, sizeof(old));
@@ -196,6 +202,11 @@ static pami_result_t update_start(svd_state_t *st, const pami_svd_update_t *p,
         return PAMI_SUCCESS;
     }
     memcpy(b->tasks, o->users, o->nusers * sizeof(pami_task_t));
+    /* A notification travels whole (eager): a record that would not fit
+     * goes by GET, forced or not. */
+    if (b->htype == PAMI_SVD_HEADER_INLINE &&
+        o->nusers * sizeof(uint32_t) + rec->len >= st->eager_max)
+        b->htype = PAMI_SVD_HEADER_GET;
     st->stats[b->htype == PAMI_SVD_HEADER_INLINE ? SVD_STAT_hdr_inline
                                                  : SVD_STAT_hdr_get]++;
     st->stats[b->sched == PAMI_SVD_SCHEDULE_DIRECT ? SVD_STAT_sched_direct
@@ -429,6 +440,31 @@ void svd_on_fetch(pami_context_t ctx, void *cookie, const void *hdr,
     e.status        = SVD_ST_OK;
     e.entry_version = o->version;
     e.rec_len       = o->rec->len;
+    if (o->rec->len >= st->eager_max) {
+        /* Too large to travel whole: the user gets it from a region kept
+         * until its FETCHED. */
+        svd_serve_t *sv = calloc(1, sizeof(*sv));
+        if (sv == NULL ||
+            pami_memregion_create(st->ctx, o->rec->bytes, o->rec->len,
+                                  &sv->mr) != PAMI_SUCCESS) {
+            free(sv);
+            e.status  = SVD_ST_FAILED;
+            e.rec_len = 0;
+            svd_send_ctl(st, from, SVD_PKT_ENTRY, &e, sizeof(e));
+            return;
+        }
+        sv->task = from;
+        sv->req  = f.req;
+        sv->key  = f.key;
+        sv->rec  = o->rec;
+        o->rec->refs++;
+        sv->next   = st->serves;
+        st->serves = sv;
+        e.flags = SVD_ENTRY_BY_GET;
+        e.src   = sv->mr;
+        svd_send_ctl(st, from, SVD_PKT_ENTRY, &e, sizeof(e));
+        return;
+    }
     o->rec->refs++;
     svd_op_start(st);
     pami_send_t s = {.send = {.dest = origin, .dispatch = st->base +
@@ -442,6 +478,50 @@ void svd_on_fetch(pami_context_t ctx, void *cookie, const void *hdr,
                           "entry for task %u not sent: %s", from,
                           pami_error_text(rc));
         entry_sent(st->ctx, o->rec, rc);
+    }
+}
+
+static void serve_free(svd_state_t *st, svd_serve_t *sv)
+{
+    pami_memregion_destroy(st->ctx, &sv->mr);
+    svd_blob_put(sv->rec);
+    free(sv);
+}
+
+void svd_on_fetched(pami_context_t ctx, void *cookie, const void *hdr,
+                    size_t hlen, const void *data, size_t dlen,
+                    pami_endpoint_t origin, pami_recv_t *recv)
+{
+    (void)ctx;
+    (void)data;
+    (void)recv;
+    svd_state_t      *st = cookie;
+    svd_fetched_hdr_t f;
+    if (!svd_check_hdr(st, SVD_PKT_FETCHED, hdr, hlen, sizeof(f), origin))
+        return;
+    if (dlen != 0) {
+        svd_drop(st, SVD_STAT_drop_size, origin, "FETCHED with a payload");
+        return;
+    }
+    memcpy(&f, hdr, sizeof(f));
+    pami_task_t from = svd_origin_task(origin);
+    for (svd_serve_t **pp = &st->serves; *pp; pp = &(*pp)->next) {
+        svd_serve_t *sv = *pp;
+        if (sv->task == from && sv->req == f.req && sv->key == f.key) {
+            *pp = sv->next;
+            serve_free(st, sv);
+            return;
+        }
+    }
+    svd_drop(st, SVD_STAT_drop_stale, origin, "FETCHED for nothing served");
+}
+
+void svd_serves_fini(svd_state_t *st)
+{
+    while (st->serves != NULL) {
+        svd_serve_t *sv = st->serves;
+        st->serves = sv->next;
+        serve_free(st, sv);
     }
 }
 
@@ -472,6 +552,15 @@ void svd_on_release(pami_context_t ctx, void *cookie, const void *hdr,
 
 void svd_owner_peer_failed(svd_state_t *st, pami_task_t task)
 {
+    for (svd_serve_t **pp = &st->serves; *pp;) {
+        svd_serve_t *sv = *pp;
+        if (sv->task == task) {
+            *pp = sv->next;
+            serve_free(st, sv);
+        } else {
+            pp = &sv->next;
+        }
+    }
     for (size_t b = 0; b < SVD_HASH_BUCKETS; b++)
         for (svd_owned_t *o = st->owned[b]; o; o = o->next)
             user_remove(st, o, task);

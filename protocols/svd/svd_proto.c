@@ -121,7 +121,8 @@ static pami_result_t svd_init(const pami_protocol_env_t *env, void **state)
     if (env->num_dispatch != SVD_PKT_COUNT)
         return PAMI_INVAL;
     pami_client_attr_t attr = {.field_mask = PAMI_CLIENT_ATTR_TASK |
-                                             PAMI_CLIENT_ATTR_SIZE};
+                                             PAMI_CLIENT_ATTR_SIZE |
+                                             PAMI_CLIENT_ATTR_RNDV_THRESHOLD};
     pami_result_t rc = pami_client_query(env->client, &attr);
     if (rc != PAMI_SUCCESS)
         return rc;
@@ -133,12 +134,14 @@ static pami_result_t svd_init(const pami_protocol_env_t *env, void **state)
     st->me        = attr.task;
     st->size      = attr.size;
     st->base      = env->dispatch_base;
+    st->eager_max = attr.rndv_threshold;
     st->done_tail = &st->done_head;
     read_config(&st->cfg);
     static const pami_dispatch_fn handlers[SVD_PKT_COUNT] = {
         [SVD_PKT_FETCH] = svd_on_fetch,   [SVD_PKT_ENTRY] = svd_on_entry,
         [SVD_PKT_RELEASE] = svd_on_release, [SVD_PKT_NOTIFY] = svd_on_notify,
         [SVD_PKT_ACK] = svd_on_ack,       [SVD_PKT_CHUNK] = svd_on_chunk,
+        [SVD_PKT_FETCHED] = svd_on_fetched,
     };
     for (size_t i = 0; i < SVD_PKT_COUNT; i++) {
         rc = pami_protocol_dispatch_set(env, i, handlers[i], st);
@@ -155,6 +158,7 @@ static pami_result_t svd_init(const pami_protocol_env_t *env, void **state)
 static void free_all(svd_state_t *st)
 {
     svd_bcast_free_all(st);
+    svd_fetchgets_free(st);
     svd_owned_free_all(st);
     free(st);
 }
@@ -178,6 +182,7 @@ static void svd_fini(pami_context_t context, void *state)
     }
     svd_cached_fini(st);
     svd_bcast_fini(st);
+    svd_serves_fini(st);
     if (st->held != NULL)
         svd_blob_put(st->held);
     st->held   = NULL;
@@ -320,6 +325,7 @@ static pami_result_t run_work(pami_context_t context, void *cookie)
     }
     svd_bcast_done_empty(st);
     svd_bcast_retry(st);
+    svd_fetchget_retry(st);
     return PAMI_SUCCESS;
 }
 

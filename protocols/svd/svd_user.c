@@ -366,6 +366,124 @@ static void entry_received(pami_context_t ctx, void *cookie, pami_result_t rc)
     svd_op_end(st);
 }
 
+/* ---- a record too large for ENTRY, got from the owner's region ---- */
+
+static void fetchget_issue(svd_fetchget_t *fg);
+
+static void fetchget_finish(svd_fetchget_t *fg, pami_result_t rc)
+{
+    svd_state_t *st = fg->st;
+    svd_fetched_hdr_t f;
+    memset(&f, 0, sizeof(f));
+    f.version       = SVD_WIRE_VERSION;
+    f.type          = SVD_PKT_FETCHED;
+    f.req           = fg->req;
+    f.key           = fg->key;
+    f.entry_version = fg->version;
+    svd_send_ctl(st, fg->owner, SVD_PKT_FETCHED, &f, sizeof(f));
+    svd_fetchget_t **pp = &st->fetchgets;
+    while (*pp != fg)
+        pp = &(*pp)->next;
+    *pp = fg->next;
+    fetch_done(st, fg->owner, fg->key, fg->req, fg->rec, fg->version, rc,
+               fg->origin);
+    free(fg);
+}
+
+static void fetchget_done(pami_context_t ctx, void *cookie, pami_result_t rc)
+{
+    (void)ctx;
+    svd_fetchget_t *fg = cookie;
+    if (!svd_op_end(fg->st))
+        return;
+    fetchget_finish(fg, rc);
+}
+
+static void fetchget_issue(svd_fetchget_t *fg)
+{
+    svd_state_t *st = fg->st;
+    pami_rma_t r = {.dest = svd_ep(st, fg->owner), .local = fg->rec->bytes,
+                    .bytes = fg->rec->len, .remote_mr = &fg->src,
+                    .local_fn = fetchget_done, .cookie = fg};
+    svd_op_start(st);
+    pami_result_t rc = pami_get(st->ctx, &r);
+    if (rc == PAMI_SUCCESS) {
+        st->stats[SVD_STAT_gets]++;
+        return;
+    }
+    svd_op_end(st);
+    if (rc == PAMI_EAGAIN) {
+        fg->retry = true;
+        svd_schedule_work(st);
+        return;
+    }
+    fetchget_finish(fg, rc);
+}
+
+void svd_fetchget_retry(svd_state_t *st)
+{
+    for (;;) {
+        svd_fetchget_t *fg = st->fetchgets;
+        while (fg != NULL && !fg->retry)
+            fg = fg->next;
+        if (fg == NULL)
+            return;
+        fg->retry = false;
+        fetchget_issue(fg);
+    }
+}
+
+void svd_fetchgets_free(svd_state_t *st)
+{
+    while (st->fetchgets != NULL) {
+        svd_fetchget_t *fg = st->fetchgets;
+        st->fetchgets = fg->next;
+        svd_blob_put(fg->rec);
+        free(fg);
+    }
+}
+
+static void entry_by_get(svd_state_t *st, const svd_entry_hdr_t *e,
+                         svd_cached_t *c, size_t dlen, pami_endpoint_t origin)
+{
+    pami_task_t from = svd_origin_task(origin);
+    if (dlen != 0 || e->rec_len < SVD_REC_HDR ||
+        e->rec_len > st->cfg.max_record) {
+        svd_drop(st, SVD_STAT_drop_size, origin,
+                 "ENTRY record size out of range");
+        return;
+    }
+    size_t          bytes = 0, off;
+    pami_endpoint_t mr_owner;
+    pami_task_t     mr_task = UINT32_MAX;
+    if (pami_memregion_query(&e->src, NULL, &bytes, &mr_owner) ==
+        PAMI_SUCCESS)
+        pami_endpoint_query(mr_owner, &mr_task, &off);
+    if (mr_task != from || bytes < e->rec_len) {
+        svd_drop(st, SVD_STAT_drop_bad, origin,
+                 "ENTRY whose region is not the owner's record");
+        return;
+    }
+    if (c == NULL || !c->fetching || c->req != e->req) {
+        svd_drop(st, SVD_STAT_drop_stale, origin, "ENTRY for no lookup");
+        return;
+    }
+    svd_fetchget_t *fg  = calloc(1, sizeof(*fg));
+    svd_blob_t     *rec = svd_blob_new(st, e->rec_len);
+    if (fg == NULL || rec == NULL) {
+        free(fg);
+        svd_blob_put(rec);
+        drop_cached(st, c, PAMI_ENOMEM);
+        return;
+    }
+    *fg = (svd_fetchget_t){.st = st, .owner = from, .key = e->key,
+                           .req = e->req, .version = e->entry_version,
+                           .rec = rec, .src = e->src, .origin = origin};
+    fg->next      = st->fetchgets;
+    st->fetchgets = fg;
+    fetchget_issue(fg);
+}
+
 void svd_on_entry(pami_context_t ctx, void *cookie, const void *hdr,
                   size_t hlen, const void *data, size_t dlen,
                   pami_endpoint_t origin, pami_recv_t *recv)
@@ -391,8 +509,18 @@ void svd_on_entry(pami_context_t ctx, void *cookie, const void *hdr,
         drop_cached(st, c, PAMI_NOT_FOUND);
         return;
     }
-    if (e.status != SVD_ST_OK) {
-        svd_drop(st, SVD_STAT_drop_bad, origin, "ENTRY with unknown status");
+    if (e.status == SVD_ST_FAILED && dlen == 0 && e.rec_len == 0 &&
+        c != NULL && c->fetching && c->req == e.req) {
+        drop_cached(st, c, PAMI_ERROR);
+        return;
+    }
+    if (e.status != SVD_ST_OK || (e.flags & ~SVD_ENTRY_BY_GET) != 0) {
+        svd_drop(st, SVD_STAT_drop_bad, origin,
+                 "ENTRY with unknown status or flags");
+        return;
+    }
+    if (e.flags & SVD_ENTRY_BY_GET) {
+        entry_by_get(st, &e, c, dlen, origin);
         return;
     }
     if (e.rec_len != dlen || dlen < SVD_REC_HDR ||

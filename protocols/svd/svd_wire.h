@@ -22,11 +22,14 @@ enum {
     SVD_PKT_NOTIFY  = 3, /* parent -> user: a new version */
     SVD_PKT_ACK     = 4, /* user -> parent: my subtree has it */
     SVD_PKT_CHUNK   = 5, /* chain predecessor -> successor: bytes ready */
-    SVD_PKT_COUNT   = 6
+    SVD_PKT_FETCHED = 6, /* user -> owner: got the ENTRY's record */
+    SVD_PKT_COUNT   = 7
 };
 
 /* ENTRY status, ACK status */
 enum { SVD_ST_OK = 0, SVD_ST_NOT_FOUND = 1, SVD_ST_FAILED = 2 };
+/* ENTRY flags */
+enum { SVD_ENTRY_BY_GET = 1 };
 /* CHUNK flags */
 enum { SVD_CHUNK_ABORT = 1 };
 /* record flags */
@@ -40,12 +43,22 @@ typedef struct {
 } svd_fetch_hdr_t;
 
 typedef struct {
-    uint8_t  version, type, status, reserved;
-    uint32_t req;
+    uint8_t          version, type, status;
+    uint8_t          flags;         /* SVD_ENTRY_BY_GET */
+    uint32_t         req;
+    uint64_t         key;
+    uint64_t         entry_version;
+    uint64_t         rec_len;       /* 0 unless status OK */
+    pami_memregion_t src;           /* BY_GET: the owner's region of it */
+} svd_entry_hdr_t;
+
+typedef struct {
+    uint8_t  version, type;
+    uint16_t reserved;
+    uint32_t req;                   /* the FETCH's */
     uint64_t key;
     uint64_t entry_version;
-    uint64_t rec_len;      /* == data_size; 0 unless status OK */
-} svd_entry_hdr_t;
+} svd_fetched_hdr_t;
 
 typedef struct {
     uint8_t  version, type;
@@ -100,7 +113,10 @@ typedef struct {
 } svd_record_hdr_t;
 
 _Static_assert(sizeof(svd_fetch_hdr_t) == 16, "FETCH header layout");
-_Static_assert(sizeof(svd_entry_hdr_t) == 32, "ENTRY header layout");
+_Static_assert(offsetof(svd_entry_hdr_t, src) == 32, "ENTRY header layout");
+_Static_assert(sizeof(svd_entry_hdr_t) == 32 + PAMI_MEMREGION_SIZE,
+               "ENTRY header layout");
+_Static_assert(sizeof(svd_fetched_hdr_t) == 24, "FETCHED header layout");
 _Static_assert(sizeof(svd_release_hdr_t) == 16, "RELEASE header layout");
 _Static_assert(offsetof(svd_notify_hdr_t, src) == 64, "NOTIFY header layout");
 _Static_assert(sizeof(svd_notify_hdr_t) == 64 + PAMI_MEMREGION_SIZE,

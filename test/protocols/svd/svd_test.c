@@ -296,6 +296,7 @@ static void test_update(const char *set, int hdr, int sched, size_t bytes)
                       "a task that is not a user received %llu notifications",
                       (unsigned long long)svd_stat(CTX, "notify_received"));
         }
+        mp_sync(&job); /* checked before the next update starts */
     }
     if (user)
         MP_EXPECT(svd_stat(CTX, "notify_received") == (uint64_t)rounds &&
@@ -492,8 +493,14 @@ static void inject(pami_task_t to, size_t id, const void *hdr, size_t hlen,
 static void test_malformed(void)
 {
     size_t num, base = svd_dispatch_base(&job, &num);
-    MP_EXPECT(num == 6, "svd has %zu dispatch ids, expected 6", num);
-    static const size_t hsize[6] = {16, 32, 16, 320, 24, 32};
+    MP_EXPECT(num == SVD_PKT_COUNT, "svd has %zu dispatch ids, expected %d",
+              num, SVD_PKT_COUNT);
+    static const size_t hsize[SVD_PKT_COUNT] = {
+        sizeof(svd_fetch_hdr_t),  sizeof(svd_entry_hdr_t),
+        sizeof(svd_release_hdr_t), sizeof(svd_notify_hdr_t),
+        sizeof(svd_ack_hdr_t),    sizeof(svd_chunk_hdr_t),
+        sizeof(svd_fetched_hdr_t)};
+    const unsigned np = SVD_PKT_COUNT;
     uint64_t before[NDROP];
     for (size_t i = 0; i < NDROP; i++)
         before[i] = svd_stat(CTX, drop_stats[i]);
@@ -505,7 +512,7 @@ static void test_malformed(void)
     if (job.me == 1) {
         uint8_t  h[400];
         uint32_t junk[4] = {1, 2, 3, 4};
-        for (size_t t = 0; t < 6; t++) {
+        for (size_t t = 0; t < np; t++) {
             memset(h, 0, sizeof(h));
             h[0] = 1;
             h[1] = (uint8_t)t;
@@ -517,15 +524,15 @@ static void test_malformed(void)
             h[0] = 1;
             h[1] = 77;
             inject(victim, base + t, h, hsize[t], NULL, 0);     /* type */
-            h[1] = (uint8_t)((t + 1) % 6);
+            h[1] = (uint8_t)((t + 1) % np);
             inject(victim, base + t, h, hsize[t], NULL, 0);     /* other type */
             h[1] = (uint8_t)t;
         }
         /* absurd sizes: payloads where none belong, sizes beyond limits */
         memset(h, 0, sizeof(h));
         h[0] = 1;
-        for (size_t t = 0; t < 6; t++) {
-            if (t == 1 || t == 3)
+        for (size_t t = 0; t < np; t++) {
+            if (t == SVD_PKT_ENTRY || t == SVD_PKT_NOTIFY)
                 continue;
             h[1] = (uint8_t)t;
             inject(victim, base + t, h, hsize[t], junk, sizeof(junk));
@@ -561,8 +568,9 @@ static void test_malformed(void)
         inject(victim, base + 5, &c, sizeof(c), NULL, 0);
     }
     /* short: hsize-1 and empty; long; version; type: 77 and another id's */
-    want[0] = 12; want[1] = 6; want[2] = 6; want[3] = 12;
-    want[4] = 4 + 1 + 2; /* payloads on 4 ids, ENTRY rec_len, NOTIFY x2 */
+    want[0] = 2 * np; want[1] = np; want[2] = np; want[3] = 2 * np;
+    /* payloads on the ids that take none, ENTRY rec_len, NOTIFY x2 */
+    want[4] = (np - 2) + 1 + 2;
     want[5] = 3;         /* header type, owner, task list */
     want[6] = 2;
     mp_sync(&job);
