@@ -14,13 +14,13 @@ static const pami_config_var_t svd_config_vars[] = {
     {"PAMI_SVD_INLINE_MAX", "4096",
      "SVD: update records (296-byte header + data) up to this size travel "
      "inline in the notification; larger ones by active GET"},
-    {"PAMI_SVD_DIRECT_USERS", "2",
+    {"PAMI_SVD_DIRECT_USERS", "8",
      "SVD: updates with at most this many users go DIRECT from the owner"},
-    {"PAMI_SVD_TREE_USERS", "16",
+    {"PAMI_SVD_TREE_USERS", "64",
      "SVD: updates with more users than this go at least by TREE"},
-    {"PAMI_SVD_TREE_MIN", "32768",
+    {"PAMI_SVD_TREE_MIN", "262144",
      "SVD: records from this size go by TREE (above DIRECT_USERS users)"},
-    {"PAMI_SVD_PIPELINE_MIN", "1048576",
+    {"PAMI_SVD_PIPELINE_MIN", "4194304",
      "SVD: records from this size go by PIPELINE (above DIRECT_USERS "
      "users)"},
     {"PAMI_SVD_TREE_FANOUT", "2", "SVD: children per node of the TREE"},
@@ -66,10 +66,11 @@ static size_t env_size(const char *name, size_t dflt, size_t min, size_t max)
 static void read_config(svd_config_t *c)
 {
     c->inline_max   = env_size("PAMI_SVD_INLINE_MAX", 4096, 0, SIZE_MAX);
-    c->direct_users = env_size("PAMI_SVD_DIRECT_USERS", 2, 0, SIZE_MAX);
-    c->tree_users   = env_size("PAMI_SVD_TREE_USERS", 16, 0, SIZE_MAX);
-    c->tree_min     = env_size("PAMI_SVD_TREE_MIN", 32768, 0, SIZE_MAX);
-    c->pipeline_min = env_size("PAMI_SVD_PIPELINE_MIN", 1 << 20, 0, SIZE_MAX);
+    c->direct_users = env_size("PAMI_SVD_DIRECT_USERS", 8, 0, SIZE_MAX);
+    c->tree_users   = env_size("PAMI_SVD_TREE_USERS", 64, 0, SIZE_MAX);
+    c->tree_min     = env_size("PAMI_SVD_TREE_MIN", 256 << 10, 0, SIZE_MAX);
+    c->pipeline_min = env_size("PAMI_SVD_PIPELINE_MIN", 4 << 20, 0,
+                               SIZE_MAX);
     c->fanout       = env_size("PAMI_SVD_TREE_FANOUT", 2, 1, 64);
     c->chunk        = env_size("PAMI_SVD_CHUNK", 256 << 10, 4096, 1ull << 30);
     c->max_record   = env_size("PAMI_SVD_MAX_RECORD", 1ull << 30,

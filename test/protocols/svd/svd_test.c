@@ -3,15 +3,18 @@
  *
  *   basic                     register, lookup (fetch, then cache), own
  *                             and unknown keys, bad input
- *   update USERS HDR SCHED BYTES
+ *   update USERS HDR SCHED BYTES [EXPECT]
  *                             USERS one|some|all, HDR auto|inline|get,
  *                             SCHED auto|direct|tree|pipeline: three
  *                             updates checked byte for byte on every user,
- *                             nothing on the others
+ *                             nothing on the others; EXPECT
+ *                             (e.g. get/tree) is what the rule must pick
  *   race BYTES                updates racing with lookups and re-fetches
  *   release                   a released user gets no more updates
  *   malformed                 bad packets to every SVD id, then SVD works
- *   bench                     update latency, 1/4/7 users (8 ranks)
+ *   shutdown                  updates and lookups under way at destroy
+ *   bench [SCHED]             update latency, 1/4/7 users (8 ranks),
+ *                             by the rule or with SCHED forced
  */
 #include "svd_util.h"
 #include "svd_wire.h"
@@ -226,7 +229,9 @@ static const char *const stat_of_hdr[] = {NULL, "hdr_inline", "hdr_get"};
 static const char *const stat_of_sched[] = {NULL, "sched_direct",
                                             "sched_tree", "sched_pipeline"};
 
-static void test_update(const char *set, int hdr, int sched, size_t bytes)
+/* expect: "HDR/SCHED" the rule must pick (for auto), or NULL. */
+static void test_update(const char *set, int hdr, int sched, size_t bytes,
+                        const char *expect)
 {
     const pami_task_t    owner = 0;
     const pami_svd_key_t key   = 7;
@@ -261,6 +266,13 @@ static void test_update(const char *set, int hdr, int sched, size_t bytes)
                           "recorded as a user", users[i]);
             int h = hdr ? hdr : (int)info.header;
             int s = sched ? sched : (int)info.schedule;
+            if (expect != NULL) {
+                char want[64];
+                snprintf(want, sizeof(want), "%s/%s", stat_of_hdr[h] + 4,
+                         stat_of_sched[s] + 6);
+                MP_EXPECT(strcmp(want, expect) == 0, "the rule chose %s, "
+                          "expected %s", want, expect);
+            }
             uint64_t h0 = svd_stat(CTX, stat_of_hdr[h]);
             uint64_t s0 = svd_stat(CTX, stat_of_sched[s]);
             pami_svd_update_t u = svd_update_params(owner, key, v, buf, bytes);
@@ -584,12 +596,70 @@ static void test_malformed(void)
     MP_EXPECT(svd_stat(CTX, "notify_received") == 0,
               "a malformed NOTIFY was taken");
     /* and the directory still works */
-    test_update("all", PAMI_SVD_HEADER_GET, PAMI_SVD_SCHEDULE_TREE, 5000);
+    test_update("all", PAMI_SVD_HEADER_GET, PAMI_SVD_SCHEDULE_TREE, 5000,
+                NULL);
+}
+
+/* ---- shutdown ---- */
+
+static int sd_updates[2], sd_lookups[2]; /* SUCCESS, SHUTDOWN */
+
+static void on_sd_update(pami_context_t ctx, void *cookie, pami_result_t rc)
+{
+    (void)ctx;
+    (void)cookie;
+    MP_EXPECT(rc == PAMI_SUCCESS || rc == PAMI_SHUTDOWN, "update at "
+              "shutdown: %s", pami_error_text(rc));
+    sd_updates[rc == PAMI_SHUTDOWN]++;
+}
+
+static void on_sd_lookup(pami_context_t ctx, void *cookie, pami_result_t rc,
+                         const pami_svd_entry_t *e)
+{
+    (void)ctx;
+    (void)cookie;
+    (void)e;
+    MP_EXPECT(rc == PAMI_SUCCESS || rc == PAMI_SHUTDOWN, "lookup at "
+              "shutdown: %s", pami_error_text(rc));
+    sd_lookups[rc == PAMI_SHUTDOWN]++;
+}
+
+/* Operations still under way at destroy end once each, with SUCCESS or
+ * SHUTDOWN, and nothing leaks (under ASan). */
+static void test_shutdown(void)
+{
+    const size_t bytes = 100000;
+    pami_task_t next = (pami_task_t)((job.me + 1) % job.size);
+    reg(13, 1, bytes);
+    reg(20 + job.me, 1, 70000);
+    mp_sync(&job);
+    lookup(next, 13, NULL, NULL);
+    mp_sync(&job);
+    uint8_t *buf = malloc(bytes);
+    for (uint64_t v = 2; v < 5; v++) {
+        pami_svd_update_t u = svd_update_params(job.me, 13, v, buf, bytes);
+        u.done_fn = on_sd_update;
+        MP_CHECK(pami_svd_update(CTX, &u));
+    }
+    for (int i = 0; i < 2; i++) {
+        pami_svd_lookup_t l = {.owner = next, .key = 20 + next,
+                               .done_fn = on_sd_lookup};
+        MP_CHECK(pami_svd_lookup(CTX, &l));
+    }
+    free(buf);
+    mp_finish(&job);
+    MP_EXPECT(sd_updates[0] + sd_updates[1] == 3 &&
+                  sd_lookups[0] + sd_lookups[1] == 2,
+              "at destroy: %d+%d of 3 updates, %d+%d of 2 lookups ended",
+              sd_updates[0], sd_updates[1], sd_lookups[0], sd_lookups[1]);
+    printf("svd shutdown: task %u ok (%d updates, %d lookups ended with "
+           "SHUTDOWN)\n", job.me, sd_updates[1], sd_lookups[1]);
+    exit(0);
 }
 
 /* ---- bench ---- */
 
-static void test_bench(void)
+static void test_bench(int sched)
 {
     static const size_t sizes[] = {64, 64 << 10, 4 << 20};
     static const size_t users[] = {1, 4, 7};
@@ -600,8 +670,17 @@ static void test_bench(void)
         if (users[u] >= job.size)
             continue;
         for (size_t s = 0; s < 3; s++, key++) {
-            if (job.me == 0)
-                reg(key, 1, sizes[s]);
+            if (job.me == 0) {
+                pami_svd_register_t r = {
+                    .field_mask = PAMI_SVD_REGISTER_DATA, .key = key,
+                    .addr = buf, .size = sizes[s], .data = buf,
+                    .data_size = sizes[s]};
+                if (sched) {
+                    r.field_mask |= PAMI_SVD_REGISTER_SCHEDULE;
+                    r.schedule = (pami_svd_schedule_t)sched;
+                }
+                MP_CHECK(pami_svd_register(CTX, &r));
+            }
             mp_sync(&job);
             if (job.me >= 1 && job.me <= users[u])
                 lookup(0, key, NULL, NULL);
@@ -635,20 +714,22 @@ int main(int argc, char **argv)
               "run at 4 ranks or more");
     if (strcmp(mode, "basic") == 0)
         test_basic();
-    else if (strcmp(mode, "update") == 0 && argc == 6)
+    else if (strcmp(mode, "update") == 0 && (argc == 6 || argc == 7))
         test_update(argv[2], parse_hdr(argv[3]), parse_sched(argv[4]),
-                    strtoul(argv[5], NULL, 10));
+                    strtoul(argv[5], NULL, 10), argc == 7 ? argv[6] : NULL);
     else if (strcmp(mode, "race") == 0 && argc == 3)
         test_race(strtoul(argv[2], NULL, 10));
     else if (strcmp(mode, "release") == 0)
         test_release();
+    else if (strcmp(mode, "shutdown") == 0)
+        test_shutdown();
     else if (strcmp(mode, "malformed") == 0)
         test_malformed();
     else if (strcmp(mode, "bench") == 0)
-        test_bench();
+        test_bench(argc > 2 ? parse_sched(argv[2]) : 0);
     else
         mp_fail("usage: svd_test basic|update USERS HDR SCHED BYTES|race "
-                "BYTES|release|malformed|bench");
+                "BYTES|release|malformed|shutdown|bench [SCHED]");
     mp_finish(&job);
     printf("svd %s: task %u ok\n", mode, job.me);
     return 0;
