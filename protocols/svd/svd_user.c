@@ -509,9 +509,14 @@ void svd_on_entry(pami_context_t ctx, void *cookie, const void *hdr,
         drop_cached(st, c, PAMI_NOT_FOUND);
         return;
     }
-    if (e.status == SVD_ST_FAILED && dlen == 0 && e.rec_len == 0 &&
-        c != NULL && c->fetching && c->req == e.req) {
-        drop_cached(st, c, PAMI_ERROR);
+    if (e.status == SVD_ST_FAILED) {
+        if (dlen != 0 || e.rec_len != 0)
+            svd_drop(st, SVD_STAT_drop_size, origin,
+                     "ENTRY failed with a record");
+        else if (c == NULL || !c->fetching || c->req != e.req)
+            svd_drop(st, SVD_STAT_drop_stale, origin, "ENTRY for no lookup");
+        else
+            drop_cached(st, c, PAMI_ERROR);
         return;
     }
     if (e.status != SVD_ST_OK || (e.flags & ~SVD_ENTRY_BY_GET) != 0) {
