@@ -229,8 +229,8 @@ struct svd_state {
 extern const pami_protocol_ops_t svd_ops;
 svd_state_t *svd_state(pami_context_t context);
 pami_endpoint_t svd_ep(svd_state_t *st, pami_task_t task);
-void svd_send_ctl(svd_state_t *st, pami_task_t task, unsigned type,
-                  const void *hdr, size_t len);
+pami_result_t svd_send_ctl(svd_state_t *st, pami_task_t task, unsigned type,
+                           const void *hdr, size_t len);
 void svd_schedule_work(svd_state_t *st);
 void svd_op_start(svd_state_t *st);
 bool svd_op_end(svd_state_t *st); /* false: the state is gone or closed */

@@ -247,8 +247,8 @@ pami_task_t svd_origin_task(pami_endpoint_t origin)
 
 /* A header-only packet; pami_send (which copies the header and never asks
  * for a retry) when the immediate path is busy. */
-void svd_send_ctl(svd_state_t *st, pami_task_t task, unsigned type,
-                  const void *hdr, size_t len)
+pami_result_t svd_send_ctl(svd_state_t *st, pami_task_t task, unsigned type,
+                           const void *hdr, size_t len)
 {
     pami_send_t s = {.send = {.dest = svd_ep(st, task),
                               .dispatch = st->base + type,
@@ -260,6 +260,7 @@ void svd_send_ctl(svd_state_t *st, pami_task_t task, unsigned type,
         pami_protocol_log(PAMI_PROTOCOL_LOG_DEBUG, SVD_LOG,
                           "packet type %u to task %u not sent: %s", type, task,
                           pami_error_text(rc));
+    return rc;
 }
 
 void svd_op_start(svd_state_t *st)

@@ -108,7 +108,7 @@ static void box_done(pami_context_t ctx, void *cookie, pami_result_t rc,
         box->entry = *entry;
 }
 
-static void send_fetch(svd_state_t *st, svd_cached_t *c)
+static pami_result_t send_fetch(svd_state_t *st, svd_cached_t *c)
 {
     svd_fetch_hdr_t f;
     memset(&f, 0, sizeof(f));
@@ -117,7 +117,7 @@ static void send_fetch(svd_state_t *st, svd_cached_t *c)
     f.req     = c->req;
     f.key     = c->key;
     st->stats[SVD_STAT_fetch_sent]++;
-    svd_send_ctl(st, c->owner, SVD_PKT_FETCH, &f, sizeof(f));
+    return svd_send_ctl(st, c->owner, SVD_PKT_FETCH, &f, sizeof(f));
 }
 
 /* Starts a lookup ending in fn; hold_rec: for a blocking caller. */
@@ -161,7 +161,13 @@ static pami_result_t lookup_start(svd_state_t *st, const pami_svd_lookup_t *p,
         size_t b = svd_hash(p->owner, p->key);
         c->next        = st->cached[b];
         st->cached[b]  = c;
-        send_fetch(st, c);
+        pami_result_t rc = send_fetch(st, c);
+        if (rc != PAMI_SUCCESS) {
+            /* e.g. PAMI_PEER_FAILED: the owner is known dead */
+            svd_cached_remove(st, c);
+            free(w);
+            return rc;
+        }
     }
     if (p->field_mask & PAMI_SVD_LOOKUP_CHANGE) {
         c->change_fn     = p->change_fn;

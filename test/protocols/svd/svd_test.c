@@ -13,11 +13,14 @@
  *   release                   a released user gets no more updates
  *   malformed                 bad packets to every SVD id, then SVD works
  *   shutdown                  updates and lookups under way at destroy
+ *   peer                      a user (a TREE forwarder) dies
  *   bench [SCHED]             update latency, 1/4/7 users (8 ranks),
  *                             by the rule or with SCHED forced
  */
 #include "svd_util.h"
 #include "svd_wire.h"
+
+#include <unistd.h>
 
 static mp_job_t job;
 #define CTX (job.ctx[0])
@@ -657,6 +660,84 @@ static void test_shutdown(void)
     exit(0);
 }
 
+/* ---- peer ---- */
+
+static pami_result_t peer_rc = PAMI_RESULT_LAST;
+
+static void on_peer_update(pami_context_t ctx, void *cookie, pami_result_t rc)
+{
+    (void)ctx;
+    (void)cookie;
+    MP_EXPECT(peer_rc == PAMI_RESULT_LAST, "update ended twice");
+    peer_rc = rc;
+}
+
+/* Task 1, a forwarder of a TREE update, dies: the owner's update ends
+ * with PAMI_PEER_FAILED, a lookup of its entries fails the same way, the
+ * directory goes on among the survivors. */
+static void test_peer(void)
+{
+    const pami_task_t victim = 1;
+    const size_t bytes = 100000;
+    if (job.me == 0)
+        reg(15, 1, bytes);
+    if (job.me == victim)
+        reg(16, 1, 10);
+    mp_sync(&job);
+    if (job.me != 0)
+        lookup(0, 15, NULL, NULL);
+    mp_sync(&job);
+    if (job.me == victim)
+        _exit(0); /* pamirun takes exit 0 as a normal end */
+    uint8_t *buf = malloc(bytes);
+    if (job.me == 0) {
+        pami_svd_update_t u = svd_update_params(0, 15, 2, buf, bytes);
+        u.field_mask |= PAMI_SVD_UPDATE_SCHEDULE;
+        u.schedule = PAMI_SVD_SCHEDULE_TREE;
+        u.done_fn  = on_peer_update;
+        MP_CHECK(pami_svd_update(CTX, &u));
+        MP_WAIT(&job, CTX, peer_rc != PAMI_RESULT_LAST, 20, "the update");
+        MP_EXPECT(peer_rc == PAMI_PEER_FAILED, "update with a dead user: %s",
+                  pami_error_text(peer_rc));
+        MP_EXPECT(svd_stat(CTX, "peer_failed_ops") >= 1, "no peer failure "
+                  "counted");
+        pami_svd_info_t info;
+        MP_CHECK(pami_svd_query(CTX, 15, &info, NULL, 0));
+        MP_EXPECT(info.num_users == job.size - 2, "%zu users left",
+                  info.num_users);
+    } else {
+        /* until this task, too, knows task 1 is gone */
+        pami_svd_lookup_t l = {.field_mask = PAMI_SVD_LOOKUP_TIMEOUT,
+                               .owner = victim, .key = 16,
+                               .timeout_ms = 20000};
+        pami_svd_entry_t e;
+        MP_CHECK_RC(pami_svd_lookup_wait(CTX, &l, &e), PAMI_PEER_FAILED);
+    }
+    /* the survivors go on: one more update, checked everywhere */
+    double deadline = mp_now() + 20;
+    if (job.me == 0) {
+        pami_svd_update_t u = svd_update_params(0, 15, 3, buf, bytes);
+        u.field_mask |= PAMI_SVD_UPDATE_SCHEDULE | PAMI_SVD_UPDATE_TIMEOUT;
+        u.schedule   = PAMI_SVD_SCHEDULE_DIRECT;
+        u.timeout_ms = 20000;
+        MP_CHECK(pami_svd_update_wait(CTX, &u));
+    } else {
+        pami_svd_entry_t e;
+        do {
+            e = lookup(0, 15, NULL, NULL);
+            mp_wait_step(&job, CTX);
+            MP_EXPECT(mp_now() < deadline, "version 3 never came");
+        } while (e.version < 3);
+        svd_expect_entry(&e, 0, 15, 3, bytes);
+    }
+    free(buf);
+    pami_result_t rc = pami_client_destroy(&job.client);
+    MP_EXPECT(rc == PAMI_SUCCESS || rc == PAMI_PEER_FAILED,
+              "destroy: %s", pami_error_text(rc));
+    printf("svd peer: task %u ok\n", job.me);
+    exit(0);
+}
+
 /* ---- bench ---- */
 
 static void test_bench(int sched)
@@ -721,6 +802,8 @@ int main(int argc, char **argv)
         test_race(strtoul(argv[2], NULL, 10));
     else if (strcmp(mode, "release") == 0)
         test_release();
+    else if (strcmp(mode, "peer") == 0)
+        test_peer();
     else if (strcmp(mode, "shutdown") == 0)
         test_shutdown();
     else if (strcmp(mode, "malformed") == 0)
@@ -729,7 +812,7 @@ int main(int argc, char **argv)
         test_bench(argc > 2 ? parse_sched(argv[2]) : 0);
     else
         mp_fail("usage: svd_test basic|update USERS HDR SCHED BYTES|race "
-                "BYTES|release|malformed|shutdown|bench [SCHED]");
+                "BYTES|release|malformed|shutdown|peer|bench [SCHED]");
     mp_finish(&job);
     printf("svd %s: task %u ok\n", mode, job.me);
     return 0;
