@@ -12,25 +12,6 @@
 
 static const pami_protocol_ops_t bp_ops;
 
-/* The protocol environment does not carry the context's offset; a region
- * of the context names its owner endpoint, which does. */
-static pami_result_t context_offset(pami_context_t ctx, uint32_t *offset)
-{
-    static uint8_t   probe;
-    pami_memregion_t mr;
-    pami_result_t    rc = pami_memregion_create(ctx, &probe, 1, &mr);
-    if (rc != PAMI_SUCCESS)
-        return rc;
-    pami_endpoint_t owner = PAMI_ENDPOINT_NULL;
-    size_t          off   = 0;
-    rc = pami_memregion_query(&mr, NULL, NULL, &owner);
-    if (rc == PAMI_SUCCESS)
-        rc = pami_endpoint_query(owner, NULL, &off);
-    pami_memregion_destroy(ctx, &mr);
-    *offset = (uint32_t)off;
-    return rc;
-}
-
 static void state_free(bp_state_t *st)
 {
     if (st->buckets != NULL)
@@ -56,8 +37,7 @@ static pami_result_t bp_init(const pami_protocol_env_t *env, void **state)
     pami_client_attr_t attr = {.field_mask = PAMI_CLIENT_ATTR_TASK |
                                              PAMI_CLIENT_ATTR_SIZE};
     pami_result_t rc = pami_client_query(env->client, &attr);
-    if (rc == PAMI_SUCCESS)
-        rc = context_offset(env->context, &st->offset);
+    st->offset = (uint32_t)env->context_offset;
     if (rc != PAMI_SUCCESS) {
         state_free(st);
         return rc;

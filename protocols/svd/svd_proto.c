@@ -4,7 +4,6 @@
  * completions from progress.
  */
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,46 +76,6 @@ static void read_config(svd_config_t *c)
                                SVD_REC_HDR, (size_t)1 << 40);
 }
 
-/* The protocol SDK does not say which offset a context has; contexts of a
- * client are initialised in offset order and finalised together, so a
- * count per client gives it. */
-static pthread_mutex_t offsets_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-    pami_client_t client;
-    size_t        live;
-} offsets[16];
-
-static size_t offset_take(pami_client_t client)
-{
-    size_t off = 0;
-    pthread_mutex_lock(&offsets_lock);
-    size_t free_slot = SIZE_MAX;
-    for (size_t i = 0; i < sizeof(offsets) / sizeof(offsets[0]); i++) {
-        if (offsets[i].client == client) {
-            off = offsets[i].live++;
-            free_slot = SIZE_MAX - 1;
-            break;
-        }
-        if (offsets[i].client == NULL && free_slot == SIZE_MAX)
-            free_slot = i;
-    }
-    if (free_slot < SIZE_MAX - 1) {
-        offsets[free_slot].client = client;
-        offsets[free_slot].live   = 1;
-    }
-    pthread_mutex_unlock(&offsets_lock);
-    return off;
-}
-
-static void offset_drop(pami_client_t client)
-{
-    pthread_mutex_lock(&offsets_lock);
-    for (size_t i = 0; i < sizeof(offsets) / sizeof(offsets[0]); i++)
-        if (offsets[i].client == client && --offsets[i].live == 0)
-            offsets[i].client = NULL;
-    pthread_mutex_unlock(&offsets_lock);
-}
-
 static pami_result_t svd_init(const pami_protocol_env_t *env, void **state)
 {
     if (env->num_dispatch != SVD_PKT_COUNT)
@@ -151,7 +110,7 @@ static pami_result_t svd_init(const pami_protocol_env_t *env, void **state)
             return rc;
         }
     }
-    st->offset = offset_take(env->client);
+    st->offset = env->context_offset;
     *state = st;
     return PAMI_SUCCESS;
 }
@@ -170,7 +129,6 @@ static void svd_fini(pami_context_t context, void *state)
     svd_state_t *st = state;
     if (st == NULL)
         return;
-    offset_drop(st->client);
     /* Queued completions and waiting lookups end with SHUTDOWN. */
     svd_waiter_t *w = st->done_head;
     st->done_head = NULL;
