@@ -1,0 +1,286 @@
+/*
+ * Private to collectives/: the protocol's per-context state, geometries,
+ * collective instances (requests) and their schedules. Sees only the
+ * public headers.
+ */
+#ifndef PAMI_COLL_H
+#define PAMI_COLL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pami.h"
+#include "pami_collectives.h"
+#include "pami_protocol.h"
+
+#define COLL_SUBSYS "coll"
+#define coll_log(level, ...) pami_protocol_log(level, COLL_SUBSYS, __VA_ARGS__)
+#define coll_warn(...)  coll_log(PAMI_PROTOCOL_LOG_WARN, __VA_ARGS__)
+#define coll_debug(...) coll_log(PAMI_PROTOCOL_LOG_DEBUG, __VA_ARGS__)
+
+/* ---- wire ---- */
+
+#define COLL_WIRE_VERSION 1
+
+enum { COLL_MSG_DATA = 1, COLL_MSG_ABORT = 2 };
+enum { COLL_FLAG_CREATE = 1 }; /* the exchange that creates a geometry */
+
+/* The header of every collectives message (docs/collectives.md). */
+typedef struct __attribute__((packed)) {
+    uint8_t  version;  /* COLL_WIRE_VERSION */
+    uint8_t  type;     /* COLL_MSG_* */
+    uint8_t  flags;    /* COLL_FLAG_* */
+    uint8_t  algo;     /* algorithm id of the sender */
+    uint16_t connid;   /* seq % PAMI_CONNID_BUFFER */
+    uint16_t kind;     /* pami_xfer_type_t, or COLL_KIND_CREATE */
+    uint32_t geom_id;
+    uint32_t seq;      /* collective number on the geometry */
+    uint32_t tag;      /* index among the sender's messages to this rank */
+    uint32_t src_rank; /* sender's rank in the geometry */
+    uint32_t sig;      /* hash of what all members must pass alike */
+} coll_hdr_t;
+
+#define COLL_KIND_CREATE PAMI_XFER_COUNT
+
+/* ---- schedules ---- */
+
+enum {
+    SOP_COPY,        /* dst <- src, at step entry */
+    SOP_REDUCE,      /* dst <- dst op src, at step entry */
+    SOP_SEND,        /* src -> peer, issued at step entry */
+    SOP_RECV,        /* peer -> dst, on arrival */
+    SOP_RECV_REDUCE  /* peer -> tmp on arrival; dst <- dst op tmp at step end */
+};
+
+typedef struct {
+    uint8_t     kind;
+    uint8_t     lower;  /* reductions: src comes from lower ranks */
+    uint8_t     done;   /* receives: matched by a message */
+    uint32_t    peer;   /* geometry rank */
+    uint32_t    tag;    /* sends, receives: index among those with peer */
+    uint32_t    step;
+    void       *dst;
+    const void *src;    /* SOP_RECV_REDUCE: the temporary */
+    size_t      bytes;
+} coll_sop_t;
+
+struct coll_ctx;
+struct coll_req;
+
+/* A message kept before it can be used: early for a step not reached, for
+ * a collective not posted yet, or for a geometry not created yet. */
+typedef struct coll_msg {
+    struct coll_msg *next;
+    coll_hdr_t       hdr;
+    pami_task_t      origin;
+    void            *data;
+    size_t           len;
+    bool             complete; /* all data here (large ones arrive later) */
+    bool             dead;     /* owner went away: free when complete */
+    struct coll_req *owner;    /* set once in a request's early list */
+    struct coll_ctx *cc;
+} coll_msg_t;
+
+typedef struct coll_algo coll_algo_t;
+
+typedef struct coll_req {
+    struct pami_geometry *g;
+    struct coll_ctx      *cc;
+    const coll_algo_t    *algo;
+    uint8_t               algo_id;
+    pami_event_fn         done_fn;
+    void                 *done_cookie;
+    pami_xfer_t           x;     /* the caller's call, copied */
+    uint32_t              seq;
+    uint16_t              connid;
+    uint16_t              kind;
+    uint32_t              sig;
+    size_t                dtsize;
+
+    coll_sop_t *ops;
+    size_t      nops, opcap;
+    uint32_t   *steps;           /* first op of each step; nsteps + 1 */
+    size_t      nsteps, stepcap;
+    void      **tmps;            /* temporaries freed at the end */
+    size_t      ntmps, tmpcap;
+    bool        build_failed;
+
+    size_t      cur;             /* step being run */
+    size_t      recvs_left;      /* of cur */
+    size_t      sends_left;      /* of cur, not yet complete locally */
+    size_t      rdv_pending;     /* receives whose data is still coming */
+    coll_msg_t *early;           /* for later steps, in arrival order */
+
+    pami_result_t status;
+    bool          in_advance, again, in_call, posted, completed;
+    pami_work_t   work;
+    uint64_t      create_check[2]; /* geometry creation: {min h, min ~h} */
+} coll_req_t;
+
+/* ---- geometries ---- */
+
+struct pami_geometry {
+    struct coll_ctx      *cc;
+    struct pami_geometry *next;   /* in cc->geoms */
+    uint32_t              id;
+    size_t                size, rank;
+    pami_task_t          *tasks;
+    pami_endpoint_t      *eps;
+    uint64_t              hash;   /* of the task list */
+    bool                  world, ready, created;
+    pami_result_t         create_rc;
+    pami_event_fn         create_fn;
+    void                 *create_cookie;
+
+    uint32_t    next_seq;
+    coll_req_t *slots[PAMI_CONNID_BUFFER]; /* the ConnID buffer */
+    unsigned    threshold, in_use, high_water;
+    uint64_t    waits, started;
+    unsigned    waiters;                   /* callers waiting for a ConnID */
+    coll_msg_t *unexp, **unexp_tail;       /* for collectives not posted */
+};
+
+typedef struct coll_ctx {
+    struct coll_ctx *next_state; /* all states, to find the context offset */
+    pami_client_t    client;
+    pami_context_t   ctx;
+    size_t           offset;
+    size_t           dispatch;
+    pami_task_t      me;
+    size_t           ntasks;
+    size_t           immediate_max;
+    unsigned         threshold;
+    struct pami_geometry *world;
+    struct pami_geometry *geoms;
+    coll_msg_t      *orphans, **orphans_tail; /* for unknown geometries */
+    struct {
+        uint64_t in_use, high_water, waits, eagain;
+        uint64_t started, completed, failed;
+        uint64_t early, unexpected, orphans, late;
+        uint64_t malformed, aborts_sent, aborts_received;
+    } st;
+} coll_ctx_t;
+
+/* ---- algorithms ---- */
+
+struct coll_algo {
+    const char      *name;
+    pami_xfer_type_t kind;
+    uint32_t         requirements; /* PAMI_ALGORITHM_REQ_* */
+    size_t           range_lo, range_hi;
+    pami_result_t  (*check)(const pami_xfer_t *xfer); /* NULL: always */
+    pami_result_t  (*build)(coll_req_t *req);
+};
+
+extern const coll_algo_t coll_algos[];
+extern const size_t      coll_num_algos;
+
+/* coll_protocol.c */
+extern const pami_protocol_ops_t coll_protocol_ops;
+coll_ctx_t *coll_ctx_of(pami_context_t context);
+void coll_send_abort(coll_ctx_t *cc, struct pami_geometry *g, uint32_t seq,
+                     uint16_t kind);
+void coll_msg_free(coll_msg_t *m);
+
+/* coll_geometry.c */
+pami_result_t coll_geometry_new(coll_ctx_t *cc, uint32_t id,
+                                const pami_task_t *tasks, size_t n,
+                                bool world, struct pami_geometry **out);
+void coll_geometry_free(struct pami_geometry *g);
+struct pami_geometry *coll_geometry_find(coll_ctx_t *cc, uint32_t id);
+void coll_geometry_created(coll_req_t *req);
+bool coll_task_in(const pami_task_t *tasks, size_t n, pami_task_t t);
+
+/* coll_connid.c */
+pami_result_t coll_connid_acquire(struct pami_geometry *g);
+void coll_connid_lock(struct pami_geometry *g, coll_req_t *req);
+void coll_connid_release(struct pami_geometry *g, coll_req_t *req);
+void coll_deliver(struct pami_geometry *g, const coll_hdr_t *h,
+                  pami_task_t origin, const void *data, size_t len,
+                  pami_recv_t *recv);
+void coll_claim_unexpected(coll_req_t *req);
+
+/* coll_sched.c */
+coll_req_t *coll_req_new(struct pami_geometry *g, const pami_xfer_t *x,
+                         uint16_t kind);
+void  coll_req_free(coll_req_t *req);
+void  sb_step(coll_req_t *req);
+void  sb_send(coll_req_t *req, size_t peer, const void *src, size_t bytes);
+void  sb_recv(coll_req_t *req, size_t peer, void *dst, size_t bytes);
+void  sb_recv_reduce(coll_req_t *req, size_t peer, void *dst, size_t bytes,
+                     bool lower);
+void  sb_copy(coll_req_t *req, void *dst, const void *src, size_t bytes);
+void  sb_reduce(coll_req_t *req, void *dst, const void *src, size_t bytes,
+                bool lower);
+void *sb_tmp(coll_req_t *req, size_t bytes);
+void  coll_start(coll_req_t *req);
+void  coll_advance(coll_req_t *req);
+void  coll_fail(coll_req_t *req, pami_result_t rc, bool tell_peers);
+void  coll_kick(coll_req_t *req);
+void  coll_on_message(coll_req_t *req, const coll_hdr_t *h, const void *data,
+                      size_t len, pami_recv_t *recv);
+void  coll_adopt(coll_req_t *req, coll_msg_t *m);
+void  coll_finish_now(coll_req_t *req, pami_result_t rc);
+coll_msg_t *coll_msg_keep(struct coll_ctx *cc, const coll_hdr_t *h,
+                          pami_task_t origin, const void *data, size_t len,
+                          pami_recv_t *recv);
+
+/* coll_alg_*.c: schedule builders, appending steps to req. Buffers are
+ * byte pointers; sizes in bytes unless named count. */
+void bld_barrier_dissemination(coll_req_t *req);
+void bld_bcast_binomial(coll_req_t *req, size_t root, void *buf,
+                        size_t bytes);
+void bld_bcast_knomial(coll_req_t *req, size_t root, void *buf, size_t bytes,
+                       size_t radix);
+void bld_bcast_scatter_allgather(coll_req_t *req, size_t root, void *buf,
+                                 size_t count);
+void bld_reduce_binomial(coll_req_t *req, size_t root, const void *in,
+                         void *out, size_t bytes);
+void bld_allreduce_rd(coll_req_t *req, const void *in, void *out,
+                      size_t bytes);
+void bld_allreduce_ring(coll_req_t *req, const void *in, void *out,
+                        size_t count);
+void bld_reduce_scatter_ring(coll_req_t *req, const void *in, void *out,
+                             size_t bytes);
+void bld_scan_rd(coll_req_t *req, const void *in, void *out, size_t bytes,
+                 bool exclusive);
+void bld_allgatherv_ring(coll_req_t *req, const void *in, void *out,
+                         const size_t *bytes, const size_t *offs);
+void bld_allgather_rd(coll_req_t *req, const void *in, void *out,
+                      size_t bytes);
+void bld_allgather_bruck(coll_req_t *req, const void *in, void *out,
+                         size_t bytes);
+void bld_gatherv_linear(coll_req_t *req, size_t root, const void *in,
+                        size_t inbytes, void *out, const size_t *bytes,
+                        const size_t *offs);
+void bld_scatterv_linear(coll_req_t *req, size_t root, const void *in,
+                         const size_t *bytes, const size_t *offs, void *out,
+                         size_t outbytes);
+void bld_gather_binomial(coll_req_t *req, size_t root, const void *in,
+                         void *out, size_t bytes);
+void bld_scatter_binomial(coll_req_t *req, size_t root, const void *in,
+                          void *out, size_t bytes);
+void bld_alltoallv_pairwise(coll_req_t *req, const void *in,
+                            const size_t *sbytes, const size_t *soffs,
+                            void *out, const size_t *rbytes,
+                            const size_t *roffs);
+
+/* coll_types.c */
+bool coll_type_valid(pami_type_t t);
+bool coll_op_valid(pami_type_t t, pami_op_t op);
+void coll_reduce_builtin(pami_type_t t, pami_op_t op, void *inout,
+                         const void *in, size_t count);
+
+/* Commutative for the call: built-in ops always, user ops when flagged. */
+static inline bool coll_commutative(const pami_xfer_t *x)
+{
+    return x->op != PAMI_OP_USER || x->user_commutative;
+}
+
+static inline bool coll_pow2(size_t n)
+{
+    return n > 0 && (n & (n - 1)) == 0;
+}
+
+#endif /* PAMI_COLL_H */

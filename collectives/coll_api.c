@@ -1,0 +1,491 @@
+/*
+ * pami_collective: checks a call, picks its algorithm (named or AUTO),
+ * takes a ConnID, builds the schedule and starts it; the queries of the
+ * registry; the blocking helpers.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "coll.h"
+
+#define IN_PLACE(p) ((const void *)(p) == (const void *)PAMI_IN_PLACE)
+
+static bool reduces(pami_xfer_type_t k)
+{
+    return k == PAMI_XFER_REDUCE || k == PAMI_XFER_ALLREDUCE ||
+           k == PAMI_XFER_REDUCE_SCATTER || k == PAMI_XFER_SCAN ||
+           k == PAMI_XFER_EXSCAN;
+}
+
+static bool rooted(pami_xfer_type_t k)
+{
+    return k == PAMI_XFER_BROADCAST || k == PAMI_XFER_REDUCE ||
+           k == PAMI_XFER_GATHER || k == PAMI_XFER_SCATTER ||
+           k == PAMI_XFER_GATHERV || k == PAMI_XFER_SCATTERV;
+}
+
+static bool geometry_fits(const coll_algo_t *a, const struct pami_geometry *g)
+{
+    return !(a->requirements & PAMI_ALGORITHM_REQ_POW2) || coll_pow2(g->size);
+}
+
+static size_t sum_counts(const size_t *c, const size_t *d, size_t n,
+                         bool *overflow)
+{
+    size_t end = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (c[i] > SIZE_MAX / 64 || d[i] > SIZE_MAX / 64)
+            *overflow = true;
+        else if (c[i] + d[i] > end)
+            end = c[i] + d[i];
+    }
+    return end;
+}
+
+/* NULL when the call is well formed here, else why not. */
+static const char *invalid(const pami_xfer_t *x, const struct pami_geometry *g)
+{
+    size_t n = g->size, r = g->rank;
+    pami_xfer_type_t k = x->kind;
+    if (k == PAMI_XFER_BARRIER)
+        return NULL;
+    if (!coll_type_valid(x->dtype))
+        return "unknown data type";
+    size_t es = pami_type_size(x->dtype);
+    if (x->count > SIZE_MAX / es / (n + 1))
+        return "count too large";
+    if (reduces(k)) {
+        if (!coll_op_valid(x->dtype, x->op))
+            return "op not defined for the type";
+        if (x->op == PAMI_OP_USER &&
+            (!(x->field_mask & PAMI_XFER_FIELD_USER_OP) || x->user_fn == NULL))
+            return "PAMI_OP_USER without user_fn";
+    }
+    if (rooted(k) && x->root >= n)
+        return "root beyond the geometry";
+    bool root = rooted(k) && x->root == r;
+    bool v = k == PAMI_XFER_ALLGATHERV || k == PAMI_XFER_GATHERV ||
+             k == PAMI_XFER_SCATTERV || k == PAMI_XFER_ALLTOALLV;
+    if (v && !(x->field_mask & PAMI_XFER_FIELD_VCOUNTS))
+        return "a v collective without PAMI_XFER_FIELD_VCOUNTS";
+    bool has_data = x->count > 0;
+    bool sbuf_in_place = IN_PLACE(x->sbuf), rbuf_in_place = IN_PLACE(x->rbuf);
+    bool ovf = false;
+    switch (k) {
+    case PAMI_XFER_BROADCAST:
+        if (has_data && (x->rbuf == NULL || rbuf_in_place))
+            return "NULL rbuf";
+        break;
+    case PAMI_XFER_REDUCE:
+    case PAMI_XFER_GATHER:
+        if (sbuf_in_place && !root)
+            return "PAMI_IN_PLACE off the root";
+        if (has_data && x->sbuf == NULL)
+            return "NULL sbuf";
+        if (root && has_data && (x->rbuf == NULL || rbuf_in_place))
+            return "NULL rbuf at the root";
+        break;
+    case PAMI_XFER_SCATTER:
+        if (rbuf_in_place && !root)
+            return "PAMI_IN_PLACE off the root";
+        if (has_data && x->rbuf == NULL)
+            return "NULL rbuf";
+        if (root && has_data && (x->sbuf == NULL || sbuf_in_place))
+            return "NULL sbuf at the root";
+        break;
+    case PAMI_XFER_ALLREDUCE:
+    case PAMI_XFER_ALLGATHER:
+    case PAMI_XFER_ALLTOALL:
+    case PAMI_XFER_REDUCE_SCATTER:
+    case PAMI_XFER_SCAN:
+    case PAMI_XFER_EXSCAN:
+        if (has_data && (x->sbuf == NULL || x->rbuf == NULL || rbuf_in_place))
+            return "NULL sbuf or rbuf";
+        break;
+    case PAMI_XFER_ALLGATHERV:
+        if (x->rcounts == NULL || x->rdispls == NULL)
+            return "NULL rcounts or rdispls";
+        sum_counts(x->rcounts, x->rdispls, n, &ovf);
+        if (ovf)
+            return "counts too large";
+        if (!sbuf_in_place && x->rcounts[r] != x->count)
+            return "count is not rcounts[rank]";
+        if (x->rbuf == NULL || rbuf_in_place ||
+            (x->sbuf == NULL && x->count > 0))
+            return "NULL sbuf or rbuf";
+        break;
+    case PAMI_XFER_GATHERV:
+        if (sbuf_in_place && !root)
+            return "PAMI_IN_PLACE off the root";
+        if (has_data && x->sbuf == NULL)
+            return "NULL sbuf";
+        if (root) {
+            if (x->rcounts == NULL || x->rdispls == NULL || x->rbuf == NULL)
+                return "NULL rcounts, rdispls or rbuf at the root";
+            sum_counts(x->rcounts, x->rdispls, n, &ovf);
+            if (ovf)
+                return "counts too large";
+            if (!sbuf_in_place && x->rcounts[r] != x->count)
+                return "count is not rcounts[root]";
+        }
+        break;
+    case PAMI_XFER_SCATTERV:
+        if (rbuf_in_place && !root)
+            return "PAMI_IN_PLACE off the root";
+        if (has_data && x->rbuf == NULL)
+            return "NULL rbuf";
+        if (root) {
+            if (x->scounts == NULL || x->sdispls == NULL || x->sbuf == NULL)
+                return "NULL scounts, sdispls or sbuf at the root";
+            sum_counts(x->scounts, x->sdispls, n, &ovf);
+            if (ovf)
+                return "counts too large";
+            if (!rbuf_in_place && x->scounts[r] != x->count)
+                return "count is not scounts[root]";
+        }
+        break;
+    case PAMI_XFER_ALLTOALLV:
+        if (x->rcounts == NULL || x->rdispls == NULL || x->rbuf == NULL ||
+            rbuf_in_place || x->sbuf == NULL)
+            return "NULL rcounts, rdispls, sbuf or rbuf";
+        sum_counts(x->rcounts, x->rdispls, n, &ovf);
+        if (!sbuf_in_place) {
+            if (x->scounts == NULL || x->sdispls == NULL)
+                return "NULL scounts or sdispls";
+            sum_counts(x->scounts, x->sdispls, n, &ovf);
+            if (!ovf && x->scounts[r] != x->rcounts[r])
+                return "scounts[rank] differs from rcounts[rank]";
+        }
+        if (ovf)
+            return "counts too large";
+        break;
+    default:
+        return "unknown collective";
+    }
+    return NULL;
+}
+
+/* Built-in rules for PAMI_ALGORITHM_AUTO; the same inputs on every
+ * member, so every member picks the same. */
+static const char *auto_name(const pami_xfer_t *x,
+                             const struct pami_geometry *g)
+{
+    size_t n = g->size;
+    size_t bytes = x->count * pami_type_size(x->dtype);
+    bool comm = coll_commutative(x);
+    switch (x->kind) {
+    case PAMI_XFER_BARRIER:
+        return "barrier_dissemination";
+    case PAMI_XFER_BROADCAST:
+        if (bytes >= 64 * 1024 && n > 2 && x->count >= n)
+            return "broadcast_scatter_allgather";
+        return n > 4 && bytes <= 4096 ? "broadcast_knomial4"
+                                      : "broadcast_binomial";
+    case PAMI_XFER_REDUCE:
+        return "reduce_binomial";
+    case PAMI_XFER_ALLREDUCE:
+        return comm && bytes >= 64 * 1024 && x->count >= n
+                   ? "allreduce_ring" : "allreduce_recursive_doubling";
+    case PAMI_XFER_ALLGATHER:
+        if (coll_pow2(n) && bytes * n <= 256 * 1024)
+            return "allgather_recursive_doubling";
+        return bytes * n <= 64 * 1024 ? "allgather_bruck" : "allgather_ring";
+    case PAMI_XFER_GATHER:
+        return bytes <= 4096 ? "gather_binomial" : "gather_linear";
+    case PAMI_XFER_SCATTER:
+        return bytes <= 4096 ? "scatter_binomial" : "scatter_linear";
+    case PAMI_XFER_ALLTOALL:
+        return "alltoall_pairwise";
+    case PAMI_XFER_REDUCE_SCATTER:
+        return comm ? "reduce_scatter_ring" : "reduce_scatter_reduce_scatter";
+    case PAMI_XFER_SCAN:
+        return "scan_recursive_doubling";
+    case PAMI_XFER_EXSCAN:
+        return "exscan_recursive_doubling";
+    case PAMI_XFER_ALLGATHERV:
+        return "allgatherv_ring";
+    case PAMI_XFER_GATHERV:
+        return "gatherv_linear";
+    case PAMI_XFER_SCATTERV:
+        return "scatterv_linear";
+    case PAMI_XFER_ALLTOALLV:
+        return "alltoallv_pairwise";
+    default:
+        return NULL;
+    }
+}
+
+pami_result_t pami_algorithm_by_name(const char *name,
+                                     pami_algorithm_t *algorithm)
+{
+    if (name == NULL || algorithm == NULL)
+        return PAMI_INVAL;
+    for (size_t i = 0; i < coll_num_algos; i++)
+        if (strcmp(coll_algos[i].name, name) == 0) {
+            *algorithm = (pami_algorithm_t)(i + 1);
+            return PAMI_SUCCESS;
+        }
+    return PAMI_NOT_FOUND;
+}
+
+/* The algorithm for the call, or NULL with why. */
+static const coll_algo_t *choose(const pami_xfer_t *x,
+                                 const struct pami_geometry *g,
+                                 const char **why)
+{
+    pami_algorithm_t id = PAMI_ALGORITHM_AUTO;
+    if (x->field_mask & PAMI_XFER_FIELD_ALGORITHM)
+        id = x->algorithm;
+    if (id == PAMI_ALGORITHM_AUTO) {
+        const char *name = auto_name(x, g);
+        if (name == NULL || pami_algorithm_by_name(name, &id) != PAMI_SUCCESS) {
+            *why = "no algorithm for this collective";
+            return NULL;
+        }
+    }
+    if (id > coll_num_algos) {
+        *why = "unknown algorithm";
+        return NULL;
+    }
+    const coll_algo_t *a = &coll_algos[id - 1];
+    if ((uint32_t)a->kind != (uint32_t)x->kind)
+        *why = "the algorithm is for another collective";
+    else if (!geometry_fits(a, g))
+        *why = "the algorithm needs a power-of-two geometry";
+    else if (a->check != NULL && a->check(x) != PAMI_SUCCESS)
+        *why = "the algorithm cannot run this call (e.g. a non-commutative op)";
+    else
+        return a;
+    return NULL;
+}
+
+static uint32_t mix(uint32_t h, uint64_t v)
+{
+    for (int i = 0; i < 8; i++, v >>= 8)
+        h = (h ^ (uint8_t)v) * 16777619u;
+    return h;
+}
+
+/* What every member must pass alike, hashed into each message. */
+static uint32_t signature(const pami_xfer_t *x, uint8_t algo)
+{
+    uint32_t h = 2166136261u;
+    h = mix(h, x->kind);
+    h = mix(h, algo);
+    if (x->kind == PAMI_XFER_BARRIER)
+        return h;
+    h = mix(h, x->dtype);
+    if (reduces(x->kind))
+        h = mix(h, (uint64_t)x->op << 1 | (x->op == PAMI_OP_USER &&
+                                            x->user_commutative));
+    if (rooted(x->kind))
+        h = mix(h, x->root);
+    bool v = x->kind == PAMI_XFER_ALLGATHERV || x->kind == PAMI_XFER_GATHERV ||
+             x->kind == PAMI_XFER_SCATTERV || x->kind == PAMI_XFER_ALLTOALLV;
+    if (!v)
+        h = mix(h, x->count);
+    return h;
+}
+
+pami_result_t pami_collective(pami_context_t context, const pami_xfer_t *x)
+{
+    coll_ctx_t *cc = coll_ctx_of(context);
+    if (cc == NULL || x == NULL) {
+        coll_warn("collective: %s", cc == NULL
+                  ? "collectives are not running on this context"
+                  : "NULL xfer");
+        return PAMI_INVAL;
+    }
+    struct pami_geometry *g = x->geometry;
+    if (g == NULL || g->cc != cc || !g->ready) {
+        coll_warn("collective: %s", g == NULL ? "NULL geometry"
+                  : g->cc != cc ? "the geometry is of another context"
+                                : "the geometry is not ready");
+        return PAMI_INVAL;
+    }
+    if ((unsigned)x->kind >= PAMI_XFER_COUNT) {
+        coll_warn("collective: unknown kind %d", (int)x->kind);
+        return PAMI_INVAL;
+    }
+    const char *why = invalid(x, g);
+    const coll_algo_t *a = why == NULL ? choose(x, g, &why) : NULL;
+    if (a == NULL) {
+        /* The members count this call as one of the geometry's
+         * collectives: take its number and end it on all of them. */
+        coll_warn("collective (kind %d) on geometry %u: %s; the other "
+                  "members' instance ends with PAMI_INVAL", (int)x->kind,
+                  g->id, why);
+        coll_send_abort(cc, g, g->next_seq++, (uint16_t)x->kind);
+        return PAMI_INVAL;
+    }
+    pami_result_t rc = coll_connid_acquire(g);
+    if (rc != PAMI_SUCCESS)
+        return rc;
+    coll_req_t *req = coll_req_new(g, x, (uint16_t)x->kind);
+    if (req == NULL)
+        rc = PAMI_ENOMEM;
+    if (req != NULL) {
+        req->algo        = a;
+        req->algo_id     = (uint8_t)(a - coll_algos + 1);
+        req->sig         = signature(x, req->algo_id);
+        req->done_fn     = x->done_fn;
+        req->done_cookie = x->cookie;
+        rc = a->build(req);
+        if (rc == PAMI_SUCCESS && req->build_failed)
+            rc = PAMI_ENOMEM;
+    }
+    if (rc != PAMI_SUCCESS) {
+        if (req != NULL)
+            coll_req_free(req);
+        coll_warn("collective on geometry %u: %s", g->id,
+                  pami_error_text(rc));
+        coll_send_abort(cc, g, g->next_seq++, (uint16_t)x->kind);
+        return rc;
+    }
+    coll_connid_lock(g, req);
+    coll_claim_unexpected(req);
+    uint16_t connid = req->connid;
+    req->in_call = true;
+    coll_start(req);
+    if (g->slots[connid] == req)
+        req->in_call = false;
+    return PAMI_SUCCESS;
+}
+
+/* ---- registry queries ---- */
+
+pami_result_t pami_geometry_algorithms_num(pami_geometry_t g,
+                                           pami_xfer_type_t kind,
+                                           size_t *num_always,
+                                           size_t *num_check)
+{
+    if (g == NULL || num_always == NULL || num_check == NULL ||
+        (unsigned)kind >= PAMI_XFER_COUNT) {
+        coll_warn("algorithms_num: NULL argument or unknown kind");
+        return PAMI_INVAL;
+    }
+    *num_always = *num_check = 0;
+    for (size_t i = 0; i < coll_num_algos; i++) {
+        const coll_algo_t *a = &coll_algos[i];
+        if (a->kind != kind || !geometry_fits(a, g))
+            continue;
+        if (a->check == NULL)
+            ++*num_always;
+        else
+            ++*num_check;
+    }
+    return PAMI_SUCCESS;
+}
+
+static void describe(const coll_algo_t *a, pami_algorithm_metadata_t *md)
+{
+    md->name         = a->name;
+    md->range_lo     = a->range_lo;
+    md->range_hi     = a->range_hi;
+    md->requirements = a->requirements;
+    md->check        = a->check;
+}
+
+pami_result_t pami_geometry_algorithms_query(
+    pami_geometry_t g, pami_xfer_type_t kind, pami_algorithm_t *always,
+    pami_algorithm_metadata_t *always_md, size_t num_always,
+    pami_algorithm_t *check, pami_algorithm_metadata_t *check_md,
+    size_t num_check)
+{
+    if (g == NULL || (unsigned)kind >= PAMI_XFER_COUNT) {
+        coll_warn("algorithms_query: NULL geometry or unknown kind");
+        return PAMI_INVAL;
+    }
+    size_t na = 0, nc = 0;
+    for (size_t i = 0; i < coll_num_algos; i++) {
+        const coll_algo_t *a = &coll_algos[i];
+        if (a->kind != kind || !geometry_fits(a, g))
+            continue;
+        if (a->check == NULL && na < num_always) {
+            if (always != NULL)
+                always[na] = (pami_algorithm_t)(i + 1);
+            if (always_md != NULL)
+                describe(a, &always_md[na]);
+            na++;
+        } else if (a->check != NULL && nc < num_check) {
+            if (check != NULL)
+                check[nc] = (pami_algorithm_t)(i + 1);
+            if (check_md != NULL)
+                describe(a, &check_md[nc]);
+            nc++;
+        }
+    }
+    return PAMI_SUCCESS;
+}
+
+/* ---- blocking helpers ---- */
+
+typedef struct {
+    bool          done;
+    pami_result_t rc;
+    pami_event_fn fn;
+    void         *cookie;
+} waiter_t;
+
+static void on_wait_done(pami_context_t ctx, void *cookie, pami_result_t rc)
+{
+    waiter_t *w = cookie;
+    w->done = true;
+    w->rc   = rc;
+    if (w->fn != NULL)
+        w->fn(ctx, w->cookie, rc);
+}
+
+pami_result_t pami_collective_wait(pami_context_t context,
+                                   const pami_xfer_t *xfer)
+{
+    if (xfer == NULL)
+        return pami_collective(context, NULL);
+    /* Refuse before starting anything we could not wait for. */
+    pami_result_t rc = pami_context_advance(context, 1);
+    if (rc == PAMI_IN_HANDLER || rc == PAMI_INVAL)
+        return rc;
+    waiter_t    w = {.fn = xfer->done_fn, .cookie = xfer->cookie};
+    pami_xfer_t x = *xfer;
+    x.done_fn = on_wait_done;
+    x.cookie  = &w;
+    rc = pami_collective(context, &x);
+    if (rc != PAMI_SUCCESS)
+        return rc;
+    while (!w.done) {
+        rc = pami_context_wait(context, 100);
+        if (rc != PAMI_SUCCESS && rc != PAMI_TIMEOUT)
+            return rc;
+    }
+    return w.rc;
+}
+
+pami_result_t pami_geometry_barrier(pami_context_t context,
+                                    pami_geometry_t geometry)
+{
+    pami_xfer_t x = {.kind = PAMI_XFER_BARRIER, .geometry = geometry};
+    return pami_collective_wait(context, &x);
+}
+
+pami_result_t pami_geometry_broadcast(pami_context_t context,
+                                      pami_geometry_t geometry, size_t root,
+                                      void *buf, size_t count,
+                                      pami_type_t dtype)
+{
+    pami_xfer_t x = {.kind = PAMI_XFER_BROADCAST, .geometry = geometry,
+                     .root = root, .rbuf = buf, .count = count,
+                     .dtype = dtype};
+    return pami_collective_wait(context, &x);
+}
+
+pami_result_t pami_geometry_allreduce(pami_context_t context,
+                                      pami_geometry_t geometry,
+                                      const void *sbuf, void *rbuf,
+                                      size_t count, pami_type_t dtype,
+                                      pami_op_t op)
+{
+    pami_xfer_t x = {.kind = PAMI_XFER_ALLREDUCE, .geometry = geometry,
+                     .sbuf = sbuf, .rbuf = rbuf, .count = count,
+                     .dtype = dtype, .op = op};
+    return pami_collective_wait(context, &x);
+}

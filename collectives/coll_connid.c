@@ -1,0 +1,119 @@
+/*
+ * ConnID administration (seed 002). Each geometry has a buffer of
+ * PAMI_CONNID_BUFFER ConnIDs. Collective number seq on a geometry takes
+ * ConnID seq % PAMI_CONNID_BUFFER: every member counts the collectives it
+ * calls on the geometry in the same order, so all derive the same ConnID
+ * without a message. The element stays locked until the collective
+ * completes here. Before a call takes one, the number in use is checked
+ * against the threshold; at or above it, or while the element is still
+ * locked by an older collective, the caller progresses until it falls.
+ *
+ * Messages carry the ConnID and the full seq: a peer may already run
+ * collective seq + PAMI_CONNID_BUFFER, which reuses the ConnID, while we
+ * still run seq; the seq keeps them apart, and a message of a collective
+ * not posted here yet is kept until it is.
+ */
+#include <stdlib.h>
+
+#include "coll.h"
+
+pami_result_t coll_connid_acquire(struct pami_geometry *g)
+{
+    coll_ctx_t *cc = g->cc;
+    if (g->in_use < g->threshold &&
+        g->slots[g->next_seq % PAMI_CONNID_BUFFER] == NULL)
+        return PAMI_SUCCESS;
+    bool counted = false;
+    pami_result_t rc = PAMI_SUCCESS;
+    g->waiters++;
+    while (g->in_use >= g->threshold ||
+           g->slots[g->next_seq % PAMI_CONNID_BUFFER] != NULL) {
+        rc = pami_context_wait(cc->ctx, 100);
+        if (rc == PAMI_IN_HANDLER) {
+            cc->st.eagain++;
+            rc = PAMI_EAGAIN;
+            break;
+        }
+        if (rc != PAMI_SUCCESS && rc != PAMI_TIMEOUT)
+            break;
+        rc = PAMI_SUCCESS;
+        if (!counted) {
+            counted = true;
+            g->waits++;
+            cc->st.waits++;
+        }
+    }
+    g->waiters--;
+    return rc;
+}
+
+void coll_connid_lock(struct pami_geometry *g, coll_req_t *req)
+{
+    coll_ctx_t *cc = g->cc;
+    req->seq    = g->next_seq++;
+    req->connid = (uint16_t)(req->seq % PAMI_CONNID_BUFFER);
+    g->slots[req->connid] = req;
+    g->started++;
+    if (++g->in_use > g->high_water)
+        g->high_water = g->in_use;
+    if (++cc->st.in_use > cc->st.high_water)
+        cc->st.high_water = cc->st.in_use;
+    cc->st.started++;
+}
+
+void coll_connid_release(struct pami_geometry *g, coll_req_t *req)
+{
+    if (g->slots[req->connid] != req)
+        return;
+    g->slots[req->connid] = NULL;
+    g->in_use--;
+    g->cc->st.in_use--;
+}
+
+/* A message for geometry g (sender already checked to be a member). */
+void coll_deliver(struct pami_geometry *g, const coll_hdr_t *h,
+                  pami_task_t origin, const void *data, size_t len,
+                  pami_recv_t *recv)
+{
+    coll_ctx_t *cc  = g->cc;
+    coll_req_t *req = g->slots[h->connid];
+    if (req != NULL && req->seq == h->seq && !req->completed) {
+        coll_on_message(req, h, data, len, recv);
+        return;
+    }
+    if ((int32_t)(h->seq - g->next_seq) >= 0) {
+        /* Not posted here yet: keep it. */
+        coll_msg_t *m = coll_msg_keep(cc, h, origin, data, len, recv);
+        if (m == NULL) {
+            coll_warn("geometry %u seq %u: no memory to keep an early "
+                      "message; dropped", h->geom_id, h->seq);
+            cc->st.malformed++;
+            return;
+        }
+        cc->st.unexpected++;
+        *g->unexp_tail = m;
+        g->unexp_tail  = &m->next;
+        return;
+    }
+    /* Only messages of a collective that already ended here can be late:
+     * one ended by an abort, since a completed one received all of its. */
+    cc->st.late++;
+    coll_debug("geometry %u seq %u: message for a collective that ended "
+               "here (next is %u); dropped", h->geom_id, h->seq, g->next_seq);
+}
+
+void coll_claim_unexpected(coll_req_t *req)
+{
+    struct pami_geometry *g = req->g;
+    coll_msg_t **pp = &g->unexp;
+    while (*pp != NULL) {
+        coll_msg_t *m = *pp;
+        if (m->hdr.seq == req->seq) {
+            *pp = m->next;
+            coll_adopt(req, m);
+        } else {
+            pp = &m->next;
+        }
+    }
+    g->unexp_tail = pp;
+}

@@ -1,0 +1,260 @@
+/*
+ * The collectives as a built-in protocol: one dispatch id for all their
+ * messages, per-context state (the world geometry, the list of
+ * geometries, messages for geometries not created yet), counters, the
+ * peer-failed hook and PAMI_CONNID_THRESHOLD.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll.h"
+
+#define COLL_THRESHOLD_DEFAULT 64
+
+static const pami_config_var_t coll_config[] = {
+    {"PAMI_CONNID_THRESHOLD", "64",
+     "collectives a task may have in flight on one geometry (ConnIDs in "
+     "use) before a new call waits for one to complete; 1..256"},
+};
+
+/* Every context's state, to learn a new context's offset: the SDK inits a
+ * client's contexts in offset order. */
+static coll_ctx_t *all_states;
+
+coll_ctx_t *coll_ctx_of(pami_context_t context)
+{
+    return pami_protocol_state(context, &coll_protocol_ops);
+}
+
+static unsigned read_threshold(void)
+{
+    const char *s = getenv("PAMI_CONNID_THRESHOLD");
+    if (s == NULL || *s == '\0')
+        return COLL_THRESHOLD_DEFAULT;
+    char *end;
+    unsigned long v = strtoul(s, &end, 10);
+    if (*end != '\0' || v < 1 || v > PAMI_CONNID_BUFFER) {
+        coll_warn("PAMI_CONNID_THRESHOLD=%s is not in 1..%d; using %d", s,
+                  PAMI_CONNID_BUFFER, COLL_THRESHOLD_DEFAULT);
+        return COLL_THRESHOLD_DEFAULT;
+    }
+    return (unsigned)v;
+}
+
+static void drop(coll_ctx_t *cc, const char *why, pami_endpoint_t origin)
+{
+    cc->st.malformed++;
+    pami_task_t task = 0;
+    size_t off = 0;
+    pami_endpoint_query(origin, &task, &off);
+    coll_warn("message from task %u context %zu dropped: %s", task, off, why);
+}
+
+static void on_message(pami_context_t ctx, void *cookie, const void *header,
+                       size_t header_size, const void *data, size_t data_size,
+                       pami_endpoint_t origin, pami_recv_t *recv)
+{
+    (void)ctx;
+    coll_ctx_t *cc = cookie;
+    coll_hdr_t  h;
+    if (header_size != sizeof(h)) {
+        drop(cc, header_size < sizeof(h) ? "short header" : "long header",
+             origin);
+        return;
+    }
+    memcpy(&h, header, sizeof(h));
+    if (h.version != COLL_WIRE_VERSION) {
+        drop(cc, "unknown version", origin);
+        return;
+    }
+    if ((h.type != COLL_MSG_DATA && h.type != COLL_MSG_ABORT) ||
+        (h.flags & ~COLL_FLAG_CREATE) != 0 || h.kind > COLL_KIND_CREATE ||
+        ((h.flags & COLL_FLAG_CREATE) != 0) != (h.kind == COLL_KIND_CREATE) ||
+        h.connid != h.seq % PAMI_CONNID_BUFFER ||
+        (h.type == COLL_MSG_ABORT && data_size != 0)) {
+        drop(cc, "bad type, flags, kind or connid", origin);
+        return;
+    }
+    pami_task_t task;
+    size_t      off;
+    if (pami_endpoint_query(origin, &task, &off) != PAMI_SUCCESS ||
+        off != cc->offset) {
+        drop(cc, "from another context offset", origin);
+        return;
+    }
+    struct pami_geometry *g = coll_geometry_find(cc, h.geom_id);
+    /* A creation message for an id whose geometry here finished its own
+     * creation is for the next geometry with that id. */
+    if (g != NULL && h.kind == COLL_KIND_CREATE && g->created)
+        g = NULL;
+    if (g == NULL) {
+        coll_msg_t *m = coll_msg_keep(cc, &h, task, data, data_size, recv);
+        if (m == NULL) {
+            drop(cc, "no memory to keep it", origin);
+            return;
+        }
+        cc->st.orphans++;
+        *cc->orphans_tail = m;
+        cc->orphans_tail  = &m->next;
+        return;
+    }
+    if (h.src_rank >= g->size || g->tasks[h.src_rank] != task) {
+        drop(cc, "sender is not that rank of the geometry", origin);
+        return;
+    }
+    coll_deliver(g, &h, task, data, data_size, recv);
+}
+
+void coll_send_abort(coll_ctx_t *cc, struct pami_geometry *g, uint32_t seq,
+                     uint16_t kind)
+{
+    coll_hdr_t h = {
+        .version = COLL_WIRE_VERSION, .type = COLL_MSG_ABORT,
+        .flags = kind == COLL_KIND_CREATE ? COLL_FLAG_CREATE : 0,
+        .connid = (uint16_t)(seq % PAMI_CONNID_BUFFER), .kind = kind,
+        .geom_id = g->id, .seq = seq, .src_rank = (uint32_t)g->rank};
+    for (size_t r = 0; r < g->size; r++) {
+        if (r == g->rank)
+            continue;
+        pami_send_immediate_t im = {.dest = g->eps[r],
+                                    .dispatch = cc->dispatch,
+                                    .header = &h, .header_len = sizeof(h)};
+        pami_result_t rc = pami_send_immediate(cc->ctx, &im);
+        if (rc == PAMI_EAGAIN) {
+            pami_send_t s = {.send = im};
+            rc = pami_send(cc->ctx, &s);
+        }
+        if (rc != PAMI_SUCCESS)
+            coll_debug("abort of geometry %u seq %u to rank %zu: %s", g->id,
+                       seq, r, pami_error_text(rc));
+    }
+    cc->st.aborts_sent++;
+}
+
+static pami_result_t coll_init(const pami_protocol_env_t *env, void **state)
+{
+    coll_ctx_t *cc = calloc(1, sizeof(*cc));
+    if (cc == NULL)
+        return PAMI_ENOMEM;
+    cc->client   = env->client;
+    cc->ctx      = env->context;
+    cc->dispatch = env->dispatch_base;
+    for (coll_ctx_t *s = all_states; s != NULL; s = s->next_state)
+        if (s->client == env->client)
+            cc->offset++;
+    pami_client_attr_t attr = {.field_mask = PAMI_CLIENT_ATTR_TASK |
+                                             PAMI_CLIENT_ATTR_SIZE |
+                                             PAMI_CLIENT_ATTR_IMMEDIATE_MAX};
+    pami_result_t rc = pami_client_query(env->client, &attr);
+    if (rc != PAMI_SUCCESS) {
+        free(cc);
+        return rc;
+    }
+    cc->me            = attr.task;
+    cc->ntasks        = attr.size;
+    cc->immediate_max = attr.immediate_max;
+    cc->threshold     = read_threshold();
+    cc->orphans_tail  = &cc->orphans;
+
+    pami_task_t *all = malloc(cc->ntasks * sizeof(*all));
+    if (all == NULL) {
+        free(cc);
+        return PAMI_ENOMEM;
+    }
+    for (size_t i = 0; i < cc->ntasks; i++)
+        all[i] = (pami_task_t)i;
+    rc = coll_geometry_new(cc, 0, all, cc->ntasks, true, &cc->world);
+    free(all);
+    if (rc == PAMI_SUCCESS)
+        rc = pami_protocol_dispatch_set(env, 0, on_message, cc);
+    if (rc != PAMI_SUCCESS) {
+        if (cc->world != NULL)
+            coll_geometry_free(cc->world);
+        free(cc);
+        return rc;
+    }
+    cc->next_state = all_states;
+    all_states     = cc;
+    *state = cc;
+    return PAMI_SUCCESS;
+}
+
+static void coll_fini(pami_context_t context, void *state)
+{
+    (void)context;
+    coll_ctx_t *cc = state;
+    for (struct pami_geometry *g = cc->geoms; g != NULL; g = g->next)
+        for (size_t i = 0; i < PAMI_CONNID_BUFFER; i++)
+            if (g->slots[i] != NULL)
+                coll_finish_now(g->slots[i], PAMI_SHUTDOWN);
+    while (cc->geoms != NULL)
+        coll_geometry_free(cc->geoms);
+    for (coll_msg_t *m = cc->orphans, *n; m != NULL; m = n) {
+        n = m->next;
+        coll_msg_free(m);
+    }
+    for (coll_ctx_t **pp = &all_states; *pp != NULL; pp = &(*pp)->next_state)
+        if (*pp == cc) {
+            *pp = cc->next_state;
+            break;
+        }
+    free(cc);
+}
+
+static void coll_peer_failed(pami_context_t context, void *state,
+                             pami_task_t task)
+{
+    (void)context;
+    coll_ctx_t *cc = state;
+    for (struct pami_geometry *g = cc->geoms; g != NULL; g = g->next) {
+        if (!coll_task_in(g->tasks, g->size, task))
+            continue;
+        for (size_t i = 0; i < PAMI_CONNID_BUFFER; i++) {
+            coll_req_t *req = g->slots[i];
+            if (req == NULL || req->completed)
+                continue;
+            coll_fail(req, PAMI_PEER_FAILED, false);
+            coll_kick(req);
+        }
+    }
+}
+
+static size_t coll_stats(void *state, pami_protocol_stat_t *out, size_t max)
+{
+    coll_ctx_t *cc = state;
+    const pami_protocol_stat_t all[] = {
+        {"connid_in_use", cc->st.in_use},
+        {"connid_high_water", cc->st.high_water},
+        {"connid_waits", cc->st.waits},
+        {"connid_eagain", cc->st.eagain},
+        {"collectives_started", cc->st.started},
+        {"collectives_completed", cc->st.completed},
+        {"collectives_failed", cc->st.failed},
+        {"early_kept", cc->st.early},
+        {"unexpected_kept", cc->st.unexpected},
+        {"orphans_kept", cc->st.orphans},
+        {"late_dropped", cc->st.late},
+        {"malformed_dropped", cc->st.malformed},
+        {"aborts_sent", cc->st.aborts_sent},
+        {"aborts_received", cc->st.aborts_received},
+        {"connid_threshold", cc->threshold},
+    };
+    size_t n = sizeof(all) / sizeof(all[0]);
+    for (size_t i = 0; i < n && i < max; i++)
+        out[i] = all[i];
+    return n;
+}
+
+const pami_protocol_ops_t coll_protocol_ops = {
+    .name         = "collectives",
+    .version      = COLL_WIRE_VERSION,
+    .num_dispatch = 1,
+    .init         = coll_init,
+    .fini         = coll_fini,
+    .stats        = coll_stats,
+    .peer_failed  = coll_peer_failed,
+    .config       = coll_config,
+    .num_config   = sizeof(coll_config) / sizeof(coll_config[0]),
+};
+
+PAMI_PROTOCOL_BUILTIN(coll_protocol_ops)

@@ -1,0 +1,583 @@
+/*
+ * The executor: a collective is a list of steps, each a few local copies
+ * and reductions, sends and receives. A step is entered (locals run,
+ * sends issued, messages kept for it applied) and left once its receives
+ * are in place and its sends are complete locally; then its reductions of
+ * received data run, in schedule order. Everything is driven from
+ * progress: handlers, send completions and posted work.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll.h"
+
+/* ---- building ---- */
+
+static bool grow(void **arr, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return true;
+    size_t n = *cap ? *cap * 2 : 16;
+    while (n < need)
+        n *= 2;
+    void *p = realloc(*arr, n * elem);
+    if (p == NULL)
+        return false;
+    *arr = p;
+    *cap = n;
+    return true;
+}
+
+coll_req_t *coll_req_new(struct pami_geometry *g, const pami_xfer_t *x,
+                         uint16_t kind)
+{
+    coll_req_t *req = calloc(1, sizeof(*req));
+    if (req == NULL)
+        return NULL;
+    req->g = g;
+    req->cc = g->cc;
+    if (x != NULL)
+        req->x = *x;
+    req->kind   = kind;
+    req->status = PAMI_SUCCESS;
+    req->dtsize = pami_type_size(req->x.dtype);
+    return req;
+}
+
+void coll_req_free(coll_req_t *req)
+{
+    for (coll_msg_t *m = req->early, *n; m != NULL; m = n) {
+        n = m->next;
+        m->owner = NULL;
+        if (m->complete)
+            coll_msg_free(m);
+        else
+            m->dead = true; /* freed when its data arrives */
+    }
+    for (size_t i = 0; i < req->ntmps; i++)
+        free(req->tmps[i]);
+    free(req->tmps);
+    free(req->ops);
+    free(req->steps);
+    free(req);
+}
+
+void sb_step(coll_req_t *req)
+{
+    if (!grow((void **)&req->steps, &req->stepcap, req->nsteps + 2,
+              sizeof(*req->steps))) {
+        req->build_failed = true;
+        return;
+    }
+    req->steps[req->nsteps++] = (uint32_t)req->nops;
+}
+
+static void add(coll_req_t *req, uint8_t kind, size_t peer, void *dst,
+                const void *src, size_t bytes, bool lower)
+{
+    if (req->nsteps == 0)
+        sb_step(req);
+    if (req->build_failed ||
+        !grow((void **)&req->ops, &req->opcap, req->nops + 1,
+              sizeof(*req->ops))) {
+        req->build_failed = true;
+        return;
+    }
+    req->ops[req->nops++] = (coll_sop_t){
+        .kind = kind, .lower = lower, .peer = (uint32_t)peer,
+        .dst = dst, .src = src, .bytes = bytes};
+}
+
+void *sb_tmp(coll_req_t *req, size_t bytes)
+{
+    if (!grow((void **)&req->tmps, &req->tmpcap, req->ntmps + 1,
+              sizeof(*req->tmps))) {
+        req->build_failed = true;
+        return NULL;
+    }
+    void *p = malloc(bytes ? bytes : 1);
+    if (p == NULL) {
+        req->build_failed = true;
+        return NULL;
+    }
+    req->tmps[req->ntmps++] = p;
+    return p;
+}
+
+void sb_send(coll_req_t *req, size_t peer, const void *src, size_t bytes)
+{
+    add(req, SOP_SEND, peer, NULL, src, bytes, false);
+}
+
+void sb_recv(coll_req_t *req, size_t peer, void *dst, size_t bytes)
+{
+    add(req, SOP_RECV, peer, dst, NULL, bytes, false);
+}
+
+void sb_recv_reduce(coll_req_t *req, size_t peer, void *dst, size_t bytes,
+                    bool lower)
+{
+    add(req, SOP_RECV_REDUCE, peer, dst, sb_tmp(req, bytes), bytes, lower);
+}
+
+void sb_copy(coll_req_t *req, void *dst, const void *src, size_t bytes)
+{
+    if (bytes > 0 && dst != src)
+        add(req, SOP_COPY, 0, dst, src, bytes, false);
+}
+
+void sb_reduce(coll_req_t *req, void *dst, const void *src, size_t bytes,
+               bool lower)
+{
+    if (bytes > 0)
+        add(req, SOP_REDUCE, 0, dst, src, bytes, lower);
+}
+
+/* ---- running ---- */
+
+/* acc <- in op acc when in comes from lower ranks, acc <- acc op in when
+ * from higher ones (only a non-commutative user op tells them apart). */
+static void reduce(coll_req_t *req, void *acc, void *in, bool in_writable,
+                   size_t bytes, bool lower)
+{
+    const pami_xfer_t *x = &req->x;
+    size_t count = req->dtsize ? bytes / req->dtsize : 0;
+    if (count == 0)
+        return;
+    if (x->op != PAMI_OP_USER) {
+        coll_reduce_builtin(x->dtype, x->op, acc, in, count);
+        return;
+    }
+    if (lower || x->user_commutative) {
+        x->user_fn(acc, in, count, x->user_cookie);
+        return;
+    }
+    void *t = in;
+    if (!in_writable) {
+        t = malloc(bytes);
+        if (t == NULL) {
+            coll_fail(req, PAMI_ENOMEM, true);
+            return;
+        }
+        memcpy(t, in, bytes);
+    }
+    x->user_fn(t, acc, count, x->user_cookie);
+    memcpy(acc, t, bytes);
+    if (t != in)
+        free(t);
+}
+
+static void on_send_done(pami_context_t ctx, void *cookie, pami_result_t rc)
+{
+    (void)ctx;
+    coll_req_t *req = cookie;
+    req->sends_left--;
+    if (rc != PAMI_SUCCESS)
+        coll_fail(req, rc, false);
+    coll_advance(req);
+}
+
+static pami_result_t issue_send(coll_req_t *req, const coll_sop_t *op)
+{
+    struct pami_geometry *g = req->g;
+    coll_ctx_t *cc = req->cc;
+    coll_hdr_t h = {
+        .version = COLL_WIRE_VERSION, .type = COLL_MSG_DATA,
+        .flags = req->kind == COLL_KIND_CREATE ? COLL_FLAG_CREATE : 0,
+        .algo = (uint8_t)req->algo_id, .connid = req->connid,
+        .kind = req->kind, .geom_id = g->id, .seq = req->seq,
+        .tag = op->tag, .src_rank = (uint32_t)g->rank,
+        .sig = req->sig};
+    pami_send_immediate_t im = {
+        .dest = g->eps[op->peer], .dispatch = cc->dispatch,
+        .header = &h, .header_len = sizeof(h),
+        .data = op->src, .data_len = op->bytes};
+    if (sizeof(h) + op->bytes <= cc->immediate_max) {
+        pami_result_t rc = pami_send_immediate(cc->ctx, &im);
+        if (rc != PAMI_EAGAIN)
+            return rc;
+    }
+    pami_send_t s = {.send = im, .local_fn = on_send_done, .cookie = req};
+    pami_result_t rc = pami_send(cc->ctx, &s);
+    if (rc == PAMI_SUCCESS)
+        req->sends_left++;
+    return rc;
+}
+
+/* The receive a message (peer, tag) is for, in the current step or a
+ * later one; NULL when the schedule has none. */
+static coll_sop_t *find_recv(coll_req_t *req, uint32_t peer, uint32_t tag)
+{
+    size_t from = req->cur < req->nsteps ? req->steps[req->cur] : req->nops;
+    for (size_t i = from; i < req->nops; i++) {
+        coll_sop_t *op = &req->ops[i];
+        if ((op->kind == SOP_RECV || op->kind == SOP_RECV_REDUCE) &&
+            op->peer == peer && op->tag == tag)
+            return op;
+    }
+    return NULL;
+}
+
+/* The receive of message h, or NULL (then req is failed or the message
+ * is to be dropped). */
+static coll_sop_t *check(coll_req_t *req, const coll_hdr_t *h, size_t len)
+{
+    if (h->kind != req->kind || h->algo != req->algo_id ||
+        h->sig != req->sig) {
+        coll_warn("geometry %u seq %u: a member runs another call (kind %u "
+                  "algorithm %u sig %08x, here %u %u %08x)", h->geom_id,
+                  h->seq, h->kind, h->algo, h->sig, req->kind, req->algo_id,
+                  req->sig);
+        coll_fail(req, PAMI_INVAL, true);
+        return NULL;
+    }
+    coll_sop_t *op = find_recv(req, h->src_rank, h->tag);
+    if (op == NULL || op->bytes != len) {
+        coll_warn("geometry %u seq %u: message %u from rank %u has %zu "
+                  "bytes, expected %s%zu: the members' counts differ",
+                  h->geom_id, h->seq, h->tag, h->src_rank, len,
+                  op ? "" : "no message, ", op ? op->bytes : (size_t)0);
+        coll_fail(req, PAMI_INVAL, true);
+        return NULL;
+    }
+    if (op->done) {
+        req->cc->st.malformed++;
+        coll_warn("geometry %u seq %u: message %u from rank %u twice; "
+                  "dropped", h->geom_id, h->seq, h->tag, h->src_rank);
+        return NULL;
+    }
+    return op;
+}
+
+static void *recv_dest(coll_sop_t *op)
+{
+    return op->kind == SOP_RECV ? op->dst : (void *)op->src;
+}
+
+/* Kept messages for the current step go to their receives. */
+static void apply_early(coll_req_t *req)
+{
+    coll_msg_t **pp = &req->early;
+    while (*pp != NULL && req->status == PAMI_SUCCESS) {
+        coll_msg_t *m  = *pp;
+        coll_sop_t *op = m->complete ? check(req, &m->hdr, m->len) : NULL;
+        if (op == NULL || op->step != req->cur) {
+            pp = &m->next;
+            continue;
+        }
+        *pp = m->next;
+        if (m->len > 0)
+            memcpy(recv_dest(op), m->data, m->len);
+        op->done = 1;
+        req->recvs_left--;
+        coll_msg_free(m);
+    }
+}
+
+static void enter_step(coll_req_t *req)
+{
+    uint32_t a = req->steps[req->cur], b = req->steps[req->cur + 1];
+    req->recvs_left = 0;
+    for (uint32_t i = a; i < b; i++) {
+        coll_sop_t *op = &req->ops[i];
+        if (op->kind == SOP_COPY)
+            memmove(op->dst, op->src, op->bytes);
+        else if (op->kind == SOP_REDUCE)
+            reduce(req, op->dst, (void *)op->src, false, op->bytes,
+                   op->lower);
+        else if (op->kind == SOP_RECV || op->kind == SOP_RECV_REDUCE)
+            req->recvs_left++;
+    }
+    for (uint32_t i = a; i < b && req->status == PAMI_SUCCESS; i++) {
+        if (req->ops[i].kind != SOP_SEND)
+            continue;
+        pami_result_t rc = issue_send(req, &req->ops[i]);
+        if (rc != PAMI_SUCCESS) {
+            coll_warn("geometry %u seq %u: send to rank %u: %s", req->g->id,
+                      req->seq, req->ops[i].peer, pami_error_text(rc));
+            coll_fail(req, rc, rc != PAMI_PEER_FAILED);
+        }
+    }
+    apply_early(req);
+}
+
+static void leave_step(coll_req_t *req)
+{
+    uint32_t a = req->steps[req->cur], b = req->steps[req->cur + 1];
+    for (uint32_t i = a; i < b; i++) {
+        coll_sop_t *op = &req->ops[i];
+        if (op->kind == SOP_RECV_REDUCE)
+            reduce(req, op->dst, (void *)op->src, true, op->bytes,
+                   op->lower);
+    }
+}
+
+static void call_done(coll_req_t *req)
+{
+    pami_context_t ctx = req->cc->ctx;
+    pami_event_fn  fn  = req->done_fn;
+    void          *ck  = req->done_cookie;
+    pami_result_t  rc  = req->status;
+    coll_req_free(req);
+    if (fn != NULL)
+        fn(ctx, ck, rc);
+}
+
+static pami_result_t on_posted(pami_context_t ctx, void *cookie)
+{
+    (void)ctx;
+    coll_req_t *req = cookie;
+    req->posted = false;
+    if (req->completed)
+        call_done(req);
+    else
+        coll_advance(req);
+    return PAMI_SUCCESS;
+}
+
+void coll_kick(coll_req_t *req)
+{
+    if (req->posted)
+        return;
+    req->posted = true;
+    pami_context_post(req->cc->ctx, &req->work, on_posted, req);
+}
+
+static void complete(coll_req_t *req)
+{
+    req->completed = true;
+    if (req->kind == COLL_KIND_CREATE)
+        coll_geometry_created(req);
+    coll_connid_release(req->g, req);
+    if (req->status == PAMI_SUCCESS)
+        req->cc->st.completed++;
+    if (req->posted)
+        return; /* on_posted finishes it */
+    if (req->in_call) {
+        coll_kick(req);
+        return;
+    }
+    call_done(req);
+}
+
+void coll_finish_now(coll_req_t *req, pami_result_t rc)
+{
+    if (req->status == PAMI_SUCCESS)
+        req->status = rc;
+    req->completed = true;
+    if (req->kind == COLL_KIND_CREATE)
+        coll_geometry_created(req);
+    coll_connid_release(req->g, req);
+    call_done(req);
+}
+
+void coll_fail(coll_req_t *req, pami_result_t rc, bool tell_peers)
+{
+    if (req->status != PAMI_SUCCESS)
+        return;
+    req->status = rc;
+    req->cc->st.failed++;
+    if (tell_peers)
+        coll_send_abort(req->cc, req->g, req->seq, req->kind);
+}
+
+/* Runs steps as far as they can go; may complete (and free) req, so the
+ * caller must not touch req afterwards. */
+void coll_advance(coll_req_t *req)
+{
+    if (req->in_advance) {
+        req->again = true;
+        return;
+    }
+    if (req->completed)
+        return;
+    req->in_advance = true;
+    do {
+        req->again = false;
+        while (req->status == PAMI_SUCCESS && req->cur < req->nsteps &&
+               req->recvs_left == 0 && req->sends_left == 0) {
+            leave_step(req);
+            if (req->status != PAMI_SUCCESS)
+                break;
+            if (++req->cur < req->nsteps)
+                enter_step(req);
+        }
+    } while (req->again);
+    req->in_advance = false;
+    bool done = req->status == PAMI_SUCCESS
+                    ? req->cur >= req->nsteps
+                    : req->sends_left == 0 && req->rdv_pending == 0;
+    if (done)
+        complete(req);
+}
+
+/* Numbers each send and receive among those with the same peer, so a
+ * message names its receive whatever step either side is in. */
+static bool number_messages(coll_req_t *req)
+{
+    size_t    n    = req->g->size;
+    uint32_t *sent = calloc(2 * n, sizeof(*sent));
+    if (sent == NULL)
+        return false;
+    uint32_t *got = sent + n;
+    for (size_t s = 0; s < req->nsteps; s++)
+        for (uint32_t i = req->steps[s]; i < req->steps[s + 1]; i++) {
+            coll_sop_t *op = &req->ops[i];
+            op->step = (uint32_t)s;
+            if (op->kind == SOP_SEND)
+                op->tag = sent[op->peer]++;
+            else if (op->kind == SOP_RECV || op->kind == SOP_RECV_REDUCE)
+                op->tag = got[op->peer]++;
+        }
+    free(sent);
+    return true;
+}
+
+void coll_start(coll_req_t *req)
+{
+    if (req->nsteps > 0)
+        req->steps[req->nsteps] = (uint32_t)req->nops;
+    req->cur = 0;
+    if (req->nsteps > 0 && !number_messages(req))
+        coll_fail(req, PAMI_ENOMEM, true);
+    if (req->status == PAMI_SUCCESS && req->nsteps > 0) {
+        req->in_advance = true;
+        enter_step(req);
+        req->in_advance = false;
+    }
+    coll_advance(req);
+}
+
+/* ---- messages ---- */
+
+static void on_recv_done(pami_context_t ctx, void *cookie, pami_result_t rc)
+{
+    (void)ctx;
+    coll_req_t *req = cookie;
+    req->rdv_pending--;
+    req->recvs_left--;
+    if (rc != PAMI_SUCCESS)
+        coll_fail(req, rc, false);
+    coll_advance(req);
+}
+
+static void on_kept_done(pami_context_t ctx, void *cookie, pami_result_t rc)
+{
+    (void)ctx;
+    coll_msg_t *m = cookie;
+    m->complete = true;
+    if (m->dead) {
+        coll_msg_free(m);
+        return;
+    }
+    coll_req_t *req = m->owner;
+    if (req == NULL)
+        return; /* still waiting for its collective or geometry */
+    req->rdv_pending--;
+    if (rc != PAMI_SUCCESS)
+        coll_fail(req, rc, false);
+    else if (req->status == PAMI_SUCCESS && !req->in_advance)
+        apply_early(req);
+    coll_advance(req);
+}
+
+/* Keeps a message (copying its data, or receiving it into a buffer of
+ * ours when it is still at the origin). NULL when out of memory. */
+coll_msg_t *coll_msg_keep(coll_ctx_t *cc, const coll_hdr_t *h,
+                          pami_task_t origin, const void *data, size_t len,
+                          pami_recv_t *recv)
+{
+    coll_msg_t *m = calloc(1, sizeof(*m));
+    if (m == NULL)
+        return NULL;
+    m->hdr    = *h;
+    m->origin = origin;
+    m->len    = len;
+    m->cc     = cc;
+    m->complete = true;
+    if (len > 0) {
+        m->data = malloc(len);
+        if (m->data == NULL) {
+            free(m);
+            return NULL;
+        }
+        if (data != NULL) {
+            memcpy(m->data, data, len);
+        } else {
+            m->complete    = false;
+            recv->addr     = m->data;
+            recv->local_fn = on_kept_done;
+            recv->cookie   = m;
+        }
+    }
+    return m;
+}
+
+void coll_msg_free(coll_msg_t *m)
+{
+    free(m->data);
+    free(m);
+}
+
+/* A kept message joins a posted collective: checked now when its data
+ * is here, else when it arrives. */
+void coll_adopt(coll_req_t *req, coll_msg_t *m)
+{
+    if (m->hdr.type == COLL_MSG_ABORT) {
+        req->cc->st.aborts_received++;
+        coll_fail(req, PAMI_INVAL, false);
+        coll_msg_free(m);
+        return;
+    }
+    m->owner = req;
+    m->next  = NULL;
+    if (!m->complete)
+        req->rdv_pending++;
+    coll_msg_t **pp = &req->early;
+    while (*pp != NULL)
+        pp = &(*pp)->next;
+    *pp = m;
+}
+
+/* A message for req arrived (its handler runs). */
+void coll_on_message(coll_req_t *req, const coll_hdr_t *h, const void *data,
+                     size_t len, pami_recv_t *recv)
+{
+    coll_ctx_t *cc = req->cc;
+    if (h->type == COLL_MSG_ABORT) {
+        cc->st.aborts_received++;
+        coll_fail(req, PAMI_INVAL, false);
+        coll_advance(req);
+        return;
+    }
+    if (req->status != PAMI_SUCCESS)
+        return; /* ending anyway: a large payload is discarded */
+    coll_sop_t *op = check(req, h, len);
+    if (op == NULL) {
+        coll_advance(req);
+        return;
+    }
+    if (op->step != req->cur) {
+        cc->st.early++;
+        coll_msg_t *m = coll_msg_keep(cc, h, 0, data, len, recv);
+        if (m == NULL) {
+            coll_fail(req, PAMI_ENOMEM, true);
+            coll_advance(req);
+            return;
+        }
+        coll_adopt(req, m);
+        return;
+    }
+    op->done = 1;
+    if (len > 0 && data == NULL) {
+        recv->addr     = recv_dest(op);
+        recv->local_fn = on_recv_done;
+        recv->cookie   = req;
+        req->rdv_pending++;
+        return;
+    }
+    if (len > 0)
+        memcpy(recv_dest(op), data, len);
+    req->recvs_left--;
+    coll_advance(req);
+}
