@@ -39,6 +39,8 @@ typedef struct __attribute__((packed)) {
     uint32_t tag;      /* index among the sender's messages to this rank */
     uint32_t src_rank; /* sender's rank in the geometry */
     uint32_t sig;      /* hash of what all members must pass alike */
+    uint64_t total;    /* bytes of the whole message */
+    uint64_t offset;   /* where this piece goes in it */
 } coll_hdr_t;
 
 #define COLL_KIND_CREATE PAMI_XFER_COUNT
@@ -60,6 +62,7 @@ typedef struct {
     uint32_t    peer;   /* geometry rank */
     uint32_t    tag;    /* sends, receives: index among those with peer */
     uint32_t    step;
+    size_t      got;    /* receives: bytes in place */
     void       *dst;
     const void *src;    /* SOP_RECV_REDUCE: the temporary */
     size_t      bytes;
@@ -150,6 +153,7 @@ typedef struct coll_ctx {
     pami_task_t      me;
     size_t           ntasks;
     size_t           immediate_max;
+    size_t           piece;   /* largest payload per message (eager) */
     unsigned         threshold;
     struct pami_geometry *world;
     struct pami_geometry *geoms;

@@ -71,7 +71,8 @@ static void on_message(pami_context_t ctx, void *cookie, const void *header,
         (h.flags & ~COLL_FLAG_CREATE) != 0 || h.kind > COLL_KIND_CREATE ||
         ((h.flags & COLL_FLAG_CREATE) != 0) != (h.kind == COLL_KIND_CREATE) ||
         h.connid != h.seq % PAMI_CONNID_BUFFER ||
-        (h.type == COLL_MSG_ABORT && data_size != 0)) {
+        (h.type == COLL_MSG_ABORT && data_size != 0) ||
+        h.offset > h.total || data_size > h.total - h.offset) {
         drop(cc, "bad type, flags, kind or connid", origin);
         return;
     }
@@ -144,7 +145,8 @@ static pami_result_t coll_init(const pami_protocol_env_t *env, void **state)
             cc->offset++;
     pami_client_attr_t attr = {.field_mask = PAMI_CLIENT_ATTR_TASK |
                                              PAMI_CLIENT_ATTR_SIZE |
-                                             PAMI_CLIENT_ATTR_IMMEDIATE_MAX};
+                                             PAMI_CLIENT_ATTR_IMMEDIATE_MAX |
+                                             PAMI_CLIENT_ATTR_RNDV_THRESHOLD};
     pami_result_t rc = pami_client_query(env->client, &attr);
     if (rc != PAMI_SUCCESS) {
         free(cc);
@@ -153,6 +155,11 @@ static pami_result_t coll_init(const pami_protocol_env_t *env, void **state)
     cc->me            = attr.task;
     cc->ntasks        = attr.size;
     cc->immediate_max = attr.immediate_max;
+    /* Payloads stay below the rendezvous threshold: the core's rendezvous
+     * delivers to user dispatch ids only (docs/collectives.md). */
+    cc->piece = attr.rndv_threshold > 1 ? attr.rndv_threshold - 1 : 1;
+    if (cc->piece < attr.immediate_max)
+        cc->piece = attr.immediate_max;
     cc->threshold     = read_threshold();
     cc->orphans_tail  = &cc->orphans;
 

@@ -177,31 +177,40 @@ static void on_send_done(pami_context_t ctx, void *cookie, pami_result_t rc)
     coll_advance(req);
 }
 
+/* One message of the schedule, in pieces of at most cc->piece bytes. */
 static pami_result_t issue_send(coll_req_t *req, const coll_sop_t *op)
 {
     struct pami_geometry *g = req->g;
     coll_ctx_t *cc = req->cc;
-    coll_hdr_t h = {
-        .version = COLL_WIRE_VERSION, .type = COLL_MSG_DATA,
-        .flags = req->kind == COLL_KIND_CREATE ? COLL_FLAG_CREATE : 0,
-        .algo = (uint8_t)req->algo_id, .connid = req->connid,
-        .kind = req->kind, .geom_id = g->id, .seq = req->seq,
-        .tag = op->tag, .src_rank = (uint32_t)g->rank,
-        .sig = req->sig};
-    pami_send_immediate_t im = {
-        .dest = g->eps[op->peer], .dispatch = cc->dispatch,
-        .header = &h, .header_len = sizeof(h),
-        .data = op->src, .data_len = op->bytes};
-    if (sizeof(h) + op->bytes <= cc->immediate_max) {
-        pami_result_t rc = pami_send_immediate(cc->ctx, &im);
-        if (rc != PAMI_EAGAIN)
+    size_t off = 0;
+    do {
+        size_t len = op->bytes - off < cc->piece ? op->bytes - off : cc->piece;
+        coll_hdr_t h = {
+            .version = COLL_WIRE_VERSION, .type = COLL_MSG_DATA,
+            .flags = req->kind == COLL_KIND_CREATE ? COLL_FLAG_CREATE : 0,
+            .algo = req->algo_id, .connid = req->connid, .kind = req->kind,
+            .geom_id = g->id, .seq = req->seq, .tag = op->tag,
+            .src_rank = (uint32_t)g->rank, .sig = req->sig,
+            .total = op->bytes, .offset = off};
+        pami_send_immediate_t im = {
+            .dest = g->eps[op->peer], .dispatch = cc->dispatch,
+            .header = &h, .header_len = sizeof(h),
+            .data = (const char *)op->src + off, .data_len = len};
+        pami_result_t rc = PAMI_EAGAIN;
+        if (sizeof(h) + len <= cc->immediate_max)
+            rc = pami_send_immediate(cc->ctx, &im);
+        if (rc == PAMI_EAGAIN) {
+            pami_send_t s = {.send = im, .local_fn = on_send_done,
+                             .cookie = req};
+            rc = pami_send(cc->ctx, &s);
+            if (rc == PAMI_SUCCESS)
+                req->sends_left++;
+        }
+        if (rc != PAMI_SUCCESS)
             return rc;
-    }
-    pami_send_t s = {.send = im, .local_fn = on_send_done, .cookie = req};
-    pami_result_t rc = pami_send(cc->ctx, &s);
-    if (rc == PAMI_SUCCESS)
-        req->sends_left++;
-    return rc;
+        off += len;
+    } while (off < op->bytes);
+    return PAMI_SUCCESS;
 }
 
 /* The receive a message (peer, tag) is for, in the current step or a
@@ -232,10 +241,11 @@ static coll_sop_t *check(coll_req_t *req, const coll_hdr_t *h, size_t len)
         return NULL;
     }
     coll_sop_t *op = find_recv(req, h->src_rank, h->tag);
-    if (op == NULL || op->bytes != len) {
-        coll_warn("geometry %u seq %u: message %u from rank %u has %zu "
+    if (op == NULL || op->bytes != h->total) {
+        coll_warn("geometry %u seq %u: message %u from rank %u has %llu "
                   "bytes, expected %s%zu: the members' counts differ",
-                  h->geom_id, h->seq, h->tag, h->src_rank, len,
+                  h->geom_id, h->seq, h->tag, h->src_rank,
+                  (unsigned long long)h->total,
                   op ? "" : "no message, ", op ? op->bytes : (size_t)0);
         coll_fail(req, PAMI_INVAL, true);
         return NULL;
@@ -246,12 +256,23 @@ static coll_sop_t *check(coll_req_t *req, const coll_hdr_t *h, size_t len)
                   "dropped", h->geom_id, h->seq, h->tag, h->src_rank);
         return NULL;
     }
+    (void)len;
     return op;
 }
 
 static void *recv_dest(coll_sop_t *op)
 {
     return op->kind == SOP_RECV ? op->dst : (void *)op->src;
+}
+
+/* A piece of op's message is in place. */
+static void got_piece(coll_req_t *req, coll_sop_t *op, size_t len)
+{
+    op->got += len;
+    if (op->got == op->bytes) {
+        op->done = 1;
+        req->recvs_left--;
+    }
 }
 
 /* Kept messages for the current step go to their receives. */
@@ -267,9 +288,8 @@ static void apply_early(coll_req_t *req)
         }
         *pp = m->next;
         if (m->len > 0)
-            memcpy(recv_dest(op), m->data, m->len);
-        op->done = 1;
-        req->recvs_left--;
+            memcpy((char *)recv_dest(op) + m->hdr.offset, m->data, m->len);
+        got_piece(req, op, m->len);
         coll_msg_free(m);
     }
 }
@@ -450,17 +470,6 @@ void coll_start(coll_req_t *req)
 
 /* ---- messages ---- */
 
-static void on_recv_done(pami_context_t ctx, void *cookie, pami_result_t rc)
-{
-    (void)ctx;
-    coll_req_t *req = cookie;
-    req->rdv_pending--;
-    req->recvs_left--;
-    if (rc != PAMI_SUCCESS)
-        coll_fail(req, rc, false);
-    coll_advance(req);
-}
-
 static void on_kept_done(pami_context_t ctx, void *cookie, pami_result_t rc)
 {
     (void)ctx;
@@ -568,16 +577,17 @@ void coll_on_message(coll_req_t *req, const coll_hdr_t *h, const void *data,
         coll_adopt(req, m);
         return;
     }
-    op->done = 1;
     if (len > 0 && data == NULL) {
-        recv->addr     = recv_dest(op);
-        recv->local_fn = on_recv_done;
-        recv->cookie   = req;
-        req->rdv_pending++;
+        /* Pieces are sent eagerly; the core's rendezvous never hands one
+         * to a protocol id. */
+        coll_warn("geometry %u seq %u: a piece arrived by rendezvous",
+                  h->geom_id, h->seq);
+        coll_fail(req, PAMI_INVAL, true);
+        coll_advance(req);
         return;
     }
     if (len > 0)
-        memcpy(recv_dest(op), data, len);
-    req->recvs_left--;
+        memcpy((char *)recv_dest(op) + h->offset, data, len);
+    got_piece(req, op, len);
     coll_advance(req);
 }

@@ -1,0 +1,274 @@
+/*
+ * Helpers of the collectives tests: geometries to run on, data patterns,
+ * and the serial reference of every reduction.
+ */
+#ifndef COLL_UTIL_H
+#define COLL_UTIL_H
+
+#include "mp_util.h"
+
+#include <math.h>
+#include <float.h>
+#include <pami_collectives.h>
+#include <pami_protocol.h>
+
+typedef struct {
+    const char     *name;
+    pami_geometry_t g;
+    size_t          n, rank;
+    const pami_task_t *tasks;
+} ct_geom_t;
+
+static inline void ct_query(ct_geom_t *cg)
+{
+    pami_geometry_attr_t a = {.field_mask = PAMI_GEOMETRY_ATTR_SIZE |
+                                            PAMI_GEOMETRY_ATTR_RANK |
+                                            PAMI_GEOMETRY_ATTR_TASKS};
+    MP_CHECK(pami_geometry_query(cg->g, &a));
+    cg->n     = a.size;
+    cg->rank  = a.rank;
+    cg->tasks = a.tasks;
+}
+
+/* Creates a geometry from tasks and waits until it is ready. Returns
+ * false (geometry NULL) when this task is not in the list. */
+static inline bool ct_create(mp_job_t *job, ct_geom_t *cg, const char *name,
+                             uint32_t id, const pami_task_t *tasks, size_t n,
+                             const pami_geometry_params_t *params)
+{
+    pami_geometry_t world;
+    MP_CHECK(pami_geometry_world(job->ctx[0], &world));
+    cg->name = name;
+    MP_CHECK(pami_geometry_create_tasklist(job->ctx[0], world, id, tasks, n,
+                                           params, &cg->g, NULL, NULL));
+    if (cg->g == NULL)
+        return false;
+    MP_CHECK(pami_geometry_wait_ready(job->ctx[0], cg->g));
+    ct_query(cg);
+    return true;
+}
+
+/* Byte k of the data block named key. */
+static inline uint8_t ct_pat(size_t key, size_t k)
+{
+    return (uint8_t)(key * 151u + k * 7u + (k >> 8) * 3u + 1u);
+}
+
+static inline void ct_fill(void *buf, size_t key, size_t bytes)
+{
+    uint8_t *p = buf;
+    for (size_t k = 0; k < bytes; k++)
+        p[k] = ct_pat(key, k);
+}
+
+/* First wrong byte, or -1. */
+static inline long ct_check(const void *buf, size_t key, size_t bytes)
+{
+    const uint8_t *p = buf;
+    for (size_t k = 0; k < bytes; k++)
+        if (p[k] != ct_pat(key, k))
+            return (long)k;
+    return -1;
+}
+
+/* ---- reductions ---- */
+
+enum { CT_BUILTIN = 0, CT_USER_COMM = 1, CT_USER_MATRIX = 2 };
+
+static inline long long ct_ival(size_t rank, size_t i)
+{
+    return (long long)((rank * 7 + i * 3 + 2) % 23) - 5;
+}
+
+static inline uint32_t ct_mval(size_t rank, size_t i)
+{
+    return (uint32_t)((rank * 5 + i * 3 + 1) % 7 + 1);
+}
+
+static inline bool ct_is_float(pami_type_t t)
+{
+    return t == PAMI_TYPE_FLOAT || t == PAMI_TYPE_DOUBLE ||
+           t == PAMI_TYPE_LONG_DOUBLE;
+}
+
+static inline bool ct_is_unsigned(pami_type_t t)
+{
+    return t >= PAMI_TYPE_UINT8 && t <= PAMI_TYPE_UINT64;
+}
+
+/* Input element i of rank, stored into dst (one element of type t). */
+static inline void ct_put(pami_type_t t, int user, void *dst, size_t rank,
+                          size_t i)
+{
+    long long v = ct_ival(rank, i);
+    if (user == CT_USER_MATRIX) {
+        uint32_t m = ct_mval(rank, i);
+        memcpy(dst, &m, 4);
+        return;
+    }
+    if (ct_is_unsigned(t))
+        v += 5;
+    switch (t) {
+#define CT_PUT(E, T) case E: { T x = (T)v; memcpy(dst, &x, sizeof(x)); } break;
+    CT_PUT(PAMI_TYPE_INT8, int8_t) CT_PUT(PAMI_TYPE_INT16, int16_t)
+    CT_PUT(PAMI_TYPE_INT32, int32_t) CT_PUT(PAMI_TYPE_INT64, int64_t)
+    CT_PUT(PAMI_TYPE_UINT8, uint8_t) CT_PUT(PAMI_TYPE_UINT16, uint16_t)
+    CT_PUT(PAMI_TYPE_UINT32, uint32_t) CT_PUT(PAMI_TYPE_UINT64, uint64_t)
+#undef CT_PUT
+    case PAMI_TYPE_FLOAT: { float x = (float)v * 0.375f; memcpy(dst, &x, sizeof(x)); } break;
+    case PAMI_TYPE_DOUBLE: { double x = (double)v * 0.375; memcpy(dst, &x, sizeof(x)); } break;
+    case PAMI_TYPE_LONG_DOUBLE: { long double x = (long double)v * 0.375L; memcpy(dst, &x, sizeof(x)); } break;
+    default: break;
+    }
+}
+
+/* The user ops: wrapping int32 sum (commutative), and 2x2 matrices of
+ * uint32 multiplied mod 2^32 (associative, not commutative). */
+static inline void ct_user_sum(void *inout, const void *in, size_t count,
+                               void *cookie)
+{
+    (void)cookie;
+    for (size_t i = 0; i < count; i++) {
+        uint32_t a, b;
+        memcpy(&a, (char *)inout + 4 * i, 4);
+        memcpy(&b, (const char *)in + 4 * i, 4);
+        a += b;
+        memcpy((char *)inout + 4 * i, &a, 4);
+    }
+}
+
+static inline void ct_mat_mul(uint32_t *c, const uint32_t *a, const uint32_t *b)
+{
+    uint32_t r[4] = {a[0] * b[0] + a[1] * b[2], a[0] * b[1] + a[1] * b[3],
+                     a[2] * b[0] + a[3] * b[2], a[2] * b[1] + a[3] * b[3]};
+    memcpy(c, r, sizeof(r));
+}
+
+static inline void ct_user_matrix(void *inout, const void *in, size_t count,
+                                  void *cookie)
+{
+    (void)cookie;
+    for (size_t i = 0; i + 4 <= count; i += 4) {
+        uint32_t a[4], b[4];
+        memcpy(a, (const char *)in + 4 * i, 16);
+        memcpy(b, (char *)inout + 4 * i, 16);
+        ct_mat_mul(b, a, b); /* inout = in * inout: in is lower */
+        memcpy((char *)inout + 4 * i, b, 16);
+    }
+}
+
+/* Reference fold over ranks lo..hi (in order) of element i; for floats
+ * also the sum of magnitudes that bounds the rounding. */
+#define CT_FOLD(T, U)                                                       \
+    {                                                                       \
+        T acc = 0, x;                                                       \
+        for (size_t q = lo; q <= hi; q++) {                                 \
+            ct_put(t, CT_BUILTIN, &x, q, i);                                \
+            if (q == lo) { acc = x; continue; }                             \
+            switch (op) {                                                   \
+            case PAMI_OP_SUM: acc = (T)((U)acc + (U)x); break;              \
+            case PAMI_OP_PROD: acc = (T)((U)acc * (U)x); break;             \
+            case PAMI_OP_MIN: acc = x < acc ? x : acc; break;               \
+            case PAMI_OP_MAX: acc = x > acc ? x : acc; break;               \
+            case PAMI_OP_LAND: acc = (T)((acc != 0) && (x != 0)); break;    \
+            case PAMI_OP_LOR: acc = (T)((acc != 0) || (x != 0)); break;     \
+            case PAMI_OP_LXOR: acc = (T)((acc != 0) != (x != 0)); break;    \
+            case PAMI_OP_BAND: acc = (T)((U)acc & (U)x); break;             \
+            case PAMI_OP_BOR: acc = (T)((U)acc | (U)x); break;              \
+            case PAMI_OP_BXOR: acc = (T)((U)acc ^ (U)x); break;             \
+            default: break;                                                 \
+            }                                                               \
+        }                                                                   \
+        memcpy(out, &acc, sizeof(acc));                                     \
+    }                                                                       \
+    break;
+
+#define CT_FOLDF(T)                                                         \
+    {                                                                       \
+        T acc = 0, x, mag = 0;                                              \
+        for (size_t q = lo; q <= hi; q++) {                                 \
+            ct_put(t, CT_BUILTIN, &x, q, i);                                \
+            T ax = x < 0 ? -x : x;                                          \
+            if (q == lo) { acc = x; mag = ax; continue; }                   \
+            switch (op) {                                                   \
+            case PAMI_OP_SUM: acc += x; mag += ax; break;                   \
+            case PAMI_OP_PROD: acc *= x; mag *= ax; break;                  \
+            case PAMI_OP_MIN: acc = x < acc ? x : acc; break;               \
+            case PAMI_OP_MAX: acc = x > acc ? x : acc; break;               \
+            case PAMI_OP_LAND: acc = (acc != 0) && (x != 0); break;         \
+            case PAMI_OP_LOR: acc = (acc != 0) || (x != 0); break;          \
+            case PAMI_OP_LXOR: acc = (acc != 0) != (x != 0); break;         \
+            default: break;                                                 \
+            }                                                               \
+        }                                                                   \
+        memcpy(out, &acc, sizeof(acc));                                     \
+        *magnitude = (long double)mag;                                      \
+    }                                                                       \
+    break;
+
+static inline void ct_fold(pami_type_t t, pami_op_t op, int user, size_t lo,
+                           size_t hi, size_t i, void *out,
+                           long double *magnitude)
+{
+    *magnitude = 0;
+    if (user == CT_USER_COMM)
+        op = PAMI_OP_SUM;
+    if (user == CT_USER_MATRIX) {
+        /* Element i is entry i % 4 of matrix i / 4. */
+        size_t base = i - i % 4;
+        uint32_t acc[4], m[4];
+        for (size_t q = lo; q <= hi; q++) {
+            for (int k = 0; k < 4; k++)
+                m[k] = ct_mval(q, base + k);
+            if (q == lo)
+                memcpy(acc, m, 16);
+            else
+                ct_mat_mul(acc, acc, m);
+        }
+        memcpy(out, &acc[i % 4], 4);
+        return;
+    }
+    switch (t) {
+    case PAMI_TYPE_INT8: CT_FOLD(int8_t, uint8_t)
+    case PAMI_TYPE_INT16: CT_FOLD(int16_t, uint16_t)
+    case PAMI_TYPE_INT32: CT_FOLD(int32_t, uint32_t)
+    case PAMI_TYPE_INT64: CT_FOLD(int64_t, uint64_t)
+    case PAMI_TYPE_UINT8: CT_FOLD(uint8_t, unsigned)
+    case PAMI_TYPE_UINT16: CT_FOLD(uint16_t, unsigned)
+    case PAMI_TYPE_UINT32: CT_FOLD(uint32_t, uint32_t)
+    case PAMI_TYPE_UINT64: CT_FOLD(uint64_t, uint64_t)
+    case PAMI_TYPE_FLOAT: CT_FOLDF(float)
+    case PAMI_TYPE_DOUBLE: CT_FOLDF(double)
+    case PAMI_TYPE_LONG_DOUBLE: CT_FOLDF(long double)
+    default: break;
+    }
+}
+
+/* Element got equals the reference within the rounding that n - 1
+ * operations in any order may add. */
+static inline bool ct_same(pami_type_t t, const void *got, const void *want,
+                           long double magnitude, size_t n)
+{
+    size_t es = pami_type_size(t);
+    if (!ct_is_float(t))
+        return memcmp(got, want, es) == 0;
+    long double g, w, eps;
+    if (t == PAMI_TYPE_FLOAT) {
+        float a, b;
+        memcpy(&a, got, 4); memcpy(&b, want, 4);
+        g = a; w = b; eps = FLT_EPSILON;
+    } else if (t == PAMI_TYPE_DOUBLE) {
+        double a, b;
+        memcpy(&a, got, 8); memcpy(&b, want, 8);
+        g = a; w = b; eps = DBL_EPSILON;
+    } else {
+        long double a, b;
+        memcpy(&a, got, sizeof(a)); memcpy(&b, want, sizeof(b));
+        g = a; w = b; eps = LDBL_EPSILON;
+    }
+    long double tol = 2.0L * (long double)n * eps * magnitude;
+    long double d = g - w;
+    return (d < 0 ? -d : d) <= tol;
+}
+
+#endif
