@@ -132,6 +132,7 @@ struct pami_geometry {
     pami_endpoint_t      *eps;
     uint64_t              hash;   /* of the task list */
     bool                  world, ready, created;
+    bool                  list_differs; /* seen while creating */
     pami_result_t         create_rc;
     pami_event_fn         create_fn;
     void                 *create_cookie;

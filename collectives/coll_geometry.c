@@ -53,6 +53,15 @@ static void claim_orphans(coll_ctx_t *cc, struct pami_geometry *g)
         m->next = NULL;
         if (m->hdr.src_rank >= g->size ||
             g->tasks[m->hdr.src_rank] != m->origin) {
+            if (m->hdr.kind == COLL_KIND_CREATE &&
+                coll_task_in(g->tasks, g->size, m->origin)) {
+                g->list_differs = true; /* the creation will fail */
+                if (m->complete)
+                    coll_msg_free(m);
+                else
+                    m->dead = true;
+                continue;
+            }
             cc->st.malformed++;
             coll_warn("geometry %u: a message kept for it came from task %u, "
                       "not its rank %u; dropped", g->id, m->origin,
@@ -271,6 +280,10 @@ pami_result_t pami_geometry_create_tasklist(
     }
     coll_connid_lock(g, req);
     coll_claim_unexpected(req);
+    if (g->list_differs) {
+        coll_warn("geometry %u: a member has another task list", id);
+        coll_fail(req, PAMI_INVAL, true);
+    }
     *geometry = g;
     req->in_call = true;
     coll_start(req);

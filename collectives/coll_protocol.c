@@ -100,6 +100,16 @@ static void on_message(pami_context_t ctx, void *cookie, const void *header,
         return;
     }
     if (h.src_rank >= g->size || g->tasks[h.src_rank] != task) {
+        coll_req_t *creq = g->slots[0];
+        if (h.kind == COLL_KIND_CREATE && !g->created && creq != NULL &&
+            creq->kind == COLL_KIND_CREATE && !creq->completed) {
+            /* A member with another list: the creation fails on all. */
+            coll_warn("geometry %u: task %u has another task list", g->id,
+                      task);
+            coll_fail(creq, PAMI_INVAL, true);
+            coll_advance(creq);
+            return;
+        }
         drop(cc, "sender is not that rank of the geometry", origin);
         return;
     }
