@@ -146,7 +146,6 @@ struct pami_geometry {
 };
 
 typedef struct coll_ctx {
-    struct coll_ctx *next_state; /* all states, to find the context offset */
     pami_client_t    client;
     pami_context_t   ctx;
     size_t           offset;

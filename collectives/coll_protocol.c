@@ -17,10 +17,6 @@ static const pami_config_var_t coll_config[] = {
      "use) before a new call waits for one to complete; 1..256"},
 };
 
-/* Every context's state, to learn a new context's offset: the SDK inits a
- * client's contexts in offset order. */
-static coll_ctx_t *all_states;
-
 coll_ctx_t *coll_ctx_of(pami_context_t context)
 {
     return pami_protocol_state(context, &coll_protocol_ops);
@@ -150,9 +146,7 @@ static pami_result_t coll_init(const pami_protocol_env_t *env, void **state)
     cc->client   = env->client;
     cc->ctx      = env->context;
     cc->dispatch = env->dispatch_base;
-    for (coll_ctx_t *s = all_states; s != NULL; s = s->next_state)
-        if (s->client == env->client)
-            cc->offset++;
+    cc->offset   = env->context_offset;
     pami_client_attr_t attr = {.field_mask = PAMI_CLIENT_ATTR_TASK |
                                              PAMI_CLIENT_ATTR_SIZE |
                                              PAMI_CLIENT_ATTR_IMMEDIATE_MAX |
@@ -190,8 +184,6 @@ static pami_result_t coll_init(const pami_protocol_env_t *env, void **state)
         free(cc);
         return rc;
     }
-    cc->next_state = all_states;
-    all_states     = cc;
     *state = cc;
     return PAMI_SUCCESS;
 }
@@ -210,11 +202,6 @@ static void coll_fini(pami_context_t context, void *state)
         n = m->next;
         coll_msg_free(m);
     }
-    for (coll_ctx_t **pp = &all_states; *pp != NULL; pp = &(*pp)->next_state)
-        if (*pp == cc) {
-            *pp = cc->next_state;
-            break;
-        }
     free(cc);
 }
 

@@ -248,9 +248,12 @@ static void test_var_table(void **state)
             fail_msg("variable %u is named '%s'", n, v.name);
         vars[n++] = v;
     }
-    assert_int_equal(n, NVARS);
+    /* The core's variables first, in their order; built-in protocols'
+     * after them. */
+    assert_true(n >= NVARS);
     for (unsigned i = 0; i < n; i++) {
-        assert_string_equal(vars[i].name, all_names[i]);
+        if (i < NVARS)
+            assert_string_equal(vars[i].name, all_names[i]);
         for (unsigned j = i + 1; j < n; j++)
             assert_string_not_equal(vars[i].name, vars[j].name);
     }
