@@ -1,0 +1,470 @@
+/*
+ * The shared-memory barrier protocol: its ops table, per-context state,
+ * the queue of barriers, and the engine that completes them from
+ * progress (docs/protocols/shm-barrier.md).
+ *
+ * The register barrier is a centralized sense-reversing barrier: each
+ * task adds one to count; the last one sets count back to 0 and flips
+ * sense; the others wait for the flip. A waiting task spins a bounded
+ * time (re-posting the engine, which returns PAMI_EAGAIN), then hands the
+ * wait to its waiter thread, which sleeps on a futex on sense.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pami_barrier.h"
+#include "shm_internal.h"
+
+#define DEFAULT_SPIN_US    "50"
+#define DEFAULT_TIMEOUT_MS "30000"
+
+static const pami_config_var_t shmb_config[] = {
+    {"PAMI_SHM_BARRIER_SPIN", DEFAULT_SPIN_US,
+     "microseconds a task polls the shared-memory barrier register before "
+     "it sleeps on a futex (with more tasks than cores it yields meanwhile)"},
+    {"PAMI_SHM_BARRIER_TIMEOUT", DEFAULT_TIMEOUT_MS,
+     "milliseconds the shared-memory barrier's set-up waits for the node's "
+     "leader and tasks before its barriers fail with PAMI_TIMEOUT"},
+};
+
+static uint64_t config_u64(const char *name, const char *dflt)
+{
+    const char *text = getenv(name);
+    char       *end  = NULL;
+    if (text != NULL && *text != '\0') {
+        errno = 0;
+        unsigned long long v = strtoull(text, &end, 10);
+        if (errno == 0 && *end == '\0' && text[0] != '-')
+            return v;
+        pami_protocol_log(PAMI_PROTOCOL_LOG_WARN, SHMB_SUBSYS,
+                          "%s='%s' is not a number; using %s", name, text,
+                          dflt);
+    }
+    return strtoull(dflt, NULL, 10);
+}
+
+/* ---- context offsets ------------------------------------------------- */
+
+/* The SDK does not tell init which offset its context has; createv
+ * initialises contexts in offset order, and destroyv finis them all, so
+ * counting inits per client gives it. */
+typedef struct client_count {
+    struct client_count *next;
+    pami_client_t        client;
+    size_t               next_offset;
+    size_t               live;
+} client_count_t;
+
+static pthread_mutex_t counts_lock = PTHREAD_MUTEX_INITIALIZER;
+static client_count_t *counts;
+
+static pami_result_t offset_take(pami_client_t client, size_t *offset)
+{
+    pthread_mutex_lock(&counts_lock);
+    client_count_t *c = counts;
+    while (c != NULL && c->client != client)
+        c = c->next;
+    if (c == NULL && (c = calloc(1, sizeof(*c))) != NULL) {
+        c->client = client;
+        c->next   = counts;
+        counts    = c;
+    }
+    if (c != NULL) {
+        *offset = c->next_offset++;
+        c->live++;
+    }
+    pthread_mutex_unlock(&counts_lock);
+    return c != NULL ? PAMI_SUCCESS : PAMI_ENOMEM;
+}
+
+static void offset_give(pami_client_t client)
+{
+    pthread_mutex_lock(&counts_lock);
+    for (client_count_t **p = &counts; *p != NULL; p = &(*p)->next) {
+        client_count_t *c = *p;
+        if (c->client != client)
+            continue;
+        if (--c->live == 0) {
+            *p = c->next;
+            free(c);
+        }
+        break;
+    }
+    pthread_mutex_unlock(&counts_lock);
+}
+
+/* ---- the queue ------------------------------------------------------- */
+
+static void complete_head(shmb_state_t *st, pami_result_t rc)
+{
+    shmb_req_t *req = st->head;
+    st->head = req->next;
+    if (st->head == NULL)
+        st->tail = &st->head;
+    st->spin_start_ns = 0;
+    if (rc == PAMI_SUCCESS)
+        shmb_count(st, SHMB_STAT_completed);
+    else
+        shmb_count(st, SHMB_STAT_failed);
+    if (rc == PAMI_PEER_FAILED)
+        shmb_count(st, SHMB_STAT_peer_failed);
+    pami_event_fn fn     = req->done_fn;
+    void         *cookie = req->cookie;
+    req->next     = st->free_reqs;
+    st->free_reqs = req;
+    if (fn != NULL)
+        fn(st->context, cookie, rc);
+}
+
+static pami_result_t reg_corrupt(shmb_state_t *st, const char *what,
+                                 uint32_t got)
+{
+    shmb_count(st, SHMB_STAT_bad_register);
+    pami_protocol_log(PAMI_PROTOCOL_LOG_WARN, SHMB_SUBSYS,
+                      "task %" PRIu32 ": register %s holds %s %" PRIu32
+                      "; barriers on it fail from now on", st->me,
+                      st->reg_name, what, got);
+    return PAMI_ERROR;
+}
+
+/* Sets status, then flips sense: waiters read status after the flip. */
+static void release(shmb_state_t *st, uint32_t status)
+{
+    shmb_register_t *g = st->reg;
+    atomic_store_explicit(&g->status, status, memory_order_relaxed);
+    atomic_store(&g->sense, st->sense);
+    if (atomic_load(&g->sleepers) > 0)
+        shmb_futex_wake(&g->sense);
+}
+
+/* Counts this task in. The last of a plain barrier releases the others. */
+static pami_result_t arrive(shmb_state_t *st, shmb_req_t *req)
+{
+    shmb_register_t *g   = st->reg;
+    uint32_t         old = atomic_fetch_add(&g->count, 1);
+    if (old >= st->nlocal)
+        return reg_corrupt(st, "arrival count", old + 1);
+    req->phase = SHMB_PHASE_ARRIVED;
+    if (old + 1 == st->nlocal) {
+        if (!req->hier) {
+            atomic_store_explicit(&g->count, 0, memory_order_relaxed);
+            release(st, 0);
+        } else if (atomic_load(&g->sleepers) > 0) {
+            shmb_futex_wake(&g->count); /* the leader may sleep on it */
+        }
+    }
+    return PAMI_SUCCESS;
+}
+
+/* PAMI_EAGAIN until the release; then its result. */
+static pami_result_t released(shmb_state_t *st)
+{
+    shmb_register_t *g = st->reg;
+    uint32_t         s = atomic_load_explicit(&g->sense, memory_order_acquire);
+    if (s > 1)
+        return reg_corrupt(st, "sense", s);
+    if (s != st->sense)
+        return PAMI_EAGAIN;
+    st->sense ^= 1;
+    uint32_t status = atomic_load_explicit(&g->status, memory_order_relaxed);
+    if (status > 1)
+        return reg_corrupt(st, "status", status);
+    return status == 0 ? PAMI_SUCCESS : PAMI_PEER_FAILED;
+}
+
+/* Spins (the engine is re-posted) for spin_ns, then parks the engine with
+ * the waiter thread until *word changes. Returns what the engine returns. */
+static pami_result_t wait_or_park(shmb_state_t *st, _Atomic uint32_t *word,
+                                  uint32_t expect)
+{
+    uint64_t now = shmb_now_ns();
+    if (st->spin_start_ns == 0)
+        st->spin_start_ns = now;
+    if (now - st->spin_start_ns < st->spin_ns) {
+        /* With more tasks than cores the ones we wait for need the core. */
+        if (st->oversubscribed)
+            sched_yield();
+        return PAMI_EAGAIN;
+    }
+    st->spin_start_ns = 0;
+    shmb_count(st, SHMB_STAT_sleeps);
+    st->park = SHMB_PARK_THREAD;
+    if (shmb_waiter_give(st, SHMB_CMD_WAIT, word, expect) != PAMI_SUCCESS) {
+        st->park = SHMB_PARK_QUEUED;
+        return PAMI_EAGAIN; /* no thread: keep polling */
+    }
+    return PAMI_SUCCESS;
+}
+
+/* Moves the head barrier on: PAMI_SUCCESS when it completed (popped),
+ * PAMI_EAGAIN when the engine must return (its return value in *ret). */
+static pami_result_t step(shmb_state_t *st, shmb_req_t *req,
+                          pami_result_t *ret)
+{
+    pami_result_t rc;
+    if (st->nlocal == 1) {
+        complete_head(st, PAMI_SUCCESS);
+        return PAMI_SUCCESS;
+    }
+    if (req->phase == SHMB_PHASE_START &&
+        (rc = arrive(st, req)) != PAMI_SUCCESS) {
+        st->broken = rc;
+        return PAMI_SUCCESS; /* the loop fails it */
+    }
+    rc = released(st);
+    if (rc == PAMI_EAGAIN) {
+        *ret = wait_or_park(st, &st->reg->sense, st->sense ^ 1);
+        return PAMI_EAGAIN;
+    }
+    if (rc == PAMI_ERROR)
+        st->broken = rc;
+    complete_head(st, rc);
+    return PAMI_SUCCESS;
+}
+
+pami_result_t shmb_engine(pami_context_t context, void *cookie)
+{
+    (void)context;
+    shmb_state_t *st = cookie;
+    st->park = SHMB_PARK_QUEUED;
+    for (;;) {
+        shmb_req_t *req = st->head;
+        if (req == NULL) {
+            st->park = SHMB_PARK_IDLE;
+            return PAMI_SUCCESS;
+        }
+        if (st->broken != PAMI_SUCCESS) {
+            complete_head(st, st->broken);
+            continue;
+        }
+        if (st->nlocal > 1 && atomic_load(&st->setup) != SHMB_SETUP_DONE) {
+            int s = atomic_load(&st->setup);
+            if (s == SHMB_SETUP_FAILED) {
+                st->broken = st->setup_rc;
+                continue;
+            }
+            if (s == SHMB_SETUP_NONE) {
+                atomic_store(&st->setup, SHMB_SETUP_RUNNING);
+                if (shmb_waiter_give(st, SHMB_CMD_SETUP, NULL, 0) !=
+                    PAMI_SUCCESS) {
+                    st->setup_rc = PAMI_ERROR;
+                    atomic_store(&st->setup, SHMB_SETUP_FAILED);
+                    continue;
+                }
+            }
+            st->park = SHMB_PARK_THREAD;
+            return PAMI_SUCCESS;
+        }
+        pami_result_t ret = PAMI_SUCCESS;
+        if (step(st, req, &ret) == PAMI_EAGAIN)
+            return ret;
+    }
+}
+
+void shmb_engine_kick(shmb_state_t *st)
+{
+    if (st->park != SHMB_PARK_EVENT)
+        return;
+    st->park = SHMB_PARK_QUEUED;
+    pami_context_post(st->context, &st->work, shmb_engine, st);
+}
+
+/* ---- the public calls ------------------------------------------------ */
+
+static const pami_protocol_ops_t shmb_ops;
+
+static pami_result_t start(pami_context_t context, bool hier,
+                           pami_event_fn done_fn, void *cookie)
+{
+    const char *call = hier ? "pami_barrier_hier" : "pami_barrier_shm";
+    if (context == NULL) {
+        pami_protocol_log(PAMI_PROTOCOL_LOG_WARN, SHMB_SUBSYS,
+                          "%s on a NULL context", call);
+        return PAMI_INVAL;
+    }
+    shmb_state_t *st = pami_protocol_state(context, &shmb_ops);
+    if (st == NULL) {
+        pami_protocol_log(PAMI_PROTOCOL_LOG_WARN, SHMB_SUBSYS,
+                          "%s on a context without the protocol", call);
+        return PAMI_INVAL;
+    }
+    shmb_req_t *req = st->free_reqs;
+    if (req != NULL)
+        st->free_reqs = req->next;
+    else if ((req = malloc(sizeof(*req))) == NULL)
+        return PAMI_ENOMEM;
+    *req = (shmb_req_t){.done_fn = done_fn, .cookie = cookie, .hier = hier};
+    *st->tail = req;
+    st->tail  = &req->next;
+    shmb_count(st, SHMB_STAT_barriers);
+
+    if (st->park != SHMB_PARK_IDLE)
+        return PAMI_SUCCESS; /* the engine is on its way and finds it */
+    /* Count in now, so the last task releases the others without waiting
+     * for its own progress; the result comes from progress. */
+    if (st->nlocal > 1 && st->broken == PAMI_SUCCESS &&
+        atomic_load(&st->setup) == SHMB_SETUP_DONE) {
+        pami_result_t rc = arrive(st, req);
+        if (rc != PAMI_SUCCESS)
+            st->broken = rc;
+    }
+    st->park = SHMB_PARK_QUEUED;
+    pami_context_post(context, &st->work, shmb_engine, st);
+    return PAMI_SUCCESS;
+}
+
+pami_result_t pami_barrier_shm(pami_context_t context, pami_event_fn done_fn,
+                               void *cookie)
+{
+    return start(context, false, done_fn, cookie);
+}
+
+/* ---- ops --------------------------------------------------------------- */
+
+static size_t local_cpus(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0)
+        return (size_t)CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (size_t)n : 1;
+}
+
+static void state_free(shmb_state_t *st)
+{
+    while (st->free_reqs != NULL) {
+        shmb_req_t *r = st->free_reqs;
+        st->free_reqs = r->next;
+        free(r);
+    }
+    pthread_cond_destroy(&st->cond);
+    pthread_mutex_destroy(&st->lock);
+    free(st);
+}
+
+static pami_result_t shmb_init(const pami_protocol_env_t *env, void **state)
+{
+    pami_client_attr_t a = {
+        .field_mask = PAMI_CLIENT_ATTR_TASK | PAMI_CLIENT_ATTR_SIZE |
+                      PAMI_CLIENT_ATTR_LOCAL_TASKS | PAMI_CLIENT_ATTR_JOB_ID};
+    pami_result_t rc = pami_client_query(env->client, &a);
+    if (rc != PAMI_SUCCESS)
+        return rc;
+    shmb_state_t *st = calloc(1, sizeof(*st));
+    if (st == NULL)
+        return PAMI_ENOMEM;
+    st->client        = env->client;
+    st->context       = env->context;
+    st->dispatch_base = env->dispatch_base;
+    st->me            = a.task;
+    st->size          = a.size;
+    st->local         = a.local_tasks;
+    st->nlocal        = a.num_local_tasks;
+    st->my_index      = a.num_local_tasks;
+    for (size_t i = 0; i < a.num_local_tasks; i++)
+        if (a.local_tasks[i] == a.task)
+            st->my_index = i;
+    if (st->my_index == st->nlocal) {
+        pami_protocol_log(PAMI_PROTOCOL_LOG_ERROR, SHMB_SUBSYS,
+                          "task %" PRIu32 " is not among its node's tasks",
+                          a.task);
+        free(st);
+        return PAMI_ERROR;
+    }
+    const char *job = a.job_id != NULL ? a.job_id : "nojob";
+    shmb_sanitize(st->job_id, sizeof(st->job_id), job);
+    st->job_hash       = shmb_hash(job);
+    st->oversubscribed = st->nlocal > local_cpus();
+    st->spin_ns = config_u64("PAMI_SHM_BARRIER_SPIN", DEFAULT_SPIN_US) * 1000;
+    st->timeout_ns =
+        config_u64("PAMI_SHM_BARRIER_TIMEOUT", DEFAULT_TIMEOUT_MS) * 1000000;
+    st->sense = 1;
+    st->tail  = &st->head;
+    st->park  = SHMB_PARK_IDLE;
+    pthread_mutex_init(&st->lock, NULL);
+    pthread_cond_init(&st->cond, NULL);
+    if ((rc = offset_take(env->client, &st->offset)) != PAMI_SUCCESS) {
+        state_free(st);
+        return rc;
+    }
+    *state = st;
+    return PAMI_SUCCESS;
+}
+
+static void shmb_fini(pami_context_t context, void *state)
+{
+    (void)context;
+    shmb_state_t *st = state;
+    shmb_waiter_stop(st);
+    while (st->head != NULL)
+        complete_head(st, PAMI_SHUTDOWN);
+    if (st->region != NULL && st->my_index == 0) {
+        atomic_store(&st->region->state, SHMB_REGION_CLOSED);
+        shmb_futex_wake(&st->region->state);
+    }
+    shmb_objects_unlink(st);
+    shmb_objects_unmap(st);
+    offset_give(st->client);
+    state_free(st);
+}
+
+static size_t shmb_stats(void *state, pami_protocol_stat_t *out, size_t max)
+{
+    static const char *const names[] = {
+#define SHMB_STAT_NAME_(name, text) #name,
+        SHMB_FOREACH_STAT(SHMB_STAT_NAME_)
+#undef SHMB_STAT_NAME_
+    };
+    shmb_state_t *st = state;
+    for (size_t i = 0; i < SHMB_NUM_STATS && i < max; i++)
+        out[i] = (pami_protocol_stat_t){
+            .name  = names[i],
+            .value = atomic_load_explicit(&st->stats[i],
+                                          memory_order_relaxed)};
+    return SHMB_NUM_STATS;
+}
+
+/* A dead task of this node can never arrive: every barrier, now and
+ * later, fails; the waiter thread stops waiting at once. */
+static void shmb_peer_failed(pami_context_t context, void *state,
+                             pami_task_t task)
+{
+    (void)context;
+    shmb_state_t *st = state;
+    for (size_t i = 0; i < st->nlocal; i++) {
+        if (st->local[i] != task || task == st->me)
+            continue;
+        pami_protocol_log(PAMI_PROTOCOL_LOG_INFO, SHMB_SUBSYS,
+                          "task %" PRIu32 " of this node died: its shared-"
+                          "memory barriers fail", task);
+        st->local_dead = true;
+        st->broken     = PAMI_PEER_FAILED;
+        pthread_mutex_lock(&st->lock);
+        atomic_store(&st->cancel, true);
+        pthread_cond_broadcast(&st->cond);
+        _Atomic uint32_t *word =
+            st->cmd == SHMB_CMD_WAIT ? st->wait_word : NULL;
+        pthread_mutex_unlock(&st->lock);
+        if (word != NULL)
+            shmb_futex_wake(word);
+        shmb_engine_kick(st);
+    }
+}
+
+static const pami_protocol_ops_t shmb_ops = {
+    .name         = "shm_barrier",
+    .version      = SHMB_VERSION,
+    .num_dispatch = 0,
+    .init         = shmb_init,
+    .fini         = shmb_fini,
+    .stats        = shmb_stats,
+    .peer_failed  = shmb_peer_failed,
+    .config       = shmb_config,
+    .num_config   = sizeof(shmb_config) / sizeof(shmb_config[0]),
+};
+
+PAMI_PROTOCOL_BUILTIN(shmb_ops)

@@ -1,0 +1,72 @@
+/*
+ * The two shared objects of the shared-memory barrier, as they lie in
+ * memory (docs/protocols/shm-barrier.md). Both are shared only by the
+ * tasks of one node, so fields are in host byte order. Words that tasks
+ * change concurrently sit on cache lines of their own.
+ */
+#ifndef SHM_LAYOUT_H
+#define SHM_LAYOUT_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SHMB_VERSION      1
+#define SHMB_REGION_MAGIC 0x524d4853494d4150ull /* "PAMISHMR" in memory */
+#define SHMB_REG_MAGIC    0x424d4853494d4150ull /* "PAMISHMB" in memory */
+#define SHMB_CACHE_LINE   64
+
+/* Region states. */
+#define SHMB_REGION_CREATED   1 /* header written, no register yet */
+#define SHMB_REGION_PUBLISHED 2 /* reg_id valid: followers may attach */
+#define SHMB_REGION_CLOSED    3 /* the leader left: do not attach */
+
+/* The region: created by the leader, watched by the followers. */
+typedef struct {
+    uint64_t         magic;      /* 0: SHMB_REGION_MAGIC, written last */
+    uint32_t         version;    /* 8 */
+    uint32_t         bytes;      /* 12: size of the whole object */
+    uint64_t         job_hash;   /* 16: FNV-1a of the job id */
+    uint32_t         ntasks;     /* 24: local tasks */
+    uint32_t         leader;     /* 28: leader's task id */
+    uint32_t         offset;     /* 32: context offset */
+    uint32_t         leader_pid; /* 36 */
+    uint64_t         reg_id;     /* 40: names the register; 0 until published */
+    uint8_t          pad0[SHMB_CACHE_LINE - 48];
+    _Atomic uint32_t state;      /* 64: SHMB_REGION_*, futex word */
+    uint8_t          pad1[SHMB_CACHE_LINE - 4];
+    _Atomic uint32_t attached;   /* 128: tasks attached, futex word */
+    uint8_t          pad2[SHMB_CACHE_LINE - 4];
+    _Atomic uint32_t pid[];      /* 192: per local index, 0 until attached */
+} shmb_region_t;
+
+#define SHMB_REGION_BYTES(n) (offsetof(shmb_region_t, pid) + 4 * (size_t)(n))
+
+/* The barrier register: its own object, named after reg_id. */
+typedef struct {
+    uint64_t         magic;      /* 0: SHMB_REG_MAGIC */
+    uint32_t         version;    /* 8 */
+    uint32_t         ntasks;     /* 12 */
+    uint64_t         reg_id;     /* 16: the id in its name */
+    uint64_t         job_hash;   /* 24 */
+    uint8_t          pad0[SHMB_CACHE_LINE - 32];
+    _Atomic uint32_t count;      /* 64: arrivals in the current barrier */
+    uint8_t          pad1[SHMB_CACHE_LINE - 4];
+    _Atomic uint32_t sense;      /* 128: flips at each release, futex word */
+    _Atomic uint32_t status;     /* 132: 0 ok, 1 the release reports failure */
+    _Atomic uint32_t sleepers;   /* 136: tasks that may sleep on a futex */
+    uint8_t          pad2[SHMB_CACHE_LINE - 12];
+} shmb_register_t;
+
+#define SHMB_REG_BYTES 4096
+
+_Static_assert(offsetof(shmb_region_t, reg_id) == 40, "region layout");
+_Static_assert(offsetof(shmb_region_t, state) == 64, "region layout");
+_Static_assert(offsetof(shmb_region_t, attached) == 128, "region layout");
+_Static_assert(offsetof(shmb_region_t, pid) == 192, "region layout");
+_Static_assert(offsetof(shmb_register_t, count) == 64, "register layout");
+_Static_assert(offsetof(shmb_register_t, sense) == 128, "register layout");
+_Static_assert(offsetof(shmb_register_t, sleepers) == 136, "register layout");
+_Static_assert(sizeof(shmb_register_t) <= SHMB_REG_BYTES, "register size");
+
+#endif /* SHM_LAYOUT_H */
