@@ -3,11 +3,12 @@
  * the queue of barriers, and the engine that completes them from
  * progress (docs/protocols/shm-barrier.md).
  *
- * The register barrier is a centralized sense-reversing barrier: each
- * task adds one to count; the last one sets count back to 0 and flips
- * sense; the others wait for the flip. A waiting task spins a bounded
- * time (re-posting the engine, which returns PAMI_EAGAIN), then hands the
- * wait to its waiter thread, which sleeps on a futex on sense.
+ * Barriers on a context complete in the order they were started; only
+ * the head of the queue is in the register (shm_register.c). A start
+ * counts the task in at once and posts the engine; the engine checks the
+ * register, polls a little inline, then returns PAMI_EAGAIN (re-posted)
+ * until PAMI_SHM_BARRIER_SPIN has passed, and then hands the wait to its
+ * waiter thread, which sleeps on a futex and posts the engine again.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -120,67 +121,38 @@ static void complete_head(shmb_state_t *st, pami_result_t rc)
         fn(st->context, cookie, rc);
 }
 
-static pami_result_t reg_corrupt(shmb_state_t *st, const char *what,
-                                 uint32_t got)
+/* Polls inline this long before returning to progress: a barrier
+ * partner on another core usually arrives within it, and one round
+ * through progress costs more than the wait. */
+#define INLINE_SPIN_NS 2000
+
+static inline void cpu_relax(void)
 {
-    shmb_count(st, SHMB_STAT_bad_register);
-    pami_protocol_log(PAMI_PROTOCOL_LOG_WARN, SHMB_SUBSYS,
-                      "task %" PRIu32 ": register %s holds %s %" PRIu32
-                      "; barriers on it fail from now on", st->me,
-                      st->reg_name, what, got);
-    return PAMI_ERROR;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
 }
 
-/* Sets status, then flips sense: waiters read status after the flip. */
-static void release(shmb_state_t *st, uint32_t status)
+/* Waits for the check: inline, then by re-posting for spin_ns, then on
+ * the waiter thread. 1 or -1 when the check gave it; 0 when the engine
+ * must return *ret. */
+static int wait_for(shmb_state_t *st, int kind, uint32_t epoch,
+                    pami_result_t *ret)
 {
-    shmb_register_t *g = st->reg;
-    atomic_store_explicit(&g->status, status, memory_order_relaxed);
-    atomic_store(&g->sense, st->sense);
-    if (atomic_load(&g->sleepers) > 0)
-        shmb_futex_wake(&g->sense);
-}
-
-/* Counts this task in. The last of a plain barrier releases the others. */
-static pami_result_t arrive(shmb_state_t *st, shmb_req_t *req)
-{
-    shmb_register_t *g   = st->reg;
-    uint32_t         old = atomic_fetch_add(&g->count, 1);
-    if (old >= st->nlocal)
-        return reg_corrupt(st, "arrival count", old + 1);
-    req->phase = SHMB_PHASE_ARRIVED;
-    if (old + 1 == st->nlocal) {
-        if (!req->hier) {
-            atomic_store_explicit(&g->count, 0, memory_order_relaxed);
-            release(st, 0);
-        } else if (atomic_load(&g->sleepers) > 0) {
-            shmb_futex_wake(&g->count); /* the leader may sleep on it */
-        }
+    int done = 0;
+    if (!st->oversubscribed) {
+        uint64_t until = shmb_now_ns() + INLINE_SPIN_NS;
+        do {
+            for (int i = 0; i < 32 && done == 0; i++) {
+                cpu_relax();
+                done = shmb_reg_check(st, kind, epoch);
+            }
+        } while (done == 0 && shmb_now_ns() < until);
+        if (done != 0)
+            return done;
     }
-    return PAMI_SUCCESS;
-}
-
-/* PAMI_EAGAIN until the release; then its result. */
-static pami_result_t released(shmb_state_t *st)
-{
-    shmb_register_t *g = st->reg;
-    uint32_t         s = atomic_load_explicit(&g->sense, memory_order_acquire);
-    if (s > 1)
-        return reg_corrupt(st, "sense", s);
-    if (s != st->sense)
-        return PAMI_EAGAIN;
-    st->sense ^= 1;
-    uint32_t status = atomic_load_explicit(&g->status, memory_order_relaxed);
-    if (status > 1)
-        return reg_corrupt(st, "status", status);
-    return status == 0 ? PAMI_SUCCESS : PAMI_PEER_FAILED;
-}
-
-/* Spins (the engine is re-posted) for spin_ns, then parks the engine with
- * the waiter thread until *word changes. Returns what the engine returns. */
-static pami_result_t wait_or_park(shmb_state_t *st, _Atomic uint32_t *word,
-                                  uint32_t expect)
-{
     uint64_t now = shmb_now_ns();
     if (st->spin_start_ns == 0)
         st->spin_start_ns = now;
@@ -188,41 +160,48 @@ static pami_result_t wait_or_park(shmb_state_t *st, _Atomic uint32_t *word,
         /* With more tasks than cores the ones we wait for need the core. */
         if (st->oversubscribed)
             sched_yield();
-        return PAMI_EAGAIN;
+        *ret = PAMI_EAGAIN;
+        return 0;
     }
     st->spin_start_ns = 0;
     shmb_count(st, SHMB_STAT_sleeps);
     st->park = SHMB_PARK_THREAD;
-    if (shmb_waiter_give(st, SHMB_CMD_WAIT, word, expect) != PAMI_SUCCESS) {
+    *ret     = PAMI_SUCCESS;
+    if (shmb_waiter_give(st, SHMB_CMD_WAIT, kind, epoch) != PAMI_SUCCESS) {
         st->park = SHMB_PARK_QUEUED;
-        return PAMI_EAGAIN; /* no thread: keep polling */
+        *ret     = PAMI_EAGAIN; /* no thread: keep polling */
     }
-    return PAMI_SUCCESS;
+    return 0;
 }
 
-/* Moves the head barrier on: PAMI_SUCCESS when it completed (popped),
- * PAMI_EAGAIN when the engine must return (its return value in *ret). */
+static void arrive(shmb_state_t *st, shmb_req_t *req)
+{
+    req->epoch = ++st->epoch;
+    req->phase = SHMB_PHASE_ARRIVED;
+    shmb_reg_arrive(st, req->epoch);
+}
+
+/* Moves the head barrier on: PAMI_SUCCESS when it completed (popped) or
+ * failed the register, PAMI_EAGAIN when the engine must return *ret. */
 static pami_result_t step(shmb_state_t *st, shmb_req_t *req,
                           pami_result_t *ret)
 {
-    pami_result_t rc;
     if (st->nlocal == 1) {
         complete_head(st, PAMI_SUCCESS);
         return PAMI_SUCCESS;
     }
-    if (req->phase == SHMB_PHASE_START &&
-        (rc = arrive(st, req)) != PAMI_SUCCESS) {
-        st->broken = rc;
+    if (req->phase == SHMB_PHASE_START)
+        arrive(st, req);
+    int done = shmb_reg_gathered(st, req->epoch);
+    if (done == 0)
+        done = wait_for(st, SHMB_WAIT_GATHER, req->epoch, ret);
+    if (done == 0)
+        return PAMI_EAGAIN;
+    if (done < 0) {
+        st->broken = shmb_reg_corrupt(st, SHMB_WAIT_GATHER, req->epoch);
         return PAMI_SUCCESS; /* the loop fails it */
     }
-    rc = released(st);
-    if (rc == PAMI_EAGAIN) {
-        *ret = wait_or_park(st, &st->reg->sense, st->sense ^ 1);
-        return PAMI_EAGAIN;
-    }
-    if (rc == PAMI_ERROR)
-        st->broken = rc;
-    complete_head(st, rc);
+    complete_head(st, PAMI_SUCCESS);
     return PAMI_SUCCESS;
 }
 
@@ -249,7 +228,7 @@ pami_result_t shmb_engine(pami_context_t context, void *cookie)
             }
             if (s == SHMB_SETUP_NONE) {
                 atomic_store(&st->setup, SHMB_SETUP_RUNNING);
-                if (shmb_waiter_give(st, SHMB_CMD_SETUP, NULL, 0) !=
+                if (shmb_waiter_give(st, SHMB_CMD_SETUP, 0, 0) !=
                     PAMI_SUCCESS) {
                     st->setup_rc = PAMI_ERROR;
                     atomic_store(&st->setup, SHMB_SETUP_FAILED);
@@ -307,11 +286,8 @@ static pami_result_t start(pami_context_t context, bool hier,
     /* Count in now, so the last task releases the others without waiting
      * for its own progress; the result comes from progress. */
     if (st->nlocal > 1 && st->broken == PAMI_SUCCESS &&
-        atomic_load(&st->setup) == SHMB_SETUP_DONE) {
-        pami_result_t rc = arrive(st, req);
-        if (rc != PAMI_SUCCESS)
-            st->broken = rc;
-    }
+        atomic_load(&st->setup) == SHMB_SETUP_DONE)
+        arrive(st, req);
     st->park = SHMB_PARK_QUEUED;
     pami_context_post(context, &st->work, shmb_engine, st);
     return PAMI_SUCCESS;
@@ -378,11 +354,18 @@ static pami_result_t shmb_init(const pami_protocol_env_t *env, void **state)
     const char *job = a.job_id != NULL ? a.job_id : "nojob";
     shmb_sanitize(st->job_id, sizeof(st->job_id), job);
     st->job_hash       = shmb_hash(job);
+    /* Not fatal for the context: only this protocol's barriers fail. */
+    if (st->nlocal > SHMB_MAX_TASKS) {
+        pami_protocol_log(PAMI_PROTOCOL_LOG_WARN, SHMB_SUBSYS,
+                          "%zu tasks on this node; a register holds %d: "
+                          "shared-memory barriers fail", st->nlocal,
+                          SHMB_MAX_TASKS);
+        st->broken = PAMI_ERROR;
+    }
     st->oversubscribed = st->nlocal > local_cpus();
     st->spin_ns = config_u64("PAMI_SHM_BARRIER_SPIN", DEFAULT_SPIN_US) * 1000;
     st->timeout_ns =
         config_u64("PAMI_SHM_BARRIER_TIMEOUT", DEFAULT_TIMEOUT_MS) * 1000000;
-    st->sense = 1;
     st->tail  = &st->head;
     st->park  = SHMB_PARK_IDLE;
     pthread_mutex_init(&st->lock, NULL);
@@ -446,11 +429,8 @@ static void shmb_peer_failed(pami_context_t context, void *state,
         pthread_mutex_lock(&st->lock);
         atomic_store(&st->cancel, true);
         pthread_cond_broadcast(&st->cond);
-        _Atomic uint32_t *word =
-            st->cmd == SHMB_CMD_WAIT ? st->wait_word : NULL;
         pthread_mutex_unlock(&st->lock);
-        if (word != NULL)
-            shmb_futex_wake(word);
+        shmb_waiter_interrupt(st);
         shmb_engine_kick(st);
     }
 }

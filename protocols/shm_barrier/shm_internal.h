@@ -45,6 +45,7 @@ typedef struct shmb_req {
     void            *cookie;
     bool             hier;
     int              phase; /* SHMB_PHASE_* */
+    uint32_t         epoch; /* its number in the register */
 } shmb_req_t;
 
 enum {
@@ -69,6 +70,9 @@ enum {
 /* What the waiter thread is asked to do. */
 enum { SHMB_CMD_NONE, SHMB_CMD_SETUP, SHMB_CMD_WAIT, SHMB_CMD_STOP };
 
+/* What a wait is for: every slot at the epoch, or the leader's release. */
+enum { SHMB_WAIT_GATHER, SHMB_WAIT_RELEASE };
+
 typedef struct shmb_state {
     pami_client_t      client;
     pami_context_t     context;
@@ -91,6 +95,7 @@ typedef struct shmb_state {
     shmb_region_t     *region;
     size_t             region_bytes;
     shmb_register_t   *reg;
+    size_t             reg_bytes;
     char               region_name[SHMB_NAME_MAX];
     char               reg_name[SHMB_NAME_MAX + 32];
     bool               region_named;  /* leader: names still to unlink */
@@ -100,7 +105,7 @@ typedef struct shmb_state {
     shmb_req_t        *head;
     shmb_req_t       **tail;
     shmb_req_t        *free_reqs;
-    uint32_t           sense;          /* the value the next release sets */
+    uint32_t           epoch;          /* the last barrier this task entered */
     pami_result_t      broken;         /* sticky: every later barrier fails */
     bool               local_dead;     /* a task of this node died */
     int                park;           /* SHMB_PARK_* */
@@ -125,8 +130,8 @@ typedef struct shmb_state {
     pthread_mutex_t    lock;
     pthread_cond_t     cond;
     int                cmd;            /* SHMB_CMD_* */
-    _Atomic uint32_t  *wait_word;      /* CMD_WAIT: until *wait_word != */
-    uint32_t           wait_expect;
+    int                wait_kind;      /* CMD_WAIT: SHMB_WAIT_* */
+    uint32_t           wait_epoch;
     atomic_bool        cancel;         /* end the wait or set-up now */
 
     _Atomic uint64_t   stats[SHMB_NUM_STATS];
@@ -155,15 +160,29 @@ void          shmb_objects_unmap(shmb_state_t *st);
 /* shm_setup.c: runs on the waiter thread. */
 pami_result_t shmb_setup_run(shmb_state_t *st);
 
+/* shm_register.c: the barrier on the register. Checks return 1 when
+ * done, 0 when not yet, -1 when the register holds what cannot be (the
+ * caller reports it through shmb_reg_corrupt). */
+void shmb_reg_arrive(shmb_state_t *st, uint32_t epoch);
+int  shmb_reg_gathered(shmb_state_t *st, uint32_t epoch);
+int  shmb_reg_released(shmb_state_t *st, uint32_t epoch);
+int  shmb_reg_check(shmb_state_t *st, int kind, uint32_t epoch);
+void shmb_reg_release(shmb_state_t *st, uint32_t epoch, bool failed);
+pami_result_t shmb_reg_status(shmb_state_t *st);
+pami_result_t shmb_reg_corrupt(shmb_state_t *st, int kind, uint32_t epoch);
+/* Sleeps (bounded) until the check is not 0 or cancel. */
+void shmb_reg_sleep(shmb_state_t *st, int kind, uint32_t epoch);
+
 /* shm_waiter.c */
 int  shmb_futex_wait(_Atomic uint32_t *word, uint32_t expect, int ms);
 void shmb_futex_wake(_Atomic uint32_t *word);
 /* Sleeps up to ms unless cancel is set meanwhile; false when canceled. */
 bool shmb_nap(shmb_state_t *st, int ms);
 /* Hands a command to the waiter thread (started on first use). */
-pami_result_t shmb_waiter_give(shmb_state_t *st, int cmd,
-                               _Atomic uint32_t *word, uint32_t expect);
+pami_result_t shmb_waiter_give(shmb_state_t *st, int cmd, int kind,
+                               uint32_t epoch);
 void          shmb_waiter_stop(shmb_state_t *st);
+void          shmb_waiter_interrupt(shmb_state_t *st);
 
 /* shm_barrier.c */
 pami_result_t shmb_engine(pami_context_t context, void *cookie);

@@ -42,31 +42,49 @@ typedef struct {
 
 #define SHMB_REGION_BYTES(n) (offsetof(shmb_region_t, pid) + 4 * (size_t)(n))
 
-/* The barrier register: its own object, named after reg_id. */
+/* The barrier register: its own object, named after reg_id. Task i of
+ * the node (its index in local_tasks) publishes in arrive[i] the number
+ * of the barrier it reached; barrier k is complete when every slot holds
+ * k or more. Numbers, not one sense bit, so that a task already in
+ * barrier k + 1 still counts as arrived for k. */
+typedef struct {
+    _Atomic uint32_t value;
+    uint8_t          pad[SHMB_CACHE_LINE - 4];
+} shmb_slot_t;
+
 typedef struct {
     uint64_t         magic;      /* 0: SHMB_REG_MAGIC */
     uint32_t         version;    /* 8 */
     uint32_t         ntasks;     /* 12 */
     uint64_t         reg_id;     /* 16: the id in its name */
     uint64_t         job_hash;   /* 24 */
-    uint8_t          pad0[SHMB_CACHE_LINE - 32];
-    _Atomic uint32_t count;      /* 64: arrivals in the current barrier */
-    uint8_t          pad1[SHMB_CACHE_LINE - 4];
-    _Atomic uint32_t sense;      /* 128: flips at each release, futex word */
-    _Atomic uint32_t status;     /* 132: 0 ok, 1 the release reports failure */
-    _Atomic uint32_t sleepers;   /* 136: tasks that may sleep on a futex */
-    uint8_t          pad2[SHMB_CACHE_LINE - 12];
+    uint32_t         bytes;      /* 32: size of the whole object */
+    uint8_t          pad0[SHMB_CACHE_LINE - 36];
+    _Atomic uint32_t wake;       /* 64: bumped to wake sleepers, futex word */
+    _Atomic uint32_t sleepers;   /* 68: tasks that may sleep on wake */
+    uint8_t          pad1[SHMB_CACHE_LINE - 8];
+    _Atomic uint32_t release;    /* 128: hier: last barrier the leader released */
+    _Atomic uint32_t status;     /* 132: hier: 0 ok, 1 that release failed */
+    uint8_t          pad2[SHMB_CACHE_LINE - 8];
+    shmb_slot_t      arrive[];   /* 192: per local index */
 } shmb_register_t;
 
-#define SHMB_REG_BYTES 4096
+/* Local tasks a register may hold (its size is checked against it). */
+#define SHMB_MAX_TASKS 4096
+#define SHMB_REG_BYTES(n)                                                  \
+    ((offsetof(shmb_register_t, arrive) + SHMB_CACHE_LINE * (size_t)(n) + \
+      4095) & ~(size_t)4095)
+
+
 
 _Static_assert(offsetof(shmb_region_t, reg_id) == 40, "region layout");
 _Static_assert(offsetof(shmb_region_t, state) == 64, "region layout");
 _Static_assert(offsetof(shmb_region_t, attached) == 128, "region layout");
 _Static_assert(offsetof(shmb_region_t, pid) == 192, "region layout");
-_Static_assert(offsetof(shmb_register_t, count) == 64, "register layout");
-_Static_assert(offsetof(shmb_register_t, sense) == 128, "register layout");
-_Static_assert(offsetof(shmb_register_t, sleepers) == 136, "register layout");
-_Static_assert(sizeof(shmb_register_t) <= SHMB_REG_BYTES, "register size");
+_Static_assert(offsetof(shmb_register_t, wake) == 64, "register layout");
+_Static_assert(offsetof(shmb_register_t, sleepers) == 68, "register layout");
+_Static_assert(offsetof(shmb_register_t, release) == 128, "register layout");
+_Static_assert(offsetof(shmb_register_t, status) == 132, "register layout");
+_Static_assert(offsetof(shmb_register_t, arrive) == 192, "register layout");
 
 #endif /* SHM_LAYOUT_H */

@@ -224,13 +224,14 @@ pami_result_t shmb_reg_create(shmb_state_t *st, uint64_t reg_id)
         return PAMI_ERROR;
     }
     st->reg_named = true;
+    st->reg_bytes = SHMB_REG_BYTES(st->nlocal);
     void *p = NULL;
     pami_result_t rc = PAMI_ERROR;
-    if (ftruncate(fd, SHMB_REG_BYTES) != 0)
+    if (ftruncate(fd, (off_t)st->reg_bytes) != 0)
         pami_protocol_log(PAMI_PROTOCOL_LOG_ERROR, SHMB_SUBSYS,
                           "cannot size %s: %s", st->reg_name, strerror(errno));
     else
-        rc = map_fd(st, fd, SHMB_REG_BYTES, st->reg_name, &p);
+        rc = map_fd(st, fd, st->reg_bytes, st->reg_name, &p);
     close(fd);
     if (rc != PAMI_SUCCESS)
         return rc;
@@ -239,6 +240,7 @@ pami_result_t shmb_reg_create(shmb_state_t *st, uint64_t reg_id)
     g->ntasks   = (uint32_t)st->nlocal;
     g->reg_id   = reg_id;
     g->job_hash = st->job_hash;
+    g->bytes    = (uint32_t)st->reg_bytes;
     __atomic_store_n(&g->magic, SHMB_REG_MAGIC, __ATOMIC_RELEASE);
     st->reg = g;
     return PAMI_SUCCESS;
@@ -266,14 +268,16 @@ pami_result_t shmb_reg_open(shmb_state_t *st, uint64_t reg_id)
                           st->reg_name, strerror(errno));
         return PAMI_ERROR;
     }
+    /* Exactly the size its task count gives, so every slot is inside. */
+    st->reg_bytes = SHMB_REG_BYTES(st->nlocal);
     struct stat sb;
-    if (fstat(fd, &sb) != 0 || (size_t)sb.st_size != SHMB_REG_BYTES ||
+    if (fstat(fd, &sb) != 0 || (size_t)sb.st_size != st->reg_bytes ||
         sb.st_uid != geteuid() || (sb.st_mode & 077) != 0) {
         close(fd);
-        return bad_reg(st, "size", (uint64_t)sb.st_size, SHMB_REG_BYTES);
+        return bad_reg(st, "size", (uint64_t)sb.st_size, st->reg_bytes);
     }
     void *p = NULL;
-    pami_result_t rc = map_fd(st, fd, SHMB_REG_BYTES, st->reg_name, &p);
+    pami_result_t rc = map_fd(st, fd, st->reg_bytes, st->reg_name, &p);
     close(fd);
     if (rc != PAMI_SUCCESS)
         return rc;
@@ -289,8 +293,10 @@ pami_result_t shmb_reg_open(shmb_state_t *st, uint64_t reg_id)
         rc = bad_reg(st, "id", g->reg_id, reg_id);
     else if (g->job_hash != st->job_hash)
         rc = bad_reg(st, "job hash", g->job_hash, st->job_hash);
+    else if (g->bytes != st->reg_bytes)
+        rc = bad_reg(st, "size field", g->bytes, st->reg_bytes);
     if (rc != PAMI_SUCCESS) {
-        munmap(p, SHMB_REG_BYTES);
+        munmap(p, st->reg_bytes);
         return rc;
     }
     st->reg = g;
@@ -317,7 +323,7 @@ void shmb_objects_unlink(shmb_state_t *st)
 void shmb_objects_unmap(shmb_state_t *st)
 {
     if (st->reg != NULL)
-        munmap(st->reg, SHMB_REG_BYTES);
+        munmap(st->reg, st->reg_bytes);
     st->reg = NULL;
     if (st->region != NULL)
         munmap(st->region, st->region_bytes);

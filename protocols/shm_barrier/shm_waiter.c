@@ -53,23 +53,6 @@ bool shmb_nap(shmb_state_t *st, int ms)
     return !atomic_load(&st->cancel);
 }
 
-/* Sleeps until *word differs from expect or the wait is canceled. The
- * register's sleepers count tells a releaser to make the wake call;
- * seq_cst on both sides means one of us sees the other. */
-static void wait_word(shmb_state_t *st, _Atomic uint32_t *word,
-                      uint32_t expect)
-{
-    _Atomic uint32_t *sleepers = st->reg != NULL ? &st->reg->sleepers : NULL;
-    while (atomic_load(word) == expect && !atomic_load(&st->cancel)) {
-        if (sleepers != NULL)
-            atomic_fetch_add(sleepers, 1);
-        if (atomic_load(word) == expect)
-            shmb_futex_wait(word, expect, WAIT_SLICE_MS);
-        if (sleepers != NULL)
-            atomic_fetch_sub(sleepers, 1);
-    }
-}
-
 static void *waiter_main(void *arg)
 {
     shmb_state_t *st = arg;
@@ -77,9 +60,9 @@ static void *waiter_main(void *arg)
         pthread_mutex_lock(&st->lock);
         while (st->cmd == SHMB_CMD_NONE)
             pthread_cond_wait(&st->cond, &st->lock);
-        int               cmd    = st->cmd;
-        _Atomic uint32_t *word   = st->wait_word;
-        uint32_t          expect = st->wait_expect;
+        int      cmd   = st->cmd;
+        int      kind  = st->wait_kind;
+        uint32_t epoch = st->wait_epoch;
         pthread_mutex_unlock(&st->lock);
         if (cmd == SHMB_CMD_STOP)
             return NULL;
@@ -90,7 +73,7 @@ static void *waiter_main(void *arg)
             atomic_store(&st->setup, rc == PAMI_SUCCESS ? SHMB_SETUP_DONE
                                                         : SHMB_SETUP_FAILED);
         } else {
-            wait_word(st, word, expect);
+            shmb_reg_sleep(st, kind, epoch);
         }
         /* The command is done before the engine runs, which may give the
          * next one. */
@@ -105,8 +88,8 @@ static void *waiter_main(void *arg)
     }
 }
 
-pami_result_t shmb_waiter_give(shmb_state_t *st, int cmd,
-                               _Atomic uint32_t *word, uint32_t expect)
+pami_result_t shmb_waiter_give(shmb_state_t *st, int cmd, int kind,
+                               uint32_t epoch)
 {
     if (!st->thread_started) {
         int rc = pthread_create(&st->thread, NULL, waiter_main, st);
@@ -119,12 +102,20 @@ pami_result_t shmb_waiter_give(shmb_state_t *st, int cmd,
         st->thread_started = true;
     }
     pthread_mutex_lock(&st->lock);
-    st->cmd         = cmd;
-    st->wait_word   = word;
-    st->wait_expect = expect;
+    st->cmd        = cmd;
+    st->wait_kind  = kind;
+    st->wait_epoch = epoch;
     pthread_cond_signal(&st->cond);
     pthread_mutex_unlock(&st->lock);
     return PAMI_SUCCESS;
+}
+
+/* A sleeper of this task wakes; those of other tasks wake too, find
+ * nothing changed and sleep again. */
+void shmb_waiter_interrupt(shmb_state_t *st)
+{
+    if (st->reg != NULL && atomic_load(&st->setup) == SHMB_SETUP_DONE)
+        shmb_futex_wake(&st->reg->wake);
 }
 
 void shmb_waiter_stop(shmb_state_t *st)
@@ -133,14 +124,10 @@ void shmb_waiter_stop(shmb_state_t *st)
         return;
     pthread_mutex_lock(&st->lock);
     atomic_store(&st->cancel, true);
-    _Atomic uint32_t *word = st->cmd == SHMB_CMD_WAIT ? st->wait_word : NULL;
     st->cmd = SHMB_CMD_STOP;
     pthread_cond_broadcast(&st->cond);
     pthread_mutex_unlock(&st->lock);
-    /* Other tasks sleeping on it wake too, see nothing changed and sleep
-     * again. */
-    if (word != NULL)
-        shmb_futex_wake(word);
+    shmb_waiter_interrupt(st);
     pthread_join(st->thread, NULL);
     st->thread_started = false;
 }

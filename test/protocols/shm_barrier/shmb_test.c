@@ -6,6 +6,8 @@
  *                                 with a counter in test-owned shared
  *                                 memory; then queued non-blocking
  *                                 barriers; rank 0 prints the latency
+ *   shmb_test bench ITERS         barriers alone; rank 0 prints the
+ *                                 best average of three runs
  *   shmb_test late-leader         the leader starts 400 ms after the
  *                                 others: they poll for its region
  *   shmb_test late-followers      the followers start 400 ms late
@@ -106,7 +108,7 @@ static uint64_t stat_of(const char *name)
 
 /* ---- what is left in /dev/shm ---- */
 
-static int count_objects(const char *what)
+static int count_objects_quiet(const char *what, bool quiet)
 {
     char prefix[128];
     snprintf(prefix, sizeof(prefix), "pami-%s-%s", job_id, what);
@@ -116,12 +118,18 @@ static int count_objects(const char *what)
     struct dirent *e;
     while ((e = readdir(d)) != NULL)
         if (strncmp(e->d_name, prefix, strlen(prefix)) == 0) {
-            fprintf(stderr, "shmb_test: task %u: left: /dev/shm/%s\n",
+            if (!quiet)
+                fprintf(stderr, "shmb_test: task %u: left: /dev/shm/%s\n",
                     job.me, e->d_name);
             n++;
         }
     closedir(d);
     return n;
+}
+
+static int count_objects(const char *what)
+{
+    return count_objects_quiet(what, false);
 }
 
 /* ---- a counter nobody may see incomplete after a barrier ---- */
@@ -175,6 +183,23 @@ static void rounds(long iters, bool timed)
         printf("%s barrier, %zu tasks: %ld barriers, %.2f us each\n",
                hier_mode ? "hier" : "shm", job.size, iters,
                t * 1e6 / (double)iters);
+}
+
+/* Barriers alone, for their latency: the best of three runs of iters. */
+static void bench(long iters)
+{
+    double best = 1e9;
+    for (int run = 0; run < 3; run++) {
+        MP_EXPECT(barrier() == PAMI_SUCCESS, "barrier failed");
+        double t0 = mp_now();
+        for (long k = 0; k < iters; k++)
+            MP_EXPECT(barrier() == PAMI_SUCCESS, "barrier %ld failed", k);
+        double t = (mp_now() - t0) * 1e6 / (double)iters;
+        best = t < best ? t : best;
+    }
+    if (job.me == 0)
+        printf("%s barrier, %zu tasks: %.3f us (best of 3 x %ld)\n",
+               hier_mode ? "hier" : "shm", job.size, best, iters);
 }
 
 /* Several started at once complete in order, each exactly once. */
@@ -276,9 +301,12 @@ static void mode_kill(const char *dir)
     pami_task_t victim = (pami_task_t)(job.size - 1);
     char path[512];
     if (job.me == victim) {
-        /* The leader has made the objects and waits for us to attach. */
-        mp_sleep_ms(500);
-        MP_EXPECT(count_objects("shmbar") > 0, "no objects to leave");
+        /* Once the leader has made both objects it waits for us. */
+        double deadline = mp_now() + MP_WAIT_S;
+        while (count_objects_quiet("shmbar", true) < 2) {
+            MP_EXPECT(mp_now() < deadline, "the leader made no objects");
+            mp_sleep_ms(5);
+        }
         snprintf(path, sizeof(path), "%s/died", dir);
         FILE *f = fopen(path, "w");
         if (f != NULL)
@@ -360,6 +388,8 @@ int main(int argc, char **argv)
 
     if (strcmp(mode, "loop") == 0) {
         mode_loop(arg != NULL ? strtol(arg, NULL, 10) : 1000);
+    } else if (strcmp(mode, "bench") == 0) {
+        bench(arg != NULL ? strtol(arg, NULL, 10) : 100000);
     } else if (strcmp(mode, "late-leader") == 0) {
         mode_late(true);
     } else if (strcmp(mode, "late-followers") == 0) {
