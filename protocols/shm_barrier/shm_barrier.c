@@ -181,27 +181,85 @@ static void arrive(shmb_state_t *st, shmb_req_t *req)
     shmb_reg_arrive(st, req->epoch);
 }
 
+/* Waits for kind; 1 done, 0 the engine must return *ret, -1 the register
+ * is corrupt (the context's barriers fail from now on). */
+static int await(shmb_state_t *st, int kind, uint32_t epoch,
+                 pami_result_t *ret)
+{
+    int done = shmb_reg_check(st, kind, epoch);
+    if (done == 0)
+        done = wait_for(st, kind, epoch, ret);
+    if (done < 0)
+        st->broken = shmb_reg_corrupt(st, kind, epoch);
+    return done;
+}
+
+/* Hierarchical, over several nodes. The leader gathers its node, meets
+ * the other leaders, then releases its node with that meeting's result. */
+static pami_result_t step_hier(shmb_state_t *st, shmb_req_t *req,
+                               pami_result_t *ret)
+{
+    bool reg = st->nlocal > 1;
+    if (st->any_dead) {
+        /* Still counted in, so the node's numbers stay aligned. */
+        if (reg && req->phase == SHMB_PHASE_START)
+            arrive(st, req);
+        complete_head(st, PAMI_PEER_FAILED);
+        return PAMI_SUCCESS;
+    }
+    if (req->phase == SHMB_PHASE_START) {
+        if (reg)
+            arrive(st, req);
+        req->phase = SHMB_PHASE_ARRIVED;
+    }
+    if (st->my_index != 0) {
+        int done = await(st, SHMB_WAIT_RELEASE, req->epoch, ret);
+        if (done == 0)
+            return PAMI_EAGAIN;
+        if (done > 0)
+            complete_head(st, shmb_reg_status(st));
+        return PAMI_SUCCESS;
+    }
+    if (req->phase == SHMB_PHASE_ARRIVED) {
+        int done = reg ? await(st, SHMB_WAIT_GATHER, req->epoch, ret) : 1;
+        if (done <= 0)
+            return done == 0 ? PAMI_EAGAIN : PAMI_SUCCESS;
+        req->phase = SHMB_PHASE_LEADERS;
+    }
+    if (req->phase == SHMB_PHASE_LEADERS) {
+        pami_result_t rc = shmb_hier_leaders(st);
+        if (rc == PAMI_EAGAIN) {
+            st->park = SHMB_PARK_EVENT;
+            *ret     = PAMI_SUCCESS;
+            return PAMI_EAGAIN;
+        }
+        req->rc    = rc;
+        req->phase = SHMB_PHASE_RELEASE;
+    }
+    if (reg)
+        shmb_reg_release(st, req->epoch, req->rc);
+    complete_head(st, req->rc);
+    return PAMI_SUCCESS;
+}
+
 /* Moves the head barrier on: PAMI_SUCCESS when it completed (popped) or
- * failed the register, PAMI_EAGAIN when the engine must return *ret. */
+ * broke the register, PAMI_EAGAIN when the engine must return *ret. */
 static pami_result_t step(shmb_state_t *st, shmb_req_t *req,
                           pami_result_t *ret)
 {
+    if (req->hier)
+        return step_hier(st, req, ret);
     if (st->nlocal == 1) {
         complete_head(st, PAMI_SUCCESS);
         return PAMI_SUCCESS;
     }
     if (req->phase == SHMB_PHASE_START)
         arrive(st, req);
-    int done = shmb_reg_gathered(st, req->epoch);
-    if (done == 0)
-        done = wait_for(st, SHMB_WAIT_GATHER, req->epoch, ret);
+    int done = await(st, SHMB_WAIT_GATHER, req->epoch, ret);
     if (done == 0)
         return PAMI_EAGAIN;
-    if (done < 0) {
-        st->broken = shmb_reg_corrupt(st, SHMB_WAIT_GATHER, req->epoch);
-        return PAMI_SUCCESS; /* the loop fails it */
-    }
-    complete_head(st, PAMI_SUCCESS);
+    if (done > 0)
+        complete_head(st, PAMI_SUCCESS);
     return PAMI_SUCCESS;
 }
 
@@ -256,8 +314,8 @@ void shmb_engine_kick(shmb_state_t *st)
 
 static const pami_protocol_ops_t shmb_ops;
 
-static pami_result_t start(pami_context_t context, bool hier,
-                           pami_event_fn done_fn, void *cookie)
+pami_result_t shmb_start(pami_context_t context, bool hier,
+                         pami_event_fn done_fn, void *cookie)
 {
     const char *call = hier ? "pami_barrier_hier" : "pami_barrier_shm";
     if (context == NULL) {
@@ -276,7 +334,9 @@ static pami_result_t start(pami_context_t context, bool hier,
         st->free_reqs = req->next;
     else if ((req = malloc(sizeof(*req))) == NULL)
         return PAMI_ENOMEM;
-    *req = (shmb_req_t){.done_fn = done_fn, .cookie = cookie, .hier = hier};
+    /* On one node the hierarchical barrier is the register's alone. */
+    *req = (shmb_req_t){.done_fn = done_fn, .cookie = cookie,
+                        .hier = hier && st->nlocal < st->size};
     *st->tail = req;
     st->tail  = &req->next;
     shmb_count(st, SHMB_STAT_barriers);
@@ -285,7 +345,7 @@ static pami_result_t start(pami_context_t context, bool hier,
         return PAMI_SUCCESS; /* the engine is on its way and finds it */
     /* Count in now, so the last task releases the others without waiting
      * for its own progress; the result comes from progress. */
-    if (st->nlocal > 1 && st->broken == PAMI_SUCCESS &&
+    if (st->nlocal > 1 && st->broken == PAMI_SUCCESS && !req->hier &&
         atomic_load(&st->setup) == SHMB_SETUP_DONE)
         arrive(st, req);
     st->park = SHMB_PARK_QUEUED;
@@ -296,7 +356,7 @@ static pami_result_t start(pami_context_t context, bool hier,
 pami_result_t pami_barrier_shm(pami_context_t context, pami_event_fn done_fn,
                                void *cookie)
 {
-    return start(context, false, done_fn, cookie);
+    return shmb_start(context, false, done_fn, cookie);
 }
 
 /* ---- ops --------------------------------------------------------------- */
@@ -374,6 +434,12 @@ static pami_result_t shmb_init(const pami_protocol_env_t *env, void **state)
         state_free(st);
         return rc;
     }
+    if ((rc = shmb_hier_init(st, env)) != PAMI_SUCCESS) {
+        shmb_hier_fini(st);
+        offset_give(st->client);
+        state_free(st);
+        return rc;
+    }
     *state = st;
     return PAMI_SUCCESS;
 }
@@ -391,6 +457,7 @@ static void shmb_fini(pami_context_t context, void *state)
     }
     shmb_objects_unlink(st);
     shmb_objects_unmap(st);
+    shmb_hier_fini(st);
     offset_give(st->client);
     state_free(st);
 }
@@ -411,15 +478,19 @@ static size_t shmb_stats(void *state, pami_protocol_stat_t *out, size_t max)
     return SHMB_NUM_STATS;
 }
 
-/* A dead task of this node can never arrive: every barrier, now and
- * later, fails; the waiter thread stops waiting at once. */
+/* A dead task can never arrive: a task of this node fails every shared-
+ * memory barrier, now and later (the waiter thread stops at once); any
+ * task fails the hierarchical ones. */
 static void shmb_peer_failed(pami_context_t context, void *state,
                              pami_task_t task)
 {
     (void)context;
     shmb_state_t *st = state;
+    if (task == st->me)
+        return;
+    st->any_dead = true;
     for (size_t i = 0; i < st->nlocal; i++) {
-        if (st->local[i] != task || task == st->me)
+        if (st->local[i] != task)
             continue;
         pami_protocol_log(PAMI_PROTOCOL_LOG_INFO, SHMB_SUBSYS,
                           "task %" PRIu32 " of this node died: its shared-"
@@ -430,15 +501,16 @@ static void shmb_peer_failed(pami_context_t context, void *state,
         atomic_store(&st->cancel, true);
         pthread_cond_broadcast(&st->cond);
         pthread_mutex_unlock(&st->lock);
-        shmb_waiter_interrupt(st);
-        shmb_engine_kick(st);
     }
+    atomic_fetch_add(&st->interrupts, 1);
+    shmb_waiter_interrupt(st);
+    shmb_engine_kick(st);
 }
 
 static const pami_protocol_ops_t shmb_ops = {
     .name         = "shm_barrier",
     .version      = SHMB_VERSION,
-    .num_dispatch = 0,
+    .num_dispatch = 1, /* the leaders' announcement (shm_hier.c) */
     .init         = shmb_init,
     .fini         = shmb_fini,
     .stats        = shmb_stats,

@@ -46,6 +46,7 @@ typedef struct shmb_req {
     bool             hier;
     int              phase; /* SHMB_PHASE_* */
     uint32_t         epoch; /* its number in the register */
+    pami_result_t    rc;    /* hier, leader: the leaders' barrier's */
 } shmb_req_t;
 
 enum {
@@ -120,6 +121,7 @@ typedef struct shmb_state {
     size_t             nleaders;
     size_t             covered;        /* tasks of the nodes announced */
     bool               leaders_ready;
+    struct shmb_leaders_call *leaders_call; /* leaders' barrier under way */
     pami_result_t      leaders_rc;     /* of the last leaders' barrier */
     bool               leaders_done;
     bool               any_dead;       /* a task of the job died */
@@ -132,7 +134,9 @@ typedef struct shmb_state {
     int                cmd;            /* SHMB_CMD_* */
     int                wait_kind;      /* CMD_WAIT: SHMB_WAIT_* */
     uint32_t           wait_epoch;
+    unsigned           wait_intr;      /* interrupts when it was given */
     atomic_bool        cancel;         /* end the wait or set-up now */
+    atomic_uint        interrupts;     /* bumped: end the current wait */
 
     _Atomic uint64_t   stats[SHMB_NUM_STATS];
 } shmb_state_t;
@@ -167,11 +171,13 @@ void shmb_reg_arrive(shmb_state_t *st, uint32_t epoch);
 int  shmb_reg_gathered(shmb_state_t *st, uint32_t epoch);
 int  shmb_reg_released(shmb_state_t *st, uint32_t epoch);
 int  shmb_reg_check(shmb_state_t *st, int kind, uint32_t epoch);
-void shmb_reg_release(shmb_state_t *st, uint32_t epoch, bool failed);
+void shmb_reg_release(shmb_state_t *st, uint32_t epoch, pami_result_t rc);
 pami_result_t shmb_reg_status(shmb_state_t *st);
 pami_result_t shmb_reg_corrupt(shmb_state_t *st, int kind, uint32_t epoch);
-/* Sleeps (bounded) until the check is not 0 or cancel. */
-void shmb_reg_sleep(shmb_state_t *st, int kind, uint32_t epoch);
+/* Sleeps (bounded) until the check is not 0, cancel, or interrupts is
+ * no longer intr. */
+void shmb_reg_sleep(shmb_state_t *st, int kind, uint32_t epoch,
+                    unsigned intr);
 
 /* shm_waiter.c */
 int  shmb_futex_wait(_Atomic uint32_t *word, uint32_t expect, int ms);
@@ -185,6 +191,8 @@ void          shmb_waiter_stop(shmb_state_t *st);
 void          shmb_waiter_interrupt(shmb_state_t *st);
 
 /* shm_barrier.c */
+pami_result_t shmb_start(pami_context_t context, bool hier,
+                         pami_event_fn done_fn, void *cookie);
 pami_result_t shmb_engine(pami_context_t context, void *cookie);
 /* Posts the engine if an event was what it waited for. */
 void          shmb_engine_kick(shmb_state_t *st);

@@ -58,9 +58,9 @@ void shmb_reg_arrive(shmb_state_t *st, uint32_t epoch)
 }
 
 /* status before release: a follower reads it after seeing release. */
-void shmb_reg_release(shmb_state_t *st, uint32_t epoch, bool failed)
+void shmb_reg_release(shmb_state_t *st, uint32_t epoch, pami_result_t rc)
 {
-    atomic_store(&st->reg->status, failed ? 1u : 0u);
+    atomic_store(&st->reg->status, (uint32_t)rc);
     atomic_store(&st->reg->release, epoch);
     wake_sleepers(st->reg);
 }
@@ -68,14 +68,14 @@ void shmb_reg_release(shmb_state_t *st, uint32_t epoch, bool failed)
 pami_result_t shmb_reg_status(shmb_state_t *st)
 {
     uint32_t s = atomic_load(&st->reg->status);
-    if (s > 1) {
+    if (s >= PAMI_RESULT_LAST) {
         shmb_count(st, SHMB_STAT_bad_register);
         pami_protocol_log(PAMI_PROTOCOL_LOG_WARN, SHMB_SUBSYS,
                           "task %" PRIu32 ": register %s: status %" PRIu32,
                           st->me, st->reg_name, s);
         return PAMI_ERROR;
     }
-    return s == 0 ? PAMI_SUCCESS : PAMI_PEER_FAILED;
+    return (pami_result_t)s;
 }
 
 pami_result_t shmb_reg_corrupt(shmb_state_t *st, int kind, uint32_t epoch)
@@ -105,10 +105,11 @@ pami_result_t shmb_reg_corrupt(shmb_state_t *st, int kind, uint32_t epoch)
     return PAMI_ERROR;
 }
 
-void shmb_reg_sleep(shmb_state_t *st, int kind, uint32_t epoch)
+void shmb_reg_sleep(shmb_state_t *st, int kind, uint32_t epoch,
+                    unsigned intr)
 {
     shmb_register_t *g = st->reg;
-    while (!atomic_load(&st->cancel)) {
+    while (!atomic_load(&st->cancel) && atomic_load(&st->interrupts) == intr) {
         atomic_fetch_add(&g->sleepers, 1);
         uint32_t w    = atomic_load(&g->wake);
         int      done = shmb_reg_check(st, kind, epoch);

@@ -63,6 +63,7 @@ static void *waiter_main(void *arg)
         int      cmd   = st->cmd;
         int      kind  = st->wait_kind;
         uint32_t epoch = st->wait_epoch;
+        unsigned intr  = st->wait_intr;
         pthread_mutex_unlock(&st->lock);
         if (cmd == SHMB_CMD_STOP)
             return NULL;
@@ -73,7 +74,7 @@ static void *waiter_main(void *arg)
             atomic_store(&st->setup, rc == PAMI_SUCCESS ? SHMB_SETUP_DONE
                                                         : SHMB_SETUP_FAILED);
         } else {
-            shmb_reg_sleep(st, kind, epoch);
+            shmb_reg_sleep(st, kind, epoch, intr);
         }
         /* The command is done before the engine runs, which may give the
          * next one. */
@@ -105,6 +106,7 @@ pami_result_t shmb_waiter_give(shmb_state_t *st, int cmd, int kind,
     st->cmd        = cmd;
     st->wait_kind  = kind;
     st->wait_epoch = epoch;
+    st->wait_intr  = atomic_load(&st->interrupts);
     pthread_cond_signal(&st->cond);
     pthread_mutex_unlock(&st->lock);
     return PAMI_SUCCESS;

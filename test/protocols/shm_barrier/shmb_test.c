@@ -6,8 +6,10 @@
  *                                 with a counter in test-owned shared
  *                                 memory; then queued non-blocking
  *                                 barriers; rank 0 prints the latency
- *   shmb_test bench ITERS         barriers alone; rank 0 prints the
- *                                 best average of three runs
+ *   shmb_test hier ITERS          the same through pami_barrier_hier
+ *   shmb_test bench|bench-hier ITERS
+ *                                 barriers alone; rank 0 prints the best
+ *                                 average of three runs
  *   shmb_test late-leader         the leader starts 400 ms after the
  *                                 others: they poll for its region
  *   shmb_test late-followers      the followers start 400 ms late
@@ -15,6 +17,7 @@
  *                                 barriers: the others' barrier ends with
  *                                 PAMI_PEER_FAILED
  *   shmb_test dead-setup          the same before it ever attached
+ *   shmb_test dead-hier           dead, with hierarchical barriers
  *   shmb_test kill DIR            the last task raise(SIGKILL)s while the
  *                                 leader waits for it to attach (the
  *                                 objects exist); driven by shmb_kill.sh
@@ -68,7 +71,8 @@ static void on_done(pami_context_t ctx, void *cookie, pami_result_t rc)
 static void start(done_t *d)
 {
     *d = (done_t){0};
-    pami_result_t rc = pami_barrier_shm(job.ctx[0], on_done, d);
+    pami_result_t rc = hier_mode ? pami_barrier_hier(job.ctx[0], on_done, d)
+                                 : pami_barrier_shm(job.ctx[0], on_done, d);
     MP_EXPECT(rc == PAMI_SUCCESS, "barrier start: %s", pami_error_text(rc));
     MP_EXPECT(d->runs == 0, "done_fn ran inside the start call");
 }
@@ -127,9 +131,13 @@ static int count_objects_quiet(const char *what, bool quiet)
     return n;
 }
 
+/* This node's objects: with shmb_nodes.sh all nodes share /dev/shm. */
 static int count_objects(const char *what)
 {
-    return count_objects_quiet(what, false);
+    char node_what[64];
+    snprintf(node_what, sizeof(node_what), "%s-%u-", what,
+             job.attr.local_tasks[0]);
+    return count_objects_quiet(node_what, false);
 }
 
 /* ---- a counter nobody may see incomplete after a barrier ---- */
@@ -139,9 +147,12 @@ static char counter_name[128];
 
 static void counter_map(void)
 {
-    snprintf(counter_name, sizeof(counter_name), "/pami-%s-test-counter",
-             job_id);
-    if (job.me == 0) {
+    /* One per node: the shared-memory barrier holds a node together. With
+     * shmb_nodes.sh the nodes share /dev/shm, so hier sees one counter. */
+    pami_task_t owner = hier_mode ? 0 : job.attr.local_tasks[0];
+    snprintf(counter_name, sizeof(counter_name), "/pami-%s-test-counter-%u",
+             job_id, owner);
+    if (job.me == owner) {
         int fd = shm_open(counter_name, O_CREAT | O_EXCL | O_RDWR, 0600);
         MP_EXPECT(fd >= 0, "shm_open %s: %s", counter_name, strerror(errno));
         MP_EXPECT(ftruncate(fd, 4096) == 0, "ftruncate: %s", strerror(errno));
@@ -155,7 +166,7 @@ static void counter_map(void)
     MP_EXPECT(p != MAP_FAILED, "mmap: %s", strerror(errno));
     counter = p;
     mp_sync(&job);
-    if (job.me == 0)
+    if (job.me == owner)
         shm_unlink(counter_name); /* mapped everywhere: the name can go */
 }
 
@@ -164,7 +175,7 @@ static void counter_map(void)
  * of round k + 1 while this task has not arrived there. */
 static void rounds(long iters, bool timed)
 {
-    uint64_t n = job.size;
+    uint64_t n = hier_mode ? job.size : job.attr.num_local_tasks;
     double   t0 = mp_now();
     for (long k = 0; k < iters; k++) {
         atomic_fetch_add(counter, 1);
@@ -303,7 +314,7 @@ static void mode_kill(const char *dir)
     if (job.me == victim) {
         /* Once the leader has made both objects it waits for us. */
         double deadline = mp_now() + MP_WAIT_S;
-        while (count_objects_quiet("shmbar", true) < 2) {
+        while (count_objects_quiet("shmbar-0-", true) < 2) {
             MP_EXPECT(mp_now() < deadline, "the leader made no objects");
             mp_sleep_ms(5);
         }
@@ -381,20 +392,31 @@ int main(int argc, char **argv)
     pami_client_attr_t a = {.field_mask = PAMI_CLIENT_ATTR_JOB_ID};
     MP_CHECK(pami_client_query(job.client, &a));
     job_id = a.job_id;
-    MP_EXPECT(job.attr.num_local_tasks == job.size, "not all on one node");
+    /* shmb_nodes.sh splits the job into nodes of SHMB_NODES_PER tasks. */
+    const char *per = getenv("SHMB_NODES_PER");
+    size_t want = per != NULL ? (size_t)strtoul(per, NULL, 10) : job.size;
+    if (job.size % want != 0 && job.me >= job.size / want * want)
+        want = job.size % want;
+    MP_EXPECT(job.attr.num_local_tasks == want, "%zu tasks on this node, "
+              "expected %zu", job.attr.num_local_tasks, want);
     const char *mode = argc > 1 ? argv[1] : "loop";
     const char *arg  = argc > 2 ? argv[2] : NULL;
     bool finish_clean = true;
 
-    if (strcmp(mode, "loop") == 0) {
+    if (strcmp(mode, "loop") == 0 || strcmp(mode, "hier") == 0) {
+        hier_mode = strcmp(mode, "hier") == 0;
         mode_loop(arg != NULL ? strtol(arg, NULL, 10) : 1000);
-    } else if (strcmp(mode, "bench") == 0) {
+    } else if (strcmp(mode, "bench") == 0 ||
+               strcmp(mode, "bench-hier") == 0) {
+        hier_mode = strcmp(mode, "bench-hier") == 0;
         bench(arg != NULL ? strtol(arg, NULL, 10) : 100000);
     } else if (strcmp(mode, "late-leader") == 0) {
         mode_late(true);
     } else if (strcmp(mode, "late-followers") == 0) {
         mode_late(false);
-    } else if (strcmp(mode, "dead") == 0 || strcmp(mode, "dead-setup") == 0) {
+    } else if (strcmp(mode, "dead") == 0 || strcmp(mode, "dead-setup") == 0 ||
+               strcmp(mode, "dead-hier") == 0) {
+        hier_mode = strcmp(mode, "dead-hier") == 0;
         mode_dead(strcmp(mode, "dead-setup") == 0);
         finish_clean = false;
     } else if (strcmp(mode, "kill") == 0 && arg != NULL) {
@@ -411,17 +433,19 @@ int main(int argc, char **argv)
         MP_EXPECT(job.size >= 2, "foreign needs 2 tasks");
         mode_foreign(arg);
     } else {
-        mp_fail("usage: shmb_test loop [ITERS] | late-leader | "
-                "late-followers | dead | dead-setup | kill DIR | foreign "
+        mp_fail("usage: shmb_test loop|hier|bench|bench-hier [ITERS] | late-leader | "
+                "late-followers | dead | dead-setup | dead-hier | kill DIR | foreign "
                 "job|magic|version|ntasks|size");
     }
 
     char *id = strdup(job_id);
+    pami_task_t node_leader = job.attr.local_tasks[0]; /* freed by destroy */
     if (finish_clean)
         mp_finish(&job);
     else
         pami_client_destroy(&job.client); /* a task is gone: may fail */
     job_id = id;
+    job.attr.local_tasks = &node_leader;
     /* After a death only the leader knows its own fini is done. */
     if (finish_clean || job.me == 0)
         MP_EXPECT(count_objects("shmbar") == 0,
