@@ -18,6 +18,9 @@
  *                                 PAMI_PEER_FAILED
  *   shmb_test dead-setup          the same before it ever attached
  *   shmb_test dead-hier           dead, with hierarchical barriers
+ *   shmb_test malformed           (several nodes) task 0 sends broken
+ *                                 leader announcements: dropped, counted;
+ *                                 hierarchical barriers still work
  *   shmb_test kill DIR            the last task raise(SIGKILL)s while the
  *                                 leader waits for it to attach (the
  *                                 objects exist); driven by shmb_kill.sh
@@ -386,6 +389,62 @@ static void mode_foreign(const char *kind)
                   strerror(errno));
 }
 
+/* Announcements that must be dropped (docs/protocols/shm-barrier.md),
+ * from task 0 to every task of another node; then the real ones still
+ * make hierarchical barriers work. Needs shmb_nodes.sh. */
+static void mode_malformed(void)
+{
+    pami_protocol_info_t info;
+    size_t i = 0;
+    do
+        MP_CHECK(pami_protocol_query(job.client, i++, &info));
+    while (strcmp(info.name, "shm_barrier") != 0);
+    bool on_node0 = job.attr.local_tasks[0] == 0;
+    MP_EXPECT(job.attr.num_local_tasks < job.size, "needs several nodes");
+    enum { KINDS = 9 };
+    if (job.me == 0) {
+        for (pami_task_t t = 0; t < job.size; t++) {
+            bool local = false;
+            for (size_t k = 0; k < job.attr.num_local_tasks; k++)
+                local |= job.attr.local_tasks[k] == t;
+            if (local)
+                continue;
+            for (int kind = 0; kind < KINDS; kind++) {
+                /* version, type, reserved, leader, ntasks, offset (LE) */
+                uint8_t h[24] = {1, 1, 0, 0, 0, 0, 0, 0,
+                                 (uint8_t)job.attr.num_local_tasks};
+                size_t hlen = 16, dlen = 0;
+                switch (kind) {
+                case 0: hlen = 8; break;           /* short */
+                case 1: hlen = 24; break;          /* long */
+                case 2: h[0] = 2; break;           /* version */
+                case 3: h[1] = 7; break;           /* unknown type */
+                case 4: h[3] = 1; break;           /* reserved */
+                case 5: h[4] = (uint8_t)t; break;  /* not the sender */
+                case 6: h[8] = (uint8_t)job.size; break; /* too many */
+                case 7: h[12] = 3; break;          /* another offset */
+                case 8: dlen = 4; break;           /* carries data */
+                }
+                pami_send_immediate_t si = {
+                    .dest = mp_ep(&job, t, 0), .dispatch = info.dispatch_base,
+                    .header = h, .header_len = hlen, .data = "data",
+                    .data_len = dlen};
+                mp_send_imm(&job, job.ctx[0], &si);
+            }
+        }
+    }
+    if (!on_node0)
+        MP_WAIT(&job, job.ctx[0], stat_of("bad_packets") >= KINDS, MP_WAIT_S,
+                "%llu of %d malformed announcements counted",
+                (unsigned long long)stat_of("bad_packets"), KINDS);
+    MP_EXPECT(stat_of("bad_packets") == (on_node0 ? 0 : KINDS),
+              "%llu announcements dropped",
+              (unsigned long long)stat_of("bad_packets"));
+    hier_mode = true;
+    for (int k = 0; k < 50; k++)
+        MP_EXPECT(barrier() == PAMI_SUCCESS, "hier barrier %d failed", k);
+}
+
 int main(int argc, char **argv)
 {
     mp_init(&job, "shmb_test", &argc, argv, NULL, 1, true);
@@ -410,6 +469,8 @@ int main(int argc, char **argv)
                strcmp(mode, "bench-hier") == 0) {
         hier_mode = strcmp(mode, "bench-hier") == 0;
         bench(arg != NULL ? strtol(arg, NULL, 10) : 100000);
+    } else if (strcmp(mode, "malformed") == 0) {
+        mode_malformed();
     } else if (strcmp(mode, "late-leader") == 0) {
         mode_late(true);
     } else if (strcmp(mode, "late-followers") == 0) {
@@ -434,7 +495,7 @@ int main(int argc, char **argv)
         mode_foreign(arg);
     } else {
         mp_fail("usage: shmb_test loop|hier|bench|bench-hier [ITERS] | late-leader | "
-                "late-followers | dead | dead-setup | dead-hier | kill DIR | foreign "
+                "late-followers | dead | dead-setup | dead-hier | malformed | kill DIR | foreign "
                 "job|magic|version|ntasks|size");
     }
 
