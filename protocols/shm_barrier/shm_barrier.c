@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "pami_barrier.h"
+#include "shm_barrier_inline.h"
 #include "shm_internal.h"
 
 #define DEFAULT_SPIN_US    "50"
@@ -314,31 +315,46 @@ void shmb_engine_kick(shmb_state_t *st)
 
 static const pami_protocol_ops_t shmb_ops;
 
-pami_result_t shmb_start(pami_context_t context, bool hier,
-                         pami_event_fn done_fn, void *cookie)
+static shmb_state_t *state_of(pami_context_t context, bool hier)
 {
     const char *call = hier ? "pami_barrier_hier" : "pami_barrier_shm";
     if (context == NULL) {
         pami_protocol_log(PAMI_PROTOCOL_LOG_WARN, SHMB_SUBSYS,
                           "%s on a NULL context", call);
-        return PAMI_INVAL;
+        return NULL;
     }
     shmb_state_t *st = pami_protocol_state(context, &shmb_ops);
-    if (st == NULL) {
+    if (st == NULL)
         pami_protocol_log(PAMI_PROTOCOL_LOG_WARN, SHMB_SUBSYS,
                           "%s on a context without the protocol", call);
-        return PAMI_INVAL;
-    }
+    return st;
+}
+
+static shmb_req_t *enqueue(shmb_state_t *st, bool hier,
+                           pami_event_fn done_fn, void *cookie)
+{
     shmb_req_t *req = st->free_reqs;
     if (req != NULL)
         st->free_reqs = req->next;
     else if ((req = malloc(sizeof(*req))) == NULL)
-        return PAMI_ENOMEM;
+        return NULL;
     /* On one node the hierarchical barrier is the register's alone. */
     *req = (shmb_req_t){.done_fn = done_fn, .cookie = cookie,
                         .hier = hier && st->nlocal < st->size};
     *st->tail = req;
     st->tail  = &req->next;
+    return req;
+}
+
+pami_result_t shmb_start(pami_context_t context, bool hier,
+                         pami_event_fn done_fn, void *cookie)
+{
+    shmb_state_t *st = state_of(context, hier);
+    if (st == NULL)
+        return PAMI_INVAL;
+    shmb_req_t *req = enqueue(st, hier, done_fn, cookie);
+    if (req == NULL)
+        return PAMI_ENOMEM;
     shmb_count(st, SHMB_STAT_barriers);
 
     if (st->park != SHMB_PARK_IDLE)
@@ -357,6 +373,51 @@ pami_result_t pami_barrier_shm(pami_context_t context, pami_event_fn done_fn,
                                void *cookie)
 {
     return shmb_start(context, false, done_fn, cookie);
+}
+
+pami_result_t shmb_barrier_inline(pami_context_t context, bool hier,
+                                  pami_event_fn done_fn, void *cookie)
+{
+    shmb_state_t *st = state_of(context, hier);
+    if (st == NULL)
+        return PAMI_INVAL;
+    bool fast = st->park == SHMB_PARK_IDLE && st->nlocal > 1 &&
+                !st->oversubscribed && st->broken == PAMI_SUCCESS &&
+                !(hier && st->nlocal < st->size) &&
+                atomic_load(&st->setup) == SHMB_SETUP_DONE;
+    if (!fast) {
+        pami_result_t rc = shmb_start(context, hier, done_fn, cookie);
+        return rc == PAMI_SUCCESS ? PAMI_EAGAIN : rc;
+    }
+    shmb_count(st, SHMB_STAT_barriers);
+    uint32_t epoch = ++st->epoch;
+    shmb_reg_arrive(st, epoch);
+    uint64_t until = shmb_now_ns() + INLINE_SPIN_NS;
+    int      done  = 0;
+    do {
+        for (int i = 0; i < 32 && done == 0; i++) {
+            done = shmb_reg_gathered(st, epoch);
+            cpu_relax();
+        }
+    } while (done == 0 && shmb_now_ns() < until);
+    if (done > 0) {
+        shmb_count(st, SHMB_STAT_completed);
+        return PAMI_SUCCESS;
+    }
+    if (done < 0) {
+        st->broken = shmb_reg_corrupt(st, SHMB_WAIT_GATHER, epoch);
+        shmb_count(st, SHMB_STAT_failed);
+        return st->broken;
+    }
+    /* Not yet: it goes on as a queued barrier that has arrived. */
+    shmb_req_t *req = enqueue(st, hier, done_fn, cookie);
+    if (req == NULL)
+        return PAMI_ENOMEM; /* arrived, never waited for: numbers stay */
+    req->phase = SHMB_PHASE_ARRIVED;
+    req->epoch = epoch;
+    st->park   = SHMB_PARK_QUEUED;
+    pami_context_post(context, &st->work, shmb_engine, st);
+    return PAMI_EAGAIN;
 }
 
 /* ---- ops --------------------------------------------------------------- */

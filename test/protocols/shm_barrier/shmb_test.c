@@ -7,7 +7,9 @@
  *                                 memory; then queued non-blocking
  *                                 barriers; rank 0 prints the latency
  *   shmb_test hier ITERS          the same through pami_barrier_hier
- *   shmb_test bench|bench-hier ITERS
+ *   shmb_test inline ITERS        the same through shmb_barrier_inline
+ *                                 (the blocking form's fast path)
+ *   shmb_test bench|bench-hier|bench-inline ITERS
  *                                 barriers alone; rank 0 prints the best
  *                                 average of three runs
  *   shmb_test late-leader         the leader starts 400 ms after the
@@ -39,6 +41,7 @@
 
 #include <pami_barrier.h>
 #include <pami_protocol.h>
+#include <shm_barrier_inline.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -51,6 +54,7 @@
 static mp_job_t job;
 static const char *job_id;
 static bool hier_mode;
+static bool inline_mode; /* through shmb_barrier_inline, as a blocking form */
 
 /* ---- barriers ---- */
 
@@ -98,7 +102,18 @@ static pami_result_t finish(done_t *d, double secs)
 static pami_result_t barrier(void)
 {
     done_t d;
-    start(&d);
+    if (inline_mode) {
+        d = (done_t){0};
+        pami_result_t rc = shmb_barrier_inline(job.ctx[0], hier_mode,
+                                               on_done, &d);
+        if (rc != PAMI_EAGAIN) {
+            MP_EXPECT(d.runs == 0, "done_fn ran for an inline barrier");
+            return rc;
+        }
+        MP_EXPECT(d.runs == 0, "done_fn ran inside the start call");
+    } else {
+        start(&d);
+    }
     return finish(&d, MP_WAIT_S);
 }
 
@@ -212,8 +227,8 @@ static void bench(long iters)
         best = t < best ? t : best;
     }
     if (job.me == 0)
-        printf("%s barrier, %zu tasks: %.3f us (best of 3 x %ld)\n",
-               hier_mode ? "hier" : "shm", job.size, best, iters);
+        printf("%s%s barrier, %zu tasks: %.3f us (best of 3 x %ld)\n",
+               hier_mode ? "hier" : "shm", inline_mode ? " inline" : "", job.size, best, iters);
 }
 
 /* Several started at once complete in order, each exactly once. */
@@ -465,12 +480,16 @@ int main(int argc, char **argv)
     const char *arg  = argc > 2 ? argv[2] : NULL;
     bool finish_clean = true;
 
-    if (strcmp(mode, "loop") == 0 || strcmp(mode, "hier") == 0) {
-        hier_mode = strcmp(mode, "hier") == 0;
+    if (strcmp(mode, "loop") == 0 || strcmp(mode, "hier") == 0 ||
+        strcmp(mode, "inline") == 0) {
+        hier_mode   = strcmp(mode, "hier") == 0;
+        inline_mode = strcmp(mode, "inline") == 0;
         mode_loop(arg != NULL ? strtol(arg, NULL, 10) : 1000);
     } else if (strcmp(mode, "bench") == 0 ||
-               strcmp(mode, "bench-hier") == 0) {
-        hier_mode = strcmp(mode, "bench-hier") == 0;
+               strcmp(mode, "bench-hier") == 0 ||
+               strcmp(mode, "bench-inline") == 0) {
+        hier_mode   = strcmp(mode, "bench-hier") == 0;
+        inline_mode = strcmp(mode, "bench-inline") == 0;
         bench(arg != NULL ? strtol(arg, NULL, 10) : 100000);
     } else if (strcmp(mode, "malformed") == 0) {
         mode_malformed();
@@ -497,7 +516,7 @@ int main(int argc, char **argv)
         MP_EXPECT(job.size >= 2, "foreign needs 2 tasks");
         mode_foreign(arg);
     } else {
-        mp_fail("usage: shmb_test loop|hier|bench|bench-hier [ITERS] | late-leader | "
+        mp_fail("usage: shmb_test loop|hier|inline|bench|bench-hier|bench-inline [ITERS] | late-leader | "
                 "late-followers | dead | dead-setup | dead-hier | malformed | kill DIR | foreign "
                 "job|magic|version|ntasks|size");
     }
