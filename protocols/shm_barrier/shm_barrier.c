@@ -49,56 +49,6 @@ static uint64_t config_u64(const char *name, const char *dflt)
     return strtoull(dflt, NULL, 10);
 }
 
-/* ---- context offsets ------------------------------------------------- */
-
-/* The SDK does not tell init which offset its context has; createv
- * initialises contexts in offset order, and destroyv finis them all, so
- * counting inits per client gives it. */
-typedef struct client_count {
-    struct client_count *next;
-    pami_client_t        client;
-    size_t               next_offset;
-    size_t               live;
-} client_count_t;
-
-static pthread_mutex_t counts_lock = PTHREAD_MUTEX_INITIALIZER;
-static client_count_t *counts;
-
-static pami_result_t offset_take(pami_client_t client, size_t *offset)
-{
-    pthread_mutex_lock(&counts_lock);
-    client_count_t *c = counts;
-    while (c != NULL && c->client != client)
-        c = c->next;
-    if (c == NULL && (c = calloc(1, sizeof(*c))) != NULL) {
-        c->client = client;
-        c->next   = counts;
-        counts    = c;
-    }
-    if (c != NULL) {
-        *offset = c->next_offset++;
-        c->live++;
-    }
-    pthread_mutex_unlock(&counts_lock);
-    return c != NULL ? PAMI_SUCCESS : PAMI_ENOMEM;
-}
-
-static void offset_give(pami_client_t client)
-{
-    pthread_mutex_lock(&counts_lock);
-    for (client_count_t **p = &counts; *p != NULL; p = &(*p)->next) {
-        client_count_t *c = *p;
-        if (c->client != client)
-            continue;
-        if (--c->live == 0) {
-            *p = c->next;
-            free(c);
-        }
-        break;
-    }
-    pthread_mutex_unlock(&counts_lock);
-}
-
 /* ---- the queue ------------------------------------------------------- */
 
 static void complete_head(shmb_state_t *st, pami_result_t rc)
@@ -491,13 +441,9 @@ static pami_result_t shmb_init(const pami_protocol_env_t *env, void **state)
     st->park  = SHMB_PARK_IDLE;
     pthread_mutex_init(&st->lock, NULL);
     pthread_cond_init(&st->cond, NULL);
-    if ((rc = offset_take(env->client, &st->offset)) != PAMI_SUCCESS) {
-        state_free(st);
-        return rc;
-    }
+    st->offset = env->context_offset;
     if ((rc = shmb_hier_init(st, env)) != PAMI_SUCCESS) {
         shmb_hier_fini(st);
-        offset_give(st->client);
         state_free(st);
         return rc;
     }
@@ -519,7 +465,6 @@ static void shmb_fini(pami_context_t context, void *state)
     shmb_objects_unlink(st);
     shmb_objects_unmap(st);
     shmb_hier_fini(st);
-    offset_give(st->client);
     state_free(st);
 }
 
