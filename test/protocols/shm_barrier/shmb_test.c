@@ -20,6 +20,11 @@
  *                                 PAMI_PEER_FAILED
  *   shmb_test dead-setup          the same before it ever attached
  *   shmb_test dead-hier           dead, with hierarchical barriers
+ *   shmb_test shutdown            the last task destroys its client with 3
+ *                                 barriers pending (its waiter thread
+ *                                 asleep): PAMI_SHUTDOWN, in order
+ *   shmb_test shutdown-setup      the same for the leader while its set-up
+ *                                 waits for tasks that never attach
  *   shmb_test malformed           (several nodes) task 0 sends broken
  *                                 leader announcements: dropped, counted;
  *                                 hierarchical barriers still work
@@ -407,6 +412,47 @@ static void mode_foreign(const char *kind)
                   strerror(errno));
 }
 
+/* Barriers still pending at destroy complete there with PAMI_SHUTDOWN, in
+ * order, once each; with in_setup the leader's set-up is still waiting
+ * for the others to attach (they never start a barrier). */
+static done_t pending[3];
+
+static void mode_shutdown(bool in_setup)
+{
+    pami_task_t who = in_setup ? 0 : (pami_task_t)(job.size - 1);
+    if (!in_setup)
+        MP_EXPECT(barrier() == PAMI_SUCCESS, "first barrier failed");
+    mp_sync(&job);
+    if (job.me == who) {
+        for (int i = 0; i < 3; i++)
+            start(&pending[i]);
+        /* Long enough to give the wait to the waiter thread. */
+        double until = mp_now() + 0.3;
+        while (mp_now() < until)
+            pami_context_wait(job.ctx[0], 50);
+        for (int i = 0; i < 3; i++)
+            MP_EXPECT(pending[i].runs == 0, "barrier %d completed alone", i);
+        if (!in_setup)
+            MP_EXPECT(stat_of("sleeps") >= 1, "the wait never went to sleep");
+    }
+    mp_sync(&job);
+}
+
+static void check_shutdown(bool in_setup)
+{
+    pami_task_t who = in_setup ? 0 : (pami_task_t)(job.size - 1);
+    if (job.me != who)
+        return;
+    for (int i = 0; i < 3; i++) {
+        MP_EXPECT(pending[i].runs == 1, "barrier %d: done_fn ran %d times",
+                  i, pending[i].runs);
+        MP_EXPECT(pending[i].rc == PAMI_SHUTDOWN, "barrier %d: %s", i,
+                  pami_error_text(pending[i].rc));
+        MP_EXPECT(pending[i].order == pending[0].order + (unsigned)i,
+                  "barrier %d completed out of order", i);
+    }
+}
+
 /* Announcements that must be dropped (docs/protocols/shm-barrier.md),
  * from task 0 to every task of another node; then the real ones still
  * make hierarchical barriers work. Needs shmb_nodes.sh. */
@@ -491,6 +537,10 @@ int main(int argc, char **argv)
         hier_mode   = strcmp(mode, "bench-hier") == 0;
         inline_mode = strcmp(mode, "bench-inline") == 0;
         bench(arg != NULL ? strtol(arg, NULL, 10) : 100000);
+    } else if (strcmp(mode, "shutdown") == 0 ||
+               strcmp(mode, "shutdown-setup") == 0) {
+        mode_shutdown(strcmp(mode, "shutdown-setup") == 0);
+        finish_clean = false;
     } else if (strcmp(mode, "malformed") == 0) {
         mode_malformed();
     } else if (strcmp(mode, "late-leader") == 0) {
@@ -517,7 +567,7 @@ int main(int argc, char **argv)
         mode_foreign(arg);
     } else {
         mp_fail("usage: shmb_test loop|hier|inline|bench|bench-hier|bench-inline [ITERS] | late-leader | "
-                "late-followers | dead | dead-setup | dead-hier | malformed | kill DIR | foreign "
+                "late-followers | dead | dead-setup | dead-hier | shutdown | shutdown-setup | malformed | kill DIR | foreign "
                 "job|magic|version|ntasks|size");
     }
 
@@ -525,7 +575,11 @@ int main(int argc, char **argv)
     pami_task_t node_leader = job.attr.local_tasks[0]; /* freed by destroy */
     if (finish_clean)
         mp_finish(&job);
-    else
+    else if (strncmp(mode, "shutdown", 8) == 0) {
+        MP_CHECK(pami_client_destroy(&job.client));
+        check_shutdown(strcmp(mode, "shutdown-setup") == 0);
+        finish_clean = true; /* every task's fini is done: check all */
+    } else
         pami_client_destroy(&job.client); /* a task is gone: may fail */
     job_id = id;
     job.attr.local_tasks = &node_leader;
