@@ -86,6 +86,26 @@ static inline void cpu_relax(void)
 #endif
 }
 
+/* Polls the register for up to INLINE_SPIN_NS; the clock is read only
+ * every 64 polls, the first time after the first 64. */
+static int poll_inline(shmb_state_t *st, int kind, uint32_t epoch)
+{
+    uint64_t start = 0;
+    for (unsigned i = 1;; i++) {
+        int done = shmb_reg_check(st, kind, epoch);
+        if (done != 0)
+            return done;
+        cpu_relax();
+        if ((i & 63) == 0) {
+            uint64_t now = shmb_now_ns();
+            if (start == 0)
+                start = now;
+            else if (now - start >= INLINE_SPIN_NS)
+                return 0;
+        }
+    }
+}
+
 /* Waits for the check: inline, then by re-posting for spin_ns, then on
  * the waiter thread. 1 or -1 when the check gave it; 0 when the engine
  * must return *ret. */
@@ -93,17 +113,8 @@ static int wait_for(shmb_state_t *st, int kind, uint32_t epoch,
                     pami_result_t *ret)
 {
     int done = 0;
-    if (!st->oversubscribed) {
-        uint64_t until = shmb_now_ns() + INLINE_SPIN_NS;
-        do {
-            for (int i = 0; i < 32 && done == 0; i++) {
-                cpu_relax();
-                done = shmb_reg_check(st, kind, epoch);
-            }
-        } while (done == 0 && shmb_now_ns() < until);
-        if (done != 0)
-            return done;
-    }
+    if (!st->oversubscribed && (done = poll_inline(st, kind, epoch)) != 0)
+        return done;
     uint64_t now = shmb_now_ns();
     if (st->spin_start_ns == 0)
         st->spin_start_ns = now;
@@ -342,14 +353,7 @@ pami_result_t shmb_barrier_inline(pami_context_t context, bool hier,
     shmb_count(st, SHMB_STAT_barriers);
     uint32_t epoch = ++st->epoch;
     shmb_reg_arrive(st, epoch);
-    uint64_t until = shmb_now_ns() + INLINE_SPIN_NS;
-    int      done  = 0;
-    do {
-        for (int i = 0; i < 32 && done == 0; i++) {
-            done = shmb_reg_gathered(st, epoch);
-            cpu_relax();
-        }
-    } while (done == 0 && shmb_now_ns() < until);
+    int done = poll_inline(st, SHMB_WAIT_GATHER, epoch);
     if (done > 0) {
         shmb_count(st, SHMB_STAT_completed);
         return PAMI_SUCCESS;

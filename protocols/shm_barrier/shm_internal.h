@@ -141,9 +141,15 @@ typedef struct shmb_state {
     _Atomic uint64_t   stats[SHMB_NUM_STATS];
 } shmb_state_t;
 
+/* Each counter has one writer at a time (the context, or the waiter
+ * thread during set-up, which the context waits for): a plain increment
+ * of an atomic, no locked instruction on the barrier's path. */
 static inline void shmb_count(shmb_state_t *st, shmb_stat_t s)
 {
-    atomic_fetch_add_explicit(&st->stats[s], 1, memory_order_relaxed);
+    atomic_store_explicit(&st->stats[s],
+                          atomic_load_explicit(&st->stats[s],
+                                               memory_order_relaxed) + 1,
+                          memory_order_relaxed);
 }
 
 uint64_t shmb_now_ns(void);

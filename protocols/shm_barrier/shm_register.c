@@ -29,7 +29,7 @@ int shmb_reg_gathered(shmb_state_t *st, uint32_t epoch)
 {
     shmb_register_t *g = st->reg;
     for (size_t i = 0; i < st->nlocal; i++) {
-        int32_t d = (int32_t)(atomic_load(&g->arrive[i].value) - epoch);
+        int32_t d = (int32_t)(atomic_load(shmb_slot(g, i)) - epoch);
         if (d < -1 || d > 1)
             return -1;
         if (d < 0)
@@ -52,7 +52,7 @@ int shmb_reg_check(shmb_state_t *st, int kind, uint32_t epoch)
 
 void shmb_reg_arrive(shmb_state_t *st, uint32_t epoch)
 {
-    atomic_store(&st->reg->arrive[st->my_index].value, epoch);
+    atomic_store(shmb_slot(st->reg, st->my_index), epoch);
     if (shmb_reg_gathered(st, epoch) != 0)
         wake_sleepers(st->reg);
 }
@@ -91,7 +91,7 @@ pami_result_t shmb_reg_corrupt(shmb_state_t *st, int kind, uint32_t epoch)
         return PAMI_ERROR;
     }
     for (size_t i = 0; i < st->nlocal; i++) {
-        uint32_t v = atomic_load(&g->arrive[i].value);
+        uint32_t v = atomic_load(shmb_slot(g, i));
         int32_t  d = (int32_t)(v - epoch);
         if (d < -1 || d > 1) {
             pami_protocol_log(PAMI_PROTOCOL_LOG_WARN, SHMB_SUBSYS,
