@@ -20,6 +20,7 @@
  *                                 PAMI_PEER_FAILED
  *   shmb_test dead-setup          the same before it ever attached
  *   shmb_test dead-hier           dead, with hierarchical barriers
+ *   shmb_test two-contexts ITERS  barriers on two contexts, interleaved
  *   shmb_test shutdown            the last task destroys its client with 3
  *                                 barriers pending (its waiter thread
  *                                 asleep): PAMI_SHUTDOWN, in order
@@ -412,6 +413,43 @@ static void mode_foreign(const char *kind)
                   strerror(errno));
 }
 
+/* Two contexts: each offset has its own register and waiter; barriers
+ * on both, interleaved, never mix. */
+static void mode_two_contexts(long iters)
+{
+    for (long k = 0; k < iters; k++) {
+        done_t d[2];
+        for (int c = 0; c < 2; c++) {
+            d[c] = (done_t){0};
+            MP_CHECK(pami_barrier_shm(job.ctx[c], on_done, &d[c]));
+        }
+        for (int c = 0; c < 2; c++) {
+            double deadline = mp_now() + MP_WAIT_S;
+            while (d[c].runs == 0) {
+                /* Either context may be the one the others wait for. */
+                pami_context_advance(job.ctx[0], 1);
+                pami_context_advance(job.ctx[1], 1);
+                if (job.attr.num_local_tasks > 2)
+                    sched_yield();
+                MP_EXPECT(mp_now() < deadline, "barrier %ld on context %d "
+                          "not done", k, c);
+            }
+            MP_EXPECT(d[c].rc == PAMI_SUCCESS, "barrier %ld on context %d: "
+                      "%s", k, c, pami_error_text(d[c].rc));
+        }
+    }
+    for (int c = 0; c < 2; c++) {
+        size_t n = 0;
+        pami_protocol_stat_t st[32];
+        MP_CHECK(pami_protocol_stats(job.ctx[c], "shm_barrier", st, 32, &n));
+        for (size_t i = 0; i < n; i++)
+            if (strcmp(st[i].name, "completed") == 0)
+                MP_EXPECT(st[i].value == (uint64_t)iters, "context %d "
+                          "completed %llu of %ld", c,
+                          (unsigned long long)st[i].value, iters);
+    }
+}
+
 /* Barriers still pending at destroy complete there with PAMI_SHUTDOWN, in
  * order, once each; with in_setup the leader's set-up is still waiting
  * for the others to attach (they never start a barrier). */
@@ -511,7 +549,8 @@ static void mode_malformed(void)
 
 int main(int argc, char **argv)
 {
-    mp_init(&job, "shmb_test", &argc, argv, NULL, 1, true);
+    bool two = argc > 1 && strcmp(argv[1], "two-contexts") == 0;
+    mp_init(&job, "shmb_test", &argc, argv, NULL, two ? 2 : 1, true);
     pami_client_attr_t a = {.field_mask = PAMI_CLIENT_ATTR_JOB_ID};
     MP_CHECK(pami_client_query(job.client, &a));
     job_id = a.job_id;
@@ -541,6 +580,8 @@ int main(int argc, char **argv)
                strcmp(mode, "shutdown-setup") == 0) {
         mode_shutdown(strcmp(mode, "shutdown-setup") == 0);
         finish_clean = false;
+    } else if (two) {
+        mode_two_contexts(arg != NULL ? strtol(arg, NULL, 10) : 500);
     } else if (strcmp(mode, "malformed") == 0) {
         mode_malformed();
     } else if (strcmp(mode, "late-leader") == 0) {
@@ -567,7 +608,7 @@ int main(int argc, char **argv)
         mode_foreign(arg);
     } else {
         mp_fail("usage: shmb_test loop|hier|inline|bench|bench-hier|bench-inline [ITERS] | late-leader | "
-                "late-followers | dead | dead-setup | dead-hier | shutdown | shutdown-setup | malformed | kill DIR | foreign "
+                "late-followers | dead | dead-setup | dead-hier | two-contexts | shutdown | shutdown-setup | malformed | kill DIR | foreign "
                 "job|magic|version|ntasks|size");
     }
 
