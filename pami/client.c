@@ -244,6 +244,8 @@ pami_result_t pami_client_query(pami_client_t c, pami_client_attr_t *attr)
     }
     if (m & PAMI_CLIENT_ATTR_JOB_ID)
         attr->job_id = c->bs->job_id(c->bs_state);
+    if (m & PAMI_CLIENT_ATTR_LOCAL_CPUS)
+        attr->num_local_cpus = c->num_local_cpus;
     return PAMI_SUCCESS;
 }
 

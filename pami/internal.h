@@ -265,7 +265,8 @@ typedef struct pami_client {
     size_t                size;
     pami_task_t          *local_tasks;
     size_t                num_local_tasks;
-    bool                  oversubscribed; /* more tasks here than cores */
+    size_t                num_local_cpus; /* CPUs this node's tasks use */
+    bool                  oversubscribed; /* more tasks here than those */
     struct {
         bool     local;   /* on this node */
         pid_t    pid;

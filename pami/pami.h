@@ -157,7 +157,8 @@ enum {
     PAMI_CLIENT_ATTR_NAME            = 1u << 8,
     PAMI_CLIENT_ATTR_BOOTSTRAP       = 1u << 9,
     PAMI_CLIENT_ATTR_TRANSPORT       = 1u << 10,
-    PAMI_CLIENT_ATTR_JOB_ID          = 1u << 11
+    PAMI_CLIENT_ATTR_JOB_ID          = 1u << 11,
+    PAMI_CLIENT_ATTR_LOCAL_CPUS      = 1u << 12
 };
 
 typedef struct {
@@ -182,6 +183,10 @@ typedef struct {
     /* Same on every task of the job, different for two jobs at once: for
      * naming what the tasks share (shared memory, files). */
     const char        *job_id;
+    /* CPUs the tasks of this node may run on (the union of their affinity
+     * masks): more local tasks than this means they take turns, and a
+     * waiting task should yield rather than spin. */
+    size_t             num_local_cpus;
 } pami_client_attr_t;
 
 pami_result_t pami_client_query(pami_client_t client, pami_client_attr_t *attr);

@@ -19,9 +19,10 @@
 static const volatile char alive_probe = 1;
 
 typedef struct {
-    char     host[HOST_ID_LEN];
-    uint64_t pid;
-    uint64_t probe;
+    char      host[HOST_ID_LEN];
+    uint64_t  pid;
+    uint64_t  probe;
+    cpu_set_t cpus;  /* where it may run */
 } task_card_t;
 
 /* The boot id separates containers that share a hostname. */
@@ -44,6 +45,8 @@ pami_result_t pami_tasks_exchange(pami_client_impl_t *c)
     task_card_t  me = {.pid = (uint64_t)getpid(),
                        .probe = (uint64_t)(uintptr_t)&alive_probe};
     host_id(me.host);
+    if (sched_getaffinity(0, sizeof(me.cpus), &me.cpus) != 0)
+        CPU_ZERO(&me.cpus);
 
     task_card_t *all = malloc(c->size * sizeof(*all));
     c->local_tasks   = malloc(c->size * sizeof(*c->local_tasks));
@@ -57,20 +60,26 @@ pami_result_t pami_tasks_exchange(pami_client_impl_t *c)
         pami_error("client", "host exchange failed");
         return PAMI_BOOTSTRAP;
     }
+    /* The node's tasks share the CPUs any of them may use: a launcher
+     * that binds each task to its own core oversubscribes nothing. */
+    cpu_set_t node_cpus;
+    CPU_ZERO(&node_cpus);
     c->num_local_tasks = 0;
     for (size_t t = 0; t < c->size; t++) {
         if (memcmp(all[t].host, me.host, HOST_ID_LEN) != 0)
             continue;
+        CPU_OR(&node_cpus, &node_cpus, &all[t].cpus);
         c->local_tasks[c->num_local_tasks++] = (pami_task_t)t;
         c->tasks[t].local = true;
         c->tasks[t].pid   = (pid_t)all[t].pid;
         c->tasks[t].probe = all[t].probe;
     }
     free(all);
-    cpu_set_t cpus;
-    long ncpu = sched_getaffinity(0, sizeof(cpus), &cpus) == 0
-                    ? CPU_COUNT(&cpus) : sysconf(_SC_NPROCESSORS_ONLN);
-    c->oversubscribed = ncpu > 0 && (long)c->num_local_tasks > ncpu;
+    long ncpu = CPU_COUNT(&node_cpus);
+    if (ncpu == 0)
+        ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    c->num_local_cpus = ncpu > 0 ? (size_t)ncpu : 1;
+    c->oversubscribed = c->num_local_tasks > c->num_local_cpus;
     return PAMI_SUCCESS;
 }
 

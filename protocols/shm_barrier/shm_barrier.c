@@ -376,15 +376,6 @@ pami_result_t shmb_barrier_inline(pami_context_t context, bool hier,
 
 /* ---- ops --------------------------------------------------------------- */
 
-static size_t local_cpus(void)
-{
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof(set), &set) == 0)
-        return (size_t)CPU_COUNT(&set);
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (size_t)n : 1;
-}
-
 static void state_free(shmb_state_t *st)
 {
     while (st->free_reqs != NULL) {
@@ -401,7 +392,8 @@ static pami_result_t shmb_init(const pami_protocol_env_t *env, void **state)
 {
     pami_client_attr_t a = {
         .field_mask = PAMI_CLIENT_ATTR_TASK | PAMI_CLIENT_ATTR_SIZE |
-                      PAMI_CLIENT_ATTR_LOCAL_TASKS | PAMI_CLIENT_ATTR_JOB_ID};
+                      PAMI_CLIENT_ATTR_LOCAL_TASKS | PAMI_CLIENT_ATTR_JOB_ID |
+                      PAMI_CLIENT_ATTR_LOCAL_CPUS};
     pami_result_t rc = pami_client_query(env->client, &a);
     if (rc != PAMI_SUCCESS)
         return rc;
@@ -437,7 +429,7 @@ static pami_result_t shmb_init(const pami_protocol_env_t *env, void **state)
                           SHMB_MAX_TASKS);
         st->broken = PAMI_ERROR;
     }
-    st->oversubscribed = st->nlocal > local_cpus();
+    st->oversubscribed = st->nlocal > a.num_local_cpus;
     st->spin_ns = config_u64("PAMI_SHM_BARRIER_SPIN", DEFAULT_SPIN_US) * 1000;
     st->timeout_ns =
         config_u64("PAMI_SHM_BARRIER_TIMEOUT", DEFAULT_TIMEOUT_MS) * 1000000;
