@@ -27,8 +27,13 @@ typedef enum {
     T_PUT_BW,
     T_GET_BW,
     T_RMW_LAT,
+    T_P2P_COUNT,               /* above: two tasks, task 1 serves */
+    T_BARRIER = T_P2P_COUNT,   /* below: every task runs the loop */
     T_COUNT
 } test_id_t;
+
+#define TESTS_P2P   ((1u << T_P2P_COUNT) - 1)
+#define TESTS_GROUP (((1u << T_COUNT) - 1) & ~TESTS_P2P)
 
 typedef enum { METRIC_LAT_US, METRIC_RATE_MPS, METRIC_BW_GBPS } metric_t;
 
@@ -44,6 +49,7 @@ typedef struct {
 typedef struct {
     unsigned tests;      /* bit per test_id_t */
     bool     vs_ucx;
+    bool     vs_mpi;     /* group tests, pami-bench-mpi only */
     bool     json;
     long     iters;      /* -1: each test's default */
     long     warmup;     /* -1: each test's default */
@@ -164,6 +170,18 @@ void *pami_side_exchange(bench_t *b, const void *blob, size_t len,
                          size_t *peer_len, void (*poll)(void *arg),
                          void *arg);
 
+/* ---- group.c ---- */
+/* Runs the group tests in o->tests over every task; returns the exit
+ * code. */
+int group_main(const opts_t *o, int *argc, char ***argv);
+
+/* ---- mpi_side.c (pami-bench-mpi only) ---- */
+int bench_mpi_init(int *argc, char ***argv);
+void bench_mpi_fini(void);
+/* Seconds of ops MPI_Barrier calls on MPI_COMM_WORLD, after one more. */
+double bench_mpi_barrier(size_t ops);
+const char *bench_mpi_pml(void);
+
 /* ---- ucx_side.c ---- */
 /* Which UCP pattern stands against a pami line. */
 typedef enum { UCX_SAME, UCX_GET_FOR_SEND } ucx_variant_t;
@@ -208,5 +226,12 @@ void report_line(const bench_t *b, const char *test, size_t bytes,
                  metric_t metric, const summary_t *pami,
                  const summary_t *ucx, const char *ucx_op,
                  const plan_t *plan, const quality_t *q);
+/* A group test's line: the reference is Open MPI (null without
+ * --vs-mpi), ratio = pami / mpi. */
+void report_group_header(const opts_t *o, size_t tasks, bool with_mpi);
+void report_group_line(const opts_t *o, size_t tasks, const char *test,
+                       size_t bytes, metric_t metric, const summary_t *pami,
+                       const summary_t *mpi, const char *mpi_op,
+                       size_t ops);
 
 #endif

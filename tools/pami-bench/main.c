@@ -91,8 +91,12 @@ static void usage(FILE *f)
         "  put_bw    pami_put windows closed by pami_fence_endpoint\n"
         "  get_bw    pami_get windows\n"
         "  rmw_lat   8 B fetch-add round trip\n"
+        "group tests (any number of tasks, named explicitly):\n"
+        "  barrier   pami_barrier_wait with each algorithm\n"
         "options:\n"
         "  --vs-ucx        run the same patterns on raw UCP, print ratios\n"
+        "  --vs-mpi        group tests: the same loop on Open MPI too\n"
+        "                  (pami-bench-mpi under mpirun only)\n"
         "  --json          one JSON object per line\n"
         "  --iters N       operations per measurement (default per test)\n"
         "  --warmup N      untimed operations first (default per test)\n"
@@ -139,6 +143,8 @@ static int parse_opts(int argc, char **argv, opts_t *o)
             exit(0);
         } else if (strcmp(a, "--vs-ucx") == 0) {
             o->vs_ucx = true;
+        } else if (strcmp(a, "--vs-mpi") == 0) {
+            o->vs_mpi = true;
         } else if (strcmp(a, "--json") == 0) {
             o->json = true;
         } else if (strcmp(a, "--min-cpu") == 0 && i + 1 < argc) {
@@ -185,7 +191,12 @@ static int parse_opts(int argc, char **argv, opts_t *o)
         }
     }
     if (o->tests == 0)
-        o->tests = (1u << T_COUNT) - 1;
+        o->tests = TESTS_P2P;
+    if ((o->tests & TESTS_P2P) && (o->tests & TESTS_GROUP)) {
+        fprintf(stderr, "pami-bench: run two-task tests and group tests "
+                        "(barrier) in separate jobs\n");
+        return -1;
+    }
     if (o->reps < 1 || o->reps > 63 || o->max_bytes < 8 ||
         o->min_bytes > o->max_bytes) {
         fprintf(stderr, "pami-bench: --reps must be 1..63, --max-bytes at "
@@ -364,7 +375,7 @@ static void drive(bench_t *b)
 {
     report_header(b);
     bool warned = false;
-    for (int t = 0; t < T_COUNT; t++) {
+    for (int t = 0; t < T_P2P_COUNT; t++) {
         if (!(b->opt.tests & (1u << t)))
             continue;
         bool rma = t == T_PUT_LAT || t == T_PUT_BW || t == T_GET_BW ||
@@ -505,6 +516,8 @@ int main(int argc, char **argv)
     static bench_t b;
     if (parse_opts(argc, argv, &b.opt) != 0)
         return 2;
+    if (b.opt.tests & TESTS_GROUP)
+        return group_main(&b.opt, &argc, &argv);
     setup(&b);
     if (b.me == 0)
         drive(&b);

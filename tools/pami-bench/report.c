@@ -19,6 +19,7 @@ static const struct {
     [T_PUT_BW]  = {"put_bw", METRIC_BW_GBPS},
     [T_GET_BW]  = {"get_bw", METRIC_BW_GBPS},
     [T_RMW_LAT] = {"rmw_lat", METRIC_LAT_US},
+    [T_BARRIER] = {"barrier", METRIC_LAT_US},
 };
 
 const char *test_name(test_id_t t) { return tests[t].name; }
@@ -170,6 +171,54 @@ void report_line(const bench_t *b, const char *test, size_t bytes,
         printf("%-12s %9zu %-9s %-30s %-30s %7s %5.2f %4u  %s\n", test,
                bytes, metric_name(metric), p, u, r, q->cpu_share, q->redone,
                vs ? ucx_op : "-");
+    }
+    fflush(stdout);
+}
+
+void report_group_header(const opts_t *o, size_t tasks, bool with_mpi)
+{
+    if (o->json)
+        return;
+    printf("# pami-bench: %zu tasks, every task runs the loop; value: "
+           "median [min .. max] of %u measurements on task 0%s\n", tasks,
+           o->reps, with_mpi ? "; ratio = pami / mpi median" : "");
+    printf("%-16s %9s %-9s %-30s %-30s %7s  %s\n", "test", "bytes", "metric",
+           "pami", "mpi", "ratio", "mpi pattern");
+}
+
+void report_group_line(const opts_t *o, size_t tasks, const char *test,
+                       size_t bytes, metric_t metric, const summary_t *pami,
+                       const summary_t *mpi, const char *mpi_op, size_t ops)
+{
+    bool   vs       = o->vs_mpi;
+    bool   ratio_ok = vs && pami->valid && mpi->valid && mpi->median > 0;
+    double ratio    = ratio_ok ? pami->median / mpi->median : 0;
+    if (o->json) {
+        printf("{\"test\": \"%s\", \"bytes\": %zu, \"metric\": \"%s\", "
+               "\"tasks\": %zu", test, bytes, metric_name(metric), tasks);
+        json_num("pami", pami->valid, pami->median);
+        json_num("pami_min", pami->valid, pami->min);
+        json_num("pami_max", pami->valid, pami->max);
+        printf(", \"ucx\": null");
+        json_num("mpi", vs && mpi->valid, mpi->median);
+        json_num("mpi_min", vs && mpi->valid, mpi->min);
+        json_num("mpi_max", vs && mpi->valid, mpi->max);
+        json_num("ratio", ratio_ok, ratio);
+        if (vs)
+            printf(", \"mpi_op\": \"%s\"", mpi_op);
+        else
+            printf(", \"mpi_op\": null");
+        printf(", \"reps\": %u, \"ops\": %zu}\n", o->reps, ops);
+    } else {
+        char p[128], m[128], r[16];
+        cell(p, sizeof(p), metric, pami, true);
+        cell(m, sizeof(m), metric, mpi, vs);
+        if (ratio_ok)
+            snprintf(r, sizeof(r), "%.3f", ratio);
+        else
+            snprintf(r, sizeof(r), "-");
+        printf("%-16s %9zu %-9s %-30s %-30s %7s  %s\n", test, bytes,
+               metric_name(metric), p, m, r, vs ? mpi_op : "-");
     }
     fflush(stdout);
 }

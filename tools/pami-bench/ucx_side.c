@@ -172,7 +172,7 @@ static ucs_status_t on_ctrl(void *arg, const void *hdr, size_t hlen,
         b->mode = MODE_PAMI;
         break;
     case UCTRL_SETUP:
-        if (m.test >= T_COUNT || m.bytes > b->buf_bytes || m.window == 0)
+        if (m.test >= T_P2P_COUNT || m.bytes > b->buf_bytes || m.window == 0)
             bench_die("bad UCP control message");
         b->serve = (plan_t){.test = (test_id_t)m.test, .bytes = m.bytes,
                             .window = m.window};

@@ -1,0 +1,62 @@
+/*
+ * pami_barrier_wait: the blocking form of the three built-in barriers.
+ * It starts the non-blocking one and sleeps in pami_context_wait until
+ * its callback ran, so a task waiting for a late peer gives up its core.
+ */
+#include "pami_barrier.h"
+#include "pami_protocol.h"
+
+typedef struct {
+    int           done;
+    pami_result_t result;
+} wait_state_t;
+
+static void finished(pami_context_t context, void *cookie,
+                     pami_result_t result)
+{
+    (void)context;
+    wait_state_t *w = cookie;
+    w->result = result;
+    w->done   = 1;
+}
+
+pami_result_t pami_barrier_wait(pami_context_t context,
+                                pami_barrier_algo_t algo,
+                                const pami_task_t *tasks, size_t ntasks)
+{
+    wait_state_t  w = {0, PAMI_SUCCESS};
+    /* Refuse from a handler before starting anything: once started, the
+     * callback must find w still there. */
+    pami_result_t rc = pami_context_advance(context, 1);
+    if (rc == PAMI_IN_HANDLER || rc == PAMI_INVAL)
+        return rc;
+    switch (algo) {
+    case PAMI_BARRIER_PACKETS:
+        rc = pami_barrier_packets(context, tasks, ntasks, finished, &w);
+        break;
+    case PAMI_BARRIER_SHM:
+    case PAMI_BARRIER_HIER:
+        if (tasks != NULL || ntasks != 0) {
+            pami_protocol_log(PAMI_PROTOCOL_LOG_WARN, "barrier",
+                              "the %s barrier runs over %s; pass no task "
+                              "list", algo == PAMI_BARRIER_SHM ? "shm" : "hier",
+                              algo == PAMI_BARRIER_SHM ? "this node" : "the job");
+            return PAMI_INVAL;
+        }
+        rc = algo == PAMI_BARRIER_SHM
+                 ? pami_barrier_shm(context, finished, &w)
+                 : pami_barrier_hier(context, finished, &w);
+        break;
+    default:
+        pami_protocol_log(PAMI_PROTOCOL_LOG_WARN, "barrier",
+                          "unknown barrier algorithm %d", (int)algo);
+        return PAMI_INVAL;
+    }
+    if (rc != PAMI_SUCCESS)
+        return rc;
+    /* Started, so the callback will run (with an error if a task dies or
+     * the context goes): wait for it. */
+    while (!w.done)
+        pami_context_wait(context, -1);
+    return w.result;
+}
