@@ -2,11 +2,14 @@
 """Runs a pami-bench command with --json and checks what it printed.
 
     check_json.py [--ucx] -- pamirun -n 2 pami-bench --json ...
+    check_json.py --group LINE... [--mpi] -- pamirun -n 4 pami-bench barrier --json ...
 
 Fails (exit 1) when the command fails, when a line of its output is not a
 JSON object, when a test printed no line, when a field is missing or has
 the wrong type, when a median lies outside its spread, or when the ucx
-values and the ratio are missing with --ucx (or present without it).
+(or, for group tests, mpi) values and the ratio are missing with --ucx
+(--mpi), or present without it. --group names the lines a group run must
+print (e.g. barrier_packets).
 """
 import json
 import re
@@ -71,10 +74,53 @@ def check_line(obj, ucx, errors):
                               % (where, key))
 
 
+def check_group_line(obj, mpi, errors):
+    where = "%s %s B" % (obj.get("test"), obj.get("bytes"))
+    for key in ("test", "bytes", "metric", "tasks", "pami", "pami_min",
+                "pami_max", "ucx", "mpi", "mpi_min", "mpi_max", "ratio"):
+        if key not in obj:
+            errors.append("%s: no field '%s'" % (where, key))
+            return
+    if obj["metric"] != "lat_us":
+        errors.append("%s: metric %r, expected 'lat_us'" % (where, obj["metric"]))
+    if not isinstance(obj["tasks"], int) or obj["tasks"] < 1:
+        errors.append("%s: bad tasks" % where)
+    if obj["ucx"] is not None:
+        errors.append("%s: ucx should be null in a group line" % where)
+    for side in ["pami"] + (["mpi"] if mpi else []):
+        med, lo, hi = obj[side], obj[side + "_min"], obj[side + "_max"]
+        if not (number(med) and number(lo) and number(hi)):
+            errors.append("%s: %s has no value" % (where, side))
+        elif not (0 < lo <= med <= hi):
+            errors.append("%s: %s median %g outside [%g, %g]"
+                          % (where, side, med, lo, hi))
+    if mpi:
+        if not number(obj["ratio"]) or obj["ratio"] <= 0:
+            errors.append("%s: no ratio" % where)
+        elif number(obj["pami"]) and number(obj["mpi"]) and obj["mpi"] > 0:
+            want = obj["pami"] / obj["mpi"]
+            if abs(obj["ratio"] - want) > 1e-3 * want:
+                errors.append("%s: ratio %g is not pami / mpi (%g)"
+                              % (where, obj["ratio"], want))
+    else:
+        for key in ("mpi", "mpi_min", "mpi_max", "ratio"):
+            if obj[key] is not None:
+                errors.append("%s: %s should be null without --vs-mpi"
+                              % (where, key))
+
+
 def main(argv):
-    ucx = False
-    if argv and argv[0] == "--ucx":
-        ucx = True
+    ucx = mpi = False
+    group = []
+    while argv and argv[0] != "--":
+        if argv[0] == "--ucx":
+            ucx = True
+        elif argv[0] == "--mpi":
+            mpi = True
+        elif argv[0] == "--group":
+            group = []
+        else:
+            group.append(argv[0])
         argv = argv[1:]
     if not argv or argv[0] != "--" or len(argv) < 2:
         print(__doc__, file=sys.stderr)
@@ -99,10 +145,16 @@ def main(argv):
         if not isinstance(obj, dict):
             errors.append("not a JSON object: %r" % raw)
             continue
-        check_line(obj, ucx, errors)
+        if group:
+            check_group_line(obj, mpi, errors)
+        else:
+            check_line(obj, ucx, errors)
         seen.setdefault(obj.get("test"), []).append(obj.get("bytes"))
 
-    wanted = list(TESTS) + (["send_bw_get"] if ucx else [])
+    if group:
+        wanted = group
+    else:
+        wanted = list(TESTS) + (["send_bw_get"] if ucx else [])
     for test in wanted:
         if test not in seen:
             errors.append("%s printed no line" % test)
