@@ -29,6 +29,7 @@ typedef enum {
     T_RMW_LAT,
     T_P2P_COUNT,               /* above: two tasks, task 1 serves */
     T_BARRIER = T_P2P_COUNT,   /* below: every task runs the loop */
+    T_SVD_UPDATE,
     T_COUNT
 } test_id_t;
 

@@ -4,13 +4,16 @@
  * processes, pami and MPI alternating which goes first, so each line is a
  * ratio measured moments apart (docs/PERFORMANCE.md).
  *
- *   barrier  pami_barrier_wait with each algorithm against MPI_Barrier
+ *   barrier     pami_barrier_wait with each algorithm against MPI_Barrier
+ *   svd_update  an owner's pami_svd_update_wait to 1, 4 and 7 users, 64 B,
+ *               64 KiB and 4 MiB of data (no MPI counterpart)
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <pami_barrier.h>
+#include <pami_svd.h>
 
 #include "bench.h"
 
@@ -91,6 +94,96 @@ static void run_barriers(group_t *g)
     }
 }
 
+static void sync_all(group_t *g)
+{
+    bench_check(pami_barrier_wait(g->ctx, PAMI_BARRIER_PACKETS, NULL, 0),
+                "barrier");
+}
+
+/* Task 0 owns one key per line; tasks 1..users look it up (becoming its
+ * users) and then only progress, inside a barrier, while task 0 times its
+ * updates. */
+static double svd_line_rep(group_t *g, pami_svd_key_t key, void *buf,
+                           size_t bytes, size_t ops)
+{
+    double secs = -1;
+    sync_all(g);
+    if (g->me == 0) {
+        pami_svd_update_t u = {.field_mask = PAMI_SVD_UPDATE_DATA,
+                               .key = key, .data = buf, .data_size = bytes};
+        double t0 = bench_now();
+        for (size_t i = 0; i < ops; i++) {
+            ((uint8_t *)buf)[0] = (uint8_t)i; /* a new version each time */
+            bench_check(pami_svd_update_wait(g->ctx, &u), "svd update");
+        }
+        secs = bench_now() - t0;
+    }
+    sync_all(g);
+    return secs;
+}
+
+static void run_svd(group_t *g)
+{
+    static const size_t users_of[] = {1, 4, 7};
+    static const size_t bytes_of[] = {64, 64 << 10, 4 << 20};
+    const opts_t *o = g->opt;
+    uint8_t *buf = calloc(1, 4 << 20);
+    if (buf == NULL)
+        bench_die("no memory for the svd data");
+    for (size_t ui = 0; ui < 3; ui++) {
+        size_t users = users_of[ui];
+        if (users >= g->size) {
+            if (g->me == 0)
+                fprintf(stderr, "pami-bench: svd_update with %zu users "
+                                "skipped: needs %zu tasks\n", users,
+                        users + 1);
+            continue;
+        }
+        for (size_t bi = 0; bi < 3; bi++) {
+            size_t bytes = bytes_of[bi];
+            if (bytes < o->min_bytes || bytes > o->max_bytes)
+                continue;
+            pami_svd_key_t key = 1000 * users + bi;
+            if (g->me == 0) {
+                pami_svd_register_t r = {
+                    .field_mask = PAMI_SVD_REGISTER_DATA, .key = key,
+                    .addr = buf, .size = bytes, .data = buf,
+                    .data_size = bytes};
+                bench_check(pami_svd_register(g->ctx, &r), "svd register");
+            }
+            sync_all(g);
+            bool user = g->me >= 1 && g->me <= users;
+            if (user) {
+                pami_svd_lookup_t l = {.owner = 0, .key = key};
+                pami_svd_entry_t  e;
+                bench_check(pami_svd_lookup_wait(g->ctx, &l, &e),
+                            "svd lookup");
+            }
+            size_t ops = o->iters > 0 ? (size_t)o->iters
+                                      : (bytes >= (1u << 20) ? 20 : 200);
+            size_t warm = o->warmup >= 0 ? (size_t)o->warmup : ops / 10;
+            if (warm > 0)
+                svd_line_rep(g, key, buf, bytes, warm);
+            double ts[64];
+            for (unsigned r = 0; r < o->reps; r++) {
+                double t = svd_line_rep(g, key, buf, bytes, ops);
+                ts[r] = t < 0 ? -1 : t * 1e6 / (double)ops;
+            }
+            if (user)
+                bench_check(pami_svd_release(g->ctx, 0, key), "svd release");
+            if (g->me != 0)
+                continue;
+            char line[32];
+            snprintf(line, sizeof(line), "svd_update_%zu", users);
+            summary_t sp = summarize(ts, o->reps);
+            summary_t none = {0};
+            report_group_line(o, g->size, line, bytes, METRIC_LAT_US, &sp,
+                              &none, "-", ops);
+        }
+    }
+    free(buf);
+}
+
 int group_main(const opts_t *o, int *argc, char ***argv)
 {
 #ifdef PAMI_BENCH_MPI
@@ -123,6 +216,8 @@ int group_main(const opts_t *o, int *argc, char ***argv)
 
     if (o->tests & (1u << T_BARRIER))
         run_barriers(&g);
+    if (o->tests & (1u << T_SVD_UPDATE))
+        run_svd(&g);
 
     bench_check(pami_dispatch_fence(g.client), "pami_dispatch_fence");
     bench_check(pami_client_destroy(&g.client), "pami_client_destroy");

@@ -20,6 +20,7 @@ static const struct {
     [T_GET_BW]  = {"get_bw", METRIC_BW_GBPS},
     [T_RMW_LAT] = {"rmw_lat", METRIC_LAT_US},
     [T_BARRIER] = {"barrier", METRIC_LAT_US},
+    [T_SVD_UPDATE] = {"svd_update", METRIC_LAT_US},
 };
 
 const char *test_name(test_id_t t) { return tests[t].name; }
