@@ -5,6 +5,7 @@
  */
 #include "pami_barrier.h"
 #include "pami_protocol.h"
+#include "shm_barrier_inline.h"
 
 typedef struct {
     int           done;
@@ -43,9 +44,13 @@ pami_result_t pami_barrier_wait(pami_context_t context,
                               algo == PAMI_BARRIER_SHM ? "this node" : "the job");
             return PAMI_INVAL;
         }
-        rc = algo == PAMI_BARRIER_SHM
-                 ? pami_barrier_shm(context, finished, &w)
-                 : pami_barrier_hier(context, finished, &w);
+        /* Blocking, the register may be polled inline for a moment:
+         * at 2 tasks that is most of the barrier's cost. */
+        rc = shmb_barrier_inline(context, algo == PAMI_BARRIER_HIER,
+                                 finished, &w);
+        if (rc != PAMI_EAGAIN)
+            return rc;
+        rc = PAMI_SUCCESS;
         break;
     default:
         pami_protocol_log(PAMI_PROTOCOL_LOG_WARN, "barrier",
