@@ -26,7 +26,7 @@ static void print_config(void)
     pami_config_var_t var;
     for (unsigned i = 0; pami_config_var(i, &var) == PAMI_SUCCESS; i++) {
         const char *now = getenv(var.name);
-        printf("  %-22s default %-7s%s%s\n      %s\n", var.name,
+        printf("  %-26s default %-7s%s%s\n      %s\n", var.name,
                var.default_value, now ? " now " : "", now ? now : "",
                var.description);
     }
