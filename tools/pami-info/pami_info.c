@@ -32,6 +32,33 @@ static void print_config(void)
     }
 }
 
+/* The counters each protocol keeps per context (ConnID utilization of the
+ * collectives, packets dropped as malformed, ...), read from a context of
+ * this single-task job: their names, for pami_protocol_stats. */
+static void print_counters(pami_client_t client)
+{
+    pami_context_t ctx;
+    if (pami_context_createv(client, NULL, 1, &ctx) != PAMI_SUCCESS)
+        return;
+    printf("\nprotocol counters (pami_protocol_stats, per context; values "
+           "of this idle one):\n");
+    pami_protocol_info_t p;
+    for (size_t i = 0; pami_protocol_query(client, i, &p) == PAMI_SUCCESS;
+         i++) {
+        pami_protocol_stat_t st[64];
+        size_t n = 0;
+        if (pami_protocol_stats(ctx, p.name, st, 64, &n) != PAMI_SUCCESS ||
+            n == 0)
+            continue;
+        printf("  %s:", p.name);
+        for (size_t k = 0; k < n && k < 64; k++)
+            printf("%s %s=%llu", k % 4 == 0 && k > 0 ? "\n   " : "",
+                   st[k].name, (unsigned long long)st[k].value);
+        printf("\n");
+    }
+    pami_context_destroyv(&ctx, 1);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && (strcmp(argv[1], "-h") == 0 ||
@@ -75,6 +102,7 @@ int main(int argc, char **argv)
         else
             printf("  %-22s v%-3u no ids\n", p.name, p.version);
     }
+    print_counters(client);
     print_config();
     pami_client_destroy(&client);
     return 0;
