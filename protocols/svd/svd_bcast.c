@@ -576,13 +576,9 @@ void svd_on_ack(pami_context_t ctx, void *cookie, const void *hdr,
     (void)recv;
     svd_state_t  *st = cookie;
     svd_ack_hdr_t a;
-    if (!svd_check_hdr(st, SVD_PKT_ACK, hdr, hlen, sizeof(a), origin))
+    if (!svd_decode_bare(st, SVD_PKT_ACK, hdr, hlen, dlen, &a,
+                         sizeof(a), origin))
         return;
-    if (dlen != 0) {
-        svd_drop(st, SVD_STAT_drop_size, origin, "ACK with a payload");
-        return;
-    }
-    memcpy(&a, hdr, sizeof(a));
     if (a.status > SVD_ST_FAILED || a.status == SVD_ST_NOT_FOUND) {
         svd_drop(st, SVD_STAT_drop_bad, origin, "ACK with unknown status");
         return;

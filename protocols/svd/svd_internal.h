@@ -236,6 +236,11 @@ void svd_op_start(svd_state_t *st);
 bool svd_op_end(svd_state_t *st); /* false: the state is gone or closed */
 bool svd_check_hdr(svd_state_t *st, unsigned type, const void *hdr,
                    size_t len, size_t want, pami_endpoint_t origin);
+/* svd_check_hdr for a packet that carries no data, then copies the
+ * header into out (want bytes). */
+bool svd_decode_bare(svd_state_t *st, unsigned type, const void *hdr,
+                     size_t hlen, size_t dlen, void *out, size_t want,
+                     pami_endpoint_t origin);
 void svd_drop(svd_state_t *st, int stat, pami_endpoint_t origin,
               const char *what);
 pami_task_t svd_origin_task(pami_endpoint_t origin);

@@ -415,13 +415,9 @@ void svd_on_fetch(pami_context_t ctx, void *cookie, const void *hdr,
     (void)recv;
     svd_state_t    *st = cookie;
     svd_fetch_hdr_t f;
-    if (!svd_check_hdr(st, SVD_PKT_FETCH, hdr, hlen, sizeof(f), origin))
+    if (!svd_decode_bare(st, SVD_PKT_FETCH, hdr, hlen, dlen, &f,
+                         sizeof(f), origin))
         return;
-    if (dlen != 0) {
-        svd_drop(st, SVD_STAT_drop_size, origin, "FETCH with a payload");
-        return;
-    }
-    memcpy(&f, hdr, sizeof(f));
     pami_task_t     from = svd_origin_task(origin);
     svd_entry_hdr_t e;
     memset(&e, 0, sizeof(e));
@@ -497,13 +493,9 @@ void svd_on_fetched(pami_context_t ctx, void *cookie, const void *hdr,
     (void)recv;
     svd_state_t      *st = cookie;
     svd_fetched_hdr_t f;
-    if (!svd_check_hdr(st, SVD_PKT_FETCHED, hdr, hlen, sizeof(f), origin))
+    if (!svd_decode_bare(st, SVD_PKT_FETCHED, hdr, hlen, dlen, &f,
+                         sizeof(f), origin))
         return;
-    if (dlen != 0) {
-        svd_drop(st, SVD_STAT_drop_size, origin, "FETCHED with a payload");
-        return;
-    }
-    memcpy(&f, hdr, sizeof(f));
     pami_task_t from = svd_origin_task(origin);
     for (svd_serve_t **pp = &st->serves; *pp; pp = &(*pp)->next) {
         svd_serve_t *sv = *pp;
@@ -534,13 +526,9 @@ void svd_on_release(pami_context_t ctx, void *cookie, const void *hdr,
     (void)recv;
     svd_state_t      *st = cookie;
     svd_release_hdr_t r;
-    if (!svd_check_hdr(st, SVD_PKT_RELEASE, hdr, hlen, sizeof(r), origin))
+    if (!svd_decode_bare(st, SVD_PKT_RELEASE, hdr, hlen, dlen, &r,
+                         sizeof(r), origin))
         return;
-    if (dlen != 0) {
-        svd_drop(st, SVD_STAT_drop_size, origin, "RELEASE with a payload");
-        return;
-    }
-    memcpy(&r, hdr, sizeof(r));
     svd_owned_t *o = svd_owned_find(st, r.key);
     if (o == NULL || !user_remove(st, o, svd_origin_task(origin))) {
         svd_drop(st, SVD_STAT_drop_stale, origin,

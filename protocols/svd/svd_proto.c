@@ -270,6 +270,21 @@ bool svd_check_hdr(svd_state_t *st, unsigned type, const void *hdr,
     return true;
 }
 
+bool svd_decode_bare(svd_state_t *st, unsigned type, const void *hdr,
+                     size_t hlen, size_t dlen, void *out, size_t want,
+                     pami_endpoint_t origin)
+{
+    if (!svd_check_hdr(st, type, hdr, hlen, want, origin))
+        return false;
+    if (dlen != 0) {
+        svd_drop(st, SVD_STAT_drop_size, origin,
+                 "a header-only packet with a payload");
+        return false;
+    }
+    memcpy(out, hdr, want);
+    return true;
+}
+
 static pami_result_t run_work(pami_context_t context, void *cookie)
 {
     (void)context;
