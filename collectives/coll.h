@@ -55,10 +55,13 @@ enum {
     SOP_RECV_REDUCE  /* peer -> tmp on arrival; dst <- dst op tmp at step end */
 };
 
+struct coll_req;
+
 typedef struct {
     uint8_t     kind;
     uint8_t     lower;  /* reductions: src comes from lower ranks */
-    uint8_t     done;   /* receives: matched by a message */
+    uint8_t     done;   /* receives: all bytes in place */
+    uint8_t     landing; /* receives: a large payload is being fetched */
     uint32_t    peer;   /* geometry rank */
     uint32_t    tag;    /* sends, receives: index among those with peer */
     uint32_t    step;
@@ -66,10 +69,10 @@ typedef struct {
     void       *dst;
     const void *src;    /* SOP_RECV_REDUCE: the temporary */
     size_t      bytes;
+    struct coll_req *req; /* receives: for the landing callback */
 } coll_sop_t;
 
 struct coll_ctx;
-struct coll_req;
 
 /* A message kept before it can be used: early for a step not reached, for
  * a collective not posted yet, or for a geometry not created yet. */
@@ -112,11 +115,12 @@ typedef struct coll_req {
     size_t      cur;             /* step being run */
     size_t      recvs_left;      /* of cur */
     size_t      sends_left;      /* of cur, not yet complete locally */
-    size_t      rdv_pending;     /* receives whose data is still coming */
+    size_t      rdv_pending;     /* large payloads still being fetched */
     coll_msg_t *early;           /* for later steps, in arrival order */
 
     pami_result_t status;
     bool          in_advance, again, in_call, posted, completed;
+    bool          zombie;        /* ended; freed when rdv_pending is 0 */
     pami_work_t   work;
     uint64_t      create_check[2]; /* geometry creation: {min h, min ~h} */
 } coll_req_t;
@@ -153,7 +157,7 @@ typedef struct coll_ctx {
     pami_task_t      me;
     size_t           ntasks;
     size_t           immediate_max;
-    size_t           piece;   /* largest payload per message (eager) */
+    size_t           rndv_threshold; /* payloads from here arrive by get */
     unsigned         threshold;
     struct pami_geometry *world;
     struct pami_geometry *geoms;
@@ -163,6 +167,7 @@ typedef struct coll_ctx {
         uint64_t started, completed, failed;
         uint64_t early, unexpected, orphans, late;
         uint64_t malformed, aborts_sent, aborts_received;
+        uint64_t large_direct, large_staged;
     } st;
 } coll_ctx_t;
 

@@ -159,11 +159,7 @@ static pami_result_t coll_init(const pami_protocol_env_t *env, void **state)
     cc->me            = attr.task;
     cc->ntasks        = attr.size;
     cc->immediate_max = attr.immediate_max;
-    /* Payloads stay below the rendezvous threshold: the core's rendezvous
-     * delivers to user dispatch ids only (docs/collectives.md). */
-    cc->piece = attr.rndv_threshold > 1 ? attr.rndv_threshold - 1 : 1;
-    if (cc->piece < attr.immediate_max)
-        cc->piece = attr.immediate_max;
+    cc->rndv_threshold = attr.rndv_threshold;
     cc->threshold     = read_threshold();
     cc->orphans_tail  = &cc->orphans;
 
@@ -200,7 +196,10 @@ static void coll_fini(pami_context_t context, void *state)
         coll_geometry_free(cc->geoms);
     for (coll_msg_t *m = cc->orphans, *n; m != NULL; m = n) {
         n = m->next;
-        coll_msg_free(m);
+        if (m->complete)
+            coll_msg_free(m);
+        else
+            m->dead = true; /* its get still writes into it */
     }
     free(cc);
 }
@@ -241,6 +240,8 @@ static size_t coll_stats(void *state, pami_protocol_stat_t *out, size_t max)
         {"malformed_dropped", cc->st.malformed},
         {"aborts_sent", cc->st.aborts_sent},
         {"aborts_received", cc->st.aborts_received},
+        {"large_direct", cc->st.large_direct},
+        {"large_staged", cc->st.large_staged},
         {"connid_threshold", cc->threshold},
     };
     size_t n = sizeof(all) / sizeof(all[0]);

@@ -85,7 +85,7 @@ static void add(coll_req_t *req, uint8_t kind, size_t peer, void *dst,
     }
     req->ops[req->nops++] = (coll_sop_t){
         .kind = kind, .lower = lower, .peer = (uint32_t)peer,
-        .dst = dst, .src = src, .bytes = bytes};
+        .dst = dst, .src = src, .bytes = bytes, .req = req};
 }
 
 void *sb_tmp(coll_req_t *req, size_t bytes)
@@ -177,40 +177,36 @@ static void on_send_done(pami_context_t ctx, void *cookie, pami_result_t rc)
     coll_advance(req);
 }
 
-/* One message of the schedule, in pieces of at most cc->piece bytes. */
+/* One message of the schedule, whole: below the rendezvous threshold its
+ * payload travels with it; from the threshold on the core sends only a
+ * request and the receiver fetches the payload straight into its place
+ * (active GET), so local completion waits for the receiver's answer. */
 static pami_result_t issue_send(coll_req_t *req, const coll_sop_t *op)
 {
     struct pami_geometry *g = req->g;
     coll_ctx_t *cc = req->cc;
-    size_t off = 0;
-    do {
-        size_t len = op->bytes - off < cc->piece ? op->bytes - off : cc->piece;
-        coll_hdr_t h = {
-            .version = COLL_WIRE_VERSION, .type = COLL_MSG_DATA,
-            .flags = req->kind == COLL_KIND_CREATE ? COLL_FLAG_CREATE : 0,
-            .algo = req->algo_id, .connid = req->connid, .kind = req->kind,
-            .geom_id = g->id, .seq = req->seq, .tag = op->tag,
-            .src_rank = (uint32_t)g->rank, .sig = req->sig,
-            .total = op->bytes, .offset = off};
-        pami_send_immediate_t im = {
-            .dest = g->eps[op->peer], .dispatch = cc->dispatch,
-            .header = &h, .header_len = sizeof(h),
-            .data = (const char *)op->src + off, .data_len = len};
-        pami_result_t rc = PAMI_EAGAIN;
-        if (sizeof(h) + len <= cc->immediate_max)
-            rc = pami_send_immediate(cc->ctx, &im);
-        if (rc == PAMI_EAGAIN) {
-            pami_send_t s = {.send = im, .local_fn = on_send_done,
-                             .cookie = req};
-            rc = pami_send(cc->ctx, &s);
-            if (rc == PAMI_SUCCESS)
-                req->sends_left++;
-        }
-        if (rc != PAMI_SUCCESS)
-            return rc;
-        off += len;
-    } while (off < op->bytes);
-    return PAMI_SUCCESS;
+    coll_hdr_t h = {
+        .version = COLL_WIRE_VERSION, .type = COLL_MSG_DATA,
+        .flags = req->kind == COLL_KIND_CREATE ? COLL_FLAG_CREATE : 0,
+        .algo = req->algo_id, .connid = req->connid, .kind = req->kind,
+        .geom_id = g->id, .seq = req->seq, .tag = op->tag,
+        .src_rank = (uint32_t)g->rank, .sig = req->sig,
+        .total = op->bytes, .offset = 0};
+    pami_send_immediate_t im = {
+        .dest = g->eps[op->peer], .dispatch = cc->dispatch,
+        .header = &h, .header_len = sizeof(h),
+        .data = op->src, .data_len = op->bytes};
+    pami_result_t rc = PAMI_EAGAIN;
+    if (sizeof(h) + op->bytes <= cc->immediate_max)
+        rc = pami_send_immediate(cc->ctx, &im);
+    if (rc == PAMI_EAGAIN) {
+        pami_send_t s = {.send = im, .local_fn = on_send_done,
+                         .cookie = req};
+        rc = pami_send(cc->ctx, &s);
+        if (rc == PAMI_SUCCESS)
+            req->sends_left++;
+    }
+    return rc;
 }
 
 /* The receive a message (peer, tag) is for, in the current step or a
@@ -250,7 +246,7 @@ static coll_sop_t *check(coll_req_t *req, const coll_hdr_t *h, size_t len)
         coll_fail(req, PAMI_INVAL, true);
         return NULL;
     }
-    if (op->done) {
+    if (op->done || op->landing) {
         req->cc->st.malformed++;
         coll_warn("geometry %u seq %u: message %u from rank %u twice; "
                   "dropped", h->geom_id, h->seq, h->tag, h->src_rank);
@@ -265,13 +261,15 @@ static void *recv_dest(coll_sop_t *op)
     return op->kind == SOP_RECV ? op->dst : (void *)op->src;
 }
 
-/* A piece of op's message is in place. */
+/* A piece of op's message is in place. Receives of later steps are
+ * counted when their step is entered (only those not done yet). */
 static void got_piece(coll_req_t *req, coll_sop_t *op, size_t len)
 {
     op->got += len;
     if (op->got == op->bytes) {
         op->done = 1;
-        req->recvs_left--;
+        if (op->step == req->cur)
+            req->recvs_left--;
     }
 }
 
@@ -305,7 +303,8 @@ static void enter_step(coll_req_t *req)
         else if (op->kind == SOP_REDUCE)
             reduce(req, op->dst, (void *)op->src, false, op->bytes,
                    op->lower);
-        else if (op->kind == SOP_RECV || op->kind == SOP_RECV_REDUCE)
+        else if ((op->kind == SOP_RECV || op->kind == SOP_RECV_REDUCE) &&
+                 !op->done)
             req->recvs_left++;
     }
     for (uint32_t i = a; i < b && req->status == PAMI_SUCCESS; i++) {
@@ -338,7 +337,10 @@ static void call_done(coll_req_t *req)
     pami_event_fn  fn  = req->done_fn;
     void          *ck  = req->done_cookie;
     pami_result_t  rc  = req->status;
-    coll_req_free(req);
+    if (req->rdv_pending > 0)
+        req->zombie = true; /* on_landed frees it (context going away) */
+    else
+        coll_req_free(req);
     if (fn != NULL)
         fn(ctx, ck, rc);
 }
@@ -513,6 +515,7 @@ coll_msg_t *coll_msg_keep(coll_ctx_t *cc, const coll_hdr_t *h,
         if (data != NULL) {
             memcpy(m->data, data, len);
         } else {
+            cc->st.large_staged++;
             m->complete    = false;
             recv->addr     = m->data;
             recv->local_fn = on_kept_done;
@@ -548,6 +551,61 @@ void coll_adopt(coll_req_t *req, coll_msg_t *m)
     *pp = m;
 }
 
+static bool overlaps(const void *a, size_t an, const void *b, size_t bn)
+{
+    const char *x = a, *y = b;
+    return an > 0 && bn > 0 && x < y + bn && y < x + an;
+}
+
+/* A large payload for a later step may land in place only when nothing
+ * of the steps until then (its own included: copies at entry) touches
+ * that memory; a receive-reduce's temporary is its own. */
+static bool landing_safe(coll_req_t *req, const coll_sop_t *op)
+{
+    if (op->kind == SOP_RECV_REDUCE)
+        return true;
+    uint32_t a = req->steps[req->cur], b = req->steps[op->step + 1];
+    for (uint32_t i = a; i < b; i++) {
+        const coll_sop_t *o = &req->ops[i];
+        if (o == op)
+            continue;
+        if (overlaps(op->dst, op->bytes, o->dst, o->bytes) ||
+            overlaps(op->dst, op->bytes, o->src, o->bytes))
+            return false;
+    }
+    return true;
+}
+
+static void on_landed(pami_context_t ctx, void *cookie, pami_result_t rc)
+{
+    (void)ctx;
+    coll_sop_t *op  = cookie;
+    coll_req_t *req = op->req;
+    op->landing = 0;
+    req->rdv_pending--;
+    if (req->zombie) {
+        if (req->rdv_pending == 0)
+            coll_req_free(req);
+        return;
+    }
+    if (rc != PAMI_SUCCESS)
+        coll_fail(req, rc, false);
+    else
+        got_piece(req, op, op->bytes);
+    coll_advance(req);
+}
+
+/* The large payload of op goes straight into its place. */
+static void land(coll_req_t *req, coll_sop_t *op, pami_recv_t *recv)
+{
+    req->cc->st.large_direct++;
+    op->landing = 1;
+    req->rdv_pending++;
+    recv->addr     = recv_dest(op);
+    recv->local_fn = on_landed;
+    recv->cookie   = op;
+}
+
 /* A message for req arrived (its handler runs). */
 void coll_on_message(coll_req_t *req, const coll_hdr_t *h, const void *data,
                      size_t len, pami_recv_t *recv)
@@ -566,6 +624,20 @@ void coll_on_message(coll_req_t *req, const coll_hdr_t *h, const void *data,
         coll_advance(req);
         return;
     }
+    if (len > 0 && data == NULL) {
+        if (h->offset != 0 || len != op->bytes) {
+            coll_warn("geometry %u seq %u: a large message of %zu bytes at "
+                      "offset %llu: not a whole one", h->geom_id, h->seq, len,
+                      (unsigned long long)h->offset);
+            coll_fail(req, PAMI_INVAL, true);
+            coll_advance(req);
+            return;
+        }
+        if (op->step == req->cur || landing_safe(req, op)) {
+            land(req, op, recv);
+            return;
+        }
+    }
     if (op->step != req->cur) {
         cc->st.early++;
         coll_msg_t *m = coll_msg_keep(cc, h, 0, data, len, recv);
@@ -575,15 +647,6 @@ void coll_on_message(coll_req_t *req, const coll_hdr_t *h, const void *data,
             return;
         }
         coll_adopt(req, m);
-        return;
-    }
-    if (len > 0 && data == NULL) {
-        /* Pieces are sent eagerly; the core's rendezvous never hands one
-         * to a protocol id. */
-        coll_warn("geometry %u seq %u: a piece arrived by rendezvous",
-                  h->geom_id, h->seq);
-        coll_fail(req, PAMI_INVAL, true);
-        coll_advance(req);
         return;
     }
     if (len > 0)

@@ -510,6 +510,7 @@ int main(int argc, char **argv)
 
     pami_protocol_stat_t st[32];
     size_t ns;
+    unsigned long long direct = 0, staged = 0;
     MP_CHECK(pami_protocol_stats(job.ctx[0], "collectives", st, 32, &ns));
     for (size_t i = 0; i < ns && i < 32; i++) {
         if ((strcmp(st[i].name, "malformed_dropped") == 0 ||
@@ -518,11 +519,24 @@ int main(int argc, char **argv)
              strcmp(st[i].name, "connid_in_use") == 0) && st[i].value != 0)
             mp_fail("stat %s is %llu", st[i].name,
                     (unsigned long long)st[i].value);
+        if (strcmp(st[i].name, "large_direct") == 0)
+            direct = st[i].value;
+        if (strcmp(st[i].name, "large_staged") == 0)
+            staged = st[i].value;
     }
+    /* Payloads of 16000 bytes and more were sent: from a threshold that
+     * low on, some must have arrived by get, most straight in place. */
+    pami_client_attr_t ca = {.field_mask = PAMI_CLIENT_ATTR_RNDV_THRESHOLD};
+    MP_CHECK(pami_client_query(job.client, &ca));
+    if (n > 1 && (large || ca.rndv_threshold <= 16000))
+        MP_EXPECT(direct > 0, "no payload landed in place (threshold %zu)",
+                  ca.rndv_threshold);
     mp_sync(&job);
     if (job.me == 0)
         printf("coll_check: %zu tasks, %zu collectives checked (task 0) in "
-               "%.1f s\n", n, runs, mp_now() - t0);
+               "%.1f s; rendezvous threshold %zu: %llu payloads fetched in "
+               "place, %llu staged\n", n, runs, mp_now() - t0,
+               ca.rndv_threshold, direct, staged);
     mp_finish(&job);
     return 0;
 }
