@@ -52,8 +52,12 @@ enum {
     SOP_REDUCE,      /* dst <- dst op src, at step entry */
     SOP_SEND,        /* src -> peer, issued at step entry */
     SOP_RECV,        /* peer -> dst, on arrival */
-    SOP_RECV_REDUCE  /* peer -> tmp on arrival; dst <- dst op tmp at step end */
+    SOP_RECV_REDUCE, /* peer -> tmp on arrival; dst <- dst op tmp at step end */
+    SOP_BARRIER      /* a barrier protocol (peer: COLL_BARRIER_*), at entry */
 };
+
+/* The built-in barrier protocols a barrier step can run. */
+enum { COLL_BARRIER_PACKETS, COLL_BARRIER_SHM, COLL_BARRIER_HIER };
 
 struct coll_req;
 
@@ -116,11 +120,12 @@ typedef struct coll_req {
     size_t      recvs_left;      /* of cur */
     size_t      sends_left;      /* of cur, not yet complete locally */
     size_t      rdv_pending;     /* large payloads still being fetched */
+    size_t      ext_pending;     /* barrier protocol calls not done */
     coll_msg_t *early;           /* for later steps, in arrival order */
 
     pami_result_t status;
     bool          in_advance, again, in_call, posted, completed;
-    bool          zombie;        /* ended; freed when rdv_pending is 0 */
+    bool          zombie;        /* ended; freed once nothing is pending */
     pami_work_t   work;
     uint64_t      create_check[2]; /* geometry creation: {min h, min ~h} */
 } coll_req_t;
@@ -136,6 +141,7 @@ struct pami_geometry {
     pami_endpoint_t      *eps;
     uint64_t              hash;   /* of the task list */
     bool                  world, ready, created;
+    bool                  on_node;  /* the tasks are exactly this node's */
     bool                  list_differs; /* seen while creating */
     pami_result_t         create_rc;
     pami_event_fn         create_fn;
@@ -156,6 +162,8 @@ typedef struct coll_ctx {
     size_t           dispatch;
     pami_task_t      me;
     size_t           ntasks;
+    const pami_task_t *local_tasks; /* of this node, sorted; the client's */
+    size_t           num_local;
     size_t           immediate_max;
     size_t           rndv_threshold; /* payloads from here arrive by get */
     unsigned         threshold;
@@ -222,6 +230,7 @@ void  sb_recv_reduce(coll_req_t *req, size_t peer, void *dst, size_t bytes,
 void  sb_copy(coll_req_t *req, void *dst, const void *src, size_t bytes);
 void  sb_reduce(coll_req_t *req, void *dst, const void *src, size_t bytes,
                 bool lower);
+void  sb_barrier(coll_req_t *req, int which);
 void *sb_tmp(coll_req_t *req, size_t bytes);
 void  coll_start(coll_req_t *req);
 void  coll_advance(coll_req_t *req);

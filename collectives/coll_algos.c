@@ -31,6 +31,27 @@ static pami_result_t b_barrier(coll_req_t *req)
     return PAMI_SUCCESS;
 }
 
+static pami_result_t b_barrier_packets(coll_req_t *req)
+{
+    sb_step(req);
+    sb_barrier(req, COLL_BARRIER_PACKETS);
+    return PAMI_SUCCESS;
+}
+
+static pami_result_t b_barrier_shm(coll_req_t *req)
+{
+    sb_step(req);
+    sb_barrier(req, COLL_BARRIER_SHM);
+    return PAMI_SUCCESS;
+}
+
+static pami_result_t b_barrier_hier(coll_req_t *req)
+{
+    sb_step(req);
+    sb_barrier(req, COLL_BARRIER_HIER);
+    return PAMI_SUCCESS;
+}
+
 static pami_result_t b_bcast_binomial(coll_req_t *req)
 {
     bld_bcast_binomial(req, req->x.root, req->x.rbuf, bytes_of(req));
@@ -269,11 +290,29 @@ static pami_result_t need_commutative(const pami_xfer_t *x)
     return coll_commutative(x) ? PAMI_SUCCESS : PAMI_INVAL;
 }
 
+/* The shared-memory register serves exactly the tasks of this node. */
+static pami_result_t need_node(const pami_xfer_t *x)
+{
+    return x->geometry != NULL && x->geometry->on_node ? PAMI_SUCCESS
+                                                       : PAMI_INVAL;
+}
+
+/* The hierarchical barrier is over every task of the job. */
+static pami_result_t need_all_tasks(const pami_xfer_t *x)
+{
+    return x->geometry != NULL && x->geometry->size == x->geometry->cc->ntasks
+               ? PAMI_SUCCESS : PAMI_INVAL;
+}
+
 #define KIB ((size_t)1024)
 #define ANY 0, SIZE_MAX
 
 const coll_algo_t coll_algos[] = {
     {"barrier_dissemination", PAMI_XFER_BARRIER, 0, ANY, NULL, b_barrier},
+    {"barrier_packets", PAMI_XFER_BARRIER, 0, ANY, NULL, b_barrier_packets},
+    {"barrier_shm", PAMI_XFER_BARRIER, 0, ANY, need_node, b_barrier_shm},
+    {"barrier_hier", PAMI_XFER_BARRIER, 0, ANY, need_all_tasks,
+     b_barrier_hier},
     {"broadcast_binomial", PAMI_XFER_BROADCAST, 0, 0, 64 * KIB, NULL,
      b_bcast_binomial},
     {"broadcast_knomial4", PAMI_XFER_BROADCAST, 0, 0, 16 * KIB, NULL,

@@ -175,7 +175,14 @@ static const char *auto_name(const pami_xfer_t *x,
     bool comm = coll_commutative(x);
     switch (x->kind) {
     case PAMI_XFER_BARRIER:
-        return "barrier_dissemination";
+        /* No message at all on one node; one round of packets between
+         * node leaders for the job; else packets while n - 1 per task
+         * stay few. */
+        if (g->on_node && n > 1)
+            return "barrier_shm";
+        if (n == g->cc->ntasks && n > 1)
+            return "barrier_hier";
+        return n <= 8 ? "barrier_packets" : "barrier_dissemination";
     case PAMI_XFER_BROADCAST:
         if (bytes >= 64 * 1024 && n > 2 && x->count >= n)
             return "broadcast_scatter_allgather";

@@ -102,6 +102,9 @@ pami_result_t coll_geometry_new(coll_ctx_t *cc, uint32_t id,
     g->created   = world;
     g->create_rc = PAMI_SUCCESS;
     g->hash      = list_hash(tasks, n);
+    g->on_node   = n == cc->num_local;
+    for (size_t i = 0; i < n && g->on_node; i++)
+        g->on_node = coll_task_in(cc->local_tasks, cc->num_local, tasks[i]);
     g->threshold = cc->threshold;
     g->unexp_tail = &g->unexp;
     for (size_t i = 0; i < n; i++) {

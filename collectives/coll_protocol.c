@@ -149,6 +149,7 @@ static pami_result_t coll_init(const pami_protocol_env_t *env, void **state)
     cc->offset   = env->context_offset;
     pami_client_attr_t attr = {.field_mask = PAMI_CLIENT_ATTR_TASK |
                                              PAMI_CLIENT_ATTR_SIZE |
+                                             PAMI_CLIENT_ATTR_LOCAL_TASKS |
                                              PAMI_CLIENT_ATTR_IMMEDIATE_MAX |
                                              PAMI_CLIENT_ATTR_RNDV_THRESHOLD};
     pami_result_t rc = pami_client_query(env->client, &attr);
@@ -158,6 +159,8 @@ static pami_result_t coll_init(const pami_protocol_env_t *env, void **state)
     }
     cc->me            = attr.task;
     cc->ntasks        = attr.size;
+    cc->local_tasks   = attr.local_tasks;
+    cc->num_local     = attr.num_local_tasks;
     cc->immediate_max = attr.immediate_max;
     cc->rndv_threshold = attr.rndv_threshold;
     cc->threshold     = read_threshold();

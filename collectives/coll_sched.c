@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "coll.h"
+#include "pami_barrier.h"
 
 /* ---- building ---- */
 
@@ -126,6 +127,11 @@ void sb_copy(coll_req_t *req, void *dst, const void *src, size_t bytes)
         add(req, SOP_COPY, 0, dst, src, bytes, false);
 }
 
+void sb_barrier(coll_req_t *req, int which)
+{
+    add(req, SOP_BARRIER, (size_t)which, NULL, NULL, 0, false);
+}
+
 void sb_reduce(coll_req_t *req, void *dst, const void *src, size_t bytes,
                bool lower)
 {
@@ -175,6 +181,48 @@ static void on_send_done(pami_context_t ctx, void *cookie, pami_result_t rc)
     if (rc != PAMI_SUCCESS)
         coll_fail(req, rc, false);
     coll_advance(req);
+}
+
+/* Frees a request that ended while something still pointed at it, once
+ * nothing does. */
+static bool zombie_release(coll_req_t *req)
+{
+    if (!req->zombie)
+        return false;
+    if (req->rdv_pending == 0 && req->ext_pending == 0)
+        coll_req_free(req);
+    return true;
+}
+
+static void on_barrier_done(pami_context_t ctx, void *cookie,
+                            pami_result_t rc)
+{
+    (void)ctx;
+    coll_req_t *req = cookie;
+    req->ext_pending--;
+    if (zombie_release(req))
+        return;
+    if (rc != PAMI_SUCCESS)
+        coll_fail(req, rc, false);
+    coll_advance(req);
+}
+
+/* A barrier protocol over the geometry's tasks. */
+static pami_result_t start_barrier(coll_req_t *req, const coll_sop_t *op)
+{
+    struct pami_geometry *g = req->g;
+    pami_context_t ctx = req->cc->ctx;
+    pami_result_t rc;
+    if (op->peer == COLL_BARRIER_SHM)
+        rc = pami_barrier_shm(ctx, on_barrier_done, req);
+    else if (op->peer == COLL_BARRIER_HIER)
+        rc = pami_barrier_hier(ctx, on_barrier_done, req);
+    else
+        rc = pami_barrier_packets(ctx, g->tasks, g->size, on_barrier_done,
+                                  req);
+    if (rc == PAMI_SUCCESS)
+        req->ext_pending++;
+    return rc;
 }
 
 /* One message of the schedule, whole: below the rendezvous threshold its
@@ -308,9 +356,11 @@ static void enter_step(coll_req_t *req)
             req->recvs_left++;
     }
     for (uint32_t i = a; i < b && req->status == PAMI_SUCCESS; i++) {
-        if (req->ops[i].kind != SOP_SEND)
+        if (req->ops[i].kind != SOP_SEND && req->ops[i].kind != SOP_BARRIER)
             continue;
-        pami_result_t rc = issue_send(req, &req->ops[i]);
+        pami_result_t rc = req->ops[i].kind == SOP_SEND
+                               ? issue_send(req, &req->ops[i])
+                               : start_barrier(req, &req->ops[i]);
         if (rc != PAMI_SUCCESS) {
             coll_warn("geometry %u seq %u: send to rank %u: %s", req->g->id,
                       req->seq, req->ops[i].peer, pami_error_text(rc));
@@ -337,8 +387,8 @@ static void call_done(coll_req_t *req)
     pami_event_fn  fn  = req->done_fn;
     void          *ck  = req->done_cookie;
     pami_result_t  rc  = req->status;
-    if (req->rdv_pending > 0)
-        req->zombie = true; /* on_landed frees it (context going away) */
+    if (req->rdv_pending > 0 || req->ext_pending > 0)
+        req->zombie = true; /* zombie_release frees it */
     else
         coll_req_free(req);
     if (fn != NULL)
@@ -417,7 +467,8 @@ void coll_advance(coll_req_t *req)
     do {
         req->again = false;
         while (req->status == PAMI_SUCCESS && req->cur < req->nsteps &&
-               req->recvs_left == 0 && req->sends_left == 0) {
+               req->recvs_left == 0 && req->sends_left == 0 &&
+               req->ext_pending == 0) {
             leave_step(req);
             if (req->status != PAMI_SUCCESS)
                 break;
@@ -583,11 +634,8 @@ static void on_landed(pami_context_t ctx, void *cookie, pami_result_t rc)
     coll_req_t *req = op->req;
     op->landing = 0;
     req->rdv_pending--;
-    if (req->zombie) {
-        if (req->rdv_pending == 0)
-            coll_req_free(req);
+    if (zombie_release(req))
         return;
-    }
     if (rc != PAMI_SUCCESS)
         coll_fail(req, rc, false);
     else

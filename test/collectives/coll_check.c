@@ -403,17 +403,25 @@ static void check_barrier(const ct_geom_t *cg)
 {
     size_t na, nc;
     MP_CHECK(pami_geometry_algorithms_num(cg->g, PAMI_XFER_BARRIER, &na, &nc));
-    pami_algorithm_t ids[8];
-    pami_algorithm_metadata_t md[8];
+    pami_algorithm_t ids[16];
+    pami_algorithm_metadata_t md[16];
+    MP_EXPECT(na + nc <= 16, "%zu barrier algorithms", na + nc);
     MP_CHECK(pami_geometry_algorithms_query(cg->g, PAMI_XFER_BARRIER, ids, md,
-                                            na, NULL, NULL, 0));
-    for (size_t a = 0; a < na; a++) {
+                                            na, ids + na, md + na, nc));
+    for (size_t a = 0; a <= na + nc; a++) {
+        /* The last round is AUTO. */
+        pami_xfer_t probe = {.kind = PAMI_XFER_BARRIER, .geometry = cg->g};
+        if (a < na + nc && md[a].check != NULL &&
+            md[a].check(&probe) != PAMI_SUCCESS)
+            continue;
+        const char *name = a < na + nc ? md[a].name : "barrier AUTO";
         double t[2];
         mp_sleep_ms(3.0 * (double)((cg->rank * 5) % cg->n));
         t[0] = mp_now();
         pami_xfer_t x = {.field_mask = PAMI_XFER_FIELD_ALGORITHM,
                          .kind = PAMI_XFER_BARRIER, .geometry = cg->g,
-                         .algorithm = ids[a]};
+                         .algorithm = a < na + nc ? ids[a]
+                                                  : PAMI_ALGORITHM_AUTO};
         MP_CHECK(pami_collective_wait(job.ctx[0], &x));
         t[1] = mp_now();
         double *all = malloc(cg->n * sizeof(t));
@@ -425,7 +433,7 @@ static void check_barrier(const ct_geom_t *cg)
             for (size_t j = 0; j < cg->n; j++)
                 if (all[2 * i + 1] < all[2 * j])
                     mp_fail("%s on %s: rank %zu left at %.6f before rank %zu "
-                            "arrived at %.6f", md[a].name, cg->name, i,
+                            "arrived at %.6f", name, cg->name, i,
                             all[2 * i + 1], j, all[2 * j]);
         free(all);
     }
