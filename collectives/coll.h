@@ -261,6 +261,14 @@ void bld_allreduce_ring(coll_req_t *req, const void *in, void *out,
                         size_t count);
 void bld_reduce_scatter_ring(coll_req_t *req, const void *in, void *out,
                              size_t bytes);
+void bld_allreduce_rabenseifner(coll_req_t *req, const void *in, void *out,
+                                size_t count);
+void bld_reduce_scatter_halving(coll_req_t *req, const void *in, void *out,
+                                size_t bytes);
+void bld_alltoall_bruck(coll_req_t *req, const void *in, void *out,
+                        size_t bytes);
+void bld_bcast_chain(coll_req_t *req, size_t root, void *buf, size_t count,
+                     size_t chunk_bytes);
 void bld_scan_rd(coll_req_t *req, const void *in, void *out, size_t bytes,
                  bool exclusive);
 void bld_allgatherv_ring(coll_req_t *req, const void *in, void *out,

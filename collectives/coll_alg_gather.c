@@ -124,3 +124,56 @@ void bld_alltoallv_pairwise(coll_req_t *req, const void *in,
         sb_recv(req, from, o + roffs[from], rbytes[from]);
     }
 }
+
+/* Bruck: rotate so block i is for rank r + i; in round k send the blocks
+ * whose index has bit k set to r + k (packed) and take the same indices
+ * from r - k; then block i came from r - i. Pack and receive buffers
+ * alternate between rounds so a round's payload can land while the
+ * previous one is unpacked. */
+void bld_alltoall_bruck(coll_req_t *req, const void *in, void *out,
+                        size_t bytes)
+{
+    size_t n = N(req), r = R(req);
+    const unsigned char *i0 = in;
+    unsigned char *o = out;
+    unsigned char *t = sb_tmp(req, n * bytes);
+    unsigned char *pack[2] = {sb_tmp(req, (n / 2 + 1) * bytes),
+                              sb_tmp(req, (n / 2 + 1) * bytes)};
+    unsigned char *got[2] = {sb_tmp(req, (n / 2 + 1) * bytes),
+                             sb_tmp(req, (n / 2 + 1) * bytes)};
+    if (t == NULL || pack[1] == NULL || got[1] == NULL)
+        return;
+    sb_step(req);
+    sb_copy(req, t, i0 + r * bytes, (n - r) * bytes);
+    sb_copy(req, t + (n - r) * bytes, i0, r * bytes);
+    size_t round = 0, prev = 0;
+    for (size_t k = 1; k < n; k <<= 1, round++) {
+        unsigned char *pk = pack[round % 2], *gt = got[round % 2];
+        if (k > 1) {
+            sb_step(req);
+            /* Unpack the previous round's blocks. */
+            unsigned char *pg = got[(round - 1) % 2];
+            size_t m = 0;
+            for (size_t i = 1; i < n; i++)
+                if (i & prev)
+                    sb_copy(req, t + i * bytes, pg + m++ * bytes, bytes);
+        }
+        size_t m = 0;
+        for (size_t i = 1; i < n; i++)
+            if (i & k)
+                sb_copy(req, pk + m++ * bytes, t + i * bytes, bytes);
+        sb_send(req, (r + k) % n, pk, m * bytes);
+        sb_recv(req, (r + n - k) % n, gt, m * bytes);
+        prev = k;
+    }
+    sb_step(req);
+    if (prev != 0) {
+        unsigned char *pg = got[(round - 1) % 2];
+        size_t m = 0;
+        for (size_t i = 1; i < n; i++)
+            if (i & prev)
+                sb_copy(req, t + i * bytes, pg + m++ * bytes, bytes);
+    }
+    for (size_t i = 0; i < n; i++)
+        sb_copy(req, o + ((r + n - i) % n) * bytes, t + i * bytes, bytes);
+}

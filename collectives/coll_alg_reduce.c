@@ -138,3 +138,137 @@ void bld_scan_rd(coll_req_t *req, const void *in, void *out, size_t bytes,
         }
     }
 }
+
+/* The ranks that take part in a power-of-two exchange: with n not a power
+ * of two the first 2 * rem ranks pair up (even into odd, as in
+ * bld_allreduce_rd). newrank -1: an even rank of a pair, idle meanwhile. */
+typedef struct {
+    size_t p, rem;
+    long   newrank;
+} fold_t;
+
+static fold_t fold_of(size_t n, size_t r)
+{
+    fold_t f = {.p = 1};
+    while (f.p * 2 <= n)
+        f.p *= 2;
+    f.rem = n - f.p;
+    if (r < 2 * f.rem)
+        f.newrank = r % 2 == 0 ? -1 : (long)(r / 2);
+    else
+        f.newrank = (long)(r - f.rem);
+    return f;
+}
+
+static size_t fold_rank(const fold_t *f, size_t nr)
+{
+    return nr < f->rem ? nr * 2 + 1 : nr + f->rem;
+}
+
+/* Rabenseifner: a reduce-scatter by recursive halving over p chunks,
+ * then an allgather by recursive doubling. Partners at distance 1 first,
+ * so each partial is over a run of consecutive ranks and combining the
+ * lower run first keeps rank order (any associative op). */
+void bld_allreduce_rabenseifner(coll_req_t *req, const void *in, void *out,
+                                size_t count)
+{
+    size_t n = N(req), r = R(req), es = req->dtsize, bytes = count * es;
+    unsigned char *o = out;
+    fold_t f = fold_of(n, r);
+#define OFF(c) (chunk_off(count, f.p, (c)) * es)
+#define LEN(a, b) (OFF(b) - OFF(a))
+    sb_step(req);
+    sb_copy(req, out, in, bytes);
+    if (r < 2 * f.rem) {
+        if (f.newrank < 0)
+            sb_send(req, r + 1, out, bytes);
+        else
+            sb_recv_reduce(req, r - 1, out, bytes, true);
+    }
+    if (f.newrank >= 0) {
+        size_t nr = (size_t)f.newrank, lo = 0, hi = f.p;
+        size_t los[64], his[64], k = 0;
+        for (size_t d = 1; d < f.p; d <<= 1, k++) {
+            size_t peer = fold_rank(&f, nr ^ d), mid = lo + (hi - lo) / 2;
+            size_t klo = nr & d ? mid : lo, khi = nr & d ? hi : mid;
+            size_t slo = nr & d ? lo : mid, shi = nr & d ? mid : hi;
+            los[k] = lo;
+            his[k] = hi;
+            sb_step(req);
+            sb_send(req, peer, o + OFF(slo), LEN(slo, shi));
+            sb_recv_reduce(req, peer, o + OFF(klo), LEN(klo, khi), peer < r);
+            lo = klo;
+            hi = khi;
+        }
+        for (size_t d = f.p >> 1; d >= 1; d >>= 1) {
+            size_t peer = fold_rank(&f, nr ^ d);
+            k--;
+            /* The partner holds the other half of the range before the
+             * halving step k. */
+            size_t plo = lo == los[k] ? hi : los[k];
+            size_t phi = lo == los[k] ? his[k] : lo;
+            sb_step(req);
+            sb_send(req, peer, o + OFF(lo), LEN(lo, hi));
+            sb_recv(req, peer, o + OFF(plo), LEN(plo, phi));
+            lo = los[k];
+            hi = his[k];
+        }
+    }
+    if (r < 2 * f.rem) {
+        sb_step(req);
+        if (f.newrank < 0)
+            sb_recv(req, r + 1, out, bytes);
+        else
+            sb_send(req, r - 1, out, bytes);
+    }
+#undef OFF
+#undef LEN
+}
+
+/* Recursive halving, farthest partner first (commutative ops): block j
+ * of the n blocks ends on rank j. With the ranks folded, newrank j holds
+ * blocks 2j and 2j + 1 for j < rem (the odd rank passes block 2j to its
+ * even partner at the end), block j + rem otherwise. */
+void bld_reduce_scatter_halving(coll_req_t *req, const void *in, void *out,
+                                size_t bytes)
+{
+    size_t n = N(req), r = R(req), all = n * bytes;
+    fold_t f = fold_of(n, r);
+    unsigned char *acc = sb_tmp(req, all);
+    if (acc == NULL)
+        return;
+#define BOFF(j) (((j) < f.rem ? 2 * (j) : (j) + f.rem) * bytes)
+#define BLEN(a, b) (BOFF(b) - BOFF(a))
+    sb_step(req);
+    sb_copy(req, acc, in, all);
+    if (r < 2 * f.rem) {
+        if (f.newrank < 0)
+            sb_send(req, r + 1, acc, all);
+        else
+            sb_recv_reduce(req, r - 1, acc, all, true);
+    }
+    if (f.newrank >= 0) {
+        size_t nr = (size_t)f.newrank, lo = 0, hi = f.p;
+        for (size_t d = f.p >> 1; d >= 1; d >>= 1) {
+            size_t peer = fold_rank(&f, nr ^ d), mid = lo + d;
+            size_t klo = nr & d ? mid : lo, khi = nr & d ? hi : mid;
+            size_t slo = nr & d ? lo : mid, shi = nr & d ? mid : hi;
+            sb_step(req);
+            sb_send(req, peer, acc + BOFF(slo), BLEN(slo, shi));
+            sb_recv_reduce(req, peer, acc + BOFF(klo), BLEN(klo, khi),
+                           peer < r);
+            lo = klo;
+            hi = khi;
+        }
+        sb_step(req);
+        if (nr < f.rem)
+            sb_send(req, r - 1, acc + (r - 1) * bytes, bytes);
+    } else {
+        sb_step(req);
+        sb_recv(req, r + 1, out, bytes);
+        return;
+    }
+    sb_copy(req, out, acc + r * bytes, bytes);
+#undef BOFF
+#undef BLEN
+}

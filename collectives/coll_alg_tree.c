@@ -196,3 +196,37 @@ void bld_scatter_binomial(coll_req_t *req, size_t root, const void *in,
     if (out != PAMI_IN_PLACE && (void *)buf != out)
         sb_copy(req, out, buf, bytes);
 }
+
+/* Pipelined chain: ranks in root-relative order pass the message down in
+ * chunks; a middle rank forwards chunk i - 1 while chunk i arrives.
+ * The chunking depends on count and n only, so it is the same on all. */
+void bld_bcast_chain(coll_req_t *req, size_t root, void *buf, size_t count,
+                     size_t chunk_bytes)
+{
+    size_t n = N(req), vr = (R(req) + n - root) % n, es = req->dtsize;
+    unsigned char *b = buf;
+    size_t per = es ? chunk_bytes / es : 0;
+    if (per == 0)
+        per = 1;
+    size_t k = count == 0 ? 1 : (count + per - 1) / per;
+    size_t next = (vr + 1 + root) % n, prev = (vr + n - 1 + root) % n;
+#define C_OFF(i) ((i) * per * es)
+#define C_LEN(i) (((i) + 1 == k ? count - (i) * per : per) * es)
+    if (n == 1)
+        return;
+    if (vr == 0) {
+        sb_step(req);
+        for (size_t i = 0; i < k; i++)
+            sb_send(req, next, b + C_OFF(i), C_LEN(i));
+        return;
+    }
+    for (size_t i = 0; i <= k; i++) {
+        sb_step(req);
+        if (i > 0 && vr + 1 < n)
+            sb_send(req, next, b + C_OFF(i - 1), C_LEN(i - 1));
+        if (i < k)
+            sb_recv(req, prev, b + C_OFF(i), C_LEN(i));
+    }
+#undef C_OFF
+#undef C_LEN
+}

@@ -70,6 +70,17 @@ static pami_result_t b_bcast_sag(coll_req_t *req)
     return PAMI_SUCCESS;
 }
 
+/* Chunks of at least 64 KiB, at most 16 of them (fewer, larger chunks
+ * cost fewer handshakes; more fill the chain sooner). */
+static pami_result_t b_bcast_chain(coll_req_t *req)
+{
+    size_t bytes = bytes_of(req), chunk = bytes / 16;
+    if (chunk < 64 * 1024)
+        chunk = 64 * 1024;
+    bld_bcast_chain(req, req->x.root, req->x.rbuf, req->x.count, chunk);
+    return PAMI_SUCCESS;
+}
+
 static pami_result_t b_reduce_binomial(coll_req_t *req)
 {
     bld_reduce_binomial(req, req->x.root, input(req, 0), req->x.rbuf,
@@ -86,6 +97,13 @@ static pami_result_t b_allreduce_rd(coll_req_t *req)
 static pami_result_t b_allreduce_ring(coll_req_t *req)
 {
     bld_allreduce_ring(req, input(req, 0), req->x.rbuf, req->x.count);
+    return PAMI_SUCCESS;
+}
+
+static pami_result_t b_allreduce_rabenseifner(coll_req_t *req)
+{
+    bld_allreduce_rabenseifner(req, input(req, 0), req->x.rbuf,
+                               req->x.count);
     return PAMI_SUCCESS;
 }
 
@@ -225,6 +243,12 @@ static pami_result_t b_alltoall_pairwise(coll_req_t *req)
     return PAMI_SUCCESS;
 }
 
+static pami_result_t b_alltoall_bruck(coll_req_t *req)
+{
+    bld_alltoall_bruck(req, input(req, 0), req->x.rbuf, bytes_of(req));
+    return PAMI_SUCCESS;
+}
+
 static pami_result_t b_alltoallv_pairwise(coll_req_t *req)
 {
     size_t *rb, *ro, *sb, *so;
@@ -255,6 +279,13 @@ static pami_result_t b_alltoallv_pairwise(coll_req_t *req)
 static pami_result_t b_reduce_scatter_ring(coll_req_t *req)
 {
     bld_reduce_scatter_ring(req, input(req, 0), req->x.rbuf, bytes_of(req));
+    return PAMI_SUCCESS;
+}
+
+static pami_result_t b_reduce_scatter_halving(coll_req_t *req)
+{
+    bld_reduce_scatter_halving(req, input(req, 0), req->x.rbuf,
+                               bytes_of(req));
     return PAMI_SUCCESS;
 }
 
@@ -319,6 +350,8 @@ const coll_algo_t coll_algos[] = {
      b_bcast_knomial4},
     {"broadcast_scatter_allgather", PAMI_XFER_BROADCAST, 0, 64 * KIB,
      SIZE_MAX, NULL, b_bcast_sag},
+    {"broadcast_pipelined_chain", PAMI_XFER_BROADCAST, 0, 256 * KIB,
+     SIZE_MAX, NULL, b_bcast_chain},
     {"reduce_binomial", PAMI_XFER_REDUCE, 0, ANY, NULL, b_reduce_binomial},
     {"allreduce_recursive_doubling", PAMI_XFER_ALLREDUCE, 0, 0, 64 * KIB,
      NULL, b_allreduce_rd},
@@ -326,6 +359,8 @@ const coll_algo_t coll_algos[] = {
      64 * KIB, SIZE_MAX, need_commutative, b_allreduce_ring},
     {"allreduce_reduce_broadcast", PAMI_XFER_ALLREDUCE, 0, ANY, NULL,
      b_allreduce_reduce_bcast},
+    {"allreduce_rabenseifner", PAMI_XFER_ALLREDUCE, 0, 16 * KIB, SIZE_MAX,
+     NULL, b_allreduce_rabenseifner},
     {"allgather_ring", PAMI_XFER_ALLGATHER, 0, ANY, NULL, b_allgather_ring},
     {"allgather_recursive_doubling", PAMI_XFER_ALLGATHER,
      PAMI_ALGORITHM_REQ_POW2, 0, 64 * KIB, NULL, b_allgather_rd},
@@ -339,11 +374,16 @@ const coll_algo_t coll_algos[] = {
      b_scatter_binomial},
     {"alltoall_pairwise", PAMI_XFER_ALLTOALL, 0, ANY, NULL,
      b_alltoall_pairwise},
+    {"alltoall_bruck", PAMI_XFER_ALLTOALL, 0, 0, 1 * KIB, NULL,
+     b_alltoall_bruck},
     {"reduce_scatter_ring", PAMI_XFER_REDUCE_SCATTER,
      PAMI_ALGORITHM_REQ_COMMUTATIVE, ANY, need_commutative,
      b_reduce_scatter_ring},
     {"reduce_scatter_reduce_scatter", PAMI_XFER_REDUCE_SCATTER, 0, ANY, NULL,
      b_reduce_scatter_reduce_scatter},
+    {"reduce_scatter_recursive_halving", PAMI_XFER_REDUCE_SCATTER,
+     PAMI_ALGORITHM_REQ_COMMUTATIVE, ANY, need_commutative,
+     b_reduce_scatter_halving},
     {"scan_recursive_doubling", PAMI_XFER_SCAN, 0, ANY, NULL, b_scan},
     {"exscan_recursive_doubling", PAMI_XFER_EXSCAN, 0, ANY, NULL, b_exscan},
     {"allgatherv_ring", PAMI_XFER_ALLGATHERV, 0, ANY, NULL,

@@ -359,8 +359,6 @@ static void run_kind(const ct_geom_t *cg, pami_xfer_type_t kind,
                     c.t = large ? PAMI_TYPE_DOUBLE : reds[ti].t;
                     c.op = large ? PAMI_OP_SUM : reds[ti].op;
                     c.user = large ? 0 : reds[ti].user;
-                    if (c.user == CT_USER_MATRIX)
-                        c.count -= c.count % 4;
                 } else {
                     c.t = large ? PAMI_TYPE_BYTE : move_types[ti];
                 }

@@ -80,9 +80,13 @@ static inline long long ct_ival(size_t rank, size_t i)
     return (long long)((rank * 7 + i * 3 + 2) % 23) - 5;
 }
 
+/* Element i of rank for the non-commutative user op: the affine map
+ * x -> a x + b (mod 2^16) with a in the high half, b in the low one. */
 static inline uint32_t ct_mval(size_t rank, size_t i)
 {
-    return (uint32_t)((rank * 5 + i * 3 + 1) % 7 + 1);
+    uint32_t a = (uint32_t)((rank * 5 + i * 3 + 1) % 7 + 1);
+    uint32_t b = (uint32_t)((rank * 13 + i * 5 + 3) % 251);
+    return a << 16 | b;
 }
 
 static inline bool ct_is_float(pami_type_t t)
@@ -122,8 +126,8 @@ static inline void ct_put(pami_type_t t, int user, void *dst, size_t rank,
     }
 }
 
-/* The user ops: wrapping int32 sum (commutative), and 2x2 matrices of
- * uint32 multiplied mod 2^32 (associative, not commutative). */
+/* The user ops: wrapping int32 sum (commutative), and composition of
+ * affine maps packed in uint32 (associative, not commutative). */
 static inline void ct_user_sum(void *inout, const void *in, size_t count,
                                void *cookie)
 {
@@ -137,23 +141,25 @@ static inline void ct_user_sum(void *inout, const void *in, size_t count,
     }
 }
 
-static inline void ct_mat_mul(uint32_t *c, const uint32_t *a, const uint32_t *b)
+/* f then g, as one affine map: x -> ga (fa x + fb) + gb. Associative,
+ * not commutative. */
+static inline uint32_t ct_affine_then(uint32_t f, uint32_t g)
 {
-    uint32_t r[4] = {a[0] * b[0] + a[1] * b[2], a[0] * b[1] + a[1] * b[3],
-                     a[2] * b[0] + a[3] * b[2], a[2] * b[1] + a[3] * b[3]};
-    memcpy(c, r, sizeof(r));
+    uint32_t fa = f >> 16, fb = f & 0xffff, ga = g >> 16, gb = g & 0xffff;
+    return ((fa * ga) & 0xffff) << 16 | ((ga * fb + gb) & 0xffff);
 }
 
+/* Element by element, inout = in then inout: in holds lower ranks. */
 static inline void ct_user_matrix(void *inout, const void *in, size_t count,
                                   void *cookie)
 {
     (void)cookie;
-    for (size_t i = 0; i + 4 <= count; i += 4) {
-        uint32_t a[4], b[4];
-        memcpy(a, (const char *)in + 4 * i, 16);
-        memcpy(b, (char *)inout + 4 * i, 16);
-        ct_mat_mul(b, a, b); /* inout = in * inout: in is lower */
-        memcpy((char *)inout + 4 * i, b, 16);
+    for (size_t i = 0; i < count; i++) {
+        uint32_t a, b;
+        memcpy(&a, (const char *)in + 4 * i, 4);
+        memcpy(&b, (char *)inout + 4 * i, 4);
+        b = ct_affine_then(a, b);
+        memcpy((char *)inout + 4 * i, &b, 4);
     }
 }
 
@@ -214,18 +220,10 @@ static inline void ct_fold(pami_type_t t, pami_op_t op, int user, size_t lo,
     if (user == CT_USER_COMM)
         op = PAMI_OP_SUM;
     if (user == CT_USER_MATRIX) {
-        /* Element i is entry i % 4 of matrix i / 4. */
-        size_t base = i - i % 4;
-        uint32_t acc[4], m[4];
-        for (size_t q = lo; q <= hi; q++) {
-            for (int k = 0; k < 4; k++)
-                m[k] = ct_mval(q, base + k);
-            if (q == lo)
-                memcpy(acc, m, 16);
-            else
-                ct_mat_mul(acc, acc, m);
-        }
-        memcpy(out, &acc[i % 4], 4);
+        uint32_t acc = ct_mval(lo, i);
+        for (size_t q = lo + 1; q <= hi; q++)
+            acc = ct_affine_then(acc, ct_mval(q, i));
+        memcpy(out, &acc, 4);
         return;
     }
     switch (t) {
