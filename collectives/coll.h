@@ -86,6 +86,7 @@ typedef struct coll_msg {
     pami_task_t      origin;
     void            *data;
     size_t           len;
+    size_t           cap;      /* bytes data can hold (kept when pooled) */
     bool             complete; /* all data here (large ones arrive later) */
     bool             dead;     /* owner went away: free when complete */
     struct coll_req *owner;    /* set once in a request's early list */
@@ -112,8 +113,9 @@ typedef struct coll_req {
     size_t      nops, opcap;
     uint32_t   *steps;           /* first op of each step; nsteps + 1 */
     size_t      nsteps, stepcap;
-    void      **tmps;            /* temporaries freed at the end */
-    size_t      ntmps, tmpcap;
+    void      **tmps;            /* temporaries, kept for the next call */
+    size_t     *tmpsz;           /* their sizes */
+    size_t      ntmps, tmpcap, tmpkept; /* used now, room, allocated */
     bool        build_failed;
 
     size_t      cur;             /* step being run */
@@ -128,6 +130,7 @@ typedef struct coll_req {
     bool          zombie;        /* ended; freed once nothing is pending */
     pami_work_t   work;
     uint64_t      create_check[2]; /* geometry creation: {min h, min ~h} */
+    struct coll_req *pool_next;
 } coll_req_t;
 
 /* ---- geometries ---- */
@@ -170,12 +173,19 @@ typedef struct coll_ctx {
     struct pami_geometry *world;
     struct pami_geometry *geoms;
     coll_msg_t      *orphans, **orphans_tail; /* for unknown geometries */
+    coll_req_t      *req_pool;   /* free lists (coll_pool.c) */
+    size_t           nreq_pool;
+    coll_msg_t      *msg_pool;
+    size_t           nmsg_pool;
+    uint32_t        *scratch;
+    size_t           scratch_cap;
     struct {
         uint64_t in_use, high_water, waits, eagain;
         uint64_t started, completed, failed;
         uint64_t early, unexpected, orphans, late;
         uint64_t malformed, aborts_sent, aborts_received;
         uint64_t large_direct, large_staged;
+        uint64_t allocs;
     } st;
 } coll_ctx_t;
 
@@ -218,10 +228,18 @@ void coll_deliver(struct pami_geometry *g, const coll_hdr_t *h,
                   pami_recv_t *recv);
 void coll_claim_unexpected(coll_req_t *req);
 
-/* coll_sched.c */
+/* coll_pool.c */
+bool coll_grow(coll_ctx_t *cc, void **arr, size_t *cap, size_t need,
+               size_t elem);
 coll_req_t *coll_req_new(struct pami_geometry *g, const pami_xfer_t *x,
                          uint16_t kind);
 void  coll_req_free(coll_req_t *req);
+coll_msg_t *coll_msg_new(coll_ctx_t *cc, size_t len);
+void  coll_msg_destroy(coll_msg_t *m);
+uint32_t *coll_scratch(coll_ctx_t *cc, size_t n);
+void  coll_pool_fini(coll_ctx_t *cc);
+
+/* coll_sched.c */
 void  sb_step(coll_req_t *req);
 void  sb_send(coll_req_t *req, size_t peer, const void *src, size_t bytes);
 void  sb_recv(coll_req_t *req, size_t peer, void *dst, size_t bytes);

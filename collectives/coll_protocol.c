@@ -204,6 +204,7 @@ static void coll_fini(pami_context_t context, void *state)
         else
             m->dead = true; /* its get still writes into it */
     }
+    coll_pool_fini(cc);
     free(cc);
 }
 
@@ -245,6 +246,7 @@ static size_t coll_stats(void *state, pami_protocol_stat_t *out, size_t max)
         {"aborts_received", cc->st.aborts_received},
         {"large_direct", cc->st.large_direct},
         {"large_staged", cc->st.large_staged},
+        {"allocations", cc->st.allocs},
         {"connid_threshold", cc->threshold},
     };
     size_t n = sizeof(all) / sizeof(all[0]);

@@ -14,59 +14,10 @@
 
 /* ---- building ---- */
 
-static bool grow(void **arr, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return true;
-    size_t n = *cap ? *cap * 2 : 16;
-    while (n < need)
-        n *= 2;
-    void *p = realloc(*arr, n * elem);
-    if (p == NULL)
-        return false;
-    *arr = p;
-    *cap = n;
-    return true;
-}
-
-coll_req_t *coll_req_new(struct pami_geometry *g, const pami_xfer_t *x,
-                         uint16_t kind)
-{
-    coll_req_t *req = calloc(1, sizeof(*req));
-    if (req == NULL)
-        return NULL;
-    req->g = g;
-    req->cc = g->cc;
-    if (x != NULL)
-        req->x = *x;
-    req->kind   = kind;
-    req->status = PAMI_SUCCESS;
-    req->dtsize = pami_type_size(req->x.dtype);
-    return req;
-}
-
-void coll_req_free(coll_req_t *req)
-{
-    for (coll_msg_t *m = req->early, *n; m != NULL; m = n) {
-        n = m->next;
-        m->owner = NULL;
-        if (m->complete)
-            coll_msg_free(m);
-        else
-            m->dead = true; /* freed when its data arrives */
-    }
-    for (size_t i = 0; i < req->ntmps; i++)
-        free(req->tmps[i]);
-    free(req->tmps);
-    free(req->ops);
-    free(req->steps);
-    free(req);
-}
-
 void sb_step(coll_req_t *req)
 {
-    if (!grow((void **)&req->steps, &req->stepcap, req->nsteps + 2,
-              sizeof(*req->steps))) {
+    if (!coll_grow(req->cc, (void **)&req->steps, &req->stepcap,
+                   req->nsteps + 2, sizeof(*req->steps))) {
         req->build_failed = true;
         return;
     }
@@ -79,30 +30,14 @@ static void add(coll_req_t *req, uint8_t kind, size_t peer, void *dst,
     if (req->nsteps == 0)
         sb_step(req);
     if (req->build_failed ||
-        !grow((void **)&req->ops, &req->opcap, req->nops + 1,
-              sizeof(*req->ops))) {
+        !coll_grow(req->cc, (void **)&req->ops, &req->opcap, req->nops + 1,
+                   sizeof(*req->ops))) {
         req->build_failed = true;
         return;
     }
     req->ops[req->nops++] = (coll_sop_t){
         .kind = kind, .lower = lower, .peer = (uint32_t)peer,
         .dst = dst, .src = src, .bytes = bytes, .req = req};
-}
-
-void *sb_tmp(coll_req_t *req, size_t bytes)
-{
-    if (!grow((void **)&req->tmps, &req->tmpcap, req->ntmps + 1,
-              sizeof(*req->tmps))) {
-        req->build_failed = true;
-        return NULL;
-    }
-    void *p = malloc(bytes ? bytes : 1);
-    if (p == NULL) {
-        req->build_failed = true;
-        return NULL;
-    }
-    req->tmps[req->ntmps++] = p;
-    return p;
 }
 
 void sb_send(coll_req_t *req, size_t peer, const void *src, size_t bytes)
@@ -489,7 +424,7 @@ void coll_advance(coll_req_t *req)
 static bool number_messages(coll_req_t *req)
 {
     size_t    n    = req->g->size;
-    uint32_t *sent = calloc(2 * n, sizeof(*sent));
+    uint32_t *sent = coll_scratch(req->cc, 2 * n);
     if (sent == NULL)
         return false;
     uint32_t *got = sent + n;
@@ -502,7 +437,6 @@ static bool number_messages(coll_req_t *req)
             else if (op->kind == SOP_RECV || op->kind == SOP_RECV_REDUCE)
                 op->tag = got[op->peer]++;
         }
-    free(sent);
     return true;
 }
 
@@ -529,7 +463,7 @@ static void on_kept_done(pami_context_t ctx, void *cookie, pami_result_t rc)
     coll_msg_t *m = cookie;
     m->complete = true;
     if (m->dead) {
-        coll_msg_free(m);
+        coll_msg_destroy(m); /* its owner, maybe its context, went away */
         return;
     }
     coll_req_t *req = m->owner;
@@ -549,20 +483,14 @@ coll_msg_t *coll_msg_keep(coll_ctx_t *cc, const coll_hdr_t *h,
                           pami_task_t origin, const void *data, size_t len,
                           pami_recv_t *recv)
 {
-    coll_msg_t *m = calloc(1, sizeof(*m));
+    coll_msg_t *m = coll_msg_new(cc, len);
     if (m == NULL)
         return NULL;
     m->hdr    = *h;
     m->origin = origin;
     m->len    = len;
-    m->cc     = cc;
     m->complete = true;
     if (len > 0) {
-        m->data = malloc(len);
-        if (m->data == NULL) {
-            free(m);
-            return NULL;
-        }
         if (data != NULL) {
             memcpy(m->data, data, len);
         } else {
@@ -574,12 +502,6 @@ coll_msg_t *coll_msg_keep(coll_ctx_t *cc, const coll_hdr_t *h,
         }
     }
     return m;
-}
-
-void coll_msg_free(coll_msg_t *m)
-{
-    free(m->data);
-    free(m);
 }
 
 /* A kept message joins a posted collective: checked now when its data

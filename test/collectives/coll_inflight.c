@@ -4,7 +4,9 @@
  *   coll_inflight window   64 allreduces at once on the world (run with a
  *                          small PAMI_CONNID_THRESHOLD: callers must wait)
  *                          and on two overlapping geometries at once
- *   coll_inflight reuse N  N small allreduces in a row, 64 in flight
+ *   coll_inflight reuse N  N small allreduces in a row, 64 in flight; then
+ *                          a stream of small blocking collectives that
+ *                          must allocate nothing once warm
  */
 #include "coll_util.h"
 
@@ -157,7 +159,10 @@ static void reuse(size_t count)
     for (size_t i = 0; i < WINDOW; i++)
         s[i].done = true;
     double t0 = mp_now();
+    uint64_t allocs0 = 0;
     for (size_t i = 0; i < count; i++) {
+        if (i == 2 * WINDOW)
+            allocs0 = stat("allocations");
         slot_t *sl = &s[i % WINDOW];
         if (!sl->done)
             MP_WAIT(&job, job.ctx[0], sl->done, MP_WAIT_S, "allreduce %zu",
@@ -173,11 +178,48 @@ static void reuse(size_t count)
     }
     MP_EXPECT(stat("late_dropped") == 0 && stat("malformed_dropped") == 0,
               "dropped messages");
+    double secs = mp_now() - t0;
+    /* Once warm, only a new high of requests in flight or of messages
+     * kept early (at most WINDOW collectives' worth) may allocate. */
+    uint64_t window_allocs = count > 2 * WINDOW
+                                 ? stat("allocations") - allocs0 : 0;
+    size_t log2n = 0;
+    while ((size_t)1 << log2n < w.n)
+        log2n++;
+    MP_EXPECT(window_allocs <= WINDOW * (log2n + 4),
+              "%llu allocations in %zu windowed allreduces",
+              (unsigned long long)window_allocs, count);
+
+    /* Blocking small collectives: nothing at all once warm. */
+    uint64_t blocking_allocs = 0;
+    for (int phase = 0; phase < 2; phase++) {
+        if (phase == 1)
+            blocking_allocs = stat("allocations");
+        for (size_t i = 0; i < (phase ? 2000u : 200u); i++) {
+            slot_t sl;
+            start_allreduce(world, &sl, i, w.rank, w.n);
+            MP_WAIT(&job, job.ctx[0], sl.done, MP_WAIT_S, "allreduce %zu",
+                    i);
+            check_allreduce(&sl, "blocking");
+            uint64_t v = job.me == i % w.n ? i : 0;
+            MP_CHECK(pami_geometry_broadcast(job.ctx[0], world, i % w.n, &v,
+                                             1, PAMI_TYPE_UINT64));
+            MP_EXPECT(v == i, "broadcast %zu gave %llu", i,
+                      (unsigned long long)v);
+            MP_CHECK(pami_geometry_barrier(job.ctx[0], world));
+        }
+    }
+    blocking_allocs = stat("allocations") - blocking_allocs;
+    MP_EXPECT(blocking_allocs == 0,
+              "%llu allocations in 2000 x (allreduce, broadcast, barrier)",
+              (unsigned long long)blocking_allocs);
     if (job.me == 0)
         printf("coll_inflight: %zu allreduces in %.2f s (%.1f us each), "
-               "ConnIDs reused %zu times each\n", count, mp_now() - t0,
-               (mp_now() - t0) * 1e6 / (double)count,
-               count / PAMI_CONNID_BUFFER);
+               "ConnIDs reused %zu times each; allocations once warm: %llu "
+               "windowed, %llu blocking\n", count, secs,
+               secs * 1e6 / (double)count, count / PAMI_CONNID_BUFFER,
+               (unsigned long long)window_allocs,
+               (unsigned long long)blocking_allocs);
 }
 
 int main(int argc, char **argv)
