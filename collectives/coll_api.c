@@ -186,13 +186,19 @@ static const char *auto_name(const pami_xfer_t *x,
     case PAMI_XFER_BROADCAST:
         if (bytes >= 64 * 1024 && n > 2 && x->count >= n)
             return "broadcast_scatter_allgather";
+        if (bytes >= 256 * 1024 && n == 2)
+            return "broadcast_pipelined_chain";
         return n > 4 && bytes <= 4096 ? "broadcast_knomial4"
                                       : "broadcast_binomial";
     case PAMI_XFER_REDUCE:
         return "reduce_binomial";
     case PAMI_XFER_ALLREDUCE:
-        return comm && bytes >= 64 * 1024 && x->count >= n
-                   ? "allreduce_ring" : "allreduce_recursive_doubling";
+        if (bytes < 16 * 1024 || x->count < n)
+            return "allreduce_recursive_doubling";
+        if (comm && (bytes >= 1024 * 1024 ||
+                     (!coll_pow2(n) && bytes >= 64 * 1024)))
+            return "allreduce_ring";
+        return "allreduce_rabenseifner";
     case PAMI_XFER_ALLGATHER:
         if (coll_pow2(n) && bytes * n <= 256 * 1024)
             return "allgather_recursive_doubling";
@@ -202,9 +208,13 @@ static const char *auto_name(const pami_xfer_t *x,
     case PAMI_XFER_SCATTER:
         return bytes <= 4096 ? "scatter_binomial" : "scatter_linear";
     case PAMI_XFER_ALLTOALL:
-        return "alltoall_pairwise";
+        return n > 2 && bytes <= 2048 ? "alltoall_bruck" : "alltoall_pairwise";
     case PAMI_XFER_REDUCE_SCATTER:
-        return comm ? "reduce_scatter_ring" : "reduce_scatter_reduce_scatter";
+        if (!comm)
+            return "reduce_scatter_reduce_scatter";
+        return coll_pow2(n) && bytes * n <= 1024 * 1024
+                   ? "reduce_scatter_recursive_halving"
+                   : "reduce_scatter_ring";
     case PAMI_XFER_SCAN:
         return "scan_recursive_doubling";
     case PAMI_XFER_EXSCAN:

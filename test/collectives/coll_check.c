@@ -342,8 +342,13 @@ static void run_kind(const ct_geom_t *cg, pami_xfer_type_t kind,
     pami_algorithm_metadata_t md[32];
     MP_CHECK(pami_geometry_algorithms_query(cg->g, kind, ids, md, na,
                                             ids + na, md + na, nc));
-    for (size_t a = 0; a < na + nc; a++) {
-        MP_EXPECT(md[a].name != NULL && (a < na) == (md[a].check == NULL),
+    MP_EXPECT(na + nc < 32, "%zu algorithms", na + nc);
+    /* The last round is AUTO (id 0), which must always find one. */
+    ids[na + nc] = PAMI_ALGORITHM_AUTO;
+    md[na + nc] = (pami_algorithm_metadata_t){.name = "AUTO"};
+    for (size_t a = 0; a <= na + nc; a++) {
+        MP_EXPECT(md[a].name != NULL &&
+                      (a >= na + nc || (a < na) == (md[a].check == NULL)),
                   "%s: metadata %zu is inconsistent", kind_name[kind], a);
         size_t ntypes = reduces(kind) ? sizeof(reds) / sizeof(reds[0])
                                       : sizeof(move_types) / sizeof(move_types[0]);
