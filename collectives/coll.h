@@ -65,11 +65,11 @@ typedef struct {
     uint8_t     kind;
     uint8_t     lower;  /* reductions: src comes from lower ranks */
     uint8_t     done;   /* receives: all bytes in place */
-    uint8_t     landing; /* receives: a large payload is being fetched */
     uint32_t    peer;   /* geometry rank */
     uint32_t    tag;    /* sends, receives: index among those with peer */
     uint32_t    step;
-    size_t      got;    /* receives: bytes in place */
+    size_t      got;    /* receives: bytes in place or being fetched */
+    uint32_t    landing; /* receives: pieces being fetched in place */
     void       *dst;
     const void *src;    /* SOP_RECV_REDUCE: the temporary */
     size_t      bytes;
@@ -169,6 +169,7 @@ typedef struct coll_ctx {
     size_t           num_local;
     size_t           immediate_max;
     size_t           rndv_threshold; /* payloads from here arrive by get */
+    size_t           piece;   /* large messages go in pieces of this */
     unsigned         threshold;
     struct pami_geometry *world;
     struct pami_geometry *geoms;

@@ -10,6 +10,7 @@
 #include "coll.h"
 
 #define COLL_THRESHOLD_DEFAULT 64
+#define COLL_PIECE (64u * 1024)
 
 static const pami_config_var_t coll_config[] = {
     {"PAMI_CONNID_THRESHOLD", "64",
@@ -163,6 +164,11 @@ static pami_result_t coll_init(const pami_protocol_env_t *env, void **state)
     cc->num_local     = attr.num_local_tasks;
     cc->immediate_max = attr.immediate_max;
     cc->rndv_threshold = attr.rndv_threshold;
+    /* Large messages in pieces fetched in parallel: one big get is slower
+     * than several smaller ones in flight at once (docs/collectives.md). */
+    cc->piece = COLL_PIECE;
+    if (cc->piece < attr.rndv_threshold)
+        cc->piece = attr.rndv_threshold;
     cc->threshold     = read_threshold();
     cc->orphans_tail  = &cc->orphans;
 

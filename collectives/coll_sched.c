@@ -160,36 +160,46 @@ static pami_result_t start_barrier(coll_req_t *req, const coll_sop_t *op)
     return rc;
 }
 
-/* One message of the schedule, whole: below the rendezvous threshold its
- * payload travels with it; from the threshold on the core sends only a
- * request and the receiver fetches the payload straight into its place
- * (active GET), so local completion waits for the receiver's answer. */
+/* One message of the schedule. Below the rendezvous threshold it is one
+ * message with its payload; from the threshold on it goes in pieces of
+ * cc->piece bytes, and for each the core sends only a request: the
+ * receiver fetches the pieces straight into their place (active GET),
+ * several at once, and a piece completes here once the receiver
+ * answered. */
 static pami_result_t issue_send(coll_req_t *req, const coll_sop_t *op)
 {
     struct pami_geometry *g = req->g;
     coll_ctx_t *cc = req->cc;
-    coll_hdr_t h = {
-        .version = COLL_WIRE_VERSION, .type = COLL_MSG_DATA,
-        .flags = req->kind == COLL_KIND_CREATE ? COLL_FLAG_CREATE : 0,
-        .algo = req->algo_id, .connid = req->connid, .kind = req->kind,
-        .geom_id = g->id, .seq = req->seq, .tag = op->tag,
-        .src_rank = (uint32_t)g->rank, .sig = req->sig,
-        .total = op->bytes, .offset = 0};
-    pami_send_immediate_t im = {
-        .dest = g->eps[op->peer], .dispatch = cc->dispatch,
-        .header = &h, .header_len = sizeof(h),
-        .data = op->src, .data_len = op->bytes};
-    pami_result_t rc = PAMI_EAGAIN;
-    if (sizeof(h) + op->bytes <= cc->immediate_max)
-        rc = pami_send_immediate(cc->ctx, &im);
-    if (rc == PAMI_EAGAIN) {
-        pami_send_t s = {.send = im, .local_fn = on_send_done,
-                         .cookie = req};
-        rc = pami_send(cc->ctx, &s);
-        if (rc == PAMI_SUCCESS)
-            req->sends_left++;
-    }
-    return rc;
+    size_t off = 0, piece = op->bytes < cc->rndv_threshold ? op->bytes
+                                                           : cc->piece;
+    do {
+        size_t len = op->bytes - off < piece ? op->bytes - off : piece;
+        coll_hdr_t h = {
+            .version = COLL_WIRE_VERSION, .type = COLL_MSG_DATA,
+            .flags = req->kind == COLL_KIND_CREATE ? COLL_FLAG_CREATE : 0,
+            .algo = req->algo_id, .connid = req->connid, .kind = req->kind,
+            .geom_id = g->id, .seq = req->seq, .tag = op->tag,
+            .src_rank = (uint32_t)g->rank, .sig = req->sig,
+            .total = op->bytes, .offset = off};
+        pami_send_immediate_t im = {
+            .dest = g->eps[op->peer], .dispatch = cc->dispatch,
+            .header = &h, .header_len = sizeof(h),
+            .data = (const char *)op->src + off, .data_len = len};
+        pami_result_t rc = PAMI_EAGAIN;
+        if (sizeof(h) + len <= cc->immediate_max)
+            rc = pami_send_immediate(cc->ctx, &im);
+        if (rc == PAMI_EAGAIN) {
+            pami_send_t s = {.send = im, .local_fn = on_send_done,
+                             .cookie = req};
+            rc = pami_send(cc->ctx, &s);
+            if (rc == PAMI_SUCCESS)
+                req->sends_left++;
+        }
+        if (rc != PAMI_SUCCESS)
+            return rc;
+        off += len;
+    } while (off < op->bytes);
+    return PAMI_SUCCESS;
 }
 
 /* The receive a message (peer, tag) is for, in the current step or a
@@ -229,13 +239,13 @@ static coll_sop_t *check(coll_req_t *req, const coll_hdr_t *h, size_t len)
         coll_fail(req, PAMI_INVAL, true);
         return NULL;
     }
-    if (op->done || op->landing) {
+    if (op->done || len > op->bytes - op->got) {
         req->cc->st.malformed++;
-        coll_warn("geometry %u seq %u: message %u from rank %u twice; "
-                  "dropped", h->geom_id, h->seq, h->tag, h->src_rank);
+        coll_warn("geometry %u seq %u: message %u from rank %u: more "
+                  "bytes than it has; dropped", h->geom_id, h->seq, h->tag,
+                  h->src_rank);
         return NULL;
     }
-    (void)len;
     return op;
 }
 
@@ -244,12 +254,13 @@ static void *recv_dest(coll_sop_t *op)
     return op->kind == SOP_RECV ? op->dst : (void *)op->src;
 }
 
-/* A piece of op's message is in place. Receives of later steps are
- * counted when their step is entered (only those not done yet). */
+/* A piece of op's message is in place (or, from land, being fetched
+ * there). Receives of later steps are counted when their step is
+ * entered (only those not done yet). */
 static void got_piece(coll_req_t *req, coll_sop_t *op, size_t len)
 {
     op->got += len;
-    if (op->got == op->bytes) {
+    if (op->got == op->bytes && op->landing == 0 && !op->done) {
         op->done = 1;
         if (op->step == req->cur)
             req->recvs_left--;
@@ -554,24 +565,26 @@ static void on_landed(pami_context_t ctx, void *cookie, pami_result_t rc)
     (void)ctx;
     coll_sop_t *op  = cookie;
     coll_req_t *req = op->req;
-    op->landing = 0;
+    op->landing--;
     req->rdv_pending--;
     if (zombie_release(req))
         return;
     if (rc != PAMI_SUCCESS)
         coll_fail(req, rc, false);
     else
-        got_piece(req, op, op->bytes);
+        got_piece(req, op, 0);
     coll_advance(req);
 }
 
-/* The large payload of op goes straight into its place. */
-static void land(coll_req_t *req, coll_sop_t *op, pami_recv_t *recv)
+/* A large piece of op goes straight into its place. */
+static void land(coll_req_t *req, coll_sop_t *op, const coll_hdr_t *h,
+                 size_t len, pami_recv_t *recv)
 {
     req->cc->st.large_direct++;
-    op->landing = 1;
+    op->landing++;
+    op->got += len;
     req->rdv_pending++;
-    recv->addr     = recv_dest(op);
+    recv->addr     = (char *)recv_dest(op) + h->offset;
     recv->local_fn = on_landed;
     recv->cookie   = op;
 }
@@ -594,19 +607,10 @@ void coll_on_message(coll_req_t *req, const coll_hdr_t *h, const void *data,
         coll_advance(req);
         return;
     }
-    if (len > 0 && data == NULL) {
-        if (h->offset != 0 || len != op->bytes) {
-            coll_warn("geometry %u seq %u: a large message of %zu bytes at "
-                      "offset %llu: not a whole one", h->geom_id, h->seq, len,
-                      (unsigned long long)h->offset);
-            coll_fail(req, PAMI_INVAL, true);
-            coll_advance(req);
-            return;
-        }
-        if (op->step == req->cur || landing_safe(req, op)) {
-            land(req, op, recv);
-            return;
-        }
+    if (len > 0 && data == NULL &&
+        (op->step == req->cur || landing_safe(req, op))) {
+        land(req, op, h, len, recv);
+        return;
     }
     if (op->step != req->cur) {
         cc->st.early++;
