@@ -142,6 +142,22 @@ int main(int argc, char **argv)
         still_works(world, "mismatched counts");
     }
 
+    /* Mismatched barrier algorithms: task 0 runs dissemination (messages
+     * of the collectives), the others the control-packet protocol. The
+     * members that get task 0's message fail and abort the rest; the
+     * others' protocol barrier stays pending (it can never complete) and
+     * is finished with PAMI_SHUTDOWN at context destroy. */
+    if (n > 1) {
+        pami_algorithm_t diss, pk;
+        MP_CHECK(pami_algorithm_by_name("barrier_dissemination", &diss));
+        MP_CHECK(pami_algorithm_by_name("barrier_packets", &pk));
+        x = (pami_xfer_t){.field_mask = PAMI_XFER_FIELD_ALGORITHM,
+                          .kind = PAMI_XFER_BARRIER, .geometry = world,
+                          .algorithm = job.me == 0 ? diss : pk};
+        EXPECT_RC(run(&x), PAMI_INVAL, "mismatched barrier algorithms");
+        still_works(world, "mismatched barrier algorithms");
+    }
+
     /* Geometry creation: bad lists refused here; different lists on the
      * members fail on all of them. */
     pami_geometry_t g = NULL;
