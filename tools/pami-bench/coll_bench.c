@@ -50,7 +50,7 @@ static const size_t coll_sizes[] = {8,         64,        256,
  * warm-up's time per call), within these bounds of calls. */
 #define TARGET_S 0.02
 #define MIN_OPS  3
-#define MAX_OPS  2000
+#define MAX_OPS  10000
 
 typedef struct {
     pami_algorithm_t          id; /* PAMI_ALGORITHM_AUTO for the AUTO line */
@@ -247,7 +247,7 @@ static void run_line(coll_run_t *c, const algo_t *a, size_t bytes)
                   c->k->reduce ? "element" : "byte", bad);
 
     size_t warm = o->warmup >= 0 ? (size_t)o->warmup
-                                 : bytes >= (256u << 10) ? 2 : 10;
+                                 : bytes >= (256u << 10) ? 2 : 100;
     double per_call = first;
     if (warm > 0) {
         double t = pami_loop(c, &x, warm);
