@@ -66,6 +66,8 @@ typedef struct {
     double   min_cpu;    /* redo a repetition when a task had less */
     bool     any_range;  /* collectives: also outside an algorithm's
                             message range */
+    bool     coll_stats; /* collectives: each task's counter deltas per
+                            line on stderr */
 } opts_t;
 
 /* What task 1 is polling. */

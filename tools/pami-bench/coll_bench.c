@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include <pami_collectives.h>
+#include <pami_protocol.h>
 
 #include "bench.h"
 
@@ -224,8 +225,45 @@ static size_t agree_ops(coll_run_t *c, double per_call)
     return (size_t)ops;
 }
 
+#define MAX_STATS 32
+
+static size_t read_stats(coll_run_t *c, pami_protocol_stat_t *out)
+{
+    size_t n = 0;
+    if (pami_protocol_stats(c->g->ctx, "collectives", out, MAX_STATS, &n) !=
+        PAMI_SUCCESS)
+        return 0;
+    return n < MAX_STATS ? n : MAX_STATS;
+}
+
+/* --coll-stats: the counters that moved during a line, one stderr line
+ * per task (e.g. unexpected_kept: messages that came before their
+ * collective was posted here). */
+static void print_stats(coll_run_t *c, const algo_t *a, size_t bytes,
+                        const pami_protocol_stat_t *before, size_t nb)
+{
+    pami_protocol_stat_t now[MAX_STATS];
+    size_t n = read_stats(c, now);
+    char   line[1024];
+    int    len = snprintf(line, sizeof(line), "pami-bench: task %u %s %zu B:",
+                          (unsigned)c->g->me, a->name, bytes);
+    for (size_t i = 0; i < n && i < nb && len > 0 &&
+                       (size_t)len < sizeof(line); i++) {
+        if (now[i].value == before[i].value ||
+            strcmp(now[i].name, "connid_in_use") == 0 ||
+            strcmp(now[i].name, "connid_threshold") == 0)
+            continue;
+        len += snprintf(line + len, sizeof(line) - (size_t)len, " %s +%llu",
+                        now[i].name,
+                        (unsigned long long)(now[i].value - before[i].value));
+    }
+    fprintf(stderr, "%s\n", line);
+}
+
 static void run_line(coll_run_t *c, const algo_t *a, size_t bytes)
 {
+    pami_protocol_stat_t before[MAX_STATS];
+    size_t nb = c->g->opt->coll_stats ? read_stats(c, before) : 0;
     const opts_t *o = c->g->opt;
     pami_xfer_t   x = make_xfer(c, a, bytes);
 
@@ -269,6 +307,8 @@ static void run_line(coll_run_t *c, const algo_t *a, size_t bytes)
         ps[r] = pt < 0 ? -1 : pt * 1e6 / (double)ops;
         ms[r] = mt < 0 ? -1 : mt * 1e6 / (double)ops;
     }
+    if (o->coll_stats)
+        print_stats(c, a, bytes, before, nb);
     if (c->g->me != 0)
         return;
     summary_t sp = summarize(ps, o->reps);

@@ -113,6 +113,8 @@ static void usage(FILE *f)
         "  --min-bytes B   smallest size of the sweeps (K, M suffixes)\n"
         "  --any-range     collectives: run an algorithm at every size its\n"
         "                  check accepts, also outside its message range\n"
+        "  --coll-stats    collectives: each task prints on stderr how the\n"
+        "                  collectives protocol's counters moved per line\n"
         "  --max-bytes B   largest size of the sweeps (default 64M)\n");
 }
 
@@ -156,6 +158,8 @@ static int parse_opts(int argc, char **argv, opts_t *o)
             o->json = true;
         } else if (strcmp(a, "--any-range") == 0) {
             o->any_range = true;
+        } else if (strcmp(a, "--coll-stats") == 0) {
+            o->coll_stats = true;
         } else if (strcmp(a, "--min-cpu") == 0 && i + 1 < argc) {
             char *end;
             o->min_cpu = strtod(argv[++i], &end);
