@@ -30,6 +30,11 @@ typedef enum {
     T_P2P_COUNT,               /* above: two tasks, task 1 serves */
     T_BARRIER = T_P2P_COUNT,   /* below: every task runs the loop */
     T_SVD_UPDATE,
+    T_ALLREDUCE,               /* collectives, each registry algorithm */
+    T_BCAST,
+    T_ALLGATHER,
+    T_ALLTOALL,
+    T_REDUCE_SCATTER,
     T_COUNT
 } test_id_t;
 
@@ -59,6 +64,10 @@ typedef struct {
     unsigned reps;       /* measurements per line, for median and spread */
     size_t   window;     /* 0: each test's default */
     double   min_cpu;    /* redo a repetition when a task had less */
+    bool     any_range;  /* collectives: also outside an algorithm's
+                            message range */
+    bool     coll_stats; /* collectives: each task's counter deltas per
+                            line on stderr */
 } opts_t;
 
 /* What task 1 is polling. */
@@ -172,15 +181,36 @@ void *pami_side_exchange(bench_t *b, const void *blob, size_t len,
                          void *arg);
 
 /* ---- group.c ---- */
+/* What every task of a group test holds. */
+typedef struct {
+    const opts_t  *opt;
+    pami_client_t  client;
+    pami_context_t ctx;
+    pami_task_t    me;
+    size_t         size;
+    bool           one_node;
+} group_t;
+
 /* Runs the group tests in o->tests over every task; returns the exit
  * code. */
 int group_main(const opts_t *o, int *argc, char ***argv);
+
+/* ---- coll_bench.c ---- */
+/* One collective test (T_ALLREDUCE .. T_REDUCE_SCATTER): every algorithm
+ * of the registry that can run each size, and AUTO. */
+void coll_bench_run(group_t *g, test_id_t test);
 
 /* ---- mpi_side.c (pami-bench-mpi only) ---- */
 int bench_mpi_init(int *argc, char ***argv);
 void bench_mpi_fini(void);
 /* Seconds of ops MPI_Barrier calls on MPI_COMM_WORLD, after one more. */
 double bench_mpi_barrier(size_t ops);
+/* Seconds of ops calls of the MPI collective of test (on doubles with
+ * MPI_SUM for the reductions, bytes otherwise; count elements per rank as
+ * in pami_xfer_t, root 0) and one MPI_Barrier, after one more call when
+ * warm. */
+double bench_mpi_coll(test_id_t test, const void *sbuf, void *rbuf,
+                      size_t count, size_t ops);
 const char *bench_mpi_pml(void);
 
 /* ---- ucx_side.c ---- */

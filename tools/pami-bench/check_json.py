@@ -3,13 +3,19 @@
 
     check_json.py [--ucx] -- pamirun -n 2 pami-bench --json ...
     check_json.py --group LINE... [--mpi] -- pamirun -n 4 pami-bench barrier --json ...
+    check_json.py --coll TEST... --bytes B... [--mpi] -- pamirun -n 4 pami-bench allreduce --json ...
 
 Fails (exit 1) when the command fails, when a line of its output is not a
 JSON object, when a test printed no line, when a field is missing or has
 the wrong type, when a median lies outside its spread, or when the ucx
 (or, for group tests, mpi) values and the ratio are missing with --ucx
 (--mpi), or present without it. --group names the lines a group run must
-print (e.g. barrier_packets).
+print (e.g. barrier_packets). --coll names collective tests (allreduce,
+bcast, allgather, alltoall, reduce_scatter): every line must belong to one
+of them (registry name of its collective, e.g. allreduce_ring, or
+<collective>_auto) with that collective's mpi_op, and for each of them and
+each size given with --bytes there must be an AUTO line and at least one
+line of a named algorithm.
 """
 import json
 import re
@@ -24,6 +30,15 @@ TESTS = {
     "put_bw": "bw_gbps",
     "get_bw": "bw_gbps",
     "rmw_lat": "lat_us",
+}
+# Collective tests: the registry's prefix of their lines, their MPI call,
+# whether they reduce doubles.
+COLLS = {
+    "allreduce": ("allreduce", "MPI_Allreduce", True),
+    "bcast": ("broadcast", "MPI_Bcast", False),
+    "allgather": ("allgather", "MPI_Allgather", False),
+    "alltoall": ("alltoall", "MPI_Alltoall", False),
+    "reduce_scatter": ("reduce_scatter", "MPI_Reduce_scatter_block", True),
 }
 PREFIX = re.compile(r"^\[\d+\] ")  # pamirun's rank prefix
 
@@ -109,18 +124,61 @@ def check_group_line(obj, mpi, errors):
                               % (where, key))
 
 
+def coll_of(test, colls):
+    """The collective test a line belongs to, or None."""
+    for name in colls:
+        prefix = COLLS[name][0]
+        # allgatherv_ring and alltoallv_pairwise do not match: the "_"
+        if test.startswith(prefix + "_"):
+            return name
+    return None
+
+
+def check_coll_line(obj, colls, mpi, errors):
+    where = "%s %s B" % (obj.get("test"), obj.get("bytes"))
+    name = coll_of(str(obj.get("test")), colls)
+    if name is None:
+        errors.append("%s: not a line of %s" % (where, ", ".join(colls)))
+        return None
+    _, mpi_op, reduce = COLLS[name]
+    if not isinstance(obj["bytes"], int) or obj["bytes"] <= 0:
+        errors.append("%s: bad bytes" % where)
+    elif reduce and obj["bytes"] % 8 != 0:
+        errors.append("%s: not a whole number of doubles" % where)
+    for key in ("ops", "reps"):
+        if not isinstance(obj.get(key), int) or obj[key] < 1:
+            errors.append("%s: bad %s" % (where, key))
+    if mpi and obj.get("mpi_op") != mpi_op:
+        errors.append("%s: mpi_op %r, expected %r"
+                      % (where, obj.get("mpi_op"), mpi_op))
+    return name
+
+
 def main(argv):
     ucx = mpi = False
     group = []
+    colls = []
+    sizes = []
+    into = group
     while argv and argv[0] != "--":
         if argv[0] == "--ucx":
             ucx = True
         elif argv[0] == "--mpi":
             mpi = True
         elif argv[0] == "--group":
-            group = []
+            into = group
+        elif argv[0] == "--coll":
+            into = colls
+        elif argv[0] == "--bytes":
+            into = sizes
+        elif into is colls and argv[0] not in COLLS:
+            print("check_json: unknown collective test %r" % argv[0],
+                  file=sys.stderr)
+            return 2
+        elif into is sizes:
+            sizes.append(int(argv[0]))
         else:
-            group.append(argv[0])
+            into.append(argv[0])
         argv = argv[1:]
     if not argv or argv[0] != "--" or len(argv) < 2:
         print(__doc__, file=sys.stderr)
@@ -133,6 +191,7 @@ def main(argv):
         errors.append("command exited with %d" % proc.returncode)
 
     seen = {}
+    per_coll = {}
     for raw in proc.stdout.splitlines():
         line = PREFIX.sub("", raw).strip()
         if not line:
@@ -145,13 +204,33 @@ def main(argv):
         if not isinstance(obj, dict):
             errors.append("not a JSON object: %r" % raw)
             continue
-        if group:
+        if group or colls:
             check_group_line(obj, mpi, errors)
+            if colls and "test" in obj and "bytes" in obj:
+                name = check_coll_line(obj, colls, mpi, errors)
+                if name is not None:
+                    per_coll.setdefault((name, obj["bytes"]), []).append(
+                        obj["test"])
         else:
             check_line(obj, ucx, errors)
         seen.setdefault(obj.get("test"), []).append(obj.get("bytes"))
 
-    if group:
+    for name in colls:
+        auto = COLLS[name][0] + "_auto"
+        for b in sizes:
+            lines = per_coll.get((name, b), [])
+            if auto not in lines:
+                errors.append("%s %d B: no %s line" % (name, b, auto))
+            if not [t for t in lines if t != auto]:
+                errors.append("%s %d B: no line of a named algorithm"
+                              % (name, b))
+            dup = set(t for t in lines if lines.count(t) > 1)
+            if dup:
+                errors.append("%s %d B: repeated lines %s"
+                              % (name, b, sorted(dup)))
+    if colls:
+        wanted = group
+    elif group:
         wanted = group
     else:
         wanted = list(TESTS) + (["send_bw_get"] if ucx else [])

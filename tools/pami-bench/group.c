@@ -7,6 +7,8 @@
  *   barrier     pami_barrier_wait with each algorithm against MPI_Barrier
  *   svd_update  an owner's pami_svd_update_wait to 1, 4 and 7 users, 64 B,
  *               64 KiB and 4 MiB of data (no MPI counterpart)
+ *   allreduce, bcast, allgather, alltoall, reduce_scatter
+ *               every registry algorithm and AUTO (coll_bench.c)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,15 +18,6 @@
 #include <pami_svd.h>
 
 #include "bench.h"
-
-typedef struct {
-    const opts_t  *opt;
-    pami_client_t  client;
-    pami_context_t ctx;
-    pami_task_t    me;
-    size_t         size;
-    bool           one_node;
-} group_t;
 
 static const struct {
     const char         *line;
@@ -218,6 +211,9 @@ int group_main(const opts_t *o, int *argc, char ***argv)
         run_barriers(&g);
     if (o->tests & (1u << T_SVD_UPDATE))
         run_svd(&g);
+    for (int t = T_ALLREDUCE; t <= T_REDUCE_SCATTER; t++)
+        if (o->tests & (1u << t))
+            coll_bench_run(&g, (test_id_t)t);
 
     bench_check(pami_dispatch_fence(g.client), "pami_dispatch_fence");
     bench_check(pami_client_destroy(&g.client), "pami_client_destroy");

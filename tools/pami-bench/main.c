@@ -94,6 +94,10 @@ static void usage(FILE *f)
         "group tests (any number of tasks, named explicitly):\n"
         "  barrier     pami_barrier_wait with each algorithm\n"
         "  svd_update  pami_svd_update_wait to 1, 4, 7 users, 64 B .. 4 MiB\n"
+        "  allreduce bcast allgather alltoall reduce_scatter\n"
+        "              each registry algorithm that can run the call, and\n"
+        "              AUTO, 8 B .. 4 MiB per rank (MPI_Allreduce, MPI_Bcast,\n"
+        "              MPI_Allgather, MPI_Alltoall, MPI_Reduce_scatter_block)\n"
         "options:\n"
         "  --vs-ucx        run the same patterns on raw UCP, print ratios\n"
         "  --vs-mpi        group tests: the same loop on Open MPI too\n"
@@ -107,6 +111,10 @@ static void usage(FILE *f)
         "                  per line) when a task waited for a CPU during\n"
         "                  more than 1 - F of it (default 0.9; 0: never)\n"
         "  --min-bytes B   smallest size of the sweeps (K, M suffixes)\n"
+        "  --any-range     collectives: run an algorithm at every size its\n"
+        "                  check accepts, also outside its message range\n"
+        "  --coll-stats    collectives: each task prints on stderr how the\n"
+        "                  collectives protocol's counters moved per line\n"
         "  --max-bytes B   largest size of the sweeps (default 64M)\n");
 }
 
@@ -148,6 +156,10 @@ static int parse_opts(int argc, char **argv, opts_t *o)
             o->vs_mpi = true;
         } else if (strcmp(a, "--json") == 0) {
             o->json = true;
+        } else if (strcmp(a, "--any-range") == 0) {
+            o->any_range = true;
+        } else if (strcmp(a, "--coll-stats") == 0) {
+            o->coll_stats = true;
         } else if (strcmp(a, "--min-cpu") == 0 && i + 1 < argc) {
             char *end;
             o->min_cpu = strtod(argv[++i], &end);

@@ -21,6 +21,11 @@ static const struct {
     [T_RMW_LAT] = {"rmw_lat", METRIC_LAT_US},
     [T_BARRIER] = {"barrier", METRIC_LAT_US},
     [T_SVD_UPDATE] = {"svd_update", METRIC_LAT_US},
+    [T_ALLREDUCE] = {"allreduce", METRIC_LAT_US},
+    [T_BCAST] = {"bcast", METRIC_LAT_US},
+    [T_ALLGATHER] = {"allgather", METRIC_LAT_US},
+    [T_ALLTOALL] = {"alltoall", METRIC_LAT_US},
+    [T_REDUCE_SCATTER] = {"reduce_scatter", METRIC_LAT_US},
 };
 
 const char *test_name(test_id_t t) { return tests[t].name; }
@@ -183,7 +188,7 @@ void report_group_header(const opts_t *o, size_t tasks, bool with_mpi)
     printf("# pami-bench: %zu tasks, every task runs the loop; value: "
            "median [min .. max] of %u measurements on task 0%s\n", tasks,
            o->reps, with_mpi ? "; ratio = pami / mpi median" : "");
-    printf("%-16s %9s %-9s %-30s %-30s %7s  %s\n", "test", "bytes", "metric",
+    printf("%-30s %9s %-9s %-30s %-30s %7s  %s\n", "test", "bytes", "metric",
            "pami", "mpi", "ratio", "mpi pattern");
 }
 
@@ -218,7 +223,7 @@ void report_group_line(const opts_t *o, size_t tasks, const char *test,
             snprintf(r, sizeof(r), "%.3f", ratio);
         else
             snprintf(r, sizeof(r), "-");
-        printf("%-16s %9zu %-9s %-30s %-30s %7s  %s\n", test, bytes,
+        printf("%-30s %9zu %-9s %-30s %-30s %7s  %s\n", test, bytes,
                metric_name(metric), p, m, r, vs ? mpi_op : "-");
     }
     fflush(stdout);
