@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "coll.h"
+#include "pami_barrier.h"
 
 #define IN_PLACE(p) ((const void *)(p) == (const void *)PAMI_IN_PLACE)
 
@@ -477,10 +478,46 @@ pami_result_t pami_collective_wait(pami_context_t context,
     return w.rc;
 }
 
+/* When AUTO picks the register (barrier_shm, barrier_hier), the blocking
+ * barrier goes to pami_barrier_wait, which may poll the register inline
+ * instead of queueing. It is still the geometry's next collective: it
+ * takes its number (every member does, with any form of the call) and
+ * waits for a ConnID below the threshold, but needs no request and
+ * locks no ConnID since no message of it travels. */
+static pami_result_t barrier_on_register(coll_ctx_t *cc,
+                                         struct pami_geometry *g,
+                                         pami_barrier_algo_t algo)
+{
+    pami_result_t rc = pami_context_advance(cc->ctx, 1);
+    if (rc == PAMI_IN_HANDLER || rc == PAMI_INVAL)
+        return rc;
+    rc = coll_connid_acquire(g);
+    if (rc != PAMI_SUCCESS)
+        return rc;
+    g->next_seq++;
+    g->started++;
+    cc->st.started++;
+    rc = pami_barrier_wait(cc->ctx, algo, NULL, 0);
+    if (rc == PAMI_SUCCESS)
+        cc->st.completed++;
+    else
+        cc->st.failed++;
+    return rc;
+}
+
 pami_result_t pami_geometry_barrier(pami_context_t context,
                                     pami_geometry_t geometry)
 {
     pami_xfer_t x = {.kind = PAMI_XFER_BARRIER, .geometry = geometry};
+    coll_ctx_t *cc = coll_ctx_of(context);
+    struct pami_geometry *g = geometry;
+    if (cc != NULL && g != NULL && g->cc == cc && g->ready) {
+        const char *name = auto_name(&x, g);
+        if (strcmp(name, "barrier_shm") == 0)
+            return barrier_on_register(cc, g, PAMI_BARRIER_SHM);
+        if (strcmp(name, "barrier_hier") == 0)
+            return barrier_on_register(cc, g, PAMI_BARRIER_HIER);
+    }
     return pami_collective_wait(context, &x);
 }
 

@@ -411,13 +411,16 @@ static void check_barrier(const ct_geom_t *cg)
     MP_EXPECT(na + nc <= 16, "%zu barrier algorithms", na + nc);
     MP_CHECK(pami_geometry_algorithms_query(cg->g, PAMI_XFER_BARRIER, ids, md,
                                             na, ids + na, md + na, nc));
-    for (size_t a = 0; a <= na + nc; a++) {
-        /* The last round is AUTO. */
+    for (size_t a = 0; a <= na + nc + 1; a++) {
+        /* The last rounds are AUTO, and the blocking pami_geometry_barrier
+         * (AUTO too, maybe without a request: see coll_api.c). */
         pami_xfer_t probe = {.kind = PAMI_XFER_BARRIER, .geometry = cg->g};
         if (a < na + nc && md[a].check != NULL &&
             md[a].check(&probe) != PAMI_SUCCESS)
             continue;
-        const char *name = a < na + nc ? md[a].name : "barrier AUTO";
+        const char *name = a < na + nc ? md[a].name
+                           : a == na + nc ? "barrier AUTO"
+                                          : "pami_geometry_barrier";
         double t[2];
         mp_sleep_ms(3.0 * (double)((cg->rank * 5) % cg->n));
         t[0] = mp_now();
@@ -425,7 +428,10 @@ static void check_barrier(const ct_geom_t *cg)
                          .kind = PAMI_XFER_BARRIER, .geometry = cg->g,
                          .algorithm = a < na + nc ? ids[a]
                                                   : PAMI_ALGORITHM_AUTO};
-        MP_CHECK(pami_collective_wait(job.ctx[0], &x));
+        if (a <= na + nc)
+            MP_CHECK(pami_collective_wait(job.ctx[0], &x));
+        else
+            MP_CHECK(pami_geometry_barrier(job.ctx[0], cg->g));
         t[1] = mp_now();
         double *all = malloc(cg->n * sizeof(t));
         pami_xfer_t ag = {.kind = PAMI_XFER_ALLGATHER, .geometry = cg->g,

@@ -206,7 +206,17 @@ static void reuse(size_t count)
                                              1, PAMI_TYPE_UINT64));
             MP_EXPECT(v == i, "broadcast %zu gave %llu", i,
                       (unsigned long long)v);
+            /* Now and then a non-blocking barrier still in flight when
+             * the blocking one (which may skip the request) starts. */
+            slot_t nb = {.i = i, .done = true};
+            if (i % 10 == 0) {
+                nb.done = false;
+                pami_xfer_t b = {.kind = PAMI_XFER_BARRIER, .geometry = world,
+                                 .done_fn = on_done, .cookie = &nb};
+                MP_CHECK(pami_collective(job.ctx[0], &b));
+            }
             MP_CHECK(pami_geometry_barrier(job.ctx[0], world));
+            MP_WAIT(&job, job.ctx[0], nb.done, MP_WAIT_S, "barrier %zu", i);
         }
     }
     blocking_allocs = stat("allocations") - blocking_allocs;
