@@ -1,6 +1,7 @@
 /*
  * Data movement schedules: allgather(v) by ring, recursive doubling and
- * Bruck; linear gather(v) and scatter(v); pairwise alltoall(v).
+ * Bruck; linear gather(v) and scatter(v); pairwise alltoall(v) and Bruck
+ * alltoall.
  */
 #include "coll.h"
 

@@ -1,6 +1,7 @@
 /*
- * Reduction schedules: allreduce by recursive doubling and by ring,
- * reduce_scatter by ring, scan and exscan by recursive doubling.
+ * Reduction schedules: allreduce by recursive doubling, ring and
+ * Rabenseifner, reduce_scatter by ring and recursive halving, scan and
+ * exscan by recursive doubling.
  */
 #include "coll.h"
 

@@ -1,6 +1,7 @@
 /*
- * Tree and dissemination schedules: barrier, broadcast, reduce, and the
- * binomial gather and scatter. Ranks are relative to the root
+ * Tree, chain and dissemination schedules: barrier, broadcast (trees,
+ * scatter+allgather, pipelined chain), reduce, and the binomial gather
+ * and scatter. Ranks are relative to the root
  * (vr = (r - root) mod n); subtrees are contiguous in vr.
  */
 #include "coll.h"
