@@ -21,7 +21,7 @@
 
 /* ---- wire ---- */
 
-#define COLL_WIRE_VERSION 1
+#define COLL_WIRE_VERSION 2 /* 2: large payloads in pieces fetched by get */
 
 enum { COLL_MSG_DATA = 1, COLL_MSG_ABORT = 2 };
 enum { COLL_FLAG_CREATE = 1 }; /* the exchange that creates a geometry */
