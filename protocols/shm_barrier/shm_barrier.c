@@ -22,12 +22,17 @@
 #include "shm_internal.h"
 
 #define DEFAULT_SPIN_US    "50"
+#define DEFAULT_BLOCK_US   "1000"
 #define DEFAULT_TIMEOUT_MS "30000"
 
 static const pami_config_var_t shmb_config[] = {
     {"PAMI_SHM_BARRIER_SPIN", DEFAULT_SPIN_US,
      "microseconds a task polls the shared-memory barrier register before "
      "it sleeps on a futex (with more tasks than cores it yields meanwhile)"},
+    {"PAMI_SHM_BARRIER_BLOCK", DEFAULT_BLOCK_US,
+     "with more tasks than cores: microseconds pami_barrier_wait sleeps on "
+     "the register's futex, without progressing the context, after its "
+     "spin and before it hands the wait to the waiter thread"},
     {"PAMI_SHM_BARRIER_TIMEOUT", DEFAULT_TIMEOUT_MS,
      "milliseconds the shared-memory barrier's set-up waits for the node's "
      "leader and tasks before its barriers fail with PAMI_TIMEOUT"},
@@ -336,6 +341,25 @@ pami_result_t pami_barrier_shm(pami_context_t context, pami_event_fn done_fn,
     return shmb_start(context, false, done_fn, cookie);
 }
 
+/* Blocking form with more tasks than cores: the tasks we wait for need
+ * this core. Poll and yield it for spin_ns, then sleep on the register's
+ * futex for block_ns: the task whose write completes the barrier wakes
+ * us itself, one wake-up where the waiter thread's post to the context
+ * takes two. The context does not progress meanwhile (bounded). */
+static int wait_yielding(shmb_state_t *st, uint32_t epoch)
+{
+    uint64_t start = shmb_now_ns();
+    for (;;) {
+        int done = shmb_reg_gathered(st, epoch);
+        if (done != 0)
+            return done;
+        if (shmb_now_ns() - start >= st->spin_ns)
+            break;
+        sched_yield();
+    }
+    return shmb_reg_block(st, SHMB_WAIT_GATHER, epoch, st->block_ns);
+}
+
 pami_result_t shmb_barrier_inline(pami_context_t context, bool hier,
                                   pami_event_fn done_fn, void *cookie)
 {
@@ -343,7 +367,7 @@ pami_result_t shmb_barrier_inline(pami_context_t context, bool hier,
     if (st == NULL)
         return PAMI_INVAL;
     bool fast = st->park == SHMB_PARK_IDLE && st->nlocal > 1 &&
-                !st->oversubscribed && st->broken == PAMI_SUCCESS &&
+                st->broken == PAMI_SUCCESS &&
                 !(hier && st->nlocal < st->size) &&
                 atomic_load(&st->setup) == SHMB_SETUP_DONE;
     if (!fast) {
@@ -353,7 +377,8 @@ pami_result_t shmb_barrier_inline(pami_context_t context, bool hier,
     shmb_count(st, SHMB_STAT_barriers);
     uint32_t epoch = ++st->epoch;
     shmb_reg_arrive(st, epoch);
-    int done = poll_inline(st, SHMB_WAIT_GATHER, epoch);
+    int done = st->oversubscribed ? wait_yielding(st, epoch)
+                                  : poll_inline(st, SHMB_WAIT_GATHER, epoch);
     if (done > 0) {
         shmb_count(st, SHMB_STAT_completed);
         return PAMI_SUCCESS;
@@ -369,6 +394,10 @@ pami_result_t shmb_barrier_inline(pami_context_t context, bool hier,
         return PAMI_ENOMEM; /* arrived, never waited for: numbers stay */
     req->phase = SHMB_PHASE_ARRIVED;
     req->epoch = epoch;
+    /* Oversubscribed, it has spun and slept already: straight to the
+     * waiter thread. */
+    if (st->oversubscribed)
+        st->spin_start_ns = shmb_now_ns() - st->spin_ns;
     st->park   = SHMB_PARK_QUEUED;
     pami_context_post(context, &st->work, shmb_engine, st);
     return PAMI_EAGAIN;
@@ -431,6 +460,8 @@ static pami_result_t shmb_init(const pami_protocol_env_t *env, void **state)
     }
     st->oversubscribed = st->nlocal > a.num_local_cpus;
     st->spin_ns = config_u64("PAMI_SHM_BARRIER_SPIN", DEFAULT_SPIN_US) * 1000;
+    st->block_ns =
+        config_u64("PAMI_SHM_BARRIER_BLOCK", DEFAULT_BLOCK_US) * 1000;
     st->timeout_ns =
         config_u64("PAMI_SHM_BARRIER_TIMEOUT", DEFAULT_TIMEOUT_MS) * 1000000;
     st->tail  = &st->head;

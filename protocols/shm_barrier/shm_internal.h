@@ -86,6 +86,8 @@ typedef struct shmb_state {
     size_t             my_index;      /* in local */
     bool               oversubscribed;
     uint64_t           spin_ns;       /* spin before sleeping */
+    uint64_t           block_ns;      /* blocking form, oversubscribed:
+                                         futex sleep without progress */
     uint64_t           timeout_ns;    /* set-up deadline */
     char               job_id[65];    /* sanitized */
     uint64_t           job_hash;      /* of the job id as given */
@@ -184,9 +186,14 @@ pami_result_t shmb_reg_corrupt(shmb_state_t *st, int kind, uint32_t epoch);
  * no longer intr. */
 void shmb_reg_sleep(shmb_state_t *st, int kind, uint32_t epoch,
                     unsigned intr);
+/* Sleeps on the register until the check is not 0 or ns have passed;
+ * returns the check. For the calling thread of a blocking barrier. */
+int  shmb_reg_block(shmb_state_t *st, int kind, uint32_t epoch, uint64_t ns);
 
 /* shm_waiter.c */
 int  shmb_futex_wait(_Atomic uint32_t *word, uint32_t expect, int ms);
+int  shmb_futex_wait_ns(_Atomic uint32_t *word, uint32_t expect,
+                        uint64_t ns);
 void shmb_futex_wake(_Atomic uint32_t *word);
 /* Sleeps up to ms unless cancel is set meanwhile; false when canceled. */
 bool shmb_nap(shmb_state_t *st, int ms);

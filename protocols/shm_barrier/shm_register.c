@@ -120,3 +120,22 @@ void shmb_reg_sleep(shmb_state_t *st, int kind, uint32_t epoch,
             return;
     }
 }
+
+int shmb_reg_block(shmb_state_t *st, int kind, uint32_t epoch, uint64_t ns)
+{
+    shmb_register_t *g     = st->reg;
+    uint64_t         start = shmb_now_ns();
+    for (;;) {
+        atomic_fetch_add(&g->sleepers, 1);
+        uint32_t w    = atomic_load(&g->wake);
+        int      done = shmb_reg_check(st, kind, epoch);
+        uint64_t left = ns - (shmb_now_ns() - start);
+        if (done == 0 && left <= ns)
+            shmb_futex_wait_ns(&g->wake, w, left);
+        atomic_fetch_sub(&g->sleepers, 1);
+        if (done == 0)
+            done = shmb_reg_check(st, kind, epoch);
+        if (done != 0 || shmb_now_ns() - start >= ns)
+            return done;
+    }
+}

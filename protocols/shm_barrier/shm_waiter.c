@@ -25,12 +25,17 @@ uint64_t shmb_now_ns(void)
 }
 
 /* Shared futexes (not FUTEX_PRIVATE): the word is in another process too. */
-int shmb_futex_wait(_Atomic uint32_t *word, uint32_t expect, int ms)
+int shmb_futex_wait_ns(_Atomic uint32_t *word, uint32_t expect, uint64_t ns)
 {
-    struct timespec ts = {.tv_sec = ms / 1000,
-                          .tv_nsec = (long)(ms % 1000) * 1000000L};
+    struct timespec ts = {.tv_sec  = (time_t)(ns / 1000000000u),
+                          .tv_nsec = (long)(ns % 1000000000u)};
     return (int)syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT, expect, &ts,
                         NULL, 0);
+}
+
+int shmb_futex_wait(_Atomic uint32_t *word, uint32_t expect, int ms)
+{
+    return shmb_futex_wait_ns(word, expect, (uint64_t)ms * 1000000u);
 }
 
 void shmb_futex_wake(_Atomic uint32_t *word)
