@@ -564,11 +564,13 @@ int main(int argc, char **argv)
     const char *mode = argc > 1 ? argv[1] : "loop";
     const char *arg  = argc > 2 ? argv[2] : NULL;
     bool finish_clean = true;
+    /* Any mode through the blocking form's fast path. */
+    inline_mode = getenv("SHMB_TEST_INLINE") != NULL;
 
     if (strcmp(mode, "loop") == 0 || strcmp(mode, "hier") == 0 ||
         strcmp(mode, "inline") == 0) {
         hier_mode   = strcmp(mode, "hier") == 0;
-        inline_mode = strcmp(mode, "inline") == 0;
+        inline_mode = inline_mode || strcmp(mode, "inline") == 0;
         mode_loop(arg != NULL ? strtol(arg, NULL, 10) : 1000);
     } else if (strcmp(mode, "bench") == 0 ||
                strcmp(mode, "bench-hier") == 0 ||
