@@ -341,21 +341,51 @@ pami_result_t pami_barrier_shm(pami_context_t context, pami_event_fn done_fn,
     return shmb_start(context, false, done_fn, cookie);
 }
 
-/* Blocking form with more tasks than cores: the tasks we wait for need
- * this core. Poll and yield it for spin_ns, then sleep on the register's
- * futex for block_ns: the task whose write completes the barrier wakes
- * us itself, one wake-up where the waiter thread's post to the context
- * takes two. The context does not progress meanwhile (bounded). */
-static int wait_yielding(shmb_state_t *st, uint32_t epoch)
+/* Oversubscribed, between yields: how long a task polls without yielding
+ * while every task still to come was last seen on another CPU (it runs,
+ * or waits, there; giving this CPU away would not help it, and the one
+ * that gets it would only check and give it back). */
+#define OTHER_CPU_POLL_NS 5000
+
+static uint32_t cpu_hint(void)
 {
-    uint64_t start = shmb_now_ns();
-    for (;;) {
-        int done = shmb_reg_gathered(st, epoch);
+    int cpu = sched_getcpu();
+    return cpu >= 0 ? (uint32_t)cpu + 1 : 0;
+}
+
+/* Blocking form with more tasks than cores: each barrier needs every task
+ * to run once after the last arrival, so the cost is context switches.
+ * Poll; give the CPU away (sched_yield) when a task still to come may
+ * need it, poll on for up to OTHER_CPU_POLL_NS when they all are
+ * elsewhere, for spin_ns in all; then sleep on the register's futex for
+ * block_ns: the task whose write completes the barrier wakes us itself,
+ * one wake-up where the waiter thread's post to the context takes two.
+ * The context does not progress meanwhile (bounded). */
+static int wait_yielding(shmb_state_t *st, uint32_t epoch, uint32_t cpu)
+{
+    uint64_t start = shmb_now_ns(), polled_since = 0;
+    for (unsigned i = 1;; i++) {
+        bool near;
+        int  done = shmb_reg_gathered_near(st, epoch, cpu, &near);
         if (done != 0)
             return done;
+        if (!near) {
+            cpu_relax();
+            if ((i & 15) != 0)
+                continue;
+            uint64_t now = shmb_now_ns();
+            if (polled_since == 0)
+                polled_since = now;
+            if (now - polled_since < OTHER_CPU_POLL_NS &&
+                now - start < st->spin_ns)
+                continue;
+        }
         if (shmb_now_ns() - start >= st->spin_ns)
             break;
         sched_yield();
+        polled_since = 0;
+        cpu = cpu_hint();
+        shmb_reg_publish_cpu(st, cpu);
     }
     return shmb_reg_block(st, SHMB_WAIT_GATHER, epoch, st->block_ns);
 }
@@ -376,8 +406,13 @@ pami_result_t shmb_barrier_inline(pami_context_t context, bool hier,
     }
     shmb_count(st, SHMB_STAT_barriers);
     uint32_t epoch = ++st->epoch;
+    uint32_t cpu   = 0;
+    if (st->oversubscribed) {
+        cpu = cpu_hint();
+        shmb_reg_publish_cpu(st, cpu);
+    }
     shmb_reg_arrive(st, epoch);
-    int done = st->oversubscribed ? wait_yielding(st, epoch)
+    int done = st->oversubscribed ? wait_yielding(st, epoch, cpu)
                                   : poll_inline(st, SHMB_WAIT_GATHER, epoch);
     if (done > 0) {
         shmb_count(st, SHMB_STAT_completed);

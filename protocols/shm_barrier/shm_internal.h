@@ -177,6 +177,10 @@ pami_result_t shmb_setup_run(shmb_state_t *st);
  * caller reports it through shmb_reg_corrupt). */
 void shmb_reg_arrive(shmb_state_t *st, uint32_t epoch);
 int  shmb_reg_gathered(shmb_state_t *st, uint32_t epoch);
+int  shmb_reg_gathered_near(shmb_state_t *st, uint32_t epoch, uint32_t cpu,
+                            bool *near);
+/* Oversubscribed: this task's CPU hint (CPU + 1, 0 unknown). */
+void shmb_reg_publish_cpu(shmb_state_t *st, uint32_t cpu);
 int  shmb_reg_released(shmb_state_t *st, uint32_t epoch);
 int  shmb_reg_check(shmb_state_t *st, int kind, uint32_t epoch);
 void shmb_reg_release(shmb_state_t *st, uint32_t epoch, pami_result_t rc);

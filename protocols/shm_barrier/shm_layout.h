@@ -76,6 +76,15 @@ static inline _Atomic uint32_t *shmb_slot(shmb_register_t *g, size_t i)
                       i % SHMB_SLOTS_PER_LINE];
 }
 
+/* CPU hint of local task i, in the second half of its slot's line: the
+ * CPU it last ran on plus 1, 0 unknown. Written only with more tasks than
+ * cores, read to tell whether a late task needs the reader's CPU; a stale
+ * value costs time, never correctness. */
+static inline _Atomic uint32_t *shmb_cpu_hint(shmb_register_t *g, size_t i)
+{
+    return shmb_slot(g, i) + SHMB_SLOTS_PER_LINE;
+}
+
 /* Local tasks a register may hold (its size is checked against it). */
 #define SHMB_MAX_TASKS 4096
 #define SHMB_REG_LINES(n) (((size_t)(n) + SHMB_SLOTS_PER_LINE - 1) /       \

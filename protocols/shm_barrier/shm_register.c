@@ -38,6 +38,36 @@ int shmb_reg_gathered(shmb_state_t *st, uint32_t epoch)
     return 1;
 }
 
+/* As shmb_reg_gathered; also *near when a task not yet there was last
+ * seen on CPU cpu (0 when unknown), so that it may need this CPU. */
+int shmb_reg_gathered_near(shmb_state_t *st, uint32_t epoch, uint32_t cpu,
+                           bool *near)
+{
+    shmb_register_t *g    = st->reg;
+    int              done = 1;
+    *near = false;
+    for (size_t i = 0; i < st->nlocal; i++) {
+        int32_t d = (int32_t)(atomic_load(shmb_slot(g, i)) - epoch);
+        if (d < -1 || d > 1)
+            return -1;
+        if (d < 0) {
+            done = 0;
+            uint32_t c = atomic_load_explicit(shmb_cpu_hint(g, i),
+                                              memory_order_relaxed);
+            if (c == 0 || c == cpu)
+                *near = true;
+        }
+    }
+    return done;
+}
+
+void shmb_reg_publish_cpu(shmb_state_t *st, uint32_t cpu)
+{
+    _Atomic uint32_t *h = shmb_cpu_hint(st->reg, st->my_index);
+    if (atomic_load_explicit(h, memory_order_relaxed) != cpu)
+        atomic_store_explicit(h, cpu, memory_order_relaxed);
+}
+
 int shmb_reg_released(shmb_state_t *st, uint32_t epoch)
 {
     int32_t d = (int32_t)(atomic_load(&st->reg->release) - epoch);
