@@ -79,6 +79,10 @@ pami_result_t pami_protocol_dispatch_set(const pami_protocol_env_t *env,
                                          size_t index, pami_dispatch_fn fn,
                                          void *cookie);
 
+/* True while a handler, callback or posted work of context runs (where
+ * advance and wait refuse): blocking forms check it before they start. */
+int pami_protocol_in_handler(pami_context_t context);
+
 /* The state init made for ops on context, or NULL. */
 void *pami_protocol_state(pami_context_t context,
                           const pami_protocol_ops_t *ops);

@@ -187,6 +187,11 @@ pami_result_t pami_protocol_dispatch_set(const pami_protocol_env_t *env,
     return PAMI_SUCCESS;
 }
 
+int pami_protocol_in_handler(pami_context_t ctx)
+{
+    return ctx != NULL && pami_tls_progressing == ctx;
+}
+
 void *pami_protocol_state(pami_context_t ctx, const pami_protocol_ops_t *ops)
 {
     if (ctx == NULL || ops == NULL)

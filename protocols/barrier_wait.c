@@ -28,9 +28,15 @@ pami_result_t pami_barrier_wait(pami_context_t context,
     wait_state_t  w = {0, PAMI_SUCCESS};
     /* Refuse from a handler before starting anything: once started, the
      * callback must find w still there. */
-    pami_result_t rc = pami_context_advance(context, 1);
-    if (rc == PAMI_IN_HANDLER || rc == PAMI_INVAL)
-        return rc;
+    if (context == NULL)
+        return PAMI_INVAL;
+    if (pami_protocol_in_handler(context)) {
+        pami_protocol_log(PAMI_PROTOCOL_LOG_WARN, "barrier",
+                          "pami_barrier_wait called from a handler or "
+                          "callback of the same context");
+        return PAMI_IN_HANDLER;
+    }
+    pami_result_t rc;
     switch (algo) {
     case PAMI_BARRIER_PACKETS:
         rc = pami_barrier_packets(context, tasks, ntasks, finished, &w);
