@@ -50,7 +50,7 @@ static const size_t coll_sizes[] = {8,         64,        256,
 /* Without --iters a measurement lasts about this long (from the pami
  * warm-up's time per call), within these bounds of calls. */
 #define TARGET_S 0.02
-#define MIN_OPS  3
+#define MIN_OPS  1
 #define MAX_OPS  10000
 
 typedef struct {
