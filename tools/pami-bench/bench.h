@@ -191,6 +191,10 @@ typedef struct {
     bool           one_node;
 } group_t;
 
+/* Advances g's context once (a poll function for
+ * bench_mpi_joint_barrier; arg is the group_t). */
+void group_poll_pami(void *arg);
+
 /* Runs the group tests in o->tests over every task; returns the exit
  * code. */
 int group_main(const opts_t *o, int *argc, char ***argv);
@@ -212,6 +216,14 @@ double bench_mpi_barrier(size_t ops);
 double bench_mpi_coll(test_id_t test, const void *sbuf, void *rbuf,
                       size_t count, size_t ops);
 const char *bench_mpi_pml(void);
+/* A barrier over MPI_COMM_WORLD that calls poll(arg) while it waits, to
+ * be passed between a pami loop and an MPI loop: a task that finished
+ * one library's loop may still hold messages of it (pami copies an
+ * immediate send UCX could not take and sends it from a later progress
+ * call; UCX keeps what its queues could not take): polling both until
+ * every task is through lets them leave, where a blocking barrier of
+ * the other library would wait for ever for the task that needs them. */
+void bench_mpi_joint_barrier(void (*poll)(void *arg), void *arg);
 
 /* ---- ucx_side.c ---- */
 /* Which UCP pattern stands against a pami line. */

@@ -186,10 +186,22 @@ static bool applies(const coll_run_t *c, const algo_t *a,
            (bytes >= a->md.range_lo && bytes <= a->md.range_hi);
 }
 
+/* With --vs-mpi, between the two libraries' loops (bench.h). */
+static void switch_library(coll_run_t *c)
+{
+#ifdef PAMI_BENCH_MPI
+    if (c->g->opt->vs_mpi)
+        bench_mpi_joint_barrier(group_poll_pami, c->g);
+#else
+    (void)c;
+#endif
+}
+
 /* Seconds of ops calls between two barriers, the same frame as the MPI
  * loop's. */
 static double pami_loop(coll_run_t *c, const pami_xfer_t *x, size_t ops)
 {
+    switch_library(c);
     bench_check(pami_geometry_barrier(c->g->ctx, c->world), "barrier");
     double t0 = bench_now();
     for (size_t i = 0; i < ops; i++)
@@ -201,6 +213,7 @@ static double pami_loop(coll_run_t *c, const pami_xfer_t *x, size_t ops)
 static double mpi_loop(coll_run_t *c, const pami_xfer_t *x, size_t ops)
 {
 #ifdef PAMI_BENCH_MPI
+    switch_library(c);
     return bench_mpi_coll(c->k->test, c->sbuf, c->rbuf, x->count, ops);
 #else
     (void)c;

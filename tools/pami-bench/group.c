@@ -29,9 +29,29 @@ static const struct {
     {"barrier_hier", PAMI_BARRIER_HIER, false},
 };
 
+void group_poll_pami(void *arg)
+{
+    group_t      *g  = arg;
+    pami_result_t rc = pami_context_advance(g->ctx, 1);
+    if (rc != PAMI_SUCCESS && rc != PAMI_EAGAIN)
+        bench_check(rc, "pami_context_advance");
+}
+
+/* With --vs-mpi, between the two libraries' loops (bench.h). */
+static void switch_library(group_t *g)
+{
+#ifdef PAMI_BENCH_MPI
+    if (g->opt->vs_mpi)
+        bench_mpi_joint_barrier(group_poll_pami, g);
+#else
+    (void)g;
+#endif
+}
+
 static double pami_barrier_loop(group_t *g, pami_barrier_algo_t algo,
                                 size_t ops)
 {
+    switch_library(g);
     bench_check(pami_barrier_wait(g->ctx, algo, NULL, 0), "barrier");
     double t0 = bench_now();
     for (size_t i = 0; i < ops; i++)
@@ -39,11 +59,13 @@ static double pami_barrier_loop(group_t *g, pami_barrier_algo_t algo,
     return bench_now() - t0;
 }
 
-static double mpi_barrier_loop(size_t ops)
+static double mpi_barrier_loop(group_t *g, size_t ops)
 {
 #ifdef PAMI_BENCH_MPI
+    switch_library(g);
     return bench_mpi_barrier(ops);
 #else
+    (void)g;
     (void)ops;
     return -1;
 #endif
@@ -65,14 +87,14 @@ static void run_barriers(group_t *g)
         if (warm > 0) {
             pami_barrier_loop(g, barriers[k].algo, warm);
             if (o->vs_mpi)
-                mpi_barrier_loop(warm);
+                mpi_barrier_loop(g, warm);
         }
         for (unsigned r = 0; r < o->reps; r++) {
             double pt = -1, mt = -1;
             if (r % 2 == 0)
                 pt = pami_barrier_loop(g, barriers[k].algo, ops);
             if (o->vs_mpi)
-                mt = mpi_barrier_loop(ops);
+                mt = mpi_barrier_loop(g, ops);
             if (r % 2 == 1)
                 pt = pami_barrier_loop(g, barriers[k].algo, ops);
             ps[r] = pt < 0 ? -1 : pt * 1e6 / (double)ops;

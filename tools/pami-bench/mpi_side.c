@@ -55,6 +55,20 @@ static void mpi_coll_once(test_id_t test, const void *sbuf, void *rbuf,
     }
 }
 
+void bench_mpi_joint_barrier(void (*poll)(void *arg), void *arg)
+{
+    MPI_Request req;
+    int         done = 0;
+    stall_t     st;
+    stall_init(&st, "barrier between pami and MPI");
+    MPI_Ibarrier(MPI_COMM_WORLD, &req);
+    while (!done) {
+        MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+        poll(arg);
+        stall_check(&st);
+    }
+}
+
 double bench_mpi_coll(test_id_t test, const void *sbuf, void *rbuf,
                       size_t count, size_t ops)
 {
