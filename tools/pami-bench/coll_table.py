@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Summarizes collective runs of pami-bench --json --vs-mpi as Markdown.
 
-    coll_table.py RUN.json...
+    coll_table.py [--compact] RUN.json...
 
 Each file holds the JSON lines of one run (any number of tasks; pamirun's
 "[0] " prefixes are ignored). Prints one row per collective and size, and
@@ -10,7 +10,8 @@ its pami median in us, Open MPI's in us and their ratio, then AUTO's
 ratio; and a list of the rows whose best ratio is above 1.5. Every line
 of a size measured Open MPI again, moments apart from its pami side: the
 Open MPI value of a row is the median of those lines' mpi medians, which
-one disturbed line does not move.
+one disturbed line does not move. --compact: per task count only the
+best algorithm, "pami / mpi" in us and the ratio (AUTO's in brackets).
 """
 import json
 import re
@@ -53,12 +54,21 @@ def size(b):
     return "%d B" % b
 
 
+def us(v):
+    return "%.0f" % v if v >= 100 else "%.3g" % v
+
+
 def main(paths):
+    compact = paths[:1] == ["--compact"]
+    paths = paths[1:] if compact else paths
     rows = load(paths)
     tasks = sorted({t for r in rows.values() for t in r})
     head = ["collective", "bytes"]
     for t in tasks:
-        head += ["%d: best" % t, "pami us", "mpi us", "ratio", "auto"]
+        if compact:
+            head += ["%d tasks: best" % t, "pami / mpi us", "ratio (auto)"]
+        else:
+            head += ["%d: best" % t, "pami us", "mpi us", "ratio", "auto"]
     print("| " + " | ".join(head) + " |")
     print("|" + " --- |" * len(head))
     misses = []
@@ -69,7 +79,7 @@ def main(paths):
                 algos = rows[(coll, b)].get(t, {})
                 named = {a: o for a, o in algos.items() if a != "auto"}
                 if not named:
-                    cells += ["-"] * 5
+                    cells += ["-"] * (3 if compact else 5)
                     continue
                 a, o = min(named.items(), key=lambda kv: kv[1]["pami"])
                 mpis = [x["mpi"] for x in algos.values() if x.get("mpi")]
@@ -77,10 +87,16 @@ def main(paths):
                 r = o["pami"] / mpi if mpi else None
                 auto = algos.get("auto", {}).get("pami")
                 auto = auto / mpi if auto and mpi else None
-                cells += [a, "%.1f" % o["pami"],
-                          "%.1f" % mpi if mpi else "-",
-                          "%.2f" % r if r else "-",
-                          "%.2f" % auto if auto else "-"]
+                if compact:
+                    cells += [a, "%s / %s" % (us(o["pami"]),
+                                              us(mpi) if mpi else "-"),
+                              ("%.2f" % r if r else "-") +
+                              (" (%.2f)" % auto if auto else "")]
+                else:
+                    cells += [a, "%.1f" % o["pami"],
+                              "%.1f" % mpi if mpi else "-",
+                              "%.2f" % r if r else "-",
+                              "%.2f" % auto if auto else "-"]
                 if r and r > 1.5:
                     misses.append("%s %s at %d tasks: %s %.2f" %
                                   (coll, size(b), t, a, r))
