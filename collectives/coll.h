@@ -176,8 +176,10 @@ typedef struct coll_ctx {
     coll_msg_t      *orphans, **orphans_tail; /* for unknown geometries */
     coll_req_t      *req_pool;   /* free lists (coll_pool.c) */
     size_t           nreq_pool;
-    coll_msg_t      *msg_pool;
+    coll_msg_t      *msg_pool;   /* payload room up to COLL_KEEP_MSG */
     size_t           nmsg_pool;
+    coll_msg_t      *msg_big;    /* larger room (staging), under the budget */
+    size_t           pool_bytes; /* large rooms the free lists hold */
     uint32_t        *scratch;
     size_t           scratch_cap;
     struct {

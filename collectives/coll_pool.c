@@ -1,10 +1,14 @@
 /*
  * Per-context free lists, so a steady stream of collectives allocates
- * nothing: requests keep their step, op and temporary arrays (and the
- * temporaries up to COLL_KEEP_TMP bytes each) for the next call; kept
- * messages keep payload room up to COLL_KEEP_MSG bytes. A request that
- * outlives its context's state (a zombie, see coll_sched.c) is freed
- * for good, never pooled.
+ * nothing: requests keep their step, op and temporary arrays and their
+ * temporaries for the next call; kept messages keep their payload room.
+ * Rooms above COLL_KEEP_TMP / COLL_KEEP_MSG bytes are kept too while the
+ * lists hold at most COLL_KEEP_BYTES of them: memory handed back to the
+ * system costs a page fault per page when touched again (about 10 us
+ * each on the test VMs, 2.7 ms per fresh MiB), which made every large
+ * call that fetched into a new temporary or staging buffer 10-20x
+ * slower. A request that outlives its context's state (a zombie, see
+ * coll_sched.c) is freed for good, never pooled.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +19,16 @@
 #define COLL_POOL_MSGS 1024
 #define COLL_KEEP_TMP  (64u * 1024)
 #define COLL_KEEP_MSG  4096u
+#define COLL_KEEP_BYTES (32u * 1024 * 1024) /* large rooms, per context */
+
+/* Whether the free lists may keep a large room of bytes more. */
+static bool keep_large(coll_ctx_t *cc, size_t bytes)
+{
+    if (cc->pool_bytes + bytes > COLL_KEEP_BYTES)
+        return false;
+    cc->pool_bytes += bytes;
+    return true;
+}
 
 bool coll_grow(coll_ctx_t *cc, void **arr, size_t *cap, size_t need,
                size_t elem)
@@ -51,6 +65,9 @@ coll_req_t *coll_req_new(struct pami_geometry *g, const pami_xfer_t *x,
         req->tmpsz   = keep.tmpsz;
         req->tmpcap  = keep.tmpcap;
         req->tmpkept = keep.tmpkept;
+        for (size_t i = 0; i < req->tmpkept; i++)
+            if (req->tmpsz[i] > COLL_KEEP_TMP)
+                cc->pool_bytes -= req->tmpsz[i];
     } else {
         req = calloc(1, sizeof(*req));
         if (req == NULL)
@@ -97,7 +114,8 @@ void coll_req_free(coll_req_t *req)
         return;
     }
     for (size_t i = 0; i < req->tmpkept; i++)
-        if (req->tmpsz[i] > COLL_KEEP_TMP) {
+        if (req->tmpsz[i] > COLL_KEEP_TMP &&
+            !keep_large(cc, req->tmpsz[i])) {
             free(req->tmps[i]);
             req->tmps[i]  = NULL;
             req->tmpsz[i] = 0;
@@ -143,10 +161,17 @@ void *sb_tmp(coll_req_t *req, size_t bytes)
 
 coll_msg_t *coll_msg_new(coll_ctx_t *cc, size_t len)
 {
-    coll_msg_t *m = cc->msg_pool;
-    if (m != NULL) {
+    coll_msg_t *m = NULL;
+    if (len > COLL_KEEP_MSG && cc->msg_big != NULL) {
+        m = cc->msg_big;
+        cc->msg_big = m->next;
+        cc->pool_bytes -= m->cap;
+    } else if (cc->msg_pool != NULL) {
+        m = cc->msg_pool;
         cc->msg_pool = m->next;
         cc->nmsg_pool--;
+    }
+    if (m != NULL) {
         void  *data = m->data;
         size_t cap  = m->cap;
         memset(m, 0, sizeof(*m));
@@ -182,6 +207,11 @@ void coll_msg_destroy(coll_msg_t *m)
 void coll_msg_free(coll_msg_t *m)
 {
     coll_ctx_t *cc = m->cc;
+    if (m->cap > COLL_KEEP_MSG && keep_large(cc, m->cap)) {
+        m->next     = cc->msg_big;
+        cc->msg_big = m;
+        return;
+    }
     if (cc->nmsg_pool >= COLL_POOL_MSGS) {
         coll_msg_destroy(m);
         return;
@@ -212,11 +242,16 @@ void coll_pool_fini(coll_ctx_t *cc)
         cc->req_pool = req->pool_next;
         req_destroy(req);
     }
-    while (cc->msg_pool != NULL) {
-        coll_msg_t *m = cc->msg_pool;
-        cc->msg_pool = m->next;
-        coll_msg_destroy(m);
-    }
+    coll_msg_t *lists[] = {cc->msg_pool, cc->msg_big};
+    for (size_t l = 0; l < 2; l++)
+        for (coll_msg_t *m = lists[l], *n; m != NULL; m = n) {
+            n = m->next;
+            coll_msg_destroy(m);
+        }
+    cc->msg_pool = cc->msg_big = NULL;
     free(cc->scratch);
+    cc->scratch     = NULL;
+    cc->scratch_cap = 0;
     cc->nreq_pool = cc->nmsg_pool = 0;
+    cc->pool_bytes = 0;
 }
