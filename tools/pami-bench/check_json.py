@@ -47,6 +47,31 @@ def number(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+def check_values(obj, where, ref, with_ref, flag, errors):
+    """pami's median and spread, and ref's with the ratio pami / ref when
+    with_ref, else ref's fields null (flag names the option)."""
+    for side in ["pami"] + ([ref] if with_ref else []):
+        med, lo, hi = obj[side], obj[side + "_min"], obj[side + "_max"]
+        if not (number(med) and number(lo) and number(hi)):
+            errors.append("%s: %s has no value" % (where, side))
+        elif not (0 < lo <= med <= hi):
+            errors.append("%s: %s median %g outside [%g, %g]"
+                          % (where, side, med, lo, hi))
+    if with_ref:
+        if not number(obj["ratio"]) or obj["ratio"] <= 0:
+            errors.append("%s: no ratio" % where)
+        elif number(obj["pami"]) and number(obj[ref]) and obj[ref] > 0:
+            want = obj["pami"] / obj[ref]
+            if abs(obj["ratio"] - want) > 1e-3 * want:
+                errors.append("%s: ratio %g is not pami / %s (%g)"
+                              % (where, obj["ratio"], ref, want))
+    else:
+        for key in (ref, ref + "_min", ref + "_max", "ratio"):
+            if obj[key] is not None:
+                errors.append("%s: %s should be null without %s"
+                              % (where, key, flag))
+
+
 def check_line(obj, ucx, errors):
     where = "%s %s B" % (obj.get("test"), obj.get("bytes"))
     for key in ("test", "bytes", "metric", "pami", "ucx", "ratio",
@@ -64,29 +89,9 @@ def check_line(obj, ucx, errors):
                       % (where, obj["metric"], TESTS[base]))
     if not isinstance(obj["bytes"], int) or obj["bytes"] <= 0:
         errors.append("%s: bad bytes" % where)
-    sides = ["pami"] + (["ucx"] if ucx else [])
-    for side in sides:
-        med, lo, hi = obj[side], obj[side + "_min"], obj[side + "_max"]
-        if not (number(med) and number(lo) and number(hi)):
-            errors.append("%s: %s has no value" % (where, side))
-        elif not (0 < lo <= med <= hi):
-            errors.append("%s: %s median %g outside [%g, %g]"
-                          % (where, side, med, lo, hi))
-    if ucx:
-        if not number(obj["ratio"]) or obj["ratio"] <= 0:
-            errors.append("%s: no ratio" % where)
-        elif number(obj["pami"]) and number(obj["ucx"]) and obj["ucx"] > 0:
-            want = obj["pami"] / obj["ucx"]
-            if abs(obj["ratio"] - want) > 1e-3 * want:
-                errors.append("%s: ratio %g is not pami / ucx (%g)"
-                              % (where, obj["ratio"], want))
-        if not obj.get("ucx_op"):
-            errors.append("%s: no ucx_op" % where)
-    else:
-        for key in ("ucx", "ucx_min", "ucx_max", "ratio"):
-            if obj[key] is not None:
-                errors.append("%s: %s should be null without --vs-ucx"
-                              % (where, key))
+    check_values(obj, where, "ucx", ucx, "--vs-ucx", errors)
+    if ucx and not obj.get("ucx_op"):
+        errors.append("%s: no ucx_op" % where)
 
 
 def check_group_line(obj, mpi, errors):
@@ -102,26 +107,7 @@ def check_group_line(obj, mpi, errors):
         errors.append("%s: bad tasks" % where)
     if obj["ucx"] is not None:
         errors.append("%s: ucx should be null in a group line" % where)
-    for side in ["pami"] + (["mpi"] if mpi else []):
-        med, lo, hi = obj[side], obj[side + "_min"], obj[side + "_max"]
-        if not (number(med) and number(lo) and number(hi)):
-            errors.append("%s: %s has no value" % (where, side))
-        elif not (0 < lo <= med <= hi):
-            errors.append("%s: %s median %g outside [%g, %g]"
-                          % (where, side, med, lo, hi))
-    if mpi:
-        if not number(obj["ratio"]) or obj["ratio"] <= 0:
-            errors.append("%s: no ratio" % where)
-        elif number(obj["pami"]) and number(obj["mpi"]) and obj["mpi"] > 0:
-            want = obj["pami"] / obj["mpi"]
-            if abs(obj["ratio"] - want) > 1e-3 * want:
-                errors.append("%s: ratio %g is not pami / mpi (%g)"
-                              % (where, obj["ratio"], want))
-    else:
-        for key in ("mpi", "mpi_min", "mpi_max", "ratio"):
-            if obj[key] is not None:
-                errors.append("%s: %s should be null without --vs-mpi"
-                              % (where, key))
+    check_values(obj, where, "mpi", mpi, "--vs-mpi", errors)
 
 
 def coll_of(test, colls):
