@@ -19,6 +19,7 @@
  */
 #include "svd_util.h"
 #include "svd_wire.h"
+#include "pami_barrier.h"
 
 #include <unistd.h>
 
@@ -730,6 +731,14 @@ static void test_peer(void)
         } while (e.version < 3);
         svd_expect_entry(&e, 0, 15, 3, bytes);
     }
+    /* The owner may not leave before every survivor saw version 3: a
+     * lookup still on its way to a task that left fails as its death. */
+    pami_task_t survivors[job.size];
+    size_t ns = 0;
+    for (pami_task_t t = 0; t < job.size; t++)
+        if (t != victim)
+            survivors[ns++] = t;
+    MP_CHECK(pami_barrier_wait(CTX, PAMI_BARRIER_PACKETS, survivors, ns));
     free(buf);
     pami_result_t rc = pami_client_destroy(&job.client);
     MP_EXPECT(rc == PAMI_SUCCESS || rc == PAMI_PEER_FAILED,
