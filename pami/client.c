@@ -108,6 +108,7 @@ static void client_free(pami_client_impl_t *c)
     if (c->bs_state != NULL)
         c->bs->fini(c->bs_state);
     free(c->local_tasks);
+    free(c->task_node);
     free(c->tasks);
     free(c);
 }
@@ -246,6 +247,10 @@ pami_result_t pami_client_query(pami_client_t c, pami_client_attr_t *attr)
         attr->job_id = c->bs->job_id(c->bs_state);
     if (m & PAMI_CLIENT_ATTR_LOCAL_CPUS)
         attr->num_local_cpus = c->num_local_cpus;
+    if (m & PAMI_CLIENT_ATTR_NODES) {
+        attr->task_node = c->task_node;
+        attr->num_nodes = c->num_nodes;
+    }
     return PAMI_SUCCESS;
 }
 

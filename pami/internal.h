@@ -267,6 +267,8 @@ typedef struct pami_client {
     size_t                num_local_tasks;
     size_t                num_local_cpus; /* CPUs this node's tasks use */
     bool                  oversubscribed; /* more tasks here than those */
+    uint32_t             *task_node;      /* per task: its node's number */
+    size_t                num_nodes;
     struct {
         bool     local;   /* on this node */
         pid_t    pid;

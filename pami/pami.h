@@ -158,7 +158,8 @@ enum {
     PAMI_CLIENT_ATTR_BOOTSTRAP       = 1u << 9,
     PAMI_CLIENT_ATTR_TRANSPORT       = 1u << 10,
     PAMI_CLIENT_ATTR_JOB_ID          = 1u << 11,
-    PAMI_CLIENT_ATTR_LOCAL_CPUS      = 1u << 12
+    PAMI_CLIENT_ATTR_LOCAL_CPUS      = 1u << 12,
+    PAMI_CLIENT_ATTR_NODES           = 1u << 13
 };
 
 typedef struct {
@@ -187,6 +188,12 @@ typedef struct {
      * masks): more local tasks than this means they take turns, and a
      * waiting task should yield rather than spin. */
     size_t             num_local_cpus;
+    /* The node of every task: task_node[t] in 0 .. num_nodes-1, nodes
+     * numbered in the order of their lowest task (task 0 is on node 0).
+     * The same on every task; owned by the client, valid until destroy.
+     * For hierarchical algorithms: who shares a node with whom. */
+    const uint32_t    *task_node;
+    size_t             num_nodes;
 } pami_client_attr_t;
 
 pami_result_t pami_client_query(pami_client_t client, pami_client_attr_t *attr);

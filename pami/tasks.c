@@ -40,6 +40,20 @@ static void host_id(char *out)
     fclose(f);
 }
 
+/* A node's number is the order of its lowest task among the nodes' lowest
+ * tasks, so every task numbers them alike from the same cards. */
+static void number_nodes(pami_client_impl_t *c, const task_card_t *all)
+{
+    c->num_nodes = 0;
+    for (size_t t = 0; t < c->size; t++) {
+        size_t first = 0;
+        while (memcmp(all[first].host, all[t].host, HOST_ID_LEN) != 0)
+            first++;
+        c->task_node[t] = first == t ? (uint32_t)c->num_nodes++
+                                     : c->task_node[first];
+    }
+}
+
 pami_result_t pami_tasks_exchange(pami_client_impl_t *c)
 {
     task_card_t  me = {.pid = (uint64_t)getpid(),
@@ -50,8 +64,10 @@ pami_result_t pami_tasks_exchange(pami_client_impl_t *c)
 
     task_card_t *all = malloc(c->size * sizeof(*all));
     c->local_tasks   = malloc(c->size * sizeof(*c->local_tasks));
+    c->task_node     = malloc(c->size * sizeof(*c->task_node));
     c->tasks         = calloc(c->size, sizeof(*c->tasks));
-    if (all == NULL || c->local_tasks == NULL || c->tasks == NULL) {
+    if (all == NULL || c->local_tasks == NULL || c->task_node == NULL ||
+        c->tasks == NULL) {
         free(all);
         return PAMI_ENOMEM;
     }
@@ -74,6 +90,7 @@ pami_result_t pami_tasks_exchange(pami_client_impl_t *c)
         c->tasks[t].pid   = (pid_t)all[t].pid;
         c->tasks[t].probe = all[t].probe;
     }
+    number_nodes(c, all);
     free(all);
     long ncpu = CPU_COUNT(&node_cpus);
     if (ncpu == 0)

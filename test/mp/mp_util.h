@@ -339,7 +339,8 @@ static inline void mp_init(mp_job_t *job, const char *name, int *argc,
                            PAMI_CLIENT_ATTR_IMMEDIATE_MAX |
                            PAMI_CLIENT_ATTR_RNDV_THRESHOLD |
                            PAMI_CLIENT_ATTR_BOOTSTRAP |
-                           PAMI_CLIENT_ATTR_LOCAL_TASKS;
+                           PAMI_CLIENT_ATTR_LOCAL_TASKS |
+                           PAMI_CLIENT_ATTR_NODES;
     MP_CHECK(pami_client_query(job->client, &job->attr));
     job->me   = job->attr.task;
     job->size = job->attr.size;

@@ -30,7 +30,7 @@
      PAMI_CLIENT_ATTR_HEADER_MAX | PAMI_CLIENT_ATTR_IMMEDIATE_MAX |          \
      PAMI_CLIENT_ATTR_RNDV_THRESHOLD | PAMI_CLIENT_ATTR_NUM_CONTEXTS |       \
      PAMI_CLIENT_ATTR_NAME | PAMI_CLIENT_ATTR_BOOTSTRAP |                    \
-     PAMI_CLIENT_ATTR_TRANSPORT)
+     PAMI_CLIENT_ATTR_TRANSPORT | PAMI_CLIENT_ATTR_NODES)
 
 static void test_query_singleton(void **state)
 {
@@ -50,6 +50,9 @@ static void test_query_singleton(void **state)
     assert_int_equal(a.num_local_tasks, 1);
     assert_non_null(a.local_tasks);
     assert_int_equal(a.local_tasks[0], 0);
+    assert_int_equal(a.num_nodes, 1);
+    assert_non_null(a.task_node);
+    assert_int_equal(a.task_node[0], 0);
     assert_true(a.dispatch_max > 0);
     assert_true(a.header_max >= 128);
     assert_true(a.immediate_max > 0);

@@ -288,6 +288,30 @@ static void mode_loop(long iters)
     munmap((void *)counter, 4096);
 }
 
+/* Nodes of per tasks each, numbered in task order; the node map agrees
+ * with local_tasks. */
+static void check_node_map(size_t per)
+{
+    const uint32_t *node = job.attr.task_node;
+    MP_EXPECT(node != NULL, "no node map");
+    size_t want = (job.size + per - 1) / per;
+    MP_EXPECT(job.attr.num_nodes == want, "%zu nodes, expected %zu",
+              job.attr.num_nodes, want);
+    size_t local = 0;
+    for (size_t t = 0; t < job.size; t++) {
+        MP_EXPECT(node[t] == t / per, "task %zu on node %u, expected %zu", t,
+                  node[t], t / per);
+        if (node[t] == node[job.me]) {
+            MP_EXPECT(local < job.attr.num_local_tasks &&
+                          job.attr.local_tasks[local] == t,
+                      "task %zu shares my node but is not local", t);
+            local++;
+        }
+    }
+    MP_EXPECT(local == job.attr.num_local_tasks, "%zu tasks on my node by "
+              "the map, %zu local", local, job.attr.num_local_tasks);
+}
+
 static void mode_late(bool leader_late)
 {
     bool late = (job.me == 0) == leader_late;
@@ -570,6 +594,7 @@ int main(int argc, char **argv)
         want = job.size % want;
     MP_EXPECT(job.attr.num_local_tasks == want, "%zu tasks on this node, "
               "expected %zu", job.attr.num_local_tasks, want);
+    check_node_map(per != NULL ? (size_t)strtoul(per, NULL, 10) : job.size);
     const char *mode = argc > 1 ? argv[1] : "loop";
     const char *arg  = argc > 2 ? argv[2] : NULL;
     bool finish_clean = true;
