@@ -4,8 +4,10 @@
  * version and transports.
  */
 #include <pami.h>
+#include <pami_collectives.h>
 #include <pami_protocol.h>
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +31,68 @@ static void print_config(void)
         printf("  %-26s default %-7s%s%s\n      %s\n", var.name,
                var.default_value, now ? " now " : "", now ? now : "",
                var.description);
+    }
+}
+
+static const char *const kind_names[PAMI_XFER_COUNT] = {
+    "barrier", "broadcast", "reduce", "allreduce", "allgather", "gather",
+    "scatter", "alltoall", "reduce_scatter", "scan", "exscan", "allgatherv",
+    "gatherv", "scatterv", "alltoallv"};
+
+static void print_size(size_t b)
+{
+    if (b == SIZE_MAX)
+        printf("%8s", "max");
+    else if (b >= (1u << 20) && b % (1u << 20) == 0)
+        printf("%7zuM", b >> 20);
+    else if (b >= 1024 && b % 1024 == 0)
+        printf("%7zuK", b >> 10);
+    else
+        printf("%8zu", b);
+}
+
+static void print_algorithm_list(const pami_algorithm_metadata_t *md,
+                                 size_t n, const char *how)
+{
+    for (size_t i = 0; i < n; i++) {
+        printf("    %-36s", md[i].name);
+        print_size(md[i].range_lo);
+        printf(" ..");
+        print_size(md[i].range_hi);
+        printf("  %s%s%s\n", how,
+               md[i].requirements & PAMI_ALGORITHM_REQ_COMMUTATIVE
+                   ? ", commutative op" : "",
+               md[i].requirements & PAMI_ALGORITHM_REQ_POW2
+                   ? ", power-of-two size" : "");
+    }
+}
+
+/* The registry, as the world geometry of this one-task job sees it: an
+ * algorithm "checked" runs only where its check function accepts the
+ * call (e.g. a geometry of this node's tasks only). */
+static void print_algorithms(pami_context_t ctx)
+{
+    pami_geometry_t world;
+    if (pami_geometry_world(ctx, &world) != PAMI_SUCCESS)
+        return;
+    printf("\ncollective algorithms (bytes per rank they are meant for; "
+           "AUTO picks among them):\n");
+    for (int k = 0; k < PAMI_XFER_COUNT; k++) {
+        size_t na = 0, nc = 0;
+        if (pami_geometry_algorithms_num(world, (pami_xfer_type_t)k, &na,
+                                         &nc) != PAMI_SUCCESS)
+            continue;
+        pami_algorithm_t ids[64];
+        pami_algorithm_metadata_t amd[64], cmd[64];
+        na = na < 64 ? na : 64;
+        nc = nc < 64 ? nc : 64;
+        if (pami_geometry_algorithms_query(world, (pami_xfer_type_t)k, ids,
+                                           amd, na, ids, cmd, nc) !=
+            PAMI_SUCCESS)
+            continue;
+        printf("  %s:\n", kind_names[k]);
+        print_algorithm_list(amd, na, "always");
+        print_algorithm_list(cmd, nc, "checked");
     }
 }
 
@@ -56,6 +120,7 @@ static void print_counters(pami_client_t client)
                    st[k].name, (unsigned long long)st[k].value);
         printf("\n");
     }
+    print_algorithms(ctx);
     pami_context_destroyv(&ctx, 1);
 }
 
@@ -64,7 +129,7 @@ int main(int argc, char **argv)
     if (argc > 1 && (strcmp(argv[1], "-h") == 0 ||
                      strcmp(argv[1], "--help") == 0)) {
         printf("usage: pami-info\nprints the version, UCX transports, "
-               "protocols, every PAMI_* variable and the limits of this build\n");
+               "protocols, collective algorithms, every PAMI_* variable and the limits of this build\n");
         return 0;
     }
     printf("pami %d.%d.%d\n", PAMI_VERSION_MAJOR, PAMI_VERSION_MINOR,
