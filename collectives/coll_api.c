@@ -497,7 +497,9 @@ static pami_result_t barrier_on_register(coll_ctx_t *cc,
     g->next_seq++;
     g->started++;
     cc->st.started++;
-    rc = pami_barrier_wait(cc->ctx, algo, NULL, 0);
+    rc = coll_shm_quiesce(cc->ctx); /* register barriers go in call order */
+    if (rc == PAMI_SUCCESS)
+        rc = pami_barrier_wait(cc->ctx, algo, NULL, 0);
     if (rc == PAMI_SUCCESS)
         cc->st.completed++;
     else

@@ -1,0 +1,462 @@
+/*
+ * Shared-memory collectives of one node (docs/collectives.md, "Shared
+ * memory"): allreduce, reduce, broadcast and allgather move their data
+ * through the node's segment (coll_shm_seg.c) and synchronise with the
+ * shared-memory barrier register (pami_barrier_shm); no message travels.
+ *
+ * Every register barrier a collective of a context starts (these
+ * algorithms, barrier_shm, barrier_hier) goes through one queue per
+ * context and starts in call order, one entry at a time: the register
+ * pairs barriers by their order on each task, and the parity argument
+ * below needs the rounds of two collectives never to interleave.
+ *
+ * Why a slot is never overwritten while someone reads it. Each round uses
+ * the slots of parity p = phase & 1 (phase counts rounds on the context,
+ * the same on every task since all run the same rounds in the same
+ * order) and has the form: write (own slot, or the root's), barrier,
+ * read (and for large reductions: reduce parts in place, barrier, read).
+ * A round's reads end before the reader arrives at the next barrier it
+ * starts, which is the first barrier of round k + 1 (parity 1 - p). The
+ * next write to parity p is by round k + 2, after that barrier completed,
+ * i.e. after every task arrived there, so after every read of round k.
+ * Writes of round k + 1 go to the other parity and never meet round k's
+ * reads. Hence the queue: with two collectives' rounds in flight at once
+ * the next round's writes could start before this one's reads ended.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll_shm.h"
+#include "pami_barrier.h"
+
+#define IN_PLACE(p) ((const void *)(p) == (const void *)PAMI_IN_PLACE)
+
+/* Reductions up to this many bytes take one round: every task reduces
+ * all slots; larger ones have each task reduce its part of a round. */
+#define SMALL_MAX (8 * 1024)
+
+static void on_barrier(pami_context_t ctx, void *cookie, pami_result_t rc);
+
+static void count(cshm_t *s, int stat)
+{
+    s->stats[stat]++;
+}
+
+/* ---- the queue ---- */
+
+static bool push(cshm_t *s, cshm_entry_t e)
+{
+    if (s->qlen == s->qcap) {
+        size_t cap = s->qcap ? 2 * s->qcap : 16;
+        cshm_entry_t *q = malloc(cap * sizeof(*q));
+        if (q == NULL)
+            return false;
+        for (size_t i = 0; i < s->qlen; i++)
+            q[i] = s->q[(s->qhead + i) % s->qcap];
+        free(s->q);
+        s->q     = q;
+        s->qcap  = cap;
+        s->qhead = 0;
+    }
+    s->q[(s->qhead + s->qlen++) % s->qcap] = e;
+    if (s->qlen > s->stats[CSHM_STAT_queue_high_water])
+        s->stats[CSHM_STAT_queue_high_water] = s->qlen;
+    return true;
+}
+
+static cshm_entry_t *head(cshm_t *s)
+{
+    return &s->q[s->qhead];
+}
+
+/* Pops the head and ends its collective step (which may complete the
+ * collective, run the program's callback and start new entries). */
+static void finish_head(cshm_t *s, pami_result_t rc)
+{
+    cshm_entry_t e = *head(s);
+    s->qhead   = (s->qhead + 1) % s->qcap;
+    s->qlen--;
+    s->running = false;
+    if (rc != PAMI_SUCCESS)
+        count(s, CSHM_STAT_failed);
+    e.done(s->ctx, e.req, rc);
+}
+
+static pami_result_t barrier(cshm_t *s, int step)
+{
+    s->step = step;
+    count(s, CSHM_STAT_barriers);
+    return pami_barrier_shm(s->ctx, on_barrier, s);
+}
+
+/* ---- moving and reducing ---- */
+
+static unsigned char *slot_of(cshm_t *s, size_t rank, uint32_t p)
+{
+    return cshm_slot(s, s->idx[rank], p);
+}
+
+/* dst <- slots off.. of ranks 0..n-1 folded in rank order: built-in ops
+ * left to right from rank 0, user ops from the top (inout = in op inout
+ * with in from the lower rank) so no copy is needed. dst may be the
+ * first (built-in) or last (user) slot itself. */
+static void fold(cshm_t *s, unsigned char *dst, uint32_t p, size_t off,
+                 size_t count)
+{
+    const cshm_op_t *op = &s->op;
+    const pami_xfer_t *x = &op->req->x;
+    size_t bytes = count * op->es;
+    if (count == 0)
+        return;
+    if (!op->user) {
+        const unsigned char *first = slot_of(s, 0, p) + off;
+        if (dst != first)
+            memcpy(dst, first, bytes);
+        for (size_t r = 1; r < op->n; r++)
+            coll_reduce_builtin(x->dtype, x->op, dst, slot_of(s, r, p) + off,
+                                count);
+        return;
+    }
+    const unsigned char *last = slot_of(s, op->n - 1, p) + off;
+    if (dst != last)
+        memcpy(dst, last, bytes);
+    for (size_t r = op->n - 1; r-- > 0;)
+        x->user_fn(dst, slot_of(s, r, p) + off, count, x->user_cookie);
+}
+
+/* Elements of part j of a round of len bytes: [*off, *off + *cnt). */
+static void part(const cshm_op_t *op, size_t j, size_t *off, size_t *cnt)
+{
+    size_t elems = op->len / op->es, base = elems / op->n,
+           rem = elems % op->n;
+    *cnt = base + (j < rem);
+    *off = (j * base + (j < rem ? j : rem)) * op->es;
+}
+
+/* The rank whose slot holds a large reduction's result. */
+static size_t result_rank(const cshm_op_t *op)
+{
+    return op->user ? op->n - 1 : 0;
+}
+
+/* Writes this task's share of the round at op->pos (parity p). */
+static void write_round(cshm_t *s, uint32_t p, bool ghost)
+{
+    cshm_op_t *op = &s->op;
+    op->len = op->total - op->pos < op->chunk ? op->total - op->pos
+                                              : op->chunk;
+    op->stage = 0;
+    count(s, CSHM_STAT_rounds);
+    if (ghost)
+        return;
+    if (op->kind == CSHM_BCAST) {
+        if (op->rank == op->root)
+            memcpy(slot_of(s, op->root, p), op->out + op->pos, op->len);
+    } else {
+        memcpy(slot_of(s, op->rank, p), op->in + op->pos, op->len);
+    }
+}
+
+/* ---- a data collective ---- */
+
+static size_t local_index(const cshm_t *s, pami_task_t t)
+{
+    size_t lo = 0, hi = s->nlocal;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (s->local[mid] < t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static pami_result_t op_begin(cshm_t *s, coll_req_t *req)
+{
+    cshm_op_t *op = &s->op;
+    const pami_xfer_t *x = &req->x;
+    struct pami_geometry *g = req->g;
+    *op = (cshm_op_t){.req = req, .n = g->size, .rank = g->rank,
+                      .root = x->root, .es = req->dtsize ? req->dtsize : 1,
+                      .total = x->count * req->dtsize, .first = true,
+                      .user = x->op == PAMI_OP_USER};
+    for (size_t r = 0; r < g->size; r++)
+        s->idx[r] = (uint32_t)local_index(s, g->tasks[r]);
+    op->chunk = s->slot / op->es * op->es;
+    op->out   = x->rbuf;
+    op->in_place = IN_PLACE(x->sbuf);
+    switch (x->kind) {
+    case PAMI_XFER_ALLREDUCE:
+    case PAMI_XFER_REDUCE: {
+        bool small = op->total <= SMALL_MAX && op->total <= op->chunk;
+        bool all   = x->kind == PAMI_XFER_ALLREDUCE;
+        op->kind = all ? (small ? CSHM_AR_SMALL : CSHM_AR_LARGE)
+                       : (small ? CSHM_RED_SMALL : CSHM_RED_LARGE);
+        op->in = op->in_place ? x->rbuf : x->sbuf;
+        break;
+    }
+    case PAMI_XFER_BROADCAST:
+        op->kind = CSHM_BCAST;
+        break;
+    default: /* PAMI_XFER_ALLGATHER */
+        op->kind = CSHM_ALLGATHER;
+        op->in   = op->in_place ? op->out + op->rank * op->total : x->sbuf;
+        break;
+    }
+    count(s, CSHM_STAT_ops);
+    uint32_t p = s->phase & 1;
+    atomic_store_explicit(cshm_ctl(s, s->my_index, p), req->sig,
+                          memory_order_relaxed);
+    write_round(s, p, req->status != PAMI_SUCCESS);
+    return barrier(s, CSHM_ST_OP);
+}
+
+/* Every member wrote the signature of its call (kind, algorithm, type,
+ * op, root, count) before the first barrier: all see the same set, so
+ * all tell a mismatch alike and stop after that barrier. */
+static bool same_call(cshm_t *s)
+{
+    uint32_t p = s->phase & 1, sig = s->op.req->sig;
+    for (size_t r = 0; r < s->op.n; r++)
+        if (atomic_load_explicit(cshm_ctl(s, s->idx[r], p),
+                                 memory_order_relaxed) != sig)
+            return false;
+    return true;
+}
+
+/* A barrier of the op ended: runs its reads (and for large reductions
+ * the parts) and starts the next barrier. PAMI_SUCCESS with *done when
+ * the op ended here. A request failed meanwhile (abort, dead peer) runs
+ * on as a ghost: same barriers, no access to the program's buffers. */
+static pami_result_t op_next(cshm_t *s, bool *done)
+{
+    cshm_op_t *op = &s->op;
+    uint32_t p = s->phase & 1;
+    bool ghost = op->req->status != PAMI_SUCCESS;
+    *done = false;
+    if (op->first) {
+        op->first = false;
+        if (!same_call(s)) {
+            count(s, CSHM_STAT_mismatches);
+            coll_warn("geometry %u seq %u: the members' calls differ "
+                      "(shared-memory %s)", op->req->g->id, op->req->seq,
+                      op->req->algo->name);
+            s->phase++;
+            return PAMI_INVAL;
+        }
+    }
+    size_t off, cnt, res = result_rank(op);
+    switch (op->kind) {
+    case CSHM_AR_SMALL:
+    case CSHM_RED_SMALL:
+        if (!ghost && (op->kind == CSHM_AR_SMALL || op->rank == op->root))
+            fold(s, op->out + op->pos, p, 0, op->len / op->es);
+        break;
+    case CSHM_AR_LARGE:
+    case CSHM_RED_LARGE:
+        part(op, op->rank, &off, &cnt);
+        if (op->stage == 0) {
+            unsigned char *acc = slot_of(s, res, p) + off;
+            if (!ghost) {
+                fold(s, acc, p, off, cnt);
+                if (op->kind == CSHM_AR_LARGE || op->rank == op->root)
+                    memcpy(op->out + op->pos + off, acc, cnt * op->es);
+            }
+            op->stage = 1;
+            return barrier(s, CSHM_ST_OP);
+        }
+        if (!ghost && (op->kind == CSHM_AR_LARGE || op->rank == op->root))
+            for (size_t j = 0; j < op->n; j++) {
+                if (j == op->rank)
+                    continue;
+                part(op, j, &off, &cnt);
+                memcpy(op->out + op->pos + off, slot_of(s, res, p) + off,
+                       cnt * op->es);
+            }
+        break;
+    case CSHM_BCAST:
+        if (!ghost && op->rank != op->root)
+            memcpy(op->out + op->pos, slot_of(s, op->root, p), op->len);
+        break;
+    case CSHM_ALLGATHER:
+        for (size_t r = 0; r < op->n && !ghost; r++) {
+            if (r == op->rank && op->in_place)
+                continue;
+            memcpy(op->out + r * op->total + op->pos, slot_of(s, r, p),
+                   op->len);
+        }
+        break;
+    }
+    s->phase++;
+    op->pos += op->len;
+    if (op->pos >= op->total) {
+        *done = true;
+        return PAMI_SUCCESS;
+    }
+    p = s->phase & 1;
+    write_round(s, p, op->req->status != PAMI_SUCCESS);
+    return barrier(s, CSHM_ST_OP);
+}
+
+/* ---- running the queue ---- */
+
+/* Data collectives fail from now on: the rounds of the tasks may no
+ * longer line up. */
+static void seg_failed(cshm_t *s, pami_result_t rc)
+{
+    if (s->setup != CSHM_SETUP_FAILED)
+        s->seg_rc = rc;
+    s->setup = CSHM_SETUP_FAILED;
+}
+
+/* Set-up, at the first data collective: the leader creates the segment,
+ * barrier, the others attach, barrier, the leader unlinks the name. A
+ * task that fails still takes part in both barriers, so the others find
+ * the count short and fail too instead of hanging. */
+static pami_result_t setup_begin(cshm_t *s)
+{
+    s->setup = CSHM_SETUP_RUNNING;
+    count(s, CSHM_STAT_setups);
+    if (s->my_index == 0 && cshm_seg_create(s) != PAMI_SUCCESS)
+        cshm_seg_release(s);
+    return barrier(s, CSHM_ST_SETUP1);
+}
+
+static pami_result_t begin_head(cshm_t *s)
+{
+    cshm_entry_t *e = head(s);
+    pami_result_t rc;
+    s->running = true;
+    if (e->which != COLL_EXT_SHM) {
+        s->step = CSHM_ST_REG;
+        count(s, CSHM_STAT_register_barriers);
+        rc = e->which == COLL_BARRIER_HIER
+                 ? pami_barrier_hier(s->ctx, on_barrier, s)
+                 : pami_barrier_shm(s->ctx, on_barrier, s);
+    } else if (s->setup == CSHM_SETUP_FAILED) {
+        rc = s->seg_rc;
+    } else if (s->setup == CSHM_SETUP_NONE) {
+        rc = setup_begin(s);
+    } else {
+        rc = op_begin(s, e->req);
+    }
+    if (rc != PAMI_SUCCESS)
+        s->running = false;
+    return rc;
+}
+
+/* Starts queued entries until one waits for a barrier. */
+static void pump(cshm_t *s)
+{
+    while (!s->running && s->qlen > 0) {
+        pami_result_t rc = begin_head(s);
+        if (rc != PAMI_SUCCESS) {
+            if (head(s)->which == COLL_EXT_SHM)
+                seg_failed(s, rc);
+            finish_head(s, rc);
+        }
+    }
+}
+
+/* After the set-up barriers. */
+static pami_result_t setup_next(cshm_t *s, bool *done)
+{
+    *done = false;
+    if (s->step == CSHM_ST_SETUP1) {
+        if (s->my_index != 0 && cshm_seg_attach(s) != PAMI_SUCCESS)
+            cshm_seg_release(s);
+        return barrier(s, CSHM_ST_SETUP2);
+    }
+    if (!cshm_seg_finish(s)) {
+        cshm_log(PAMI_PROTOCOL_LOG_WARN, "the segment %s could not be set "
+                 "up on every task of the node: shared-memory collectives "
+                 "fail with PAMI_ERROR on this context", s->name);
+        cshm_seg_release(s);
+        seg_failed(s, PAMI_ERROR);
+        *done = true;
+        return PAMI_ERROR;
+    }
+    s->setup = CSHM_SETUP_READY;
+    return op_begin(s, head(s)->req);
+}
+
+static void on_barrier(pami_context_t ctx, void *cookie, pami_result_t rc)
+{
+    (void)ctx;
+    cshm_t *s    = cookie;
+    bool    done = true;
+    if (rc == PAMI_SUCCESS) {
+        if (s->step == CSHM_ST_OP)
+            rc = op_next(s, &done);
+        else if (s->step != CSHM_ST_REG)
+            rc = setup_next(s, &done);
+    }
+    if (rc != PAMI_SUCCESS && rc != PAMI_INVAL) {
+        seg_failed(s, rc);
+        done = true;
+    }
+    if (done || rc != PAMI_SUCCESS)
+        finish_head(s, rc);
+    pump(s);
+}
+
+/* ---- the executor's side ---- */
+
+pami_result_t coll_shm_start(coll_req_t *req, int which, pami_event_fn done)
+{
+    cshm_t *s = cshm_of(req->cc->ctx);
+    if (s == NULL)
+        return PAMI_ERROR;
+    if (which == COLL_EXT_SHM && s->setup == CSHM_SETUP_FAILED &&
+        s->qlen == 0)
+        return s->seg_rc;
+    if (!push(s, (cshm_entry_t){.req = req, .which = which, .done = done}))
+        return PAMI_ENOMEM;
+    if (s->qlen > 1 || s->running) {
+        count(s, CSHM_STAT_queued);
+        return PAMI_SUCCESS;
+    }
+    /* Alone: started now, and a failure is reported here (never through
+     * done, which must not run inside the executor's call). */
+    pami_result_t rc = begin_head(s);
+    if (rc != PAMI_SUCCESS) {
+        s->qhead = (s->qhead + 1) % s->qcap;
+        s->qlen--;
+        if (which == COLL_EXT_SHM)
+            seg_failed(s, rc);
+    }
+    return rc;
+}
+
+pami_result_t coll_shm_quiesce(pami_context_t ctx)
+{
+    cshm_t *s = cshm_of(ctx);
+    while (s != NULL && s->qlen > 0) {
+        pami_result_t rc = pami_context_wait(ctx, 100);
+        if (rc != PAMI_SUCCESS && rc != PAMI_TIMEOUT)
+            return rc;
+    }
+    return PAMI_SUCCESS;
+}
+
+/* ---- the registry's side ---- */
+
+pami_result_t coll_shm_check(const pami_xfer_t *x)
+{
+    return x->geometry != NULL && x->geometry->on_node &&
+                   x->geometry->size >= 2
+               ? PAMI_SUCCESS
+               : PAMI_INVAL;
+}
+
+/* One step holding the whole collective; nothing at all for no data
+ * (every member skips it alike). */
+pami_result_t coll_shm_build(coll_req_t *req)
+{
+    if (req->x.count == 0 || req->dtsize == 0)
+        return PAMI_SUCCESS;
+    sb_step(req);
+    sb_barrier(req, COLL_EXT_SHM);
+    return PAMI_SUCCESS;
+}
