@@ -322,6 +322,10 @@ pami_result_t coll_shm_start(coll_req_t *req, int which, pami_event_fn done);
 pami_result_t coll_shm_quiesce(pami_context_t ctx); /* waits: queue empty */
 pami_result_t coll_shm_check(const pami_xfer_t *xfer);
 pami_result_t coll_shm_build(coll_req_t *req);
+bool coll_shm_auto(const pami_xfer_t *xfer); /* AUTO picks the shm one */
+/* Runs a small blocking call inline when it can (true, *rc its result). */
+bool coll_shm_wait_inline(pami_context_t ctx, const pami_xfer_t *xfer,
+                          pami_result_t *rc);
 
 /* coll_types.c */
 bool coll_type_valid(pami_type_t t);

@@ -91,8 +91,13 @@ static pami_result_t barrier(cshm_t *s, int step)
 
 /* ---- moving and reducing ---- */
 
+/* Rank's data of parity p: its slot, or for a tiny call the rest of
+ * its control line, so that a reader's one cache miss brings the
+ * signature and the data. */
 static unsigned char *slot_of(cshm_t *s, size_t rank, uint32_t p)
 {
+    if (s->op.tiny)
+        return (unsigned char *)cshm_ctl(s, s->idx[rank], p) + CSHM_TINY_OFF;
     return cshm_slot(s, s->idx[rank], p);
 }
 
@@ -104,7 +109,7 @@ static void fold(cshm_t *s, unsigned char *dst, uint32_t p, size_t off,
                  size_t count)
 {
     const cshm_op_t *op = &s->op;
-    const pami_xfer_t *x = &op->req->x;
+    const pami_xfer_t *x = op->x;
     size_t bytes = count * op->es;
     if (count == 0)
         return;
@@ -157,6 +162,16 @@ static void write_round(cshm_t *s, uint32_t p, bool ghost)
     }
 }
 
+/* Asks for a line in exclusive state without waiting for it. */
+static inline void prefetch_write(const volatile void *p)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __asm__ volatile("prefetchw %0" : : "m"(*(const volatile char *)p));
+#else
+    __builtin_prefetch((const void *)p, 1, 3);
+#endif
+}
+
 /* ---- a data collective ---- */
 
 static size_t local_index(const cshm_t *s, pami_task_t t)
@@ -172,15 +187,37 @@ static size_t local_index(const cshm_t *s, pami_task_t t)
     return lo;
 }
 
-static pami_result_t op_begin(cshm_t *s, coll_req_t *req)
+/* What every member must pass alike, in the control line. */
+static uint32_t signature(const pami_xfer_t *x, size_t algo_id)
+{
+    uint64_t v[] = {(uint64_t)x->kind << 32 | algo_id,
+                    (uint64_t)x->dtype << 32 | (uint32_t)x->root,
+                    x->kind == PAMI_XFER_ALLREDUCE ||
+                            x->kind == PAMI_XFER_REDUCE
+                        ? (uint64_t)x->op << 1 | (x->op == PAMI_OP_USER &&
+                                                  x->user_commutative)
+                        : 0,
+                    x->count};
+    uint64_t h = 0x9e3779b97f4a7c15ull;
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+        h ^= v[i];
+        h *= 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    return (uint32_t)h;
+}
+
+/* Fills s->op for call x on g and writes its first round (parity of
+ * s->phase) and its signature. */
+static void op_setup(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
+                     struct pami_geometry *g, size_t es, size_t algo_id)
 {
     cshm_op_t *op = &s->op;
-    const pami_xfer_t *x = &req->x;
-    struct pami_geometry *g = req->g;
-    *op = (cshm_op_t){.req = req, .n = g->size, .rank = g->rank,
-                      .root = x->root, .es = req->dtsize ? req->dtsize : 1,
-                      .total = x->count * req->dtsize, .first = true,
-                      .user = x->op == PAMI_OP_USER};
+    *op = (cshm_op_t){.req = req, .x = x, .g = g, .n = g->size,
+                      .rank = g->rank, .root = x->root, .es = es ? es : 1,
+                      .total = x->count * es, .first = true,
+                      .user = x->op == PAMI_OP_USER,
+                      .sig = signature(x, algo_id)};
     for (size_t r = 0; r < g->size; r++)
         s->idx[r] = (uint32_t)local_index(s, g->tasks[r]);
     op->chunk = s->slot / op->es * op->es;
@@ -204,11 +241,17 @@ static pami_result_t op_begin(cshm_t *s, coll_req_t *req)
         op->in   = op->in_place ? op->out + op->rank * op->total : x->sbuf;
         break;
     }
+    op->tiny = op->total <= CSHM_TINY; /* one round whatever the kind */
     count(s, CSHM_STAT_ops);
     uint32_t p = s->phase & 1;
-    atomic_store_explicit(cshm_ctl(s, s->my_index, p), req->sig,
+    atomic_store_explicit(cshm_ctl(s, s->my_index, p), op->sig,
                           memory_order_relaxed);
-    write_round(s, p, req->status != PAMI_SUCCESS);
+    write_round(s, p, req != NULL && req->status != PAMI_SUCCESS);
+}
+
+static pami_result_t op_begin(cshm_t *s, coll_req_t *req)
+{
+    op_setup(s, req, &req->x, req->g, req->dtsize, req->algo_id);
     return barrier(s, CSHM_ST_OP);
 }
 
@@ -217,7 +260,7 @@ static pami_result_t op_begin(cshm_t *s, coll_req_t *req)
  * all tell a mismatch alike and stop after that barrier. */
 static bool same_call(cshm_t *s)
 {
-    uint32_t p = s->phase & 1, sig = s->op.req->sig;
+    uint32_t p = s->phase & 1, sig = s->op.sig;
     for (size_t r = 0; r < s->op.n; r++)
         if (atomic_load_explicit(cshm_ctl(s, s->idx[r], p),
                                  memory_order_relaxed) != sig)
@@ -233,15 +276,15 @@ static pami_result_t op_next(cshm_t *s, bool *done)
 {
     cshm_op_t *op = &s->op;
     uint32_t p = s->phase & 1;
-    bool ghost = op->req->status != PAMI_SUCCESS;
+    bool ghost = op->req != NULL && op->req->status != PAMI_SUCCESS;
     *done = false;
     if (op->first) {
         op->first = false;
         if (!same_call(s)) {
             count(s, CSHM_STAT_mismatches);
-            coll_warn("geometry %u seq %u: the members' calls differ "
-                      "(shared-memory %s)", op->req->g->id, op->req->seq,
-                      op->req->algo->name);
+            coll_warn("geometry %u: the members' calls of a shared-memory "
+                      "collective (kind %d) differ", op->g->id,
+                      (int)op->x->kind);
             s->phase++;
             return PAMI_INVAL;
         }
@@ -291,11 +334,15 @@ static pami_result_t op_next(cshm_t *s, bool *done)
     s->phase++;
     op->pos += op->len;
     if (op->pos >= op->total) {
+        /* Nobody reads our next control line until the next round's
+         * barrier (see the top): take it for writing now, off the next
+         * call's path. */
+        prefetch_write(cshm_ctl(s, s->my_index, s->phase & 1));
         *done = true;
         return PAMI_SUCCESS;
     }
     p = s->phase & 1;
-    write_round(s, p, op->req->status != PAMI_SUCCESS);
+    write_round(s, p, ghost);
     return barrier(s, CSHM_ST_OP);
 }
 
@@ -440,6 +487,102 @@ pami_result_t coll_shm_quiesce(pami_context_t ctx)
     return PAMI_SUCCESS;
 }
 
+/* ---- the blocking call, inline ---- */
+
+static const coll_algo_t *shm_algo(pami_xfer_type_t kind)
+{
+    for (size_t i = 0; i < coll_num_algos; i++)
+        if (coll_algos[i].kind == kind && coll_algos[i].build == coll_shm_build)
+            return &coll_algos[i];
+    return NULL;
+}
+
+/* Calls this path takes; anything else (and any bad argument) goes the
+ * ordinary way, which reports it. */
+static bool inline_fits(cshm_t *s, coll_ctx_t *cc, const pami_xfer_t *x,
+                        const coll_algo_t **algo)
+{
+    struct pami_geometry *g = x->geometry;
+    if (g == NULL || g->cc != cc || !g->ready || s->qlen > 0 || s->running ||
+        s->setup != CSHM_SETUP_READY || coll_shm_check(x) != PAMI_SUCCESS)
+        return false;
+    bool red = x->kind == PAMI_XFER_ALLREDUCE || x->kind == PAMI_XFER_REDUCE;
+    if (!red && x->kind != PAMI_XFER_BROADCAST &&
+        x->kind != PAMI_XFER_ALLGATHER)
+        return false;
+    const coll_algo_t *a = shm_algo(x->kind);
+    if (a == NULL || ((x->field_mask & PAMI_XFER_FIELD_ALGORITHM) &&
+                      x->algorithm != (pami_algorithm_t)(a - coll_algos + 1)))
+        return false;
+    if (!(x->field_mask & PAMI_XFER_FIELD_ALGORITHM) && !coll_shm_auto(x))
+        return false;
+    size_t es = coll_type_valid(x->dtype) ? pami_type_size(x->dtype) : 0;
+    if (es == 0 || x->count == 0 || x->count > SMALL_MAX / es ||
+        x->count * es > s->slot || x->rbuf == NULL || IN_PLACE(x->rbuf) ||
+        x->root >= g->size)
+        return false;
+    bool root = x->root == g->rank;
+    if (red && (!coll_op_valid(x->dtype, x->op) ||
+                (x->op == PAMI_OP_USER &&
+                 (!(x->field_mask & PAMI_XFER_FIELD_USER_OP) ||
+                  x->user_fn == NULL))))
+        return false;
+    if (x->kind != PAMI_XFER_BROADCAST &&
+        (x->sbuf == NULL || (IN_PLACE(x->sbuf) &&
+                             x->kind == PAMI_XFER_REDUCE && !root)))
+        return false;
+    *algo = a;
+    return true;
+}
+
+/* A small call on an idle queue: the same rounds as the queued form
+ * (members may mix the two), with the register polled inline by
+ * pami_barrier_wait, and no request or schedule. The call still takes
+ * the geometry's next collective number, like the blocking register
+ * barrier (coll_api.c). Entries started meanwhile from progress wait in
+ * the queue (running is set) and start when it ends. */
+bool coll_shm_wait_inline(pami_context_t ctx, const pami_xfer_t *x,
+                          pami_result_t *rc)
+{
+    cshm_t *s = cshm_of(ctx);
+    coll_ctx_t *cc = coll_ctx_of(ctx);
+    const coll_algo_t *a = NULL;
+    if (s == NULL || cc == NULL || x == NULL || !inline_fits(s, cc, x, &a) ||
+        pami_protocol_in_handler(ctx))
+        return false;
+    struct pami_geometry *g = x->geometry;
+    *rc = coll_connid_acquire(g);
+    if (*rc != PAMI_SUCCESS)
+        return true;
+    if (s->qlen > 0 || s->running) /* started while it waited */
+        return false;
+    g->next_seq++;
+    g->started++;
+    cc->st.started++;
+    s->running = true;
+    count(s, CSHM_STAT_inline);
+    op_setup(s, NULL, x, g, pami_type_size(x->dtype),
+             (size_t)(a - coll_algos + 1));
+    count(s, CSHM_STAT_barriers);
+    *rc = pami_barrier_wait(ctx, PAMI_BARRIER_SHM, NULL, 0);
+    bool done = true;
+    if (*rc == PAMI_SUCCESS)
+        *rc = op_next(s, &done); /* one round: ends here */
+    s->running = false;
+    if (*rc != PAMI_SUCCESS && *rc != PAMI_INVAL)
+        seg_failed(s, *rc);
+    if (*rc == PAMI_SUCCESS) {
+        cc->st.completed++;
+    } else {
+        cc->st.failed++;
+        count(s, CSHM_STAT_failed);
+    }
+    pump(s);
+    if (x->done_fn != NULL)
+        x->done_fn(ctx, x->cookie, *rc);
+    return true;
+}
+
 /* ---- the registry's side ---- */
 
 pami_result_t coll_shm_check(const pami_xfer_t *x)
@@ -448,6 +591,15 @@ pami_result_t coll_shm_check(const pami_xfer_t *x)
                    x->geometry->size >= 2
                ? PAMI_SUCCESS
                : PAMI_INVAL;
+}
+
+/* The AUTO rule (coll_api.c asks it too, so both agree): on one node
+ * these win at every size measured (docs/collectives.md). */
+bool coll_shm_auto(const pami_xfer_t *x)
+{
+    return (x->kind == PAMI_XFER_ALLREDUCE || x->kind == PAMI_XFER_REDUCE ||
+            x->kind == PAMI_XFER_BROADCAST || x->kind == PAMI_XFER_ALLGATHER) &&
+           coll_shm_check(x) == PAMI_SUCCESS;
 }
 
 /* One step holding the whole collective; nothing at all for no data

@@ -17,6 +17,8 @@
 #define CSHM_VERSION 1
 #define CSHM_LINE    64   /* one control line per task and parity */
 #define CSHM_CTL_OFF 256  /* control lines start here in the header */
+#define CSHM_TINY_OFF 16  /* a tiny call's data, in its control line */
+#define CSHM_TINY    (CSHM_LINE - CSHM_TINY_OFF)
 
 /* The segment's first bytes, written by the leader before the first
  * set-up barrier and checked by every follower after it. */
@@ -48,7 +50,10 @@ typedef struct {
 
 /* The data collective at the head of the queue. */
 typedef struct {
-    coll_req_t          *req;
+    coll_req_t          *req;     /* NULL when run inline */
+    const pami_xfer_t   *x;
+    struct pami_geometry *g;
+    uint32_t             sig;     /* of the call, in the control line */
     int                  kind;    /* CSHM_AR_SMALL, ... */
     size_t               n, rank, root, es;
     size_t               total;   /* bytes per rank (allgather: a block) */
@@ -59,12 +64,13 @@ typedef struct {
     bool                 in_place;
     bool                 user;    /* user op: folded from the top rank */
     bool                 first;   /* the next barrier is the op's first */
+    bool                 tiny;    /* data in the control lines */
     int                  stage;   /* large reductions: 0 parts, 1 copy-out */
 } cshm_op_t;
 
 enum { CSHM_STAT_ops, CSHM_STAT_register_barriers, CSHM_STAT_rounds,
        CSHM_STAT_barriers, CSHM_STAT_queued, CSHM_STAT_queue_high_water,
-       CSHM_STAT_mismatches, CSHM_STAT_failed, CSHM_STAT_setups,
+       CSHM_STAT_mismatches, CSHM_STAT_failed, CSHM_STAT_setups, CSHM_STAT_inline,
        CSHM_NUM_STATS };
 
 typedef struct cshm {

@@ -241,7 +241,7 @@ static size_t cshm_stats(void *state, pami_protocol_stat_t *out, size_t max)
 {
     static const char *const names[CSHM_NUM_STATS] = {
         "ops", "register_barriers", "rounds", "barriers", "queued",
-        "queue_high_water", "mismatches", "failed", "setups"};
+        "queue_high_water", "mismatches", "failed", "setups", "inline"};
     cshm_t *s = state;
     for (size_t i = 0; i < CSHM_NUM_STATS && i < max; i++)
         out[i] = (pami_protocol_stat_t){.name = names[i],
