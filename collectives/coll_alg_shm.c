@@ -593,13 +593,28 @@ pami_result_t coll_shm_check(const pami_xfer_t *x)
                : PAMI_INVAL;
 }
 
-/* The AUTO rule (coll_api.c asks it too, so both agree): on one node
- * these win at every size measured (docs/collectives.md). */
+/* The AUTO rule (coll_api.c asks it too, so both agree; its inputs are
+ * the same on every task of the node). Allreduce and allgather need
+ * every task anyway: shared memory won at every size measured. A rooted
+ * call through the register waits for every task, where a tree lets the
+ * leaves go: with more tasks than CPUs that costs more than the copies
+ * save below 64 KiB (docs/collectives.md). */
 bool coll_shm_auto(const pami_xfer_t *x)
 {
-    return (x->kind == PAMI_XFER_ALLREDUCE || x->kind == PAMI_XFER_REDUCE ||
-            x->kind == PAMI_XFER_BROADCAST || x->kind == PAMI_XFER_ALLGATHER) &&
-           coll_shm_check(x) == PAMI_SUCCESS;
+    if (coll_shm_check(x) != PAMI_SUCCESS)
+        return false;
+    cshm_t *s = cshm_of(x->geometry->cc->ctx);
+    size_t bytes = x->count * pami_type_size(x->dtype);
+    switch (x->kind) {
+    case PAMI_XFER_ALLREDUCE:
+    case PAMI_XFER_ALLGATHER:
+        return true;
+    case PAMI_XFER_BROADCAST:
+    case PAMI_XFER_REDUCE:
+        return s != NULL && (s->nlocal <= s->ncpus || bytes >= 64 * 1024);
+    default:
+        return false;
+    }
 }
 
 /* One step holding the whole collective; nothing at all for no data

@@ -82,7 +82,8 @@ static pami_result_t cshm_init(const pami_protocol_env_t *env, void **state)
 {
     pami_client_attr_t a = {.field_mask = PAMI_CLIENT_ATTR_TASK |
                                           PAMI_CLIENT_ATTR_LOCAL_TASKS |
-                                          PAMI_CLIENT_ATTR_JOB_ID};
+                                          PAMI_CLIENT_ATTR_JOB_ID |
+                                          PAMI_CLIENT_ATTR_LOCAL_CPUS};
     pami_result_t rc = pami_client_query(env->client, &a);
     if (rc != PAMI_SUCCESS)
         return rc;
@@ -100,6 +101,7 @@ static pami_result_t cshm_init(const pami_protocol_env_t *env, void **state)
     s->local  = a.local_tasks;
     s->nlocal = a.num_local_tasks;
     s->offset = env->context_offset;
+    s->ncpus  = a.num_local_cpus;
     for (size_t i = 0; i < s->nlocal; i++)
         if (s->local[i] == s->me)
             s->my_index = i;
