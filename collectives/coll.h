@@ -323,6 +323,9 @@ pami_result_t coll_shm_quiesce(pami_context_t ctx); /* waits: queue empty */
 pami_result_t coll_shm_check(const pami_xfer_t *xfer);
 pami_result_t coll_shm_build(coll_req_t *req);
 bool coll_shm_auto(const pami_xfer_t *xfer); /* AUTO picks the shm one */
+/* A call that failed its checks here: keeps the register aligned with
+ * the members that run it (a round every member reads as a mismatch). */
+void coll_shm_poison(pami_context_t ctx, const pami_xfer_t *xfer);
 /* Runs a small blocking call inline when it can (true, *rc its result). */
 bool coll_shm_wait_inline(pami_context_t ctx, const pami_xfer_t *xfer,
                           pami_result_t *rc);

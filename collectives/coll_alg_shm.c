@@ -36,6 +36,7 @@
 #define SMALL_MAX (8 * 1024)
 
 static void on_barrier(pami_context_t ctx, void *cookie, pami_result_t rc);
+static const coll_algo_t *shm_algo(pami_xfer_type_t kind);
 
 static void count(cshm_t *s, int stat)
 {
@@ -77,9 +78,10 @@ static void finish_head(cshm_t *s, pami_result_t rc)
     s->qhead   = (s->qhead + 1) % s->qcap;
     s->qlen--;
     s->running = false;
-    if (rc != PAMI_SUCCESS)
+    if (rc != PAMI_SUCCESS && e.attached)
         count(s, CSHM_STAT_failed);
-    e.done(s->ctx, e.req, rc);
+    if (e.attached)
+        e.done(s->ctx, e.req, rc);
 }
 
 static pami_result_t barrier(cshm_t *s, int step)
@@ -204,7 +206,7 @@ static uint32_t signature(const pami_xfer_t *x, size_t algo_id)
         h *= 0xff51afd7ed558ccdull;
         h ^= h >> 32;
     }
-    return (uint32_t)h;
+    return (uint32_t)h | 1; /* 0 is a poison round's */
 }
 
 /* Fills s->op for call x on g and writes its first round (parity of
@@ -249,6 +251,19 @@ static void op_setup(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
     write_round(s, p, req != NULL && req->status != PAMI_SUCCESS);
 }
 
+/* A call that failed here before its step started (bad arguments, an
+ * abort claimed first, no memory) while the other members may run it:
+ * one round with signature 0, which every member reads as a mismatch,
+ * so all stop after that barrier and the register stays aligned. */
+static pami_result_t poison_begin(cshm_t *s)
+{
+    s->op = (cshm_op_t){.poison = true, .first = true};
+    count(s, CSHM_STAT_rounds);
+    atomic_store_explicit(cshm_ctl(s, s->my_index, s->phase & 1), 0,
+                          memory_order_relaxed);
+    return barrier(s, CSHM_ST_OP);
+}
+
 static pami_result_t op_begin(cshm_t *s, coll_req_t *req)
 {
     op_setup(s, req, &req->x, req->g, req->dtsize, req->algo_id);
@@ -280,6 +295,10 @@ static pami_result_t op_next(cshm_t *s, bool *done)
     *done = false;
     if (op->first) {
         op->first = false;
+        if (op->poison) {
+            s->phase++;
+            return PAMI_INVAL;
+        }
         if (!same_call(s)) {
             count(s, CSHM_STAT_mismatches);
             coll_warn("geometry %u: the members' calls of a shared-memory "
@@ -386,7 +405,7 @@ static pami_result_t begin_head(cshm_t *s)
     } else if (s->setup == CSHM_SETUP_NONE) {
         rc = setup_begin(s);
     } else {
-        rc = op_begin(s, e->req);
+        rc = e->attached ? op_begin(s, e->req) : poison_begin(s);
     }
     if (rc != PAMI_SUCCESS)
         s->running = false;
@@ -425,7 +444,7 @@ static pami_result_t setup_next(cshm_t *s, bool *done)
         return PAMI_ERROR;
     }
     s->setup = CSHM_SETUP_READY;
-    return op_begin(s, head(s)->req);
+    return head(s)->attached ? op_begin(s, head(s)->req) : poison_begin(s);
 }
 
 static void on_barrier(pami_context_t ctx, void *cookie, pami_result_t rc)
@@ -450,19 +469,59 @@ static void on_barrier(pami_context_t ctx, void *cookie, pami_result_t rc)
 
 /* ---- the executor's side ---- */
 
+static pami_result_t on_kick(pami_context_t ctx, void *cookie)
+{
+    (void)ctx;
+    cshm_t *s = cookie;
+    s->posted = false;
+    pump(s);
+    return PAMI_SUCCESS;
+}
+
+/* An entry queued outside progress: pump from progress, in case nothing
+ * else will (an entry whose step never starts). */
+static void kick(cshm_t *s)
+{
+    if (s->posted)
+        return;
+    s->posted = true;
+    pami_context_post(s->ctx, &s->kick, on_kick, s);
+}
+
+/* The entry coll_shm_build queued for req, or NULL. */
+static cshm_entry_t *entry_of(cshm_t *s, const coll_req_t *req)
+{
+    for (size_t i = s->qlen; i-- > 0;) {
+        cshm_entry_t *e = &s->q[(s->qhead + i) % s->qcap];
+        if (e->req == req && !e->attached && e->which == COLL_EXT_SHM)
+            return e;
+    }
+    return NULL;
+}
+
 pami_result_t coll_shm_start(coll_req_t *req, int which, pami_event_fn done)
 {
     cshm_t *s = cshm_of(req->cc->ctx);
     if (s == NULL)
         return PAMI_ERROR;
-    if (which == COLL_EXT_SHM && s->setup == CSHM_SETUP_FAILED &&
-        s->qlen == 0)
-        return s->seg_rc;
-    if (!push(s, (cshm_entry_t){.req = req, .which = which, .done = done}))
-        return PAMI_ENOMEM;
-    if (s->qlen > 1 || s->running) {
-        count(s, CSHM_STAT_queued);
-        return PAMI_SUCCESS;
+    if (which == COLL_EXT_SHM) {
+        cshm_entry_t *e = entry_of(s, req);
+        if (e == NULL)
+            return s->setup == CSHM_SETUP_FAILED ? s->seg_rc : PAMI_ERROR;
+        e->attached = true;
+        e->done     = done;
+        if (e != head(s) || s->running) {
+            count(s, CSHM_STAT_queued);
+            return PAMI_SUCCESS;
+        }
+    } else {
+        if (!push(s, (cshm_entry_t){.req = req, .which = which,
+                                    .done = done, .attached = true}))
+            return PAMI_ENOMEM;
+        if (s->qlen > 1 || s->running) {
+            count(s, CSHM_STAT_queued);
+            return PAMI_SUCCESS;
+        }
     }
     /* Alone: started now, and a failure is reported here (never through
      * done, which must not run inside the executor's call). */
@@ -474,6 +533,34 @@ pami_result_t coll_shm_start(coll_req_t *req, int which, pami_event_fn done)
             seg_failed(s, rc);
     }
     return rc;
+}
+
+/* Would the other members run x with a shared-memory algorithm? Only
+ * what this task can tell from its own (failed) call. */
+static bool runs_here(const pami_xfer_t *x)
+{
+    if (x == NULL || coll_shm_check(x) != PAMI_SUCCESS ||
+        (unsigned)x->kind >= PAMI_XFER_COUNT)
+        return false;
+    if (x->field_mask & PAMI_XFER_FIELD_ALGORITHM) {
+        const coll_algo_t *a = shm_algo(x->kind);
+        return a != NULL &&
+               x->algorithm == (pami_algorithm_t)(a - coll_algos + 1);
+    }
+    if (x->kind == PAMI_XFER_BROADCAST || x->kind == PAMI_XFER_REDUCE)
+        return coll_type_valid(x->dtype) && coll_shm_auto(x);
+    return coll_shm_auto(x);
+}
+
+void coll_shm_poison(pami_context_t ctx, const pami_xfer_t *x)
+{
+    cshm_t *s = cshm_of(ctx);
+    if (s == NULL || !runs_here(x) || x->geometry->cc->ctx != ctx ||
+        s->setup == CSHM_SETUP_FAILED)
+        return;
+    if (!push(s, (cshm_entry_t){.which = COLL_EXT_SHM}))
+        return;
+    kick(s);
 }
 
 pami_result_t coll_shm_quiesce(pami_context_t ctx)
@@ -605,6 +692,8 @@ bool coll_shm_auto(const pami_xfer_t *x)
         return false;
     cshm_t *s = cshm_of(x->geometry->cc->ctx);
     size_t bytes = x->count * pami_type_size(x->dtype);
+    if (s == NULL || !s->auto_ok)
+        return false;
     switch (x->kind) {
     case PAMI_XFER_ALLREDUCE:
     case PAMI_XFER_ALLGATHER:
@@ -623,6 +712,15 @@ pami_result_t coll_shm_build(coll_req_t *req)
 {
     if (req->x.count == 0 || req->dtsize == 0)
         return PAMI_SUCCESS;
+    /* Queued now, in call order; coll_shm_start attaches it. Until then
+     * it runs, if it must, as a poison round (the call failed here). */
+    cshm_t *s = cshm_of(req->cc->ctx);
+    if (s != NULL && (s->setup != CSHM_SETUP_FAILED || s->qlen > 0)) {
+        if (!push(s, (cshm_entry_t){.req = req, .which = COLL_EXT_SHM}))
+            return PAMI_ENOMEM;
+        if (s->qlen == 1)
+            kick(s);
+    }
     sb_step(req);
     sb_barrier(req, COLL_EXT_SHM);
     return PAMI_SUCCESS;

@@ -340,6 +340,7 @@ pami_result_t pami_collective(pami_context_t context, const pami_xfer_t *x)
                   "members' instance ends with PAMI_INVAL", (int)x->kind,
                   g->id, why);
         coll_send_abort(cc, g, g->next_seq++, (uint16_t)x->kind);
+        coll_shm_poison(context, x);
         return PAMI_INVAL;
     }
     pami_result_t rc = coll_connid_acquire(g);

@@ -46,6 +46,7 @@ typedef struct {
     coll_req_t          *req;
     int                  which; /* COLL_BARRIER_SHM, _HIER or COLL_EXT_SHM */
     pami_event_fn        done;  /* the executor's completion */
+    bool                 attached; /* its step started: req stays valid */
 } cshm_entry_t;
 
 /* The data collective at the head of the queue. */
@@ -65,6 +66,7 @@ typedef struct {
     bool                 user;    /* user op: folded from the top rank */
     bool                 first;   /* the next barrier is the op's first */
     bool                 tiny;    /* data in the control lines */
+    bool                 poison;  /* a call that failed here: one round */
     int                  stage;   /* large reductions: 0 parts, 1 copy-out */
 } cshm_op_t;
 
@@ -92,6 +94,9 @@ typedef struct cshm {
     cshm_entry_t      *q;       /* ring of entries in call order */
     size_t             qcap, qhead, qlen;
     bool               running; /* the head entry has started */
+    bool               posted;  /* kick is queued on the context */
+    bool               auto_ok; /* PAMI_COLL_SHM_AUTO */
+    pami_work_t        kick;
     int                step;    /* CSHM_ST_*: what the barrier ends */
     cshm_op_t          op;
     uint32_t          *idx;     /* geometry rank -> local index (op) */

@@ -28,9 +28,24 @@ static const pami_config_var_t cshm_config[] = {
      "task of the node has two); larger messages go in rounds of a slot; "
      "64..2^30, rounded down to a multiple of 64; the same on every task "
      "of a node"},
+    {"PAMI_COLL_SHM_AUTO", "1",
+     "1: PAMI_ALGORITHM_AUTO picks the shared-memory collectives on a "
+     "geometry of this node's tasks; 0: only when named (the same on every "
+     "task of a node)"},
 };
 
 static const pami_protocol_ops_t cshm_ops;
+
+static bool read_auto(void)
+{
+    const char *text = getenv("PAMI_COLL_SHM_AUTO");
+    if (text == NULL || *text == '\0' || strcmp(text, "1") == 0)
+        return true;
+    if (strcmp(text, "0") != 0)
+        cshm_log(PAMI_PROTOCOL_LOG_WARN, "PAMI_COLL_SHM_AUTO='%s' is not 0 "
+                 "or 1; using 1", text);
+    return strcmp(text, "0") != 0;
+}
 
 cshm_t *cshm_of(pami_context_t ctx)
 {
@@ -109,6 +124,7 @@ static pami_result_t cshm_init(const pami_protocol_env_t *env, void **state)
     sanitize(s->job_id, sizeof(s->job_id), job);
     s->job_hash = hash(job);
     s->slot     = read_slot();
+    s->auto_ok  = read_auto();
     s->hdr_bytes = (CSHM_CTL_OFF + 2 * s->nlocal * CSHM_LINE + 4095) / 4096 *
                    4096;
     s->seg_bytes = s->hdr_bytes + 2 * s->nlocal * s->slot;

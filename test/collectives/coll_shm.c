@@ -6,7 +6,8 @@
  *   coll_shm            every type x op at small sizes and around the
  *                       slot (PAMI_COLL_SHM_SLOT), every root, in place;
  *                       64 in flight mixed with register barriers; a
- *                       mismatched call; a sub-geometry refused; nothing
+ *                       mismatched call; a call that fails on one task
+ *                       only; a sub-geometry refused; nothing
  *                       left in /dev/shm; the protocol's counters
  *   coll_shm large      4 MiB (many rounds with a small slot)
  *   coll_shm dead       the last task leaves while the others wait in an
@@ -275,6 +276,15 @@ static void inflight(const ct_geom_t *cg)
     free(c);
 }
 
+static pami_result_t any_rc;
+
+static void on_any(pami_context_t ctx, void *cookie, pami_result_t rc)
+{
+    (void)ctx;
+    (void)cookie;
+    any_rc = rc;
+}
+
 /* Counts differ between members: every member gets PAMI_INVAL, and the
  * next call works. */
 static void mismatch(const ct_geom_t *cg)
@@ -289,6 +299,43 @@ static void mismatch(const ct_geom_t *cg)
     free(c.sbuf);
     free(c.rbuf);
     run(cg, PAMI_XFER_ALLREDUCE, red, 100, 0, false);
+}
+
+/* Task 0's call fails its checks (NULL sbuf) while the others run it
+ * non-blocking: they end with PAMI_INVAL, not a hang, and the register
+ * stays aligned for the next calls. */
+static void null_on_one(const ct_geom_t *cg)
+{
+    red_t red = {PAMI_TYPE_INT64, PAMI_OP_SUM, 0};
+    for (int form = 0; form < 2; form++) {
+        call_t c = {.cg = cg, .kind = PAMI_XFER_ALLREDUCE, .red = red,
+                    .count = form ? 3 * slot / 8 : 4};
+        call_prepare(&c);
+        c.x.field_mask &= ~PAMI_XFER_FIELD_ALGORITHM; /* AUTO */
+        if (job.me == 0)
+            c.x.sbuf = NULL;
+        c.x.done_fn = on_any;
+        any_rc      = PAMI_ERROR;
+        pami_result_t rc = pami_collective(job.ctx[0], &c.x);
+        if (job.me == 0) {
+            MP_EXPECT(rc == PAMI_INVAL, "NULL sbuf accepted: %s",
+                      pami_error_text(rc));
+        } else {
+            MP_CHECK(rc);
+            double t0 = mp_now();
+            while (any_rc == PAMI_ERROR) {
+                pami_context_wait(job.ctx[0], 100);
+                MP_EXPECT(mp_now() - t0 < MP_WAIT_S, "no end after task 0 "
+                          "failed its call");
+            }
+            MP_EXPECT(any_rc == PAMI_INVAL, "the others' call ended with %s",
+                      pami_error_text(any_rc));
+        }
+        free(c.sbuf);
+        free(c.rbuf);
+        run(cg, PAMI_XFER_ALLREDUCE, red, 1000, 0, false);
+        run(cg, PAMI_XFER_BROADCAST, red, 3 * slot / 8, 1, false);
+    }
 }
 
 static uint64_t stat_of(const char *name)
@@ -455,6 +502,7 @@ int main(int argc, char **argv)
                   (unsigned long long)stat_of("failed"));
         MP_EXPECT(stat_of("setups") == 1, "setups %llu",
                   (unsigned long long)stat_of("setups"));
+        null_on_one(&world);
         MP_EXPECT(stat_of("queued") > 0, "nothing was queued");
     }
     MP_EXPECT(stat_of("ops") > 0, "no shared-memory collective ran");
