@@ -459,7 +459,10 @@ static void on_barrier(pami_context_t ctx, void *cookie, pami_result_t rc)
             rc = setup_next(s, &done);
     }
     if (rc != PAMI_SUCCESS && rc != PAMI_INVAL) {
-        seg_failed(s, rc);
+        /* A hierarchical barrier also fails for a task of another node;
+         * it still counted this node's tasks in the register. */
+        if (s->step != CSHM_ST_REG || head(s)->which != COLL_BARRIER_HIER)
+            seg_failed(s, rc);
         done = true;
     }
     if (done || rc != PAMI_SUCCESS)
