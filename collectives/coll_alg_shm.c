@@ -3,6 +3,8 @@
  * memory"): allreduce, reduce, broadcast and allgather move their data
  * through the node's segment (coll_shm_seg.c) and synchronise with the
  * shared-memory barrier register (pami_barrier_shm); no message travels.
+ * This file runs them (the queue and the rounds); coll_shm_calls.c is
+ * how calls get here.
  *
  * Every register barrier a collective of a context starts (these
  * algorithms, barrier_shm, barrier_hier) goes through one queue per
@@ -31,21 +33,11 @@
 
 #define IN_PLACE(p) ((const void *)(p) == (const void *)PAMI_IN_PLACE)
 
-/* Reductions up to this many bytes take one round: every task reduces
- * all slots; larger ones have each task reduce its part of a round. */
-#define SMALL_MAX (8 * 1024)
-
 static void on_barrier(pami_context_t ctx, void *cookie, pami_result_t rc);
-static const coll_algo_t *shm_algo(pami_xfer_type_t kind);
-
-static void count(cshm_t *s, int stat)
-{
-    s->stats[stat]++;
-}
 
 /* ---- the queue ---- */
 
-static bool push(cshm_t *s, cshm_entry_t e)
+bool cshm_push(cshm_t *s, cshm_entry_t e)
 {
     if (s->qlen == s->qcap) {
         size_t cap = s->qcap ? 2 * s->qcap : 16;
@@ -79,7 +71,7 @@ static void finish_head(cshm_t *s, pami_result_t rc)
     s->qlen--;
     s->running = false;
     if (rc != PAMI_SUCCESS && e.attached)
-        count(s, CSHM_STAT_failed);
+        cshm_count(s, CSHM_STAT_failed);
     if (e.attached)
         e.done(s->ctx, e.req, rc);
 }
@@ -87,7 +79,7 @@ static void finish_head(cshm_t *s, pami_result_t rc)
 static pami_result_t barrier(cshm_t *s, int step)
 {
     s->step = step;
-    count(s, CSHM_STAT_barriers);
+    cshm_count(s, CSHM_STAT_barriers);
     return pami_barrier_shm(s->ctx, on_barrier, s);
 }
 
@@ -153,7 +145,7 @@ static void write_round(cshm_t *s, uint32_t p, bool ghost)
     op->len = op->total - op->pos < op->chunk ? op->total - op->pos
                                               : op->chunk;
     op->stage = 0;
-    count(s, CSHM_STAT_rounds);
+    cshm_count(s, CSHM_STAT_rounds);
     if (ghost)
         return;
     if (op->kind == CSHM_BCAST) {
@@ -211,7 +203,7 @@ static uint32_t signature(const pami_xfer_t *x, size_t algo_id)
 
 /* Fills s->op for call x on g and writes its first round (parity of
  * s->phase) and its signature. */
-static void op_setup(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
+void cshm_op_setup(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
                      struct pami_geometry *g, size_t es, size_t algo_id)
 {
     cshm_op_t *op = &s->op;
@@ -228,7 +220,7 @@ static void op_setup(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
     switch (x->kind) {
     case PAMI_XFER_ALLREDUCE:
     case PAMI_XFER_REDUCE: {
-        bool small = op->total <= SMALL_MAX && op->total <= op->chunk;
+        bool small = op->total <= CSHM_SMALL_MAX && op->total <= op->chunk;
         bool all   = x->kind == PAMI_XFER_ALLREDUCE;
         op->kind = all ? (small ? CSHM_AR_SMALL : CSHM_AR_LARGE)
                        : (small ? CSHM_RED_SMALL : CSHM_RED_LARGE);
@@ -244,7 +236,7 @@ static void op_setup(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
         break;
     }
     op->tiny = op->total <= CSHM_TINY; /* one round whatever the kind */
-    count(s, CSHM_STAT_ops);
+    cshm_count(s, CSHM_STAT_ops);
     uint32_t p = s->phase & 1;
     atomic_store_explicit(cshm_ctl(s, s->my_index, p), op->sig,
                           memory_order_relaxed);
@@ -258,7 +250,7 @@ static void op_setup(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
 static pami_result_t poison_begin(cshm_t *s)
 {
     s->op = (cshm_op_t){.poison = true, .first = true};
-    count(s, CSHM_STAT_rounds);
+    cshm_count(s, CSHM_STAT_rounds);
     atomic_store_explicit(cshm_ctl(s, s->my_index, s->phase & 1), 0,
                           memory_order_relaxed);
     return barrier(s, CSHM_ST_OP);
@@ -266,7 +258,7 @@ static pami_result_t poison_begin(cshm_t *s)
 
 static pami_result_t op_begin(cshm_t *s, coll_req_t *req)
 {
-    op_setup(s, req, &req->x, req->g, req->dtsize, req->algo_id);
+    cshm_op_setup(s, req, &req->x, req->g, req->dtsize, req->algo_id);
     return barrier(s, CSHM_ST_OP);
 }
 
@@ -287,7 +279,7 @@ static bool same_call(cshm_t *s)
  * the parts) and starts the next barrier. PAMI_SUCCESS with *done when
  * the op ended here. A request failed meanwhile (abort, dead peer) runs
  * on as a ghost: same barriers, no access to the program's buffers. */
-static pami_result_t op_next(cshm_t *s, bool *done)
+pami_result_t cshm_op_next(cshm_t *s, bool *done)
 {
     cshm_op_t *op = &s->op;
     uint32_t p = s->phase & 1;
@@ -300,7 +292,7 @@ static pami_result_t op_next(cshm_t *s, bool *done)
             return PAMI_INVAL;
         }
         if (!same_call(s)) {
-            count(s, CSHM_STAT_mismatches);
+            cshm_count(s, CSHM_STAT_mismatches);
             coll_warn("geometry %u: the members' calls of a shared-memory "
                       "collective (kind %d) differ", op->g->id,
                       (int)op->x->kind);
@@ -369,7 +361,7 @@ static pami_result_t op_next(cshm_t *s, bool *done)
 
 /* Data collectives fail from now on: the rounds of the tasks may no
  * longer line up. */
-static void seg_failed(cshm_t *s, pami_result_t rc)
+void cshm_seg_failed(cshm_t *s, pami_result_t rc)
 {
     if (s->setup != CSHM_SETUP_FAILED)
         s->seg_rc = rc;
@@ -383,7 +375,7 @@ static void seg_failed(cshm_t *s, pami_result_t rc)
 static pami_result_t setup_begin(cshm_t *s)
 {
     s->setup = CSHM_SETUP_RUNNING;
-    count(s, CSHM_STAT_setups);
+    cshm_count(s, CSHM_STAT_setups);
     if (s->my_index == 0 && cshm_seg_create(s) != PAMI_SUCCESS)
         cshm_seg_release(s);
     return barrier(s, CSHM_ST_SETUP1);
@@ -396,7 +388,7 @@ static pami_result_t begin_head(cshm_t *s)
     s->running = true;
     if (e->which != COLL_EXT_SHM) {
         s->step = CSHM_ST_REG;
-        count(s, CSHM_STAT_register_barriers);
+        cshm_count(s, CSHM_STAT_register_barriers);
         rc = e->which == COLL_BARRIER_HIER
                  ? pami_barrier_hier(s->ctx, on_barrier, s)
                  : pami_barrier_shm(s->ctx, on_barrier, s);
@@ -413,13 +405,13 @@ static pami_result_t begin_head(cshm_t *s)
 }
 
 /* Starts queued entries until one waits for a barrier. */
-static void pump(cshm_t *s)
+void cshm_pump(cshm_t *s)
 {
     while (!s->running && s->qlen > 0) {
         pami_result_t rc = begin_head(s);
         if (rc != PAMI_SUCCESS) {
             if (head(s)->which == COLL_EXT_SHM)
-                seg_failed(s, rc);
+                cshm_seg_failed(s, rc);
             finish_head(s, rc);
         }
     }
@@ -439,7 +431,7 @@ static pami_result_t setup_next(cshm_t *s, bool *done)
                  "up on every task of the node: shared-memory collectives "
                  "fail with PAMI_ERROR on this context", s->name);
         cshm_seg_release(s);
-        seg_failed(s, PAMI_ERROR);
+        cshm_seg_failed(s, PAMI_ERROR);
         *done = true;
         return PAMI_ERROR;
     }
@@ -454,7 +446,7 @@ static void on_barrier(pami_context_t ctx, void *cookie, pami_result_t rc)
     bool    done = true;
     if (rc == PAMI_SUCCESS) {
         if (s->step == CSHM_ST_OP)
-            rc = op_next(s, &done);
+            rc = cshm_op_next(s, &done);
         else if (s->step != CSHM_ST_REG)
             rc = setup_next(s, &done);
     }
@@ -462,12 +454,12 @@ static void on_barrier(pami_context_t ctx, void *cookie, pami_result_t rc)
         /* A hierarchical barrier also fails for a task of another node;
          * it still counted this node's tasks in the register. */
         if (s->step != CSHM_ST_REG || head(s)->which != COLL_BARRIER_HIER)
-            seg_failed(s, rc);
+            cshm_seg_failed(s, rc);
         done = true;
     }
     if (done || rc != PAMI_SUCCESS)
         finish_head(s, rc);
-    pump(s);
+    cshm_pump(s);
 }
 
 /* ---- the executor's side ---- */
@@ -477,13 +469,13 @@ static pami_result_t on_kick(pami_context_t ctx, void *cookie)
     (void)ctx;
     cshm_t *s = cookie;
     s->posted = false;
-    pump(s);
+    cshm_pump(s);
     return PAMI_SUCCESS;
 }
 
 /* An entry queued outside progress: pump from progress, in case nothing
  * else will (an entry whose step never starts). */
-static void kick(cshm_t *s)
+void cshm_kick(cshm_t *s)
 {
     if (s->posted)
         return;
@@ -514,15 +506,15 @@ pami_result_t coll_shm_start(coll_req_t *req, int which, pami_event_fn done)
         e->attached = true;
         e->done     = done;
         if (e != head(s) || s->running) {
-            count(s, CSHM_STAT_queued);
+            cshm_count(s, CSHM_STAT_queued);
             return PAMI_SUCCESS;
         }
     } else {
-        if (!push(s, (cshm_entry_t){.req = req, .which = which,
+        if (!cshm_push(s, (cshm_entry_t){.req = req, .which = which,
                                     .done = done, .attached = true}))
             return PAMI_ENOMEM;
         if (s->qlen > 1 || s->running) {
-            count(s, CSHM_STAT_queued);
+            cshm_count(s, CSHM_STAT_queued);
             return PAMI_SUCCESS;
         }
     }
@@ -533,37 +525,9 @@ pami_result_t coll_shm_start(coll_req_t *req, int which, pami_event_fn done)
         s->qhead = (s->qhead + 1) % s->qcap;
         s->qlen--;
         if (which == COLL_EXT_SHM)
-            seg_failed(s, rc);
+            cshm_seg_failed(s, rc);
     }
     return rc;
-}
-
-/* Would the other members run x with a shared-memory algorithm? Only
- * what this task can tell from its own (failed) call. */
-static bool runs_here(const pami_xfer_t *x)
-{
-    if (x == NULL || coll_shm_check(x) != PAMI_SUCCESS ||
-        (unsigned)x->kind >= PAMI_XFER_COUNT)
-        return false;
-    if (x->field_mask & PAMI_XFER_FIELD_ALGORITHM) {
-        const coll_algo_t *a = shm_algo(x->kind);
-        return a != NULL &&
-               x->algorithm == (pami_algorithm_t)(a - coll_algos + 1);
-    }
-    if (x->kind == PAMI_XFER_BROADCAST || x->kind == PAMI_XFER_REDUCE)
-        return coll_type_valid(x->dtype) && coll_shm_auto(x);
-    return coll_shm_auto(x);
-}
-
-void coll_shm_poison(pami_context_t ctx, const pami_xfer_t *x)
-{
-    cshm_t *s = cshm_of(ctx);
-    if (s == NULL || !runs_here(x) || x->geometry->cc->ctx != ctx ||
-        s->setup == CSHM_SETUP_FAILED)
-        return;
-    if (!push(s, (cshm_entry_t){.which = COLL_EXT_SHM}))
-        return;
-    kick(s);
 }
 
 pami_result_t coll_shm_quiesce(pami_context_t ctx)
@@ -577,154 +541,3 @@ pami_result_t coll_shm_quiesce(pami_context_t ctx)
     return PAMI_SUCCESS;
 }
 
-/* ---- the blocking call, inline ---- */
-
-static const coll_algo_t *shm_algo(pami_xfer_type_t kind)
-{
-    for (size_t i = 0; i < coll_num_algos; i++)
-        if (coll_algos[i].kind == kind && coll_algos[i].build == coll_shm_build)
-            return &coll_algos[i];
-    return NULL;
-}
-
-/* Calls this path takes; anything else (and any bad argument) goes the
- * ordinary way, which reports it. */
-static bool inline_fits(cshm_t *s, coll_ctx_t *cc, const pami_xfer_t *x,
-                        const coll_algo_t **algo)
-{
-    struct pami_geometry *g = x->geometry;
-    if (g == NULL || g->cc != cc || !g->ready || s->qlen > 0 || s->running ||
-        s->setup != CSHM_SETUP_READY || coll_shm_check(x) != PAMI_SUCCESS)
-        return false;
-    bool red = x->kind == PAMI_XFER_ALLREDUCE || x->kind == PAMI_XFER_REDUCE;
-    if (!red && x->kind != PAMI_XFER_BROADCAST &&
-        x->kind != PAMI_XFER_ALLGATHER)
-        return false;
-    const coll_algo_t *a = shm_algo(x->kind);
-    if (a == NULL || ((x->field_mask & PAMI_XFER_FIELD_ALGORITHM) &&
-                      x->algorithm != (pami_algorithm_t)(a - coll_algos + 1)))
-        return false;
-    if (!(x->field_mask & PAMI_XFER_FIELD_ALGORITHM) && !coll_shm_auto(x))
-        return false;
-    size_t es = coll_type_valid(x->dtype) ? pami_type_size(x->dtype) : 0;
-    if (es == 0 || x->count == 0 || x->count > SMALL_MAX / es ||
-        x->count * es > s->slot || x->rbuf == NULL || IN_PLACE(x->rbuf) ||
-        x->root >= g->size)
-        return false;
-    bool root = x->root == g->rank;
-    if (red && (!coll_op_valid(x->dtype, x->op) ||
-                (x->op == PAMI_OP_USER &&
-                 (!(x->field_mask & PAMI_XFER_FIELD_USER_OP) ||
-                  x->user_fn == NULL))))
-        return false;
-    if (x->kind != PAMI_XFER_BROADCAST &&
-        (x->sbuf == NULL || (IN_PLACE(x->sbuf) &&
-                             x->kind == PAMI_XFER_REDUCE && !root)))
-        return false;
-    *algo = a;
-    return true;
-}
-
-/* A small call on an idle queue: the same rounds as the queued form
- * (members may mix the two), with the register polled inline by
- * pami_barrier_wait, and no request or schedule. The call still takes
- * the geometry's next collective number, like the blocking register
- * barrier (coll_api.c). Entries started meanwhile from progress wait in
- * the queue (running is set) and start when it ends. */
-bool coll_shm_wait_inline(pami_context_t ctx, const pami_xfer_t *x,
-                          pami_result_t *rc)
-{
-    cshm_t *s = cshm_of(ctx);
-    coll_ctx_t *cc = coll_ctx_of(ctx);
-    const coll_algo_t *a = NULL;
-    if (s == NULL || cc == NULL || x == NULL || !inline_fits(s, cc, x, &a) ||
-        pami_protocol_in_handler(ctx))
-        return false;
-    struct pami_geometry *g = x->geometry;
-    *rc = coll_connid_acquire(g);
-    if (*rc != PAMI_SUCCESS)
-        return true;
-    if (s->qlen > 0 || s->running) /* started while it waited */
-        return false;
-    g->next_seq++;
-    g->started++;
-    cc->st.started++;
-    s->running = true;
-    count(s, CSHM_STAT_inline);
-    op_setup(s, NULL, x, g, pami_type_size(x->dtype),
-             (size_t)(a - coll_algos + 1));
-    count(s, CSHM_STAT_barriers);
-    *rc = pami_barrier_wait(ctx, PAMI_BARRIER_SHM, NULL, 0);
-    bool done = true;
-    if (*rc == PAMI_SUCCESS)
-        *rc = op_next(s, &done); /* one round: ends here */
-    s->running = false;
-    if (*rc != PAMI_SUCCESS && *rc != PAMI_INVAL)
-        seg_failed(s, *rc);
-    if (*rc == PAMI_SUCCESS) {
-        cc->st.completed++;
-    } else {
-        cc->st.failed++;
-        count(s, CSHM_STAT_failed);
-    }
-    pump(s);
-    if (x->done_fn != NULL)
-        x->done_fn(ctx, x->cookie, *rc);
-    return true;
-}
-
-/* ---- the registry's side ---- */
-
-pami_result_t coll_shm_check(const pami_xfer_t *x)
-{
-    return x->geometry != NULL && x->geometry->on_node &&
-                   x->geometry->size >= 2
-               ? PAMI_SUCCESS
-               : PAMI_INVAL;
-}
-
-/* The AUTO rule (coll_api.c asks it too, so both agree; its inputs are
- * the same on every task of the node). Allreduce and allgather need
- * every task anyway: shared memory won at every size measured. A rooted
- * call through the register waits for every task, where a tree lets the
- * leaves go: with more tasks than CPUs that costs more than the copies
- * save below 64 KiB (docs/collectives.md). */
-bool coll_shm_auto(const pami_xfer_t *x)
-{
-    if (coll_shm_check(x) != PAMI_SUCCESS)
-        return false;
-    cshm_t *s = cshm_of(x->geometry->cc->ctx);
-    size_t bytes = x->count * pami_type_size(x->dtype);
-    if (s == NULL || !s->auto_ok)
-        return false;
-    switch (x->kind) {
-    case PAMI_XFER_ALLREDUCE:
-    case PAMI_XFER_ALLGATHER:
-        return true;
-    case PAMI_XFER_BROADCAST:
-    case PAMI_XFER_REDUCE:
-        return s != NULL && (s->nlocal <= s->ncpus || bytes >= 64 * 1024);
-    default:
-        return false;
-    }
-}
-
-/* One step holding the whole collective; nothing at all for no data
- * (every member skips it alike). */
-pami_result_t coll_shm_build(coll_req_t *req)
-{
-    if (req->x.count == 0 || req->dtsize == 0)
-        return PAMI_SUCCESS;
-    /* Queued now, in call order; coll_shm_start attaches it. Until then
-     * it runs, if it must, as a poison round (the call failed here). */
-    cshm_t *s = cshm_of(req->cc->ctx);
-    if (s != NULL && (s->setup != CSHM_SETUP_FAILED || s->qlen > 0)) {
-        if (!push(s, (cshm_entry_t){.req = req, .which = COLL_EXT_SHM}))
-            return PAMI_ENOMEM;
-        if (s->qlen == 1)
-            kick(s);
-    }
-    sb_step(req);
-    sb_barrier(req, COLL_EXT_SHM);
-    return PAMI_SUCCESS;
-}

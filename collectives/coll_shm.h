@@ -103,6 +103,27 @@ typedef struct cshm {
     uint64_t           stats[CSHM_NUM_STATS];
 } cshm_t;
 
+/* Reductions up to this many bytes take one round: every task reduces
+ * all slots; larger ones have each task reduce its part of a round. */
+#define CSHM_SMALL_MAX (8 * 1024)
+
+static inline void cshm_count(cshm_t *s, int stat)
+{
+    s->stats[stat]++;
+}
+
+/* coll_alg_shm.c: the queue and the rounds */
+bool cshm_push(cshm_t *s, cshm_entry_t e);
+void cshm_pump(cshm_t *s);       /* starts queued entries */
+void cshm_kick(cshm_t *s);       /* pumps from progress */
+void cshm_seg_failed(cshm_t *s, pami_result_t rc);
+void cshm_op_setup(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
+                   struct pami_geometry *g, size_t es, size_t algo_id);
+pami_result_t cshm_op_next(cshm_t *s, bool *done);
+
+/* coll_shm_calls.c */
+const coll_algo_t *cshm_algo(pami_xfer_type_t kind);
+
 /* coll_shm_seg.c */
 cshm_t *cshm_of(pami_context_t ctx);
 pami_result_t cshm_seg_create(cshm_t *s);
