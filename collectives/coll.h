@@ -58,6 +58,8 @@ enum {
 
 /* The built-in barrier protocols a barrier step can run. */
 enum { COLL_BARRIER_PACKETS, COLL_BARRIER_SHM, COLL_BARRIER_HIER };
+/* A barrier step that runs the whole collective in shared memory. */
+enum { COLL_EXT_SHM = 8 };
 
 struct coll_req;
 
@@ -312,6 +314,21 @@ void bld_alltoallv_pairwise(coll_req_t *req, const void *in,
                             const size_t *sbytes, const size_t *soffs,
                             void *out, const size_t *rbytes,
                             const size_t *roffs);
+
+/* coll_alg_shm.c: the shared-memory collectives of a node. Register
+ * barriers (COLL_BARRIER_SHM, _HIER) and COLL_EXT_SHM steps start in call
+ * order through one queue per context; done runs from progress. */
+pami_result_t coll_shm_start(coll_req_t *req, int which, pami_event_fn done);
+pami_result_t coll_shm_quiesce(pami_context_t ctx); /* waits: queue empty */
+pami_result_t coll_shm_check(const pami_xfer_t *xfer);
+pami_result_t coll_shm_build(coll_req_t *req);
+bool coll_shm_auto(const pami_xfer_t *xfer); /* AUTO picks the shm one */
+/* A call that failed its checks here: keeps the register aligned with
+ * the members that run it (a round every member reads as a mismatch). */
+void coll_shm_poison(pami_context_t ctx, const pami_xfer_t *xfer);
+/* Runs a small blocking call inline when it can (true, *rc its result). */
+bool coll_shm_wait_inline(pami_context_t ctx, const pami_xfer_t *xfer,
+                          pami_result_t *rc);
 
 /* coll_types.c */
 bool coll_type_valid(pami_type_t t);

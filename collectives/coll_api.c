@@ -185,6 +185,8 @@ static const char *auto_name(const pami_xfer_t *x,
             return "barrier_hier";
         return n <= 8 ? "barrier_packets" : "barrier_dissemination";
     case PAMI_XFER_BROADCAST:
+        if (coll_shm_auto(x))
+            return "broadcast_shm";
         if (bytes >= 64 * 1024 && n > 2 && x->count >= n)
             return "broadcast_scatter_allgather";
         if (bytes >= 256 * 1024 && n == 2)
@@ -192,8 +194,10 @@ static const char *auto_name(const pami_xfer_t *x,
         return n > 4 && bytes <= 4096 ? "broadcast_knomial4"
                                       : "broadcast_binomial";
     case PAMI_XFER_REDUCE:
-        return "reduce_binomial";
+        return coll_shm_auto(x) ? "reduce_shm" : "reduce_binomial";
     case PAMI_XFER_ALLREDUCE:
+        if (coll_shm_auto(x))
+            return "allreduce_shm";
         if (bytes < 16 * 1024 || x->count < n)
             return "allreduce_recursive_doubling";
         if (comm && (bytes >= 1024 * 1024 ||
@@ -201,6 +205,8 @@ static const char *auto_name(const pami_xfer_t *x,
             return "allreduce_ring";
         return "allreduce_rabenseifner";
     case PAMI_XFER_ALLGATHER:
+        if (coll_shm_auto(x))
+            return "allgather_shm";
         if (coll_pow2(n) && bytes * n <= 256 * 1024)
             return "allgather_recursive_doubling";
         return bytes * n <= 64 * 1024 ? "allgather_bruck" : "allgather_ring";
@@ -334,6 +340,7 @@ pami_result_t pami_collective(pami_context_t context, const pami_xfer_t *x)
                   "members' instance ends with PAMI_INVAL", (int)x->kind,
                   g->id, why);
         coll_send_abort(cc, g, g->next_seq++, (uint16_t)x->kind);
+        coll_shm_poison(context, x);
         return PAMI_INVAL;
     }
     pami_result_t rc = coll_connid_acquire(g);
@@ -459,8 +466,11 @@ pami_result_t pami_collective_wait(pami_context_t context,
 {
     if (xfer == NULL)
         return pami_collective(context, NULL);
+    pami_result_t rc;
+    if (coll_shm_wait_inline(context, xfer, &rc)) /* small, on one node */
+        return rc;
     /* Refuse before starting anything we could not wait for. */
-    pami_result_t rc = pami_context_advance(context, 1);
+    rc = pami_context_advance(context, 1);
     if (rc == PAMI_IN_HANDLER || rc == PAMI_INVAL)
         return rc;
     waiter_t    w = {.fn = xfer->done_fn, .cookie = xfer->cookie};
@@ -497,7 +507,9 @@ static pami_result_t barrier_on_register(coll_ctx_t *cc,
     g->next_seq++;
     g->started++;
     cc->st.started++;
-    rc = pami_barrier_wait(cc->ctx, algo, NULL, 0);
+    rc = coll_shm_quiesce(cc->ctx); /* register barriers go in call order */
+    if (rc == PAMI_SUCCESS)
+        rc = pami_barrier_wait(cc->ctx, algo, NULL, 0);
     if (rc == PAMI_SUCCESS)
         cc->st.completed++;
     else

@@ -148,10 +148,8 @@ static pami_result_t start_barrier(coll_req_t *req, const coll_sop_t *op)
     struct pami_geometry *g = req->g;
     pami_context_t ctx = req->cc->ctx;
     pami_result_t rc;
-    if (op->peer == COLL_BARRIER_SHM)
-        rc = pami_barrier_shm(ctx, on_barrier_done, req);
-    else if (op->peer == COLL_BARRIER_HIER)
-        rc = pami_barrier_hier(ctx, on_barrier_done, req);
+    if (op->peer != COLL_BARRIER_PACKETS) /* the register, in call order */
+        rc = coll_shm_start(req, (int)op->peer, on_barrier_done);
     else
         rc = pami_barrier_packets(ctx, g->tasks, g->size, on_barrier_done,
                                   req);

@@ -1,0 +1,543 @@
+/*
+ * Shared-memory collectives of one node (docs/collectives.md, "Shared
+ * memory"): allreduce, reduce, broadcast and allgather move their data
+ * through the node's segment (coll_shm_seg.c) and synchronise with the
+ * shared-memory barrier register (pami_barrier_shm); no message travels.
+ * This file runs them (the queue and the rounds); coll_shm_calls.c is
+ * how calls get here.
+ *
+ * Every register barrier a collective of a context starts (these
+ * algorithms, barrier_shm, barrier_hier) goes through one queue per
+ * context and starts in call order, one entry at a time: the register
+ * pairs barriers by their order on each task, and the parity argument
+ * below needs the rounds of two collectives never to interleave.
+ *
+ * Why a slot is never overwritten while someone reads it. Each round uses
+ * the slots of parity p = phase & 1 (phase counts rounds on the context,
+ * the same on every task since all run the same rounds in the same
+ * order) and has the form: write (own slot, or the root's), barrier,
+ * read (and for large reductions: reduce parts in place, barrier, read).
+ * A round's reads end before the reader arrives at the next barrier it
+ * starts, which is the first barrier of round k + 1 (parity 1 - p). The
+ * next write to parity p is by round k + 2, after that barrier completed,
+ * i.e. after every task arrived there, so after every read of round k.
+ * Writes of round k + 1 go to the other parity and never meet round k's
+ * reads. Hence the queue: with two collectives' rounds in flight at once
+ * the next round's writes could start before this one's reads ended.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll_shm.h"
+#include "pami_barrier.h"
+
+#define IN_PLACE(p) ((const void *)(p) == (const void *)PAMI_IN_PLACE)
+
+static void on_barrier(pami_context_t ctx, void *cookie, pami_result_t rc);
+
+/* ---- the queue ---- */
+
+bool cshm_push(cshm_t *s, cshm_entry_t e)
+{
+    if (s->qlen == s->qcap) {
+        size_t cap = s->qcap ? 2 * s->qcap : 16;
+        cshm_entry_t *q = malloc(cap * sizeof(*q));
+        if (q == NULL)
+            return false;
+        for (size_t i = 0; i < s->qlen; i++)
+            q[i] = s->q[(s->qhead + i) % s->qcap];
+        free(s->q);
+        s->q     = q;
+        s->qcap  = cap;
+        s->qhead = 0;
+    }
+    s->q[(s->qhead + s->qlen++) % s->qcap] = e;
+    if (s->qlen > s->stats[CSHM_STAT_queue_high_water])
+        s->stats[CSHM_STAT_queue_high_water] = s->qlen;
+    return true;
+}
+
+static cshm_entry_t *head(cshm_t *s)
+{
+    return &s->q[s->qhead];
+}
+
+/* Pops the head and ends its collective step (which may complete the
+ * collective, run the program's callback and start new entries). */
+static void finish_head(cshm_t *s, pami_result_t rc)
+{
+    cshm_entry_t e = *head(s);
+    s->qhead   = (s->qhead + 1) % s->qcap;
+    s->qlen--;
+    s->running = false;
+    if (rc != PAMI_SUCCESS && e.attached)
+        cshm_count(s, CSHM_STAT_failed);
+    if (e.attached)
+        e.done(s->ctx, e.req, rc);
+}
+
+static pami_result_t barrier(cshm_t *s, int step)
+{
+    s->step = step;
+    cshm_count(s, CSHM_STAT_barriers);
+    return pami_barrier_shm(s->ctx, on_barrier, s);
+}
+
+/* ---- moving and reducing ---- */
+
+/* Rank's data of parity p: its slot, or for a tiny call the rest of
+ * its control line, so that a reader's one cache miss brings the
+ * signature and the data. */
+static unsigned char *slot_of(cshm_t *s, size_t rank, uint32_t p)
+{
+    if (s->op.tiny)
+        return (unsigned char *)cshm_ctl(s, s->idx[rank], p) + CSHM_TINY_OFF;
+    return cshm_slot(s, s->idx[rank], p);
+}
+
+/* dst <- slots off.. of ranks 0..n-1 folded in rank order: built-in ops
+ * left to right from rank 0, user ops from the top (inout = in op inout
+ * with in from the lower rank) so no copy is needed. dst may be the
+ * first (built-in) or last (user) slot itself. */
+static void fold(cshm_t *s, unsigned char *dst, uint32_t p, size_t off,
+                 size_t count)
+{
+    const cshm_op_t *op = &s->op;
+    const pami_xfer_t *x = op->x;
+    size_t bytes = count * op->es;
+    if (count == 0)
+        return;
+    if (!op->user) {
+        const unsigned char *first = slot_of(s, 0, p) + off;
+        if (dst != first)
+            memcpy(dst, first, bytes);
+        for (size_t r = 1; r < op->n; r++)
+            coll_reduce_builtin(x->dtype, x->op, dst, slot_of(s, r, p) + off,
+                                count);
+        return;
+    }
+    const unsigned char *last = slot_of(s, op->n - 1, p) + off;
+    if (dst != last)
+        memcpy(dst, last, bytes);
+    for (size_t r = op->n - 1; r-- > 0;)
+        x->user_fn(dst, slot_of(s, r, p) + off, count, x->user_cookie);
+}
+
+/* Elements of part j of a round of len bytes: [*off, *off + *cnt). */
+static void part(const cshm_op_t *op, size_t j, size_t *off, size_t *cnt)
+{
+    size_t elems = op->len / op->es, base = elems / op->n,
+           rem = elems % op->n;
+    *cnt = base + (j < rem);
+    *off = (j * base + (j < rem ? j : rem)) * op->es;
+}
+
+/* The rank whose slot holds a large reduction's result. */
+static size_t result_rank(const cshm_op_t *op)
+{
+    return op->user ? op->n - 1 : 0;
+}
+
+/* Writes this task's share of the round at op->pos (parity p). */
+static void write_round(cshm_t *s, uint32_t p, bool ghost)
+{
+    cshm_op_t *op = &s->op;
+    op->len = op->total - op->pos < op->chunk ? op->total - op->pos
+                                              : op->chunk;
+    op->stage = 0;
+    cshm_count(s, CSHM_STAT_rounds);
+    if (ghost)
+        return;
+    if (op->kind == CSHM_BCAST) {
+        if (op->rank == op->root)
+            memcpy(slot_of(s, op->root, p), op->out + op->pos, op->len);
+    } else {
+        memcpy(slot_of(s, op->rank, p), op->in + op->pos, op->len);
+    }
+}
+
+/* Asks for a line in exclusive state without waiting for it. */
+static inline void prefetch_write(const volatile void *p)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __asm__ volatile("prefetchw %0" : : "m"(*(const volatile char *)p));
+#else
+    __builtin_prefetch((const void *)p, 1, 3);
+#endif
+}
+
+/* ---- a data collective ---- */
+
+static size_t local_index(const cshm_t *s, pami_task_t t)
+{
+    size_t lo = 0, hi = s->nlocal;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (s->local[mid] < t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* What every member must pass alike, in the control line. */
+static uint32_t signature(const pami_xfer_t *x, size_t algo_id)
+{
+    uint64_t v[] = {(uint64_t)x->kind << 32 | algo_id,
+                    (uint64_t)x->dtype << 32 | (uint32_t)x->root,
+                    x->kind == PAMI_XFER_ALLREDUCE ||
+                            x->kind == PAMI_XFER_REDUCE
+                        ? (uint64_t)x->op << 1 | (x->op == PAMI_OP_USER &&
+                                                  x->user_commutative)
+                        : 0,
+                    x->count};
+    uint64_t h = 0x9e3779b97f4a7c15ull;
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+        h ^= v[i];
+        h *= 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    return (uint32_t)h | 1; /* 0 is a poison round's */
+}
+
+/* Fills s->op for call x on g and writes its first round (parity of
+ * s->phase) and its signature. */
+void cshm_op_setup(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
+                     struct pami_geometry *g, size_t es, size_t algo_id)
+{
+    cshm_op_t *op = &s->op;
+    *op = (cshm_op_t){.req = req, .x = x, .g = g, .n = g->size,
+                      .rank = g->rank, .root = x->root, .es = es ? es : 1,
+                      .total = x->count * es, .first = true,
+                      .user = x->op == PAMI_OP_USER,
+                      .sig = signature(x, algo_id)};
+    for (size_t r = 0; r < g->size; r++)
+        s->idx[r] = (uint32_t)local_index(s, g->tasks[r]);
+    op->chunk = s->slot / op->es * op->es;
+    op->out   = x->rbuf;
+    op->in_place = IN_PLACE(x->sbuf);
+    switch (x->kind) {
+    case PAMI_XFER_ALLREDUCE:
+    case PAMI_XFER_REDUCE: {
+        bool small = op->total <= CSHM_SMALL_MAX && op->total <= op->chunk;
+        bool all   = x->kind == PAMI_XFER_ALLREDUCE;
+        op->kind = all ? (small ? CSHM_AR_SMALL : CSHM_AR_LARGE)
+                       : (small ? CSHM_RED_SMALL : CSHM_RED_LARGE);
+        op->in = op->in_place ? x->rbuf : x->sbuf;
+        break;
+    }
+    case PAMI_XFER_BROADCAST:
+        op->kind = CSHM_BCAST;
+        break;
+    default: /* PAMI_XFER_ALLGATHER */
+        op->kind = CSHM_ALLGATHER;
+        op->in   = op->in_place ? op->out + op->rank * op->total : x->sbuf;
+        break;
+    }
+    op->tiny = op->total <= CSHM_TINY; /* one round whatever the kind */
+    cshm_count(s, CSHM_STAT_ops);
+    uint32_t p = s->phase & 1;
+    atomic_store_explicit(cshm_ctl(s, s->my_index, p), op->sig,
+                          memory_order_relaxed);
+    write_round(s, p, req != NULL && req->status != PAMI_SUCCESS);
+}
+
+/* A call that failed here before its step started (bad arguments, an
+ * abort claimed first, no memory) while the other members may run it:
+ * one round with signature 0, which every member reads as a mismatch,
+ * so all stop after that barrier and the register stays aligned. */
+static pami_result_t poison_begin(cshm_t *s)
+{
+    s->op = (cshm_op_t){.poison = true, .first = true};
+    cshm_count(s, CSHM_STAT_rounds);
+    atomic_store_explicit(cshm_ctl(s, s->my_index, s->phase & 1), 0,
+                          memory_order_relaxed);
+    return barrier(s, CSHM_ST_OP);
+}
+
+static pami_result_t op_begin(cshm_t *s, coll_req_t *req)
+{
+    cshm_op_setup(s, req, &req->x, req->g, req->dtsize, req->algo_id);
+    return barrier(s, CSHM_ST_OP);
+}
+
+/* Every member wrote the signature of its call (kind, algorithm, type,
+ * op, root, count) before the first barrier: all see the same set, so
+ * all tell a mismatch alike and stop after that barrier. */
+static bool same_call(cshm_t *s)
+{
+    uint32_t p = s->phase & 1, sig = s->op.sig;
+    for (size_t r = 0; r < s->op.n; r++)
+        if (atomic_load_explicit(cshm_ctl(s, s->idx[r], p),
+                                 memory_order_relaxed) != sig)
+            return false;
+    return true;
+}
+
+/* A barrier of the op ended: runs its reads (and for large reductions
+ * the parts) and starts the next barrier. PAMI_SUCCESS with *done when
+ * the op ended here. A request failed meanwhile (abort, dead peer) runs
+ * on as a ghost: same barriers, no access to the program's buffers. */
+pami_result_t cshm_op_next(cshm_t *s, bool *done)
+{
+    cshm_op_t *op = &s->op;
+    uint32_t p = s->phase & 1;
+    bool ghost = op->req != NULL && op->req->status != PAMI_SUCCESS;
+    *done = false;
+    if (op->first) {
+        op->first = false;
+        if (op->poison) {
+            s->phase++;
+            return PAMI_INVAL;
+        }
+        if (!same_call(s)) {
+            cshm_count(s, CSHM_STAT_mismatches);
+            coll_warn("geometry %u: the members' calls of a shared-memory "
+                      "collective (kind %d) differ", op->g->id,
+                      (int)op->x->kind);
+            s->phase++;
+            return PAMI_INVAL;
+        }
+    }
+    size_t off, cnt, res = result_rank(op);
+    switch (op->kind) {
+    case CSHM_AR_SMALL:
+    case CSHM_RED_SMALL:
+        if (!ghost && (op->kind == CSHM_AR_SMALL || op->rank == op->root))
+            fold(s, op->out + op->pos, p, 0, op->len / op->es);
+        break;
+    case CSHM_AR_LARGE:
+    case CSHM_RED_LARGE:
+        part(op, op->rank, &off, &cnt);
+        if (op->stage == 0) {
+            unsigned char *acc = slot_of(s, res, p) + off;
+            if (!ghost) {
+                fold(s, acc, p, off, cnt);
+                if (op->kind == CSHM_AR_LARGE || op->rank == op->root)
+                    memcpy(op->out + op->pos + off, acc, cnt * op->es);
+            }
+            op->stage = 1;
+            return barrier(s, CSHM_ST_OP);
+        }
+        if (!ghost && (op->kind == CSHM_AR_LARGE || op->rank == op->root))
+            for (size_t j = 0; j < op->n; j++) {
+                if (j == op->rank)
+                    continue;
+                part(op, j, &off, &cnt);
+                memcpy(op->out + op->pos + off, slot_of(s, res, p) + off,
+                       cnt * op->es);
+            }
+        break;
+    case CSHM_BCAST:
+        if (!ghost && op->rank != op->root)
+            memcpy(op->out + op->pos, slot_of(s, op->root, p), op->len);
+        break;
+    case CSHM_ALLGATHER:
+        for (size_t r = 0; r < op->n && !ghost; r++) {
+            if (r == op->rank && op->in_place)
+                continue;
+            memcpy(op->out + r * op->total + op->pos, slot_of(s, r, p),
+                   op->len);
+        }
+        break;
+    }
+    s->phase++;
+    op->pos += op->len;
+    if (op->pos >= op->total) {
+        /* Nobody reads our next control line until the next round's
+         * barrier (see the top): take it for writing now, off the next
+         * call's path. */
+        prefetch_write(cshm_ctl(s, s->my_index, s->phase & 1));
+        *done = true;
+        return PAMI_SUCCESS;
+    }
+    p = s->phase & 1;
+    write_round(s, p, ghost);
+    return barrier(s, CSHM_ST_OP);
+}
+
+/* ---- running the queue ---- */
+
+/* Data collectives fail from now on: the rounds of the tasks may no
+ * longer line up. */
+void cshm_seg_failed(cshm_t *s, pami_result_t rc)
+{
+    if (s->setup != CSHM_SETUP_FAILED)
+        s->seg_rc = rc;
+    s->setup = CSHM_SETUP_FAILED;
+}
+
+/* Set-up, at the first data collective: the leader creates the segment,
+ * barrier, the others attach, barrier, the leader unlinks the name. A
+ * task that fails still takes part in both barriers, so the others find
+ * the count short and fail too instead of hanging. */
+static pami_result_t setup_begin(cshm_t *s)
+{
+    s->setup = CSHM_SETUP_RUNNING;
+    cshm_count(s, CSHM_STAT_setups);
+    if (s->my_index == 0 && cshm_seg_create(s) != PAMI_SUCCESS)
+        cshm_seg_release(s);
+    return barrier(s, CSHM_ST_SETUP1);
+}
+
+static pami_result_t begin_head(cshm_t *s)
+{
+    cshm_entry_t *e = head(s);
+    pami_result_t rc;
+    s->running = true;
+    if (e->which != COLL_EXT_SHM) {
+        s->step = CSHM_ST_REG;
+        cshm_count(s, CSHM_STAT_register_barriers);
+        rc = e->which == COLL_BARRIER_HIER
+                 ? pami_barrier_hier(s->ctx, on_barrier, s)
+                 : pami_barrier_shm(s->ctx, on_barrier, s);
+    } else if (s->setup == CSHM_SETUP_FAILED) {
+        rc = s->seg_rc;
+    } else if (s->setup == CSHM_SETUP_NONE) {
+        rc = setup_begin(s);
+    } else {
+        rc = e->attached ? op_begin(s, e->req) : poison_begin(s);
+    }
+    if (rc != PAMI_SUCCESS)
+        s->running = false;
+    return rc;
+}
+
+/* Starts queued entries until one waits for a barrier. */
+void cshm_pump(cshm_t *s)
+{
+    while (!s->running && s->qlen > 0) {
+        pami_result_t rc = begin_head(s);
+        if (rc != PAMI_SUCCESS) {
+            if (head(s)->which == COLL_EXT_SHM)
+                cshm_seg_failed(s, rc);
+            finish_head(s, rc);
+        }
+    }
+}
+
+/* After the set-up barriers. */
+static pami_result_t setup_next(cshm_t *s, bool *done)
+{
+    *done = false;
+    if (s->step == CSHM_ST_SETUP1) {
+        if (s->my_index != 0 && cshm_seg_attach(s) != PAMI_SUCCESS)
+            cshm_seg_release(s);
+        return barrier(s, CSHM_ST_SETUP2);
+    }
+    if (!cshm_seg_finish(s)) {
+        cshm_log(PAMI_PROTOCOL_LOG_WARN, "the segment %s could not be set "
+                 "up on every task of the node: shared-memory collectives "
+                 "fail with PAMI_ERROR on this context", s->name);
+        cshm_seg_release(s);
+        cshm_seg_failed(s, PAMI_ERROR);
+        *done = true;
+        return PAMI_ERROR;
+    }
+    s->setup = CSHM_SETUP_READY;
+    return head(s)->attached ? op_begin(s, head(s)->req) : poison_begin(s);
+}
+
+static void on_barrier(pami_context_t ctx, void *cookie, pami_result_t rc)
+{
+    (void)ctx;
+    cshm_t *s    = cookie;
+    bool    done = true;
+    if (rc == PAMI_SUCCESS) {
+        if (s->step == CSHM_ST_OP)
+            rc = cshm_op_next(s, &done);
+        else if (s->step != CSHM_ST_REG)
+            rc = setup_next(s, &done);
+    }
+    if (rc != PAMI_SUCCESS && rc != PAMI_INVAL) {
+        /* A hierarchical barrier also fails for a task of another node;
+         * it still counted this node's tasks in the register. */
+        if (s->step != CSHM_ST_REG || head(s)->which != COLL_BARRIER_HIER)
+            cshm_seg_failed(s, rc);
+        done = true;
+    }
+    if (done || rc != PAMI_SUCCESS)
+        finish_head(s, rc);
+    cshm_pump(s);
+}
+
+/* ---- the executor's side ---- */
+
+static pami_result_t on_kick(pami_context_t ctx, void *cookie)
+{
+    (void)ctx;
+    cshm_t *s = cookie;
+    s->posted = false;
+    cshm_pump(s);
+    return PAMI_SUCCESS;
+}
+
+/* An entry queued outside progress: pump from progress, in case nothing
+ * else will (an entry whose step never starts). */
+void cshm_kick(cshm_t *s)
+{
+    if (s->posted)
+        return;
+    s->posted = true;
+    pami_context_post(s->ctx, &s->kick, on_kick, s);
+}
+
+/* The entry coll_shm_build queued for req, or NULL. */
+static cshm_entry_t *entry_of(cshm_t *s, const coll_req_t *req)
+{
+    for (size_t i = s->qlen; i-- > 0;) {
+        cshm_entry_t *e = &s->q[(s->qhead + i) % s->qcap];
+        if (e->req == req && !e->attached && e->which == COLL_EXT_SHM)
+            return e;
+    }
+    return NULL;
+}
+
+pami_result_t coll_shm_start(coll_req_t *req, int which, pami_event_fn done)
+{
+    cshm_t *s = cshm_of(req->cc->ctx);
+    if (s == NULL)
+        return PAMI_ERROR;
+    if (which == COLL_EXT_SHM) {
+        cshm_entry_t *e = entry_of(s, req);
+        if (e == NULL)
+            return s->setup == CSHM_SETUP_FAILED ? s->seg_rc : PAMI_ERROR;
+        e->attached = true;
+        e->done     = done;
+        if (e != head(s) || s->running) {
+            cshm_count(s, CSHM_STAT_queued);
+            return PAMI_SUCCESS;
+        }
+    } else {
+        if (!cshm_push(s, (cshm_entry_t){.req = req, .which = which,
+                                    .done = done, .attached = true}))
+            return PAMI_ENOMEM;
+        if (s->qlen > 1 || s->running) {
+            cshm_count(s, CSHM_STAT_queued);
+            return PAMI_SUCCESS;
+        }
+    }
+    /* Alone: started now, and a failure is reported here (never through
+     * done, which must not run inside the executor's call). */
+    pami_result_t rc = begin_head(s);
+    if (rc != PAMI_SUCCESS) {
+        s->qhead = (s->qhead + 1) % s->qcap;
+        s->qlen--;
+        if (which == COLL_EXT_SHM)
+            cshm_seg_failed(s, rc);
+    }
+    return rc;
+}
+
+pami_result_t coll_shm_quiesce(pami_context_t ctx)
+{
+    cshm_t *s = cshm_of(ctx);
+    while (s != NULL && s->qlen > 0) {
+        pami_result_t rc = pami_context_wait(ctx, 100);
+        if (rc != PAMI_SUCCESS && rc != PAMI_TIMEOUT)
+            return rc;
+    }
+    return PAMI_SUCCESS;
+}
+

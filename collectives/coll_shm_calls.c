@@ -1,0 +1,189 @@
+/*
+ * How calls enter the shared-memory collectives (coll_alg_shm.c runs
+ * them): the registry's check, builder and AUTO rule, the poison round of
+ * a call that failed here, and small blocking calls run inline.
+ */
+#include "coll_shm.h"
+#include "pami_barrier.h"
+
+#define IN_PLACE(p) ((const void *)(p) == (const void *)PAMI_IN_PLACE)
+
+/* Would the other members run x with a shared-memory algorithm? Only
+ * what this task can tell from its own (failed) call. */
+static bool runs_here(const pami_xfer_t *x)
+{
+    if (x == NULL || coll_shm_check(x) != PAMI_SUCCESS ||
+        (unsigned)x->kind >= PAMI_XFER_COUNT)
+        return false;
+    if (x->field_mask & PAMI_XFER_FIELD_ALGORITHM) {
+        const coll_algo_t *a = cshm_algo(x->kind);
+        return a != NULL &&
+               x->algorithm == (pami_algorithm_t)(a - coll_algos + 1);
+    }
+    if (x->kind == PAMI_XFER_BROADCAST || x->kind == PAMI_XFER_REDUCE)
+        return coll_type_valid(x->dtype) && coll_shm_auto(x);
+    return coll_shm_auto(x);
+}
+
+void coll_shm_poison(pami_context_t ctx, const pami_xfer_t *x)
+{
+    cshm_t *s = cshm_of(ctx);
+    if (s == NULL || !runs_here(x) || x->geometry->cc->ctx != ctx ||
+        s->setup == CSHM_SETUP_FAILED)
+        return;
+    if (!cshm_push(s, (cshm_entry_t){.which = COLL_EXT_SHM}))
+        return;
+    cshm_kick(s);
+}
+
+/* ---- the blocking call, inline ---- */
+
+const coll_algo_t *cshm_algo(pami_xfer_type_t kind)
+{
+    for (size_t i = 0; i < coll_num_algos; i++)
+        if (coll_algos[i].kind == kind && coll_algos[i].build == coll_shm_build)
+            return &coll_algos[i];
+    return NULL;
+}
+
+/* Calls this path takes; anything else (and any bad argument) goes the
+ * ordinary way, which reports it. */
+static bool inline_fits(cshm_t *s, coll_ctx_t *cc, const pami_xfer_t *x,
+                        const coll_algo_t **algo)
+{
+    struct pami_geometry *g = x->geometry;
+    if (g == NULL || g->cc != cc || !g->ready || s->qlen > 0 || s->running ||
+        s->setup != CSHM_SETUP_READY || coll_shm_check(x) != PAMI_SUCCESS)
+        return false;
+    bool red = x->kind == PAMI_XFER_ALLREDUCE || x->kind == PAMI_XFER_REDUCE;
+    if (!red && x->kind != PAMI_XFER_BROADCAST &&
+        x->kind != PAMI_XFER_ALLGATHER)
+        return false;
+    const coll_algo_t *a = cshm_algo(x->kind);
+    if (a == NULL || ((x->field_mask & PAMI_XFER_FIELD_ALGORITHM) &&
+                      x->algorithm != (pami_algorithm_t)(a - coll_algos + 1)))
+        return false;
+    if (!(x->field_mask & PAMI_XFER_FIELD_ALGORITHM) && !coll_shm_auto(x))
+        return false;
+    size_t es = coll_type_valid(x->dtype) ? pami_type_size(x->dtype) : 0;
+    if (es == 0 || x->count == 0 || x->count > CSHM_SMALL_MAX / es ||
+        x->count * es > s->slot || x->rbuf == NULL || IN_PLACE(x->rbuf) ||
+        x->root >= g->size)
+        return false;
+    bool root = x->root == g->rank;
+    if (red && (!coll_op_valid(x->dtype, x->op) ||
+                (x->op == PAMI_OP_USER &&
+                 (!(x->field_mask & PAMI_XFER_FIELD_USER_OP) ||
+                  x->user_fn == NULL))))
+        return false;
+    if (x->kind != PAMI_XFER_BROADCAST &&
+        (x->sbuf == NULL || (IN_PLACE(x->sbuf) &&
+                             x->kind == PAMI_XFER_REDUCE && !root)))
+        return false;
+    *algo = a;
+    return true;
+}
+
+/* A small call on an idle queue: the same rounds as the queued form
+ * (members may mix the two), with the register polled inline by
+ * pami_barrier_wait, and no request or schedule. The call still takes
+ * the geometry's next collective number, like the blocking register
+ * barrier (coll_api.c). Entries started meanwhile from progress wait in
+ * the queue (running is set) and start when it ends. */
+bool coll_shm_wait_inline(pami_context_t ctx, const pami_xfer_t *x,
+                          pami_result_t *rc)
+{
+    cshm_t *s = cshm_of(ctx);
+    coll_ctx_t *cc = coll_ctx_of(ctx);
+    const coll_algo_t *a = NULL;
+    if (s == NULL || cc == NULL || x == NULL || !inline_fits(s, cc, x, &a) ||
+        pami_protocol_in_handler(ctx))
+        return false;
+    struct pami_geometry *g = x->geometry;
+    *rc = coll_connid_acquire(g);
+    if (*rc != PAMI_SUCCESS)
+        return true;
+    if (s->qlen > 0 || s->running) /* started while it waited */
+        return false;
+    g->next_seq++;
+    g->started++;
+    cc->st.started++;
+    s->running = true;
+    cshm_count(s, CSHM_STAT_inline);
+    cshm_op_setup(s, NULL, x, g, pami_type_size(x->dtype),
+             (size_t)(a - coll_algos + 1));
+    cshm_count(s, CSHM_STAT_barriers);
+    *rc = pami_barrier_wait(ctx, PAMI_BARRIER_SHM, NULL, 0);
+    bool done = true;
+    if (*rc == PAMI_SUCCESS)
+        *rc = cshm_op_next(s, &done); /* one round: ends here */
+    s->running = false;
+    if (*rc != PAMI_SUCCESS && *rc != PAMI_INVAL)
+        cshm_seg_failed(s, *rc);
+    if (*rc == PAMI_SUCCESS) {
+        cc->st.completed++;
+    } else {
+        cc->st.failed++;
+        cshm_count(s, CSHM_STAT_failed);
+    }
+    cshm_pump(s);
+    if (x->done_fn != NULL)
+        x->done_fn(ctx, x->cookie, *rc);
+    return true;
+}
+
+/* ---- the registry's side ---- */
+
+pami_result_t coll_shm_check(const pami_xfer_t *x)
+{
+    return x->geometry != NULL && x->geometry->on_node &&
+                   x->geometry->size >= 2
+               ? PAMI_SUCCESS
+               : PAMI_INVAL;
+}
+
+/* The AUTO rule (coll_api.c asks it too, so both agree; its inputs are
+ * the same on every task of the node). Allreduce and allgather need
+ * every task anyway: shared memory won at every size measured. A rooted
+ * call through the register waits for every task, where a tree lets the
+ * leaves go: with more tasks than CPUs that costs more than the copies
+ * save below 64 KiB (docs/collectives.md). */
+bool coll_shm_auto(const pami_xfer_t *x)
+{
+    if (coll_shm_check(x) != PAMI_SUCCESS)
+        return false;
+    cshm_t *s = cshm_of(x->geometry->cc->ctx);
+    size_t bytes = x->count * pami_type_size(x->dtype);
+    if (s == NULL || !s->auto_ok)
+        return false;
+    switch (x->kind) {
+    case PAMI_XFER_ALLREDUCE:
+    case PAMI_XFER_ALLGATHER:
+        return true;
+    case PAMI_XFER_BROADCAST:
+    case PAMI_XFER_REDUCE:
+        return s != NULL && (s->nlocal <= s->ncpus || bytes >= 64 * 1024);
+    default:
+        return false;
+    }
+}
+
+/* One step holding the whole collective; nothing at all for no data
+ * (every member skips it alike). */
+pami_result_t coll_shm_build(coll_req_t *req)
+{
+    if (req->x.count == 0 || req->dtsize == 0)
+        return PAMI_SUCCESS;
+    /* Queued now, in call order; coll_shm_start attaches it. Until then
+     * it runs, if it must, as a poison round (the call failed here). */
+    cshm_t *s = cshm_of(req->cc->ctx);
+    if (s != NULL && (s->setup != CSHM_SETUP_FAILED || s->qlen > 0)) {
+        if (!cshm_push(s, (cshm_entry_t){.req = req, .which = COLL_EXT_SHM}))
+            return PAMI_ENOMEM;
+        if (s->qlen == 1)
+            cshm_kick(s);
+    }
+    sb_step(req);
+    sb_barrier(req, COLL_EXT_SHM);
+    return PAMI_SUCCESS;
+}
