@@ -223,10 +223,6 @@ struct coll_algo {
     size_t           range_lo, range_hi;
     pami_result_t  (*check)(const pami_xfer_t *xfer); /* NULL: always */
     pami_result_t  (*build)(coll_req_t *req);
-    /* build does more than fill req (coll_shm_build queues the call on
-     * the node's segment): its schedule is never reused for the same
-     * call (coll_pool.c's cache), build runs for every call. */
-    bool             stateful;
 };
 
 extern const coll_algo_t coll_algos[];

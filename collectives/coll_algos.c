@@ -403,13 +403,12 @@ const coll_algo_t coll_algos[] = {
      b_alltoallv_pairwise},
     /* coll_alg_shm.c: on one node, through shared memory. */
     {"allreduce_shm", PAMI_XFER_ALLREDUCE, 0, ANY, coll_shm_check,
-     coll_shm_build, true},
+     coll_shm_build},
     {"broadcast_shm", PAMI_XFER_BROADCAST, 0, ANY, coll_shm_check,
-     coll_shm_build, true},
-    {"reduce_shm", PAMI_XFER_REDUCE, 0, ANY, coll_shm_check, coll_shm_build,
-     true},
+     coll_shm_build},
+    {"reduce_shm", PAMI_XFER_REDUCE, 0, ANY, coll_shm_check, coll_shm_build},
     {"allgather_shm", PAMI_XFER_ALLGATHER, 0, ANY, coll_shm_check,
-     coll_shm_build, true},
+     coll_shm_build},
 };
 
 const size_t coll_num_algos = sizeof(coll_algos) / sizeof(coll_algos[0]);

@@ -338,6 +338,14 @@ static bool v_kind(pami_xfer_type_t k)
            k == PAMI_XFER_SCATTERV || k == PAMI_XFER_ALLTOALLV;
 }
 
+/* Whether a's builder only fills the request, so its schedule may serve
+ * the same call again. coll_shm_build also queues the call on the node's
+ * segment: it must run for every call. */
+static bool build_is_pure(const coll_algo_t *a)
+{
+    return a->build != coll_shm_build;
+}
+
 /* A checked call's new request with its schedule built, or NULL with rc
  * (the other members were told to end their instance). */
 static coll_req_t *build(coll_ctx_t *cc, struct pami_geometry *g,
@@ -360,7 +368,7 @@ static coll_req_t *build(coll_ctx_t *cc, struct pami_geometry *g,
             *rc = PAMI_ENOMEM;
         /* v counts live in the caller's arrays: their contents may
          * change under the same pointers. */
-        req->cacheable = !v_kind(x->kind) && !a->stateful;
+        req->cacheable = !v_kind(x->kind) && build_is_pure(a);
     }
     if (*rc == PAMI_SUCCESS)
         return req;
