@@ -90,6 +90,7 @@ typedef struct coll_msg {
     size_t           len;
     size_t           cap;      /* bytes data can hold (kept when pooled) */
     bool             complete; /* all data here (large ones arrive later) */
+    bool             room_inline; /* data is the room allocated with it */
     bool             dead;     /* owner went away: free when complete */
     struct coll_req *owner;    /* set once in a request's early list */
     struct coll_ctx *cc;
@@ -133,6 +134,11 @@ typedef struct coll_req {
     pami_work_t   work;
     uint64_t      create_check[2]; /* geometry creation: {min h, min ~h} */
     struct coll_req *pool_next;
+    bool          numbered;      /* ops carry their step and tag */
+    bool          finish_inline; /* completed in the call: its caller ends it */
+    bool          cacheable;     /* the schedule may serve the same call */
+    size_t        key_n, key_r;  /* geometry size and rank it was built for */
+    bool          key_node;      /* and whether it was the node's tasks */
 } coll_req_t;
 
 /* ---- geometries ---- */
@@ -158,7 +164,11 @@ struct pami_geometry {
     uint64_t    waits, started;
     unsigned    waiters;                   /* callers waiting for a ConnID */
     coll_msg_t *unexp, **unexp_tail;       /* for collectives not posted */
+    uint16_t    unexp_n[PAMI_CONNID_BUFFER]; /* of those, per ConnID */
 };
+
+#define COLL_CACHE 8      /* built schedules kept per context for reuse */
+#define COLL_AUTO_IDS 32  /* AUTO rule names resolved, per context */
 
 typedef struct coll_ctx {
     pami_client_t    client;
@@ -184,6 +194,13 @@ typedef struct coll_ctx {
     size_t           pool_bytes; /* large rooms the free lists hold */
     uint32_t        *scratch;
     size_t           scratch_cap;
+    coll_req_t      *cache[COLL_CACHE]; /* ended requests, schedule built */
+    unsigned         cache_next;        /* the next to evict */
+    struct {
+        const char      *name;
+        pami_algorithm_t id;
+    } auto_ids[COLL_AUTO_IDS];
+    bool             spin_ok;  /* no more tasks here than cpus */
     struct {
         uint64_t in_use, high_water, waits, eagain;
         uint64_t started, completed, failed;
@@ -191,6 +208,9 @@ typedef struct coll_ctx {
         uint64_t malformed, aborts_sent, aborts_received;
         uint64_t large_direct, large_staged;
         uint64_t allocs;
+        uint64_t kept_live, kept_high_water; /* kept messages out of the pool */
+        uint64_t reqs_live, reqs_high_water; /* requests out of the pool */
+        uint64_t cache_hits;
     } st;
 } coll_ctx_t;
 
@@ -239,6 +259,8 @@ bool coll_grow(coll_ctx_t *cc, void **arr, size_t *cap, size_t need,
 coll_req_t *coll_req_new(struct pami_geometry *g, const pami_xfer_t *x,
                          uint16_t kind);
 void  coll_req_free(coll_req_t *req);
+coll_req_t *coll_cache_take(coll_ctx_t *cc, struct pami_geometry *g,
+                            const pami_xfer_t *x);
 coll_msg_t *coll_msg_new(coll_ctx_t *cc, size_t len);
 void  coll_msg_destroy(coll_msg_t *m);
 uint32_t *coll_scratch(coll_ctx_t *cc, size_t n);
@@ -256,6 +278,8 @@ void  sb_reduce(coll_req_t *req, void *dst, const void *src, size_t bytes,
 void  sb_barrier(coll_req_t *req, int which);
 void *sb_tmp(coll_req_t *req, size_t bytes);
 void  coll_start(coll_req_t *req);
+void  coll_start_call(coll_req_t *req, bool finish_inline);
+bool  coll_waits_large(const coll_req_t *req);
 void  coll_advance(coll_req_t *req);
 void  coll_fail(coll_req_t *req, pami_result_t rc, bool tell_peers);
 void  coll_kick(coll_req_t *req);
@@ -288,6 +312,8 @@ void bld_allreduce_rabenseifner(coll_req_t *req, const void *in, void *out,
                                 size_t count);
 void bld_reduce_scatter_halving(coll_req_t *req, const void *in, void *out,
                                 size_t bytes);
+void bld_alltoall_linear(coll_req_t *req, const void *in, void *out,
+                         size_t bytes);
 void bld_alltoall_bruck(coll_req_t *req, const void *in, void *out,
                         size_t bytes);
 void bld_bcast_chain(coll_req_t *req, size_t root, void *buf, size_t count,

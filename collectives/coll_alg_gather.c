@@ -1,7 +1,7 @@
 /*
  * Data movement schedules: allgather(v) by ring, recursive doubling and
- * Bruck; linear gather(v) and scatter(v); pairwise alltoall(v) and Bruck
- * alltoall.
+ * Bruck; linear gather(v) and scatter(v); pairwise alltoall(v), linear
+ * and Bruck alltoall.
  */
 #include "coll.h"
 
@@ -124,6 +124,32 @@ void bld_alltoallv_pairwise(coll_req_t *req, const void *in,
         sb_send(req, to, i0 + soffs[to], sbytes[to]);
         sb_recv(req, from, o + roffs[from], rbytes[from]);
     }
+}
+
+/* Linear: one step with every send and receive at once (sends to
+ * r + 1, r + 2, ... so the ranks do not all start at the same peer). in
+ * NULL: in place, the blocks are sent from a copy of out taken at the
+ * step's entry, before any receive lands. */
+void bld_alltoall_linear(coll_req_t *req, const void *in, void *out,
+                         size_t bytes)
+{
+    size_t n = N(req), r = R(req);
+    unsigned char *o = out;
+    const unsigned char *i0 = in;
+    sb_step(req);
+    if (i0 == NULL) {
+        unsigned char *t = sb_tmp(req, n * bytes);
+        if (t == NULL)
+            return;
+        sb_copy(req, t, o, n * bytes);
+        i0 = t;
+    } else {
+        sb_copy(req, o + r * bytes, i0 + r * bytes, bytes);
+    }
+    for (size_t k = 1; k < n; k++)
+        sb_send(req, (r + k) % n, i0 + (r + k) % n * bytes, bytes);
+    for (size_t k = 1; k < n; k++)
+        sb_recv(req, (r + n - k) % n, o + (r + n - k) % n * bytes, bytes);
 }
 
 /* Bruck: rotate so block i is for rank r + i; in round k send the blocks

@@ -243,6 +243,13 @@ static pami_result_t b_alltoall_pairwise(coll_req_t *req)
     return PAMI_SUCCESS;
 }
 
+static pami_result_t b_alltoall_linear(coll_req_t *req)
+{
+    bld_alltoall_linear(req, IN_PLACE(req->x.sbuf) ? NULL : req->x.sbuf,
+                        req->x.rbuf, bytes_of(req));
+    return PAMI_SUCCESS;
+}
+
 static pami_result_t b_alltoall_bruck(coll_req_t *req)
 {
     bld_alltoall_bruck(req, input(req, 0), req->x.rbuf, bytes_of(req));
@@ -376,6 +383,8 @@ const coll_algo_t coll_algos[] = {
      b_alltoall_pairwise},
     {"alltoall_bruck", PAMI_XFER_ALLTOALL, 0, 0, 2 * KIB, NULL,
      b_alltoall_bruck},
+    {"alltoall_linear", PAMI_XFER_ALLTOALL, 0, 0, 16 * KIB, NULL,
+     b_alltoall_linear},
     {"reduce_scatter_ring", PAMI_XFER_REDUCE_SCATTER,
      PAMI_ALGORITHM_REQ_COMMUTATIVE, ANY, need_commutative,
      b_reduce_scatter_ring},

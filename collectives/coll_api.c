@@ -5,6 +5,7 @@
  */
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include "coll.h"
 #include "pami_barrier.h"
@@ -215,6 +216,9 @@ static const char *auto_name(const pami_xfer_t *x,
     case PAMI_XFER_SCATTER:
         return bytes <= 4096 ? "scatter_binomial" : "scatter_linear";
     case PAMI_XFER_ALLTOALL:
+        /* All at once while n - 1 small messages per task stay few. */
+        if (n > 2 && bytes <= 4096 && n <= 16)
+            return "alltoall_linear";
         return n > 2 && bytes <= 2048 ? "alltoall_bruck" : "alltoall_pairwise";
     case PAMI_XFER_REDUCE_SCATTER:
         if (!comm)
@@ -252,6 +256,24 @@ pami_result_t pami_algorithm_by_name(const char *name,
     return PAMI_NOT_FOUND;
 }
 
+/* The registry id of an AUTO rule's name (PAMI_ALGORITHM_AUTO: none).
+ * The rules return string literals, so the context remembers each
+ * literal's id by its address instead of comparing names on every call. */
+static pami_algorithm_t auto_id(coll_ctx_t *cc, const char *name)
+{
+    if (name == NULL)
+        return PAMI_ALGORITHM_AUTO;
+    size_t slot = ((uintptr_t)name >> 3) % COLL_AUTO_IDS;
+    if (cc->auto_ids[slot].name == name)
+        return cc->auto_ids[slot].id;
+    pami_algorithm_t id;
+    if (pami_algorithm_by_name(name, &id) != PAMI_SUCCESS)
+        return PAMI_ALGORITHM_AUTO;
+    cc->auto_ids[slot].name = name;
+    cc->auto_ids[slot].id   = id;
+    return id;
+}
+
 /* The algorithm for the call, or NULL with why. */
 static const coll_algo_t *choose(const pami_xfer_t *x,
                                  const struct pami_geometry *g,
@@ -261,8 +283,8 @@ static const coll_algo_t *choose(const pami_xfer_t *x,
     if (x->field_mask & PAMI_XFER_FIELD_ALGORITHM)
         id = x->algorithm;
     if (id == PAMI_ALGORITHM_AUTO) {
-        const char *name = auto_name(x, g);
-        if (name == NULL || pami_algorithm_by_name(name, &id) != PAMI_SUCCESS) {
+        id = auto_id(g->cc, auto_name(x, g));
+        if (id == PAMI_ALGORITHM_AUTO) {
             *why = "no algorithm for this collective";
             return NULL;
         }
@@ -283,19 +305,18 @@ static const coll_algo_t *choose(const pami_xfer_t *x,
     return NULL;
 }
 
+/* One multiply and xor-shift per field. */
 static uint32_t mix(uint32_t h, uint64_t v)
 {
-    for (int i = 0; i < 8; i++, v >>= 8)
-        h = (h ^ (uint8_t)v) * 16777619u;
-    return h;
+    uint64_t z = ((uint64_t)h << 32 | h) ^ v;
+    z *= 0x9e3779b97f4a7c15ull;
+    return (uint32_t)(z >> 32) ^ (uint32_t)z;
 }
 
 /* What every member must pass alike, hashed into each message. */
 static uint32_t signature(const pami_xfer_t *x, uint8_t algo)
 {
-    uint32_t h = 2166136261u;
-    h = mix(h, x->kind);
-    h = mix(h, algo);
+    uint32_t h = mix(0x2545f491u, (uint64_t)x->kind << 8 | algo);
     if (x->kind == PAMI_XFER_BARRIER)
         return h;
     h = mix(h, x->dtype);
@@ -311,7 +332,57 @@ static uint32_t signature(const pami_xfer_t *x, uint8_t algo)
     return h;
 }
 
-pami_result_t pami_collective(pami_context_t context, const pami_xfer_t *x)
+static bool v_kind(pami_xfer_type_t k)
+{
+    return k == PAMI_XFER_ALLGATHERV || k == PAMI_XFER_GATHERV ||
+           k == PAMI_XFER_SCATTERV || k == PAMI_XFER_ALLTOALLV;
+}
+
+/* Whether a's builder only fills the request, so its schedule may serve
+ * the same call again. coll_shm_build also queues the call on the node's
+ * segment: it must run for every call. */
+static bool build_is_pure(const coll_algo_t *a)
+{
+    return a->build != coll_shm_build;
+}
+
+/* A checked call's new request with its schedule built, or NULL with rc
+ * (the other members were told to end their instance). */
+static coll_req_t *build(coll_ctx_t *cc, struct pami_geometry *g,
+                         const pami_xfer_t *x, const coll_algo_t *a,
+                         pami_result_t *rc)
+{
+    coll_req_t *req = coll_req_new(g, x, (uint16_t)x->kind);
+    *rc = PAMI_ENOMEM;
+    if (req != NULL) {
+        req->algo     = a;
+        req->algo_id  = (uint8_t)(a - coll_algos + 1);
+        req->sig      = signature(x, req->algo_id);
+        req->done_fn     = x->done_fn;
+        req->done_cookie = x->cookie;
+        req->key_n    = g->size;
+        req->key_r    = g->rank;
+        req->key_node = g->on_node;
+        *rc = a->build(req);
+        if (*rc == PAMI_SUCCESS && req->build_failed)
+            *rc = PAMI_ENOMEM;
+        /* v counts live in the caller's arrays: their contents may
+         * change under the same pointers. */
+        req->cacheable = !v_kind(x->kind) && build_is_pure(a);
+    }
+    if (*rc == PAMI_SUCCESS)
+        return req;
+    if (req != NULL)
+        coll_req_free(req);
+    coll_warn("collective on geometry %u: %s", g->id, pami_error_text(*rc));
+    coll_send_abort(cc, g, g->next_seq++, (uint16_t)x->kind);
+    return NULL;
+}
+
+/* pami_collective; finish_inline: a collective already complete when
+ * started ends before the return (see coll_start_call). */
+static pami_result_t collective(pami_context_t context, const pami_xfer_t *x,
+                                bool finish_inline, coll_req_t **started)
 {
     coll_ctx_t *cc = coll_ctx_of(context);
     if (cc == NULL || x == NULL) {
@@ -331,50 +402,42 @@ pami_result_t pami_collective(pami_context_t context, const pami_xfer_t *x)
         coll_warn("collective: unknown kind %d", (int)x->kind);
         return PAMI_INVAL;
     }
-    const char *why = invalid(x, g);
-    const coll_algo_t *a = why == NULL ? choose(x, g, &why) : NULL;
-    if (a == NULL) {
-        /* The members count this call as one of the geometry's
-         * collectives: take its number and end it on all of them. */
-        coll_warn("collective (kind %d) on geometry %u: %s; the other "
-                  "members' instance ends with PAMI_INVAL", (int)x->kind,
-                  g->id, why);
-        coll_send_abort(cc, g, g->next_seq++, (uint16_t)x->kind);
-        coll_shm_poison(context, x);
-        return PAMI_INVAL;
+    /* The same call as one that ended well: its schedule as built. */
+    coll_req_t *req = coll_cache_take(cc, g, x);
+    const coll_algo_t *a = NULL;
+    if (req == NULL) {
+        const char *why = invalid(x, g);
+        a = why == NULL ? choose(x, g, &why) : NULL;
+        if (a == NULL) {
+            /* The members count this call as one of the geometry's
+             * collectives: take its number and end it on all of them. */
+            coll_warn("collective (kind %d) on geometry %u: %s; the other "
+                      "members' instance ends with PAMI_INVAL", (int)x->kind,
+                      g->id, why);
+            coll_send_abort(cc, g, g->next_seq++, (uint16_t)x->kind);
+            coll_shm_poison(context, x);
+            return PAMI_INVAL;
+        }
     }
     pami_result_t rc = coll_connid_acquire(g);
-    if (rc != PAMI_SUCCESS)
-        return rc;
-    coll_req_t *req = coll_req_new(g, x, (uint16_t)x->kind);
-    if (req == NULL)
-        rc = PAMI_ENOMEM;
-    if (req != NULL) {
-        req->algo        = a;
-        req->algo_id     = (uint8_t)(a - coll_algos + 1);
-        req->sig         = signature(x, req->algo_id);
-        req->done_fn     = x->done_fn;
-        req->done_cookie = x->cookie;
-        rc = a->build(req);
-        if (rc == PAMI_SUCCESS && req->build_failed)
-            rc = PAMI_ENOMEM;
-    }
     if (rc != PAMI_SUCCESS) {
         if (req != NULL)
-            coll_req_free(req);
-        coll_warn("collective on geometry %u: %s", g->id,
-                  pami_error_text(rc));
-        coll_send_abort(cc, g, g->next_seq++, (uint16_t)x->kind);
+            coll_req_free(req); /* back to the cache */
         return rc;
     }
+    if (req == NULL && (req = build(cc, g, x, a, &rc)) == NULL)
+        return rc;
     coll_connid_lock(g, req);
     coll_claim_unexpected(req);
-    uint16_t connid = req->connid;
-    req->in_call = true;
-    coll_start(req);
-    if (g->slots[connid] == req)
-        req->in_call = false;
+    if (started != NULL)
+        *started = req;
+    coll_start_call(req, finish_inline);
     return PAMI_SUCCESS;
+}
+
+pami_result_t pami_collective(pami_context_t context, const pami_xfer_t *x)
+{
+    return collective(context, x, false, NULL);
 }
 
 /* ---- registry queries ---- */
@@ -461,6 +524,35 @@ static void on_wait_done(pami_context_t ctx, void *cookie, pami_result_t rc)
         w->fn(ctx, w->cookie, rc);
 }
 
+/* Polls instead of sleeping while the collective's current step waits
+ * for a large payload: each of its pieces is a few round trips of the get
+ * protocol, and a sleeping receiver is woken through a socket for each.
+ * Only when this node has a cpu for every task: else the peer we wait
+ * for may need this cpu. */
+#define COLL_SPIN_NS 200000 /* at most, before one pami_context_wait */
+
+static void spin_for_large(coll_ctx_t *cc, coll_req_t *req,
+                           const waiter_t *w)
+{
+    if (!cc->spin_ok || !coll_waits_large(req))
+        return;
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (unsigned i = 1; !w->done; i++) {
+        pami_result_t rc = pami_context_advance(cc->ctx, 1);
+        if (rc != PAMI_SUCCESS && rc != PAMI_EAGAIN)
+            return;
+        if (w->done || !coll_waits_large(req))
+            return;
+        if (i % 64 == 0) {
+            clock_gettime(CLOCK_MONOTONIC, &t);
+            if ((t.tv_sec - t0.tv_sec) * 1000000000L +
+                (t.tv_nsec - t0.tv_nsec) > COLL_SPIN_NS)
+                return;
+        }
+    }
+}
+
 pami_result_t pami_collective_wait(pami_context_t context,
                                    const pami_xfer_t *xfer)
 {
@@ -470,17 +562,24 @@ pami_result_t pami_collective_wait(pami_context_t context,
     if (coll_shm_wait_inline(context, xfer, &rc)) /* small, on one node */
         return rc;
     /* Refuse before starting anything we could not wait for. */
-    rc = pami_context_advance(context, 1);
-    if (rc == PAMI_IN_HANDLER || rc == PAMI_INVAL)
-        return rc;
+    if (pami_protocol_in_handler(context))
+        return PAMI_IN_HANDLER;
     waiter_t    w = {.fn = xfer->done_fn, .cookie = xfer->cookie};
     pami_xfer_t x = *xfer;
     x.done_fn = on_wait_done;
     x.cookie  = &w;
-    rc = pami_collective(context, &x);
+    /* With no done_fn of the program's to run, a collective complete at
+     * the start ends at once, without a round through posted work. */
+    coll_req_t *req = NULL;
+    rc = collective(context, &x, w.fn == NULL, &req);
     if (rc != PAMI_SUCCESS)
         return rc;
+    coll_ctx_t *cc = coll_ctx_of(context);
     while (!w.done) {
+        /* req is freed only right before on_wait_done runs. */
+        spin_for_large(cc, req, &w);
+        if (w.done)
+            break;
         rc = pami_context_wait(context, 100);
         if (rc != PAMI_SUCCESS && rc != PAMI_TIMEOUT)
             return rc;
@@ -498,10 +597,9 @@ static pami_result_t barrier_on_register(coll_ctx_t *cc,
                                          struct pami_geometry *g,
                                          pami_barrier_algo_t algo)
 {
-    pami_result_t rc = pami_context_advance(cc->ctx, 1);
-    if (rc == PAMI_IN_HANDLER || rc == PAMI_INVAL)
-        return rc;
-    rc = coll_connid_acquire(g);
+    if (pami_protocol_in_handler(cc->ctx))
+        return PAMI_IN_HANDLER;
+    pami_result_t rc = coll_connid_acquire(g);
     if (rc != PAMI_SUCCESS)
         return rc;
     g->next_seq++;

@@ -14,6 +14,7 @@
  * not posted here yet is kept until it is.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "coll.h"
 
@@ -91,6 +92,7 @@ void coll_deliver(struct pami_geometry *g, const coll_hdr_t *h,
             return;
         }
         cc->st.unexpected++;
+        g->unexp_n[h->connid]++;
         *g->unexp_tail = m;
         g->unexp_tail  = &m->next;
         return;
@@ -102,18 +104,38 @@ void coll_deliver(struct pami_geometry *g, const coll_hdr_t *h,
                "here (next is %u); dropped", h->geom_id, h->seq, g->next_seq);
 }
 
+/* Messages kept for req's collective join it. The geometry's list is in
+ * arrival order; unexp_n counts its messages per ConnID, so a call for
+ * which none came costs nothing and a walk ends at the last message of
+ * req's ConnID (a later collective that reuses it may have some too).
+ * Messages claimed from the orphans when the geometry was created are
+ * not counted yet: the creation, the first collective, walks the whole
+ * list and counts them. */
 void coll_claim_unexpected(coll_req_t *req)
 {
     struct pami_geometry *g = req->g;
+    bool     all  = req->kind == COLL_KIND_CREATE;
+    unsigned left = g->unexp_n[req->connid];
+    if (all)
+        memset(g->unexp_n, 0, sizeof(g->unexp_n));
+    else if (left == 0)
+        return;
     coll_msg_t **pp = &g->unexp;
-    while (*pp != NULL) {
+    while (*pp != NULL && (all || left > 0)) {
         coll_msg_t *m = *pp;
+        if (!all && m->hdr.connid == req->connid)
+            left--;
         if (m->hdr.seq == req->seq) {
             *pp = m->next;
+            if (!all)
+                g->unexp_n[req->connid]--;
             coll_adopt(req, m);
         } else {
+            if (all)
+                g->unexp_n[m->hdr.connid]++;
             pp = &m->next;
         }
     }
-    g->unexp_tail = pp;
+    if (*pp == NULL)
+        g->unexp_tail = pp;
 }

@@ -152,7 +152,8 @@ static pami_result_t coll_init(const pami_protocol_env_t *env, void **state)
                                              PAMI_CLIENT_ATTR_SIZE |
                                              PAMI_CLIENT_ATTR_LOCAL_TASKS |
                                              PAMI_CLIENT_ATTR_IMMEDIATE_MAX |
-                                             PAMI_CLIENT_ATTR_RNDV_THRESHOLD};
+                                             PAMI_CLIENT_ATTR_RNDV_THRESHOLD |
+                                             PAMI_CLIENT_ATTR_LOCAL_CPUS};
     pami_result_t rc = pami_client_query(env->client, &attr);
     if (rc != PAMI_SUCCESS) {
         free(cc);
@@ -164,6 +165,7 @@ static pami_result_t coll_init(const pami_protocol_env_t *env, void **state)
     cc->num_local     = attr.num_local_tasks;
     cc->immediate_max = attr.immediate_max;
     cc->rndv_threshold = attr.rndv_threshold;
+    cc->spin_ok       = attr.num_local_cpus >= attr.num_local_tasks;
     /* Large messages in pieces fetched in parallel: one big get is slower
      * than several smaller ones in flight at once (docs/collectives.md). */
     cc->piece = COLL_PIECE;
@@ -253,6 +255,9 @@ static size_t coll_stats(void *state, pami_protocol_stat_t *out, size_t max)
         {"large_direct", cc->st.large_direct},
         {"large_staged", cc->st.large_staged},
         {"allocations", cc->st.allocs},
+        {"kept_high_water", cc->st.kept_high_water},
+        {"requests_high_water", cc->st.reqs_high_water},
+        {"schedules_reused", cc->st.cache_hits},
         {"connid_threshold", cc->threshold},
     };
     size_t n = sizeof(all) / sizeof(all[0]);

@@ -331,8 +331,10 @@ static void call_done(coll_req_t *req)
     pami_event_fn  fn  = req->done_fn;
     void          *ck  = req->done_cookie;
     pami_result_t  rc  = req->status;
-    if (req->rdv_pending > 0 || req->ext_pending > 0)
+    if (req->rdv_pending > 0 || req->ext_pending > 0) {
         req->zombie = true; /* zombie_release frees it */
+        req->cc->st.reqs_live--;
+    }
     else
         coll_req_free(req);
     if (fn != NULL)
@@ -370,7 +372,8 @@ static void complete(coll_req_t *req)
     if (req->posted)
         return; /* on_posted finishes it */
     if (req->in_call) {
-        coll_kick(req);
+        if (!req->finish_inline)
+            coll_kick(req); /* done_fn runs from progress, as promised */
         return;
     }
     call_done(req);
@@ -454,14 +457,50 @@ void coll_start(coll_req_t *req)
     if (req->nsteps > 0)
         req->steps[req->nsteps] = (uint32_t)req->nops;
     req->cur = 0;
-    if (req->nsteps > 0 && !number_messages(req))
-        coll_fail(req, PAMI_ENOMEM, true);
+    if (req->nsteps > 0 && !req->numbered) {
+        if (number_messages(req))
+            req->numbered = true; /* a cached schedule keeps its numbers */
+        else
+            coll_fail(req, PAMI_ENOMEM, true);
+    }
     if (req->status == PAMI_SUCCESS && req->nsteps > 0) {
         req->in_advance = true;
         enter_step(req);
         req->in_advance = false;
     }
     coll_advance(req);
+}
+
+/* Starts req from pami_collective. A collective that completes right
+ * there (a root's sends taken at once, messages that came first) ends
+ * through posted work, so done_fn runs from progress; with finish_inline
+ * (the caller has no done_fn of the program's to run) it ends here. */
+void coll_start_call(coll_req_t *req, bool finish_inline)
+{
+    req->in_call       = true;
+    req->finish_inline = finish_inline;
+    coll_start(req);
+    req->in_call = false;
+    if (req->completed && finish_inline && !req->posted)
+        call_done(req);
+}
+
+/* Whether req's current step waits for a payload from the rendezvous
+ * threshold on (fetched by get, a few round trips each). */
+bool coll_waits_large(const coll_req_t *req)
+{
+    if (req->rdv_pending > 0)
+        return true;
+    if (req->cur >= req->nsteps)
+        return false;
+    size_t big = req->cc->rndv_threshold;
+    for (uint32_t i = req->steps[req->cur]; i < req->steps[req->cur + 1]; i++) {
+        const coll_sop_t *op = &req->ops[i];
+        if ((op->kind == SOP_SEND || op->kind == SOP_RECV ||
+             op->kind == SOP_RECV_REDUCE) && op->bytes >= big)
+            return true;
+    }
+    return false;
 }
 
 /* ---- messages ---- */

@@ -6,7 +6,8 @@
  *                          and on two overlapping geometries at once
  *   coll_inflight reuse N  N small allreduces in a row, 64 in flight; then
  *                          a stream of small blocking collectives that
- *                          must allocate nothing once warm
+ *                          allocate, once warm, only for a new high of
+ *                          messages or requests at once (counted)
  */
 #include "coll_util.h"
 
@@ -190,14 +191,19 @@ static void reuse(size_t count)
               "%llu allocations in %zu windowed allreduces",
               (unsigned long long)window_allocs, count);
 
-    /* Blocking small collectives: nothing at all once warm. */
-    uint64_t blocking_allocs = 0;
+    /* Blocking small collectives: once warm, only a new high of messages
+     * kept for a collective not posted here yet (each one allocation:
+     * a small payload's room comes with it) or of requests out of the
+     * free list (a few each) may allocate; how high those go depends on
+     * timing, so they are read from the counters, not guessed. */
+    uint64_t blocking_allocs = 0, kept_hw = 0, reqs_hw = 0;
     for (int phase = 0; phase < 2; phase++) {
-        if (phase == 1)
+        if (phase == 1) {
             blocking_allocs = stat("allocations");
-        /* A long warm-up: a new high of messages kept for a collective
-         * not yet posted here (timing) is the one thing that allocates. */
-        for (size_t i = 0; i < 2000u; i++) {
+            kept_hw = stat("kept_high_water");
+            reqs_hw = stat("requests_high_water");
+        }
+        for (size_t i = 0; i < 1000u; i++) {
             slot_t sl;
             start_allreduce(world, &sl, i, w.rank, w.n);
             MP_WAIT(&job, job.ctx[0], sl.done, MP_WAIT_S, "allreduce %zu",
@@ -222,9 +228,14 @@ static void reuse(size_t count)
         }
     }
     blocking_allocs = stat("allocations") - blocking_allocs;
-    MP_EXPECT(blocking_allocs == 0,
-              "%llu allocations in 2000 x (allreduce, broadcast, barrier)",
-              (unsigned long long)blocking_allocs);
+    kept_hw = stat("kept_high_water") - kept_hw;
+    reqs_hw = stat("requests_high_water") - reqs_hw;
+    MP_EXPECT(blocking_allocs <= kept_hw + 8 * reqs_hw,
+              "%llu allocations in 1000 x (allreduce, broadcast, barrier), "
+              "with %llu more messages and %llu more requests at once",
+              (unsigned long long)blocking_allocs,
+              (unsigned long long)kept_hw, (unsigned long long)reqs_hw);
+    MP_EXPECT(stat("schedules_reused") > 0, "no schedule reused");
     if (job.me == 0)
         printf("coll_inflight: %zu allreduces in %.2f s (%.1f us each), "
                "ConnIDs reused %zu times each; allocations once warm: %llu "
