@@ -22,29 +22,6 @@ static mp_job_t job;
 static size_t   runs;
 static size_t   slot;
 
-typedef struct {
-    pami_type_t t;
-    pami_op_t   op;
-    int         user;
-} red_t;
-
-/* As coll_check: every type, every op, both user ops. */
-static const red_t reds[] = {
-    {PAMI_TYPE_INT32, PAMI_OP_SUM, 0},   {PAMI_TYPE_INT32, PAMI_OP_PROD, 0},
-    {PAMI_TYPE_INT32, PAMI_OP_MIN, 0},   {PAMI_TYPE_INT32, PAMI_OP_MAX, 0},
-    {PAMI_TYPE_INT32, PAMI_OP_BAND, 0},  {PAMI_TYPE_INT32, PAMI_OP_BOR, 0},
-    {PAMI_TYPE_INT32, PAMI_OP_BXOR, 0},  {PAMI_TYPE_INT32, PAMI_OP_LAND, 0},
-    {PAMI_TYPE_INT32, PAMI_OP_LOR, 0},   {PAMI_TYPE_INT32, PAMI_OP_LXOR, 0},
-    {PAMI_TYPE_INT8, PAMI_OP_SUM, 0},    {PAMI_TYPE_INT16, PAMI_OP_MIN, 0},
-    {PAMI_TYPE_INT64, PAMI_OP_PROD, 0},  {PAMI_TYPE_UINT8, PAMI_OP_MAX, 0},
-    {PAMI_TYPE_UINT16, PAMI_OP_PROD, 0}, {PAMI_TYPE_UINT32, PAMI_OP_BXOR, 0},
-    {PAMI_TYPE_UINT64, PAMI_OP_SUM, 0},  {PAMI_TYPE_FLOAT, PAMI_OP_SUM, 0},
-    {PAMI_TYPE_DOUBLE, PAMI_OP_SUM, 0},  {PAMI_TYPE_DOUBLE, PAMI_OP_PROD, 0},
-    {PAMI_TYPE_DOUBLE, PAMI_OP_MIN, 0},  {PAMI_TYPE_LONG_DOUBLE, PAMI_OP_SUM, 0},
-    {PAMI_TYPE_LONG_DOUBLE, PAMI_OP_MAX, 0},
-    {PAMI_TYPE_INT32, PAMI_OP_USER, CT_USER_COMM},
-    {PAMI_TYPE_UINT32, PAMI_OP_USER, CT_USER_MATRIX},
-};
 #define NREDS (sizeof(reds) / sizeof(reds[0]))
 
 static const pami_type_t move_types[] = {PAMI_TYPE_BYTE, PAMI_TYPE_INT32,

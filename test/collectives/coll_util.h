@@ -269,4 +269,28 @@ static inline bool ct_same(pami_type_t t, const void *got, const void *want,
     return (d < 0 ? -d : d) <= tol;
 }
 
+/* Every type, every op, both user ops: the reductions the tests sweep. */
+typedef struct {
+    pami_type_t t;
+    pami_op_t   op;
+    int         user;
+} red_t;
+
+static const red_t reds[] __attribute__((unused)) = {
+    {PAMI_TYPE_INT32, PAMI_OP_SUM, 0},   {PAMI_TYPE_INT32, PAMI_OP_PROD, 0},
+    {PAMI_TYPE_INT32, PAMI_OP_MIN, 0},   {PAMI_TYPE_INT32, PAMI_OP_MAX, 0},
+    {PAMI_TYPE_INT32, PAMI_OP_BAND, 0},  {PAMI_TYPE_INT32, PAMI_OP_BOR, 0},
+    {PAMI_TYPE_INT32, PAMI_OP_BXOR, 0},  {PAMI_TYPE_INT32, PAMI_OP_LAND, 0},
+    {PAMI_TYPE_INT32, PAMI_OP_LOR, 0},   {PAMI_TYPE_INT32, PAMI_OP_LXOR, 0},
+    {PAMI_TYPE_INT8, PAMI_OP_SUM, 0},    {PAMI_TYPE_INT16, PAMI_OP_MIN, 0},
+    {PAMI_TYPE_INT64, PAMI_OP_PROD, 0},  {PAMI_TYPE_UINT8, PAMI_OP_MAX, 0},
+    {PAMI_TYPE_UINT16, PAMI_OP_PROD, 0}, {PAMI_TYPE_UINT32, PAMI_OP_BXOR, 0},
+    {PAMI_TYPE_UINT64, PAMI_OP_SUM, 0},  {PAMI_TYPE_FLOAT, PAMI_OP_SUM, 0},
+    {PAMI_TYPE_DOUBLE, PAMI_OP_SUM, 0},  {PAMI_TYPE_DOUBLE, PAMI_OP_PROD, 0},
+    {PAMI_TYPE_DOUBLE, PAMI_OP_MIN, 0},  {PAMI_TYPE_LONG_DOUBLE, PAMI_OP_SUM, 0},
+    {PAMI_TYPE_LONG_DOUBLE, PAMI_OP_MAX, 0},
+    {PAMI_TYPE_INT32, PAMI_OP_USER, CT_USER_COMM},
+    {PAMI_TYPE_UINT32, PAMI_OP_USER, CT_USER_MATRIX},
+};
+
 #endif
