@@ -200,7 +200,7 @@ typedef struct coll_ctx {
         const char      *name;
         pami_algorithm_t id;
     } auto_ids[COLL_AUTO_IDS];
-    bool             spin_ok;  /* no more tasks here than cpus */
+    uint64_t         spin_ns;  /* PAMI_COLL_SPIN_US; 0 when oversubscribed */
     struct {
         uint64_t in_use, high_water, waits, eagain;
         uint64_t started, completed, failed;

@@ -528,13 +528,11 @@ static void on_wait_done(pami_context_t ctx, void *cookie, pami_result_t rc)
  * for a large payload: each of its pieces is a few round trips of the get
  * protocol, and a sleeping receiver is woken through a socket for each.
  * Only when this node has a cpu for every task: else the peer we wait
- * for may need this cpu. */
-#define COLL_SPIN_NS 200000 /* at most, before one pami_context_wait */
-
+ * for may need this cpu. At most spin_ns before one pami_context_wait. */
 static void spin_for_large(coll_ctx_t *cc, coll_req_t *req,
                            const waiter_t *w)
 {
-    if (!cc->spin_ok || !coll_waits_large(req))
+    if (cc->spin_ns == 0 || !coll_waits_large(req))
         return;
     struct timespec t0, t;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -547,7 +545,7 @@ static void spin_for_large(coll_ctx_t *cc, coll_req_t *req,
         if (i % 64 == 0) {
             clock_gettime(CLOCK_MONOTONIC, &t);
             if ((t.tv_sec - t0.tv_sec) * 1000000000L +
-                (t.tv_nsec - t0.tv_nsec) > COLL_SPIN_NS)
+                (t.tv_nsec - t0.tv_nsec) > (long)cc->spin_ns)
                 return;
         }
     }

@@ -2,8 +2,10 @@
  * The collectives as a built-in protocol: one dispatch id for all their
  * messages, per-context state (the world geometry, the list of
  * geometries, messages for geometries not created yet), counters, the
- * peer-failed hook and PAMI_CONNID_THRESHOLD.
+ * peer-failed hook and its settings (PAMI_CONNID_THRESHOLD,
+ * PAMI_COLL_SPIN_US).
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,11 +13,16 @@
 
 #define COLL_THRESHOLD_DEFAULT 64
 #define COLL_PIECE (64u * 1024)
+#define COLL_SPIN_US_DEFAULT 200
 
 static const pami_config_var_t coll_config[] = {
     {"PAMI_CONNID_THRESHOLD", "64",
      "collectives a task may have in flight on one geometry (ConnIDs in "
      "use) before a new call waits for one to complete; 1..256"},
+    {"PAMI_COLL_SPIN_US", "200",
+     "microseconds a blocking collective polls, before it sleeps, while "
+     "its step waits for a large payload; only when the node has a cpu "
+     "for each of its tasks; 0 never polls"},
 };
 
 coll_ctx_t *coll_ctx_of(pami_context_t context)
@@ -23,19 +30,23 @@ coll_ctx_t *coll_ctx_of(pami_context_t context)
     return pami_protocol_state(context, &coll_protocol_ops);
 }
 
-static unsigned read_threshold(void)
+/* A whole number in lo..hi from the environment, else dflt (with a
+ * warning when it was set but is not one). */
+static unsigned long read_setting(const char *name, unsigned long dflt,
+                                  unsigned long lo, unsigned long hi)
 {
-    const char *s = getenv("PAMI_CONNID_THRESHOLD");
+    const char *s = getenv(name);
     if (s == NULL || *s == '\0')
-        return COLL_THRESHOLD_DEFAULT;
+        return dflt;
     char *end;
+    errno = 0;
     unsigned long v = strtoul(s, &end, 10);
-    if (*end != '\0' || v < 1 || v > PAMI_CONNID_BUFFER) {
-        coll_warn("PAMI_CONNID_THRESHOLD=%s is not in 1..%d; using %d", s,
-                  PAMI_CONNID_BUFFER, COLL_THRESHOLD_DEFAULT);
-        return COLL_THRESHOLD_DEFAULT;
+    if (*end != '\0' || errno != 0 || *s == '-' || v < lo || v > hi) {
+        coll_warn("%s=%s is not in %lu..%lu; using %lu", name, s, lo, hi,
+                  dflt);
+        return dflt;
     }
-    return (unsigned)v;
+    return v;
 }
 
 static void drop(coll_ctx_t *cc, const char *why, pami_endpoint_t origin)
@@ -165,13 +176,18 @@ static pami_result_t coll_init(const pami_protocol_env_t *env, void **state)
     cc->num_local     = attr.num_local_tasks;
     cc->immediate_max = attr.immediate_max;
     cc->rndv_threshold = attr.rndv_threshold;
-    cc->spin_ok       = attr.num_local_cpus >= attr.num_local_tasks;
+    cc->spin_ns = attr.num_local_cpus >= attr.num_local_tasks
+                      ? 1000 * read_setting("PAMI_COLL_SPIN_US",
+                                            COLL_SPIN_US_DEFAULT, 0, 1000000)
+                      : 0;
     /* Large messages in pieces fetched in parallel: one big get is slower
      * than several smaller ones in flight at once (docs/collectives.md). */
     cc->piece = COLL_PIECE;
     if (cc->piece < attr.rndv_threshold)
         cc->piece = attr.rndv_threshold;
-    cc->threshold     = read_threshold();
+    cc->threshold = (unsigned)read_setting("PAMI_CONNID_THRESHOLD",
+                                           COLL_THRESHOLD_DEFAULT, 1,
+                                           PAMI_CONNID_BUFFER);
     cc->orphans_tail  = &cc->orphans;
 
     pami_task_t *all = malloc(cc->ntasks * sizeof(*all));
