@@ -3,7 +3,7 @@
  * messages, per-context state (the world geometry, the list of
  * geometries, messages for geometries not created yet), counters, the
  * peer-failed hook and its settings (PAMI_CONNID_THRESHOLD,
- * PAMI_COLL_SPIN_US).
+ * PAMI_COLL_PIECE, PAMI_COLL_SPIN_US).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -19,6 +19,10 @@ static const pami_config_var_t coll_config[] = {
     {"PAMI_CONNID_THRESHOLD", "64",
      "collectives a task may have in flight on one geometry (ConnIDs in "
      "use) before a new call waits for one to complete; 1..256"},
+    {"PAMI_COLL_PIECE", "65536",
+     "bytes of one piece of a large collective message (each piece is "
+     "fetched by its own get); at least the rendezvous threshold; "
+     "4096..2^26"},
     {"PAMI_COLL_SPIN_US", "200",
      "microseconds a blocking collective polls, before it sleeps, while "
      "its step waits for a large payload; only when the node has a cpu "
@@ -182,7 +186,8 @@ static pami_result_t coll_init(const pami_protocol_env_t *env, void **state)
                       : 0;
     /* Large messages in pieces fetched in parallel: one big get is slower
      * than several smaller ones in flight at once (docs/collectives.md). */
-    cc->piece = COLL_PIECE;
+    cc->piece = read_setting("PAMI_COLL_PIECE", COLL_PIECE, 4096,
+                             (size_t)1 << 26);
     if (cc->piece < attr.rndv_threshold)
         cc->piece = attr.rndv_threshold;
     cc->threshold = (unsigned)read_setting("PAMI_CONNID_THRESHOLD",
