@@ -118,6 +118,20 @@ void pami_protocol_log(pami_protocol_log_level_t level, const char *subsys,
                        const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* The job as the objects its tasks share on a node are named: name is
+ * the job id (PAMI_CLIENT_ATTR_JOB_ID, "nojob" without one) with every
+ * byte outside [A-Za-z0-9._-] turned into '_' (cut to 64 bytes), so it
+ * can be part of a file name; hash (64-bit FNV-1a of the whole, unaltered
+ * id) tells apart two jobs whose names collide: write it into the object
+ * and check it when attaching. */
+typedef struct {
+    char     name[65];
+    uint64_t hash;
+} pami_protocol_job_key_t;
+
+pami_result_t pami_protocol_job_key(pami_client_t client,
+                                    pami_protocol_job_key_t *key);
+
 /* Built-in protocols (those linked into libpami) register themselves on
  * every client with this one line at file scope. */
 void pami_protocol_builtin(const pami_protocol_ops_t *ops);

@@ -251,3 +251,28 @@ void pami_protocol_log(pami_protocol_log_level_t level, const char *subsys,
     va_end(ap);
     pami_log_emit((pami_log_level_t)level, subsys, "%s", line);
 }
+
+pami_result_t pami_protocol_job_key(pami_client_t client,
+                                    pami_protocol_job_key_t *key)
+{
+    if (client == NULL || key == NULL)
+        return PAMI_INVAL;
+    pami_client_attr_t a = {.field_mask = PAMI_CLIENT_ATTR_JOB_ID};
+    pami_result_t rc = pami_client_query(client, &a);
+    if (rc != PAMI_SUCCESS)
+        return rc;
+    const char *id = a.job_id != NULL ? a.job_id : "nojob";
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const char *c = id; *c != '\0'; c++)
+        h = (h ^ (uint8_t)*c) * 0x100000001b3ull;
+    key->hash = h;
+    size_t i = 0;
+    for (; id[i] != '\0' && i + 1 < sizeof(key->name); i++) {
+        char c = id[i];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                  (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+        key->name[i] = ok ? c : '_';
+    }
+    key->name[i] = '\0';
+    return PAMI_SUCCESS;
+}

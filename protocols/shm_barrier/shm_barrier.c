@@ -456,7 +456,7 @@ static pami_result_t shmb_init(const pami_protocol_env_t *env, void **state)
 {
     pami_client_attr_t a = {
         .field_mask = PAMI_CLIENT_ATTR_TASK | PAMI_CLIENT_ATTR_SIZE |
-                      PAMI_CLIENT_ATTR_LOCAL_TASKS | PAMI_CLIENT_ATTR_JOB_ID |
+                      PAMI_CLIENT_ATTR_LOCAL_TASKS |
                       PAMI_CLIENT_ATTR_LOCAL_CPUS};
     pami_result_t rc = pami_client_query(env->client, &a);
     if (rc != PAMI_SUCCESS)
@@ -482,9 +482,14 @@ static pami_result_t shmb_init(const pami_protocol_env_t *env, void **state)
         free(st);
         return PAMI_ERROR;
     }
-    const char *job = a.job_id != NULL ? a.job_id : "nojob";
-    shmb_sanitize(st->job_id, sizeof(st->job_id), job);
-    st->job_hash       = shmb_hash(job);
+    pami_protocol_job_key_t key;
+    rc = pami_protocol_job_key(env->client, &key);
+    if (rc != PAMI_SUCCESS) {
+        free(st);
+        return rc;
+    }
+    memcpy(st->job_id, key.name, sizeof(st->job_id));
+    st->job_hash = key.hash;
     /* Not fatal for the context: only this protocol's barriers fail. */
     if (st->nlocal > SHMB_MAX_TASKS) {
         pami_protocol_log(PAMI_PROTOCOL_LOG_WARN, SHMB_SUBSYS,

@@ -89,8 +89,8 @@ typedef struct shmb_state {
     uint64_t           block_ns;      /* blocking form, oversubscribed:
                                          futex sleep without progress */
     uint64_t           timeout_ns;    /* set-up deadline */
-    char               job_id[65];    /* sanitized */
-    uint64_t           job_hash;      /* of the job id as given */
+    char               job_id[65];    /* pami_protocol_job_key's name */
+    uint64_t           job_hash;      /* and its hash */
 
     /* Shared objects (set-up writes them before SHMB_SETUP_DONE). */
     _Atomic int        setup;
@@ -159,8 +159,6 @@ uint64_t shmb_now_ns(void);
 /* shm_objects.c */
 void          shmb_names(shmb_state_t *st, pami_task_t leader);
 void          shmb_reg_name(shmb_state_t *st, uint64_t reg_id);
-uint64_t      shmb_hash(const char *s);
-void          shmb_sanitize(char *dst, size_t cap, const char *src);
 pami_result_t shmb_region_create(shmb_state_t *st);
 /* PAMI_EAGAIN while the leader has not made the region (yet). */
 pami_result_t shmb_region_open(shmb_state_t *st);

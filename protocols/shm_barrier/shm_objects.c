@@ -13,29 +13,6 @@
 
 #include "shm_internal.h"
 
-uint64_t shmb_hash(const char *s)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (; *s; s++)
-        h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
-    return h;
-}
-
-/* A job id becomes part of a file name: only [A-Za-z0-9._-] survive, the
- * rest turns into '_'. Two ids that differ only there get the same names;
- * the job hash inside the objects tells them apart. */
-void shmb_sanitize(char *dst, size_t cap, const char *src)
-{
-    size_t i = 0;
-    for (; src[i] != '\0' && i + 1 < cap; i++) {
-        char c = src[i];
-        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                  (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
-        dst[i] = ok ? c : '_';
-    }
-    dst[i] = '\0';
-}
-
 void shmb_names(shmb_state_t *st, pami_task_t leader)
 {
     snprintf(st->region_name, sizeof(st->region_name),

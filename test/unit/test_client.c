@@ -324,6 +324,34 @@ static void test_send_dispatch_max(void **state)
     world_down(w);
 }
 
+/* The job key of a singleton: its id ("single-<pid>") is already a safe
+ * name, so it comes back whole, with the FNV-1a hash of the id. */
+static void test_job_key(void **state)
+{
+    (void)state;
+    pami_client_t client = NULL;
+    assert_int_equal(pami_client_create("unit-job-key", NULL, &client),
+                     PAMI_SUCCESS);
+    pami_client_attr_t a = {.field_mask = PAMI_CLIENT_ATTR_JOB_ID};
+    assert_int_equal(pami_client_query(client, &a), PAMI_SUCCESS);
+    char want[32];
+    snprintf(want, sizeof(want), "single-%ld", (long)getpid());
+    assert_string_equal(a.job_id, want);
+
+    pami_protocol_job_key_t key;
+    memset(&key, 0x7f, sizeof(key));
+    assert_int_equal(pami_protocol_job_key(client, &key), PAMI_SUCCESS);
+    assert_string_equal(key.name, want);
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const char *c = want; *c != '\0'; c++)
+        h = (h ^ (uint8_t)*c) * 0x100000001b3ull;
+    assert_true(key.hash == h);
+
+    assert_int_equal(pami_protocol_job_key(NULL, &key), PAMI_INVAL);
+    assert_int_equal(pami_protocol_job_key(client, NULL), PAMI_INVAL);
+    assert_int_equal(pami_client_destroy(&client), PAMI_SUCCESS);
+}
+
 static void test_bad_endpoints(void **state)
 {
     (void)state;
@@ -588,6 +616,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_send_immediate_length_overflow),
         cmocka_unit_test(test_send_bad_dispatch),
         cmocka_unit_test(test_send_dispatch_max),
+        cmocka_unit_test(test_job_key),
         cmocka_unit_test(test_bad_endpoints),
         cmocka_unit_test(test_null_arguments),
         cmocka_unit_test(test_createv_bad),
