@@ -102,7 +102,7 @@ static void run_case(const ct_geom_t *cg, const red_t *rd, size_t bytes,
 }
 
 /* Every reduction x size on cg, in place on alternate cases (both ways
- * at the ends of the range); contiguous: each node's ranks are a run. */
+ * for 0 bytes); contiguous: each node's ranks are a run. */
 static void sweep(const ct_geom_t *cg, bool contiguous)
 {
     for (size_t k = 0; k < sizeof(hier_reds) / sizeof(hier_reds[0]); k++) {
@@ -120,10 +120,9 @@ static void sweep(const ct_geom_t *cg, bool contiguous)
             continue;
         }
         for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
-            bool ends = s == 0 || s + 1 == sizeof(sizes) / sizeof(sizes[0]);
-            if (ends || (k + s) % 2 == 0)
+            if (s == 0 || (k + s) % 2 == 0)
                 run_case(cg, rd, sizes[s], false);
-            if (ends || (k + s) % 2 == 1)
+            if (s == 0 || (k + s) % 2 == 1)
                 run_case(cg, rd, sizes[s], true);
         }
     }
