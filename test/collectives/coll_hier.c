@@ -128,6 +128,27 @@ static void sweep(const ct_geom_t *cg, bool contiguous)
     }
 }
 
+/* The same call (buffers, count) on each geometry in turn, twice: a
+ * task with the same rank in two of them must not get the schedule of
+ * the other's node layout. */
+static void same_call(const ct_geom_t *const *gs, size_t ngs)
+{
+    static int64_t in[16], out[16];
+    static const red_t sum = {PAMI_TYPE_INT64, PAMI_OP_SUM, 0};
+    for (size_t round = 0; round < 2 * ngs; round++) {
+        const ct_geom_t *cg = gs[round % ngs];
+        for (size_t i = 0; i < 16; i++)
+            in[i] = (int64_t)((cg->rank + 1) << i);
+        pami_xfer_t x = call_of(cg, &sum, in, out, 16);
+        MP_CHECK(pami_collective_wait(job.ctx[0], &x));
+        for (size_t i = 0; i < 16; i++)
+            MP_EXPECT(out[i] == (int64_t)((cg->n * (cg->n + 1) / 2) << i),
+                      "%s: same call, round %zu: element %zu is %lld",
+                      cg->name, round, i, (long long)out[i]);
+        runs++;
+    }
+}
+
 /* ---- many in flight ---- */
 
 #define WINDOW 64
@@ -236,6 +257,8 @@ int main(int argc, char **argv)
     MP_EXPECT(!runs_of_nodes, "the interleaved list keeps nodes together");
     sweep(&il, false);
 
+    const ct_geom_t *all[] = {&world, &rev, &il};
+    same_call(all, 3);
     in_flight(&world, &il);
 
     /* Where it saves nothing the check refuses: the tasks of one node,
