@@ -356,6 +356,10 @@ void coll_shm_poison(pami_context_t ctx, const pami_xfer_t *xfer);
 bool coll_shm_wait_inline(pami_context_t ctx, const pami_xfer_t *xfer,
                           pami_result_t *rc);
 
+/* coll_alg_hier.c: allreduce over several nodes (node, leaders, node). */
+pami_result_t coll_hier_check(const pami_xfer_t *xfer);
+pami_result_t coll_hier_build(coll_req_t *req);
+
 /* coll_types.c */
 bool coll_type_valid(pami_type_t t);
 bool coll_op_valid(pami_type_t t, pami_op_t op);

@@ -368,6 +368,8 @@ const coll_algo_t coll_algos[] = {
      b_allreduce_reduce_bcast},
     {"allreduce_rabenseifner", PAMI_XFER_ALLREDUCE, 0, 16 * KIB, 1024 * KIB,
      NULL, b_allreduce_rabenseifner},
+    {"allreduce_hier", PAMI_XFER_ALLREDUCE, 0, ANY, coll_hier_check,
+     coll_hier_build},
     {"allgather_ring", PAMI_XFER_ALLGATHER, 0, ANY, NULL, b_allgather_ring},
     {"allgather_recursive_doubling", PAMI_XFER_ALLGATHER,
      PAMI_ALGORITHM_REQ_POW2, 0, 64 * KIB, NULL, b_allgather_rd},
