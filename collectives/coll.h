@@ -139,6 +139,7 @@ typedef struct coll_req {
     bool          cacheable;     /* the schedule may serve the same call */
     size_t        key_n, key_r;  /* geometry size and rank it was built for */
     bool          key_node;      /* and whether it was the node's tasks */
+    uint64_t      key_list;      /* and its task list's hash (node layout) */
 } coll_req_t;
 
 /* ---- geometries ---- */

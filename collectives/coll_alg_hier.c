@@ -150,9 +150,5 @@ pami_result_t coll_hier_build(coll_req_t *req)
     else
         bld_bcast_binomial(req, 0, out, bytes);
     group_end(req, &grp, local);
-    /* The schedule depends on the geometry's node layout, which the
-     * schedule cache's key (call, size, rank) does not hold: a rank no
-     * geometry has keeps it from serving another geometry's call. */
-    req->key_r = SIZE_MAX;
     return PAMI_SUCCESS;
 }

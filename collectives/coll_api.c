@@ -363,6 +363,7 @@ static coll_req_t *build(coll_ctx_t *cc, struct pami_geometry *g,
         req->key_n    = g->size;
         req->key_r    = g->rank;
         req->key_node = g->on_node;
+        req->key_list = g->hash;
         *rc = a->build(req);
         if (*rc == PAMI_SUCCESS && req->build_failed)
             *rc = PAMI_ENOMEM;

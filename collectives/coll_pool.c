@@ -130,7 +130,7 @@ static bool same_call(const coll_req_t *c, const struct pami_geometry *g,
             (y->user_fn == x->user_fn && y->user_cookie == x->user_cookie &&
              y->user_commutative == x->user_commutative)) &&
            c->key_n == g->size && c->key_r == g->rank &&
-           c->key_node == g->on_node;
+           c->key_node == g->on_node && c->key_list == g->hash;
 }
 
 /* A cached schedule for call x on g, ready to start again, or NULL. */
