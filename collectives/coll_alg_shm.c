@@ -236,11 +236,16 @@ void cshm_op_setup(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
         break;
     }
     op->tiny = op->total <= CSHM_TINY; /* one round whatever the kind */
+    /* From the call and the node alone: every task decides alike. */
+    op->flag = op->tiny && s->flag_ok;
     cshm_count(s, CSHM_STAT_ops);
     uint32_t p = s->phase & 1;
     atomic_store_explicit(cshm_ctl(s, s->my_index, p), op->sig,
                           memory_order_relaxed);
     write_round(s, p, req != NULL && req->status != PAMI_SUCCESS);
+    /* Register rounds number their first line too: a member whose call
+     * differs so that it runs a flag round finds the mismatch. */
+    cshm_publish(s);
 }
 
 /* A call that failed here before its step started (bad arguments, an
@@ -253,13 +258,124 @@ static pami_result_t poison_begin(cshm_t *s)
     cshm_count(s, CSHM_STAT_rounds);
     atomic_store_explicit(cshm_ctl(s, s->my_index, s->phase & 1), 0,
                           memory_order_relaxed);
+    cshm_publish(s);
     return barrier(s, CSHM_ST_OP);
+}
+
+/* ---- flag rounds ---- */
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* Polls the round's lines for up to ns; the clock is read every 64
+ * polls. */
+static int poll_flags(cshm_t *s, uint64_t target, uint64_t ns)
+{
+    uint64_t start = 0;
+    for (unsigned i = 1;; i++) {
+        int done = cshm_flags_at(s, target);
+        if (done != 0)
+            return done;
+        cpu_relax();
+        if ((i & 63) == 0) {
+            uint64_t now = cshm_now_ns();
+            if (start == 0)
+                start = now;
+            else if (now - start >= ns)
+                return 0;
+        }
+    }
+}
+
+static pami_result_t flags_ahead(cshm_t *s)
+{
+    cshm_log(PAMI_PROTOCOL_LOG_WARN, "a control line is ahead of round "
+             "%llu: shared-memory collectives fail from now on",
+             (unsigned long long)s->phase);
+    return PAMI_ERROR;
+}
+
+/* The blocking call's wait: polls for spin_ns, then between short sleeps
+ * on the segment's wake word progresses the context, which is where a
+ * dead task is found (cshm_peer_failed). */
+static pami_result_t flag_wait_inline(cshm_t *s)
+{
+    uint64_t target = s->phase + 1;
+    int done = poll_flags(s, target, s->spin_ns);
+    if (done == 0)
+        cshm_count(s, CSHM_STAT_flag_sleeps);
+    while (done == 0) {
+        if (s->dead)
+            return PAMI_PEER_FAILED;
+        pami_context_advance(s->ctx, 1);
+        done = cshm_sleep(s, target, 1000000);
+    }
+    return done > 0 ? PAMI_SUCCESS : flags_ahead(s);
+}
+
+pami_result_t cshm_flag_round_inline(cshm_t *s)
+{
+    bool done;
+    cshm_count(s, CSHM_STAT_flag_rounds);
+    pami_result_t rc = flag_wait_inline(s);
+    if (rc != PAMI_SUCCESS)
+        return rc;
+    rc = cshm_op_next(s, &done); /* one round: ends here */
+    if (rc == PAMI_INVAL) {
+        cshm_count(s, CSHM_STAT_barriers);
+        pami_result_t brc = pami_barrier_wait(s->ctx, PAMI_BARRIER_SHM,
+                                              NULL, 0);
+        if (brc != PAMI_SUCCESS)
+            rc = brc;
+    }
+    return rc;
+}
+
+/* The queued call's wait, posted: polls a moment each time, re-posts
+ * itself for spin_ns, then hands the wait to the waiter thread, which
+ * posts it again. */
+pami_result_t cshm_flag_engine(pami_context_t ctx, void *cookie)
+{
+    cshm_t  *s      = cookie;
+    uint64_t target = s->phase + 1;
+    int      done   = poll_flags(s, target, 2000);
+    if (done == 0 && !s->dead) {
+        uint64_t now = cshm_now_ns();
+        if (s->flag_since == 0)
+            s->flag_since = now;
+        if (now - s->flag_since < s->spin_ns)
+            return PAMI_EAGAIN;
+        if (cshm_waiter_give(s, target) != PAMI_SUCCESS)
+            return PAMI_EAGAIN; /* no thread: keep polling */
+        cshm_count(s, CSHM_STAT_flag_sleeps);
+        return PAMI_SUCCESS;
+    }
+    s->flag_since = 0;
+    on_barrier(ctx, s, done > 0 ? PAMI_SUCCESS
+                                : done < 0 ? flags_ahead(s)
+                                           : PAMI_PEER_FAILED);
+    return PAMI_SUCCESS;
+}
+
+/* Always from progress: its end may complete the request. */
+static pami_result_t flag_begin(cshm_t *s)
+{
+    s->step       = CSHM_ST_FLAG;
+    s->flag_since = 0;
+    cshm_count(s, CSHM_STAT_flag_rounds);
+    return pami_context_post(s->ctx, &s->flag_work, cshm_flag_engine, s);
 }
 
 static pami_result_t op_begin(cshm_t *s, coll_req_t *req)
 {
     cshm_op_setup(s, req, &req->x, req->g, req->dtsize, req->algo_id);
-    return barrier(s, CSHM_ST_OP);
+    return s->op.flag ? flag_begin(s) : barrier(s, CSHM_ST_OP);
 }
 
 /* Every member wrote the signature of its call (kind, algorithm, type,
@@ -445,10 +561,21 @@ static void on_barrier(pami_context_t ctx, void *cookie, pami_result_t rc)
     cshm_t *s    = cookie;
     bool    done = true;
     if (rc == PAMI_SUCCESS) {
-        if (s->step == CSHM_ST_OP)
+        if (s->step == CSHM_ST_OP || s->step == CSHM_ST_FLAG) {
             rc = cshm_op_next(s, &done);
-        else if (s->step != CSHM_ST_REG)
+            /* A mismatch seen in a flag round: members that ran a
+             * register round (a poison round, a larger call) are in a
+             * barrier; every member of the flag round joins one. */
+            if (rc == PAMI_INVAL && s->step == CSHM_ST_FLAG) {
+                rc = barrier(s, CSHM_ST_FLAG_BAR);
+                if (rc == PAMI_SUCCESS)
+                    return;
+            }
+        } else if (s->step == CSHM_ST_FLAG_BAR) {
+            rc = PAMI_INVAL;
+        } else if (s->step != CSHM_ST_REG) {
             rc = setup_next(s, &done);
+        }
     }
     if (rc != PAMI_SUCCESS && rc != PAMI_INVAL) {
         /* A hierarchical barrier also fails for a task of another node;

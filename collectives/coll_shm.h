@@ -6,6 +6,7 @@
 #ifndef PAMI_COLL_SHM_H
 #define PAMI_COLL_SHM_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 
 #include "coll.h"
@@ -14,9 +15,10 @@
 #define cshm_log(level, ...) pami_protocol_log(level, CSHM_SUBSYS, __VA_ARGS__)
 
 #define CSHM_MAGIC   0x316d6873696d6170ull /* "pamishm1" */
-#define CSHM_VERSION 1
+#define CSHM_VERSION 2
 #define CSHM_LINE    64   /* one control line per task and parity */
 #define CSHM_CTL_OFF 256  /* control lines start here in the header */
+#define CSHM_SEQ_OFF 8    /* the round's number + 1, in its control line */
 #define CSHM_TINY_OFF 16  /* a tiny call's data, in its control line */
 #define CSHM_TINY    (CSHM_LINE - CSHM_TINY_OFF)
 
@@ -30,13 +32,20 @@ typedef struct {
     uint64_t         hdr_bytes; /* where the slots start */
     uint64_t         job_hash;
     _Atomic uint32_t attached;  /* tasks that mapped it and agree */
+    _Atomic uint32_t sleepers;  /* flag-round waiters asleep on wake */
+    _Atomic uint32_t wake;      /* bumped by a writer when sleepers > 0 */
 } cshm_hdr_t;
 
 enum { CSHM_SETUP_NONE, CSHM_SETUP_RUNNING, CSHM_SETUP_READY,
        CSHM_SETUP_FAILED };
 
 /* What the head entry of the queue waits for. */
-enum { CSHM_ST_REG, CSHM_ST_SETUP1, CSHM_ST_SETUP2, CSHM_ST_OP };
+enum { CSHM_ST_REG, CSHM_ST_SETUP1, CSHM_ST_SETUP2, CSHM_ST_OP,
+       CSHM_ST_FLAG,     /* a flag round waits for the lines' numbers */
+       CSHM_ST_FLAG_BAR  /* a flag round found a mismatch: one barrier */ };
+
+/* What the flag rounds' waiter thread is asked to do. */
+enum { CSHM_CMD_NONE, CSHM_CMD_WAIT, CSHM_CMD_STOP };
 
 /* The data collectives the engine runs. */
 enum { CSHM_AR_SMALL, CSHM_AR_LARGE, CSHM_RED_SMALL, CSHM_RED_LARGE,
@@ -66,6 +75,7 @@ typedef struct {
     bool                 user;    /* user op: folded from the top rank */
     bool                 first;   /* the next barrier is the op's first */
     bool                 tiny;    /* data in the control lines */
+    bool                 flag;    /* a flag round: no register barrier */
     bool                 poison;  /* a call that failed here: one round */
     int                  stage;   /* large reductions: 0 parts, 1 copy-out */
 } cshm_op_t;
@@ -73,7 +83,7 @@ typedef struct {
 enum { CSHM_STAT_ops, CSHM_STAT_register_barriers, CSHM_STAT_rounds,
        CSHM_STAT_barriers, CSHM_STAT_queued, CSHM_STAT_queue_high_water,
        CSHM_STAT_mismatches, CSHM_STAT_failed, CSHM_STAT_setups, CSHM_STAT_inline,
-       CSHM_NUM_STATS };
+       CSHM_STAT_flag_rounds, CSHM_STAT_flag_sleeps, CSHM_NUM_STATS };
 
 typedef struct cshm {
     pami_context_t     ctx;
@@ -90,17 +100,30 @@ typedef struct cshm {
     pami_result_t      seg_rc;  /* why data collectives fail (FAILED) */
     unsigned char     *seg;
     size_t             seg_bytes, hdr_bytes;
-    uint32_t           phase;   /* rounds run: parity = phase & 1 */
+    uint64_t           phase;   /* rounds run: parity = phase & 1 */
     cshm_entry_t      *q;       /* ring of entries in call order */
     size_t             qcap, qhead, qlen;
     bool               running; /* the head entry has started */
     bool               posted;  /* kick is queued on the context */
     bool               auto_ok; /* PAMI_COLL_SHM_AUTO */
+    bool               flag_ok; /* PAMI_COLL_SHM_FLAG, and nlocal <= ncpus */
+    uint64_t           spin_ns; /* a flag wait polls this long, then sleeps */
+    bool               dead;    /* a task of this node died */
+    pami_work_t        flag_work; /* the queued flag round's poll */
+    uint64_t           flag_since; /* when its polling began, 0: not yet */
     pami_work_t        kick;
     int                step;    /* CSHM_ST_*: what the barrier ends */
     cshm_op_t          op;
     uint32_t          *idx;     /* geometry rank -> local index (op) */
     uint64_t           stats[CSHM_NUM_STATS];
+    /* The waiter thread: sleeps for a queued flag round, then posts. */
+    pthread_t          thr;
+    bool               thr_started;
+    pthread_mutex_t    lock;
+    pthread_cond_t     cond;
+    int                cmd;        /* CSHM_CMD_* */
+    uint64_t           cmd_target; /* the line numbers it waits for */
+    atomic_bool        interrupt;  /* end the wait now (a death, stop) */
 } cshm_t;
 
 /* Reductions up to this many bytes take one round: every task reduces
@@ -121,6 +144,10 @@ void cshm_op_setup(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
                    struct pami_geometry *g, size_t es, size_t algo_id);
 pami_result_t cshm_op_next(cshm_t *s, bool *done);
 
+/* coll_alg_shm.c: a flag round of the blocking call, inline;
+ * PAMI_INVAL after the barrier that keeps a mismatch aligned. */
+pami_result_t cshm_flag_round_inline(cshm_t *s);
+
 /* coll_shm_calls.c */
 const coll_algo_t *cshm_algo(pami_xfer_type_t kind);
 
@@ -130,6 +157,15 @@ pami_result_t cshm_seg_create(cshm_t *s);
 pami_result_t cshm_seg_attach(cshm_t *s);
 bool cshm_seg_finish(cshm_t *s);
 void cshm_seg_release(cshm_t *s);
+/* Sleeps on the segment's wake word for up to ns unless every line of
+ * the round shows target; returns cshm_flags_at. */
+int  cshm_sleep(cshm_t *s, uint64_t target, uint64_t ns);
+/* Hands the queued flag round's wait to the waiter thread, which posts
+ * s->flag_work when it ends (ready, a death, or stop). */
+pami_result_t cshm_waiter_give(cshm_t *s, uint64_t target);
+void cshm_wake_sleepers(cshm_t *s);
+uint64_t cshm_now_ns(void);
+pami_result_t cshm_flag_engine(pami_context_t ctx, void *cookie);
 
 /* Slot of local index i, parity p; control line of (i, p). */
 static inline unsigned char *cshm_slot(const cshm_t *s, size_t i, uint32_t p)
@@ -142,6 +178,45 @@ static inline _Atomic uint32_t *cshm_ctl(const cshm_t *s, size_t i,
 {
     return (_Atomic uint32_t *)(s->seg + CSHM_CTL_OFF +
                                 (2 * i + p) * CSHM_LINE);
+}
+
+/* The number in control line (i, p): the last round that wrote it,
+ * plus one (0: never written). */
+static inline _Atomic uint64_t *cshm_seq(const cshm_t *s, size_t i,
+                                         uint32_t p)
+{
+    return (_Atomic uint64_t *)((unsigned char *)cshm_ctl(s, i, p) +
+                                CSHM_SEQ_OFF);
+}
+
+static inline cshm_hdr_t *cshm_hdr(const cshm_t *s)
+{
+    return (cshm_hdr_t *)s->seg;
+}
+
+/* 1 when every task's line of the round (parity of target - 1) shows
+ * target, 0 when one does not yet, -1 when one is ahead (cannot be). */
+static inline int cshm_flags_at(const cshm_t *s, uint64_t target)
+{
+    uint32_t p = (uint32_t)(target - 1) & 1;
+    for (size_t i = 0; i < s->nlocal; i++) {
+        int64_t d = (int64_t)(atomic_load_explicit(cshm_seq(s, i, p),
+                                                   memory_order_acquire) -
+                              target);
+        if (d != 0)
+            return d < 0 ? 0 : -1;
+    }
+    return 1;
+}
+
+/* This task's line of the current round is complete: its number goes
+ * last. Sequentially consistent with the read of sleepers (a sleeper
+ * counts itself in, then checks the lines): one side sees the other. */
+static inline void cshm_publish(cshm_t *s)
+{
+    atomic_store(cshm_seq(s, s->my_index, s->phase & 1), s->phase + 1);
+    if (atomic_load(&cshm_hdr(s)->sleepers) != 0)
+        cshm_wake_sleepers(s);
 }
 
 #endif

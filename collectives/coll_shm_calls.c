@@ -86,7 +86,8 @@ static bool inline_fits(cshm_t *s, coll_ctx_t *cc, const pami_xfer_t *x,
 
 /* A small call on an idle queue: the same rounds as the queued form
  * (members may mix the two), with the register polled inline by
- * pami_barrier_wait, and no request or schedule. The call still takes
+ * pami_barrier_wait (or a flag round's lines, cshm_flag_round_inline),
+ * and no request or schedule. The call still takes
  * the geometry's next collective number, like the blocking register
  * barrier (coll_api.c). Entries started meanwhile from progress wait in
  * the queue (running is set) and start when it ends. */
@@ -112,11 +113,15 @@ bool coll_shm_wait_inline(pami_context_t ctx, const pami_xfer_t *x,
     cshm_count(s, CSHM_STAT_inline);
     cshm_op_setup(s, NULL, x, g, pami_type_size(x->dtype),
              (size_t)(a - coll_algos + 1));
-    cshm_count(s, CSHM_STAT_barriers);
-    *rc = pami_barrier_wait(ctx, PAMI_BARRIER_SHM, NULL, 0);
-    bool done = true;
-    if (*rc == PAMI_SUCCESS)
-        *rc = cshm_op_next(s, &done); /* one round: ends here */
+    if (s->op.flag) {
+        *rc = cshm_flag_round_inline(s);
+    } else {
+        cshm_count(s, CSHM_STAT_barriers);
+        *rc = pami_barrier_wait(ctx, PAMI_BARRIER_SHM, NULL, 0);
+        bool done = true;
+        if (*rc == PAMI_SUCCESS)
+            *rc = cshm_op_next(s, &done); /* one round: ends here */
+    }
     s->running = false;
     if (*rc != PAMI_SUCCESS && *rc != PAMI_INVAL)
         cshm_seg_failed(s, *rc);

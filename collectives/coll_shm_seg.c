@@ -9,11 +9,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "coll_shm.h"
@@ -21,6 +25,8 @@
 #define SLOT_DEFAULT "262144"
 #define SLOT_MIN     64
 #define SLOT_MAX     ((size_t)1 << 30)
+#define SPIN_NS      50000 /* a flag wait polls this long, then sleeps */
+#define THREAD_SLICE_NS 100000000ull /* the waiter thread's sleeps */
 
 static const pami_config_var_t cshm_config[] = {
     {"PAMI_COLL_SHM_SLOT", SLOT_DEFAULT,
@@ -32,18 +38,23 @@ static const pami_config_var_t cshm_config[] = {
      "1: PAMI_ALGORITHM_AUTO picks the shared-memory collectives on a "
      "geometry of this node's tasks; 0: only when named (the same on every "
      "task of a node)"},
+    {"PAMI_COLL_SHM_FLAG", "1",
+     "1: calls of up to 48 bytes synchronise through numbers in their "
+     "control lines (flag rounds) when the node has no more tasks than "
+     "CPUs; 0: always through the barrier register (the same on every "
+     "task of a node)"},
 };
 
 static const pami_protocol_ops_t cshm_ops;
 
-static bool read_auto(void)
+static bool read_bool(const char *name)
 {
-    const char *text = getenv("PAMI_COLL_SHM_AUTO");
+    const char *text = getenv(name);
     if (text == NULL || *text == '\0' || strcmp(text, "1") == 0)
         return true;
     if (strcmp(text, "0") != 0)
-        cshm_log(PAMI_PROTOCOL_LOG_WARN, "PAMI_COLL_SHM_AUTO='%s' is not 0 "
-                 "or 1; using 1", text);
+        cshm_log(PAMI_PROTOCOL_LOG_WARN, "%s='%s' is not 0 or 1; using 1",
+                 name, text);
     return strcmp(text, "0") != 0;
 }
 
@@ -124,7 +135,13 @@ static pami_result_t cshm_init(const pami_protocol_env_t *env, void **state)
     sanitize(s->job_id, sizeof(s->job_id), job);
     s->job_hash = hash(job);
     s->slot     = read_slot();
-    s->auto_ok  = read_auto();
+    s->auto_ok  = read_bool("PAMI_COLL_SHM_AUTO");
+    /* With more tasks than CPUs a round needs context switches: the
+     * register's waits yield and sleep as that needs. */
+    s->flag_ok  = read_bool("PAMI_COLL_SHM_FLAG") && s->nlocal <= s->ncpus;
+    s->spin_ns  = SPIN_NS;
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->cond, NULL);
     s->hdr_bytes = (CSHM_CTL_OFF + 2 * s->nlocal * CSHM_LINE + 4095) / 4096 *
                    4096;
     s->seg_bytes = s->hdr_bytes + 2 * s->nlocal * s->slot;
@@ -243,12 +260,138 @@ void cshm_seg_release(cshm_t *s)
     s->seg = NULL;
 }
 
+/* ---- sleeping on the segment (flag rounds) ---- */
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Shared futexes: the word is in every task of the node. */
+static void futex_wait(_Atomic uint32_t *word, uint32_t expect, uint64_t ns)
+{
+    struct timespec ts = {.tv_sec  = (time_t)(ns / 1000000000u),
+                          .tv_nsec = (long)(ns % 1000000000u)};
+    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT, expect, &ts, NULL, 0);
+}
+
+void cshm_wake_sleepers(cshm_t *s)
+{
+    atomic_fetch_add(&cshm_hdr(s)->wake, 1);
+    syscall(SYS_futex, (uint32_t *)&cshm_hdr(s)->wake, FUTEX_WAKE, INT_MAX,
+            NULL, NULL, 0);
+}
+
+/* Counted in sleepers before the last check, so a writer that completes
+ * the round after it sees us and bumps wake (cshm_publish). */
+int cshm_sleep(cshm_t *s, uint64_t target, uint64_t ns)
+{
+    cshm_hdr_t *h = cshm_hdr(s);
+    atomic_fetch_add(&h->sleepers, 1);
+    uint32_t w    = atomic_load(&h->wake);
+    int      done = cshm_flags_at(s, target);
+    if (done == 0 && !atomic_load(&s->interrupt))
+        futex_wait(&h->wake, w, ns);
+    atomic_fetch_sub(&h->sleepers, 1);
+    return done != 0 ? done : cshm_flags_at(s, target);
+}
+
+static void *waiter_main(void *arg)
+{
+    cshm_t *s = arg;
+    for (;;) {
+        pthread_mutex_lock(&s->lock);
+        while (s->cmd == CSHM_CMD_NONE)
+            pthread_cond_wait(&s->cond, &s->lock);
+        int      cmd    = s->cmd;
+        uint64_t target = s->cmd_target;
+        pthread_mutex_unlock(&s->lock);
+        if (cmd == CSHM_CMD_STOP)
+            return NULL;
+        while (!atomic_load(&s->interrupt) &&
+               cshm_sleep(s, target, THREAD_SLICE_NS) == 0)
+            ;
+        /* Done before the post: the engine may give the next wait. */
+        pthread_mutex_lock(&s->lock);
+        bool stop = s->cmd == CSHM_CMD_STOP;
+        if (!stop)
+            s->cmd = CSHM_CMD_NONE;
+        pthread_mutex_unlock(&s->lock);
+        if (stop)
+            return NULL;
+        pami_context_post(s->ctx, &s->flag_work, cshm_flag_engine, s);
+    }
+}
+
+pami_result_t cshm_waiter_give(cshm_t *s, uint64_t target)
+{
+    if (!s->thr_started) {
+        int rc = pthread_create(&s->thr, NULL, waiter_main, s);
+        if (rc != 0) {
+            cshm_log(PAMI_PROTOCOL_LOG_ERROR, "cannot start the waiter "
+                     "thread: %s", strerror(rc));
+            return PAMI_ERROR;
+        }
+        s->thr_started = true;
+    }
+    pthread_mutex_lock(&s->lock);
+    s->cmd        = CSHM_CMD_WAIT;
+    s->cmd_target = target;
+    pthread_cond_signal(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+    return PAMI_SUCCESS;
+}
+
+static void waiter_stop(cshm_t *s)
+{
+    if (!s->thr_started)
+        return;
+    pthread_mutex_lock(&s->lock);
+    s->cmd = CSHM_CMD_STOP;
+    atomic_store(&s->interrupt, true);
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+    if (s->seg != NULL)
+        cshm_wake_sleepers(s);
+    pthread_join(s->thr, NULL);
+    s->thr_started = false;
+}
+
+/* A task of the node can never write its lines again: flag waits end
+ * (the waiter thread's at once; an inline one or a polling engine sees
+ * dead), and register rounds fail through the register's own hook. */
+static void cshm_peer_failed(pami_context_t context, void *state,
+                             pami_task_t task)
+{
+    (void)context;
+    cshm_t *s = state;
+    bool local = false;
+    for (size_t i = 0; i < s->nlocal; i++)
+        local = local || (s->local[i] == task && task != s->me);
+    if (!local)
+        return;
+    s->dead = true;
+    atomic_store(&s->interrupt, true);
+    if (s->seg != NULL)
+        cshm_wake_sleepers(s);
+}
+
+uint64_t cshm_now_ns(void)
+{
+    return now_ns();
+}
+
 /* Entries still queued belong to requests the collectives protocol has
  * finished already (it ends before this one): they are only dropped. */
 static void cshm_fini(pami_context_t context, void *state)
 {
     (void)context;
     cshm_t *s = state;
+    waiter_stop(s);
+    pthread_cond_destroy(&s->cond);
+    pthread_mutex_destroy(&s->lock);
     cshm_seg_release(s);
     free(s->q);
     free(s->idx);
@@ -259,7 +402,8 @@ static size_t cshm_stats(void *state, pami_protocol_stat_t *out, size_t max)
 {
     static const char *const names[CSHM_NUM_STATS] = {
         "ops", "register_barriers", "rounds", "barriers", "queued",
-        "queue_high_water", "mismatches", "failed", "setups", "inline"};
+        "queue_high_water", "mismatches", "failed", "setups", "inline",
+        "flag_rounds", "flag_sleeps"};
     cshm_t *s = state;
     for (size_t i = 0; i < CSHM_NUM_STATS && i < max; i++)
         out[i] = (pami_protocol_stat_t){.name = names[i],
@@ -273,6 +417,7 @@ static const pami_protocol_ops_t cshm_ops = {
     .init       = cshm_init,
     .fini       = cshm_fini,
     .stats      = cshm_stats,
+    .peer_failed = cshm_peer_failed,
     .config     = cshm_config,
     .num_config = sizeof(cshm_config) / sizeof(cshm_config[0]),
 };
