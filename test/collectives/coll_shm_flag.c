@@ -1,0 +1,366 @@
+/*
+ * Flag rounds of the shared-memory collectives (calls of up to 48 bytes
+ * synchronised by numbers in their control lines, coll_alg_shm.c) mixed
+ * with everything that still runs register rounds; results checked
+ * element by element.
+ *
+ *   coll_shm_flag loop N    N iterations: tiny allreduce and broadcast
+ *                           (blocking, AUTO and named, every root), every
+ *                           3rd also non-blocking tiny allreduce, reduce,
+ *                           allgather and barrier_shm in flight together,
+ *                           every 97th a register-round allreduce and
+ *                           broadcast; the counters show which rounds ran
+ *   coll_shm_flag mismatch  counts and roots that differ between tasks,
+ *                           tiny against tiny and tiny against a register
+ *                           round, blocking and not: PAMI_INVAL on every
+ *                           task, then a correct call
+ *   coll_shm_flag dead      the last task leaves in a loop of tiny calls:
+ *                           the others get PAMI_PEER_FAILED, no hang
+ */
+#include "coll_util.h"
+
+#include <unistd.h>
+
+#include "pami_barrier.h"
+
+static mp_job_t  job;
+static ct_geom_t world = {.name = "world"};
+static size_t    n, me;
+
+static pami_algorithm_t algo(const char *name)
+{
+    pami_algorithm_t id;
+    MP_CHECK(pami_algorithm_by_name(name, &id));
+    return id;
+}
+
+static pami_xfer_t xfer(pami_xfer_type_t kind, const char *name, void *sbuf,
+                        void *rbuf, size_t count, pami_type_t t, size_t root)
+{
+    return (pami_xfer_t){
+        .field_mask = name != NULL ? PAMI_XFER_FIELD_ALGORITHM : 0,
+        .kind = kind, .geometry = world.g,
+        .algorithm = name != NULL ? algo(name) : 0, .root = root,
+        .sbuf = sbuf, .rbuf = rbuf, .count = count, .dtype = t,
+        .op = PAMI_OP_SUM};
+}
+
+static uint64_t stat_of(const char *name)
+{
+    pami_protocol_stat_t st[32];
+    size_t ns;
+    MP_CHECK(pami_protocol_stats(job.ctx[0], "coll_shm", st, 32, &ns));
+    for (size_t i = 0; i < ns && i < 32; i++)
+        if (strcmp(st[i].name, name) == 0)
+            return st[i].value;
+    mp_fail("no counter %s", name);
+}
+
+static size_t ncpus(void)
+{
+    pami_client_attr_t a = {.field_mask = PAMI_CLIENT_ATTR_LOCAL_CPUS};
+    MP_CHECK(pami_client_query(job.client, &a));
+    return a.num_local_cpus;
+}
+
+/* ---- loop ---- */
+
+static void allreduce_sum(size_t i, size_t count, bool named)
+{
+    double in[6], out[7];
+    for (size_t j = 0; j < count; j++)
+        in[j] = (double)(me * 1000 + i % 1000 + j);
+    out[count] = -1;
+    pami_xfer_t x = xfer(PAMI_XFER_ALLREDUCE, named ? "allreduce_shm" : NULL,
+                         in, out, count, PAMI_TYPE_DOUBLE, 0);
+    MP_CHECK(pami_collective_wait(job.ctx[0], &x));
+    for (size_t j = 0; j < count; j++) {
+        double want = (double)(n * (n - 1) / 2 * 1000 +
+                               n * (i % 1000 + j));
+        if (out[j] != want)
+            mp_fail("iteration %zu: allreduce element %zu: %g, want %g", i, j,
+                    out[j], want);
+    }
+    MP_EXPECT(out[count] == -1, "iteration %zu: allreduce wrote past", i);
+}
+
+static void bcast(size_t i, size_t bytes, size_t root, bool named)
+{
+    uint8_t buf[49];
+    for (size_t j = 0; j < bytes; j++)
+        buf[j] = me == root ? (uint8_t)(i * 7 + j + root) : 0xEE;
+    buf[bytes] = 0x5A;
+    pami_xfer_t x = xfer(PAMI_XFER_BROADCAST, named ? "broadcast_shm" : NULL,
+                         NULL, buf, bytes, PAMI_TYPE_BYTE, root);
+    MP_CHECK(pami_collective_wait(job.ctx[0], &x));
+    for (size_t j = 0; j < bytes; j++)
+        if (buf[j] != (uint8_t)(i * 7 + j + root))
+            mp_fail("iteration %zu: broadcast from %zu: byte %zu is %u", i,
+                    root, j, buf[j]);
+    MP_EXPECT(buf[bytes] == 0x5A, "iteration %zu: broadcast wrote past", i);
+}
+
+static unsigned done_count;
+
+static void on_done(pami_context_t ctx, void *cookie, pami_result_t rc)
+{
+    (void)ctx;
+    if (rc != PAMI_SUCCESS)
+        mp_fail("non-blocking call %zu: %s", (size_t)(uintptr_t)cookie,
+                pami_error_text(rc));
+    done_count++;
+}
+
+static void wait_done(unsigned want)
+{
+    double t0 = mp_now();
+    while (done_count < want) {
+        pami_context_wait(job.ctx[0], 100);
+        MP_EXPECT(mp_now() - t0 < MP_WAIT_S, "%u of %u non-blocking done",
+                  done_count, want);
+    }
+}
+
+/* Tiny allreduce (max), reduce (sum), allgather and a barrier_shm in
+ * flight at once; every 97th iteration a register-round allreduce and
+ * broadcast join them. */
+static void nonblocking(size_t i)
+{
+    int64_t ar_in[2], ar_out[2], rd_in[3], rd_out[3] = {-7, -7, -7};
+    int32_t ag_in[12], ag_out[12 * 64];
+    int64_t big_in[100], big_out[100];
+    uint8_t bc[200];
+    size_t  agc = 1 + i % 12; /* up to 48 B a task: a flag round */
+    size_t  root = (i / 3) % n, broot = (i + 1) % n;
+    bool    big = i % 97 == 0;
+    for (size_t j = 0; j < 2; j++)
+        ar_in[j] = (int64_t)(me * 10 + j) * (j ? -1 : 1);
+    for (size_t j = 0; j < 3; j++)
+        rd_in[j] = (int64_t)(me + j + i);
+    for (size_t j = 0; j < agc; j++)
+        ag_in[j] = (int32_t)(me * 100000 + i % 1000 + j);
+    for (size_t j = 0; j < 100; j++)
+        big_in[j] = (int64_t)(me + j * i);
+    for (size_t j = 0; j < sizeof(bc); j++)
+        bc[j] = me == broot ? (uint8_t)(j + i) : 0;
+    pami_xfer_t x[6] = {
+        xfer(PAMI_XFER_ALLREDUCE, i % 2 ? "allreduce_shm" : NULL, ar_in,
+             ar_out, 2, PAMI_TYPE_INT64, 0),
+        xfer(PAMI_XFER_REDUCE, "reduce_shm", rd_in, rd_out, 3,
+             PAMI_TYPE_INT64, root),
+        {.field_mask = PAMI_XFER_FIELD_ALGORITHM, .kind = PAMI_XFER_BARRIER,
+         .geometry = world.g, .algorithm = algo("barrier_shm")},
+        xfer(PAMI_XFER_ALLGATHER, "allgather_shm", ag_in, ag_out, agc,
+             PAMI_TYPE_INT32, 0),
+        xfer(PAMI_XFER_ALLREDUCE, "allreduce_shm", big_in, big_out, 100,
+             PAMI_TYPE_INT64, 0),
+        xfer(PAMI_XFER_BROADCAST, "broadcast_shm", NULL, bc, sizeof(bc),
+             PAMI_TYPE_BYTE, broot)};
+    x[0].op = PAMI_OP_MAX;
+    size_t nx = big ? 6 : 4;
+    done_count = 0;
+    for (size_t k = 0; k < nx; k++) {
+        x[k].done_fn = on_done;
+        x[k].cookie  = (void *)(uintptr_t)k;
+        MP_CHECK(pami_collective(job.ctx[0], &x[k]));
+    }
+    wait_done((unsigned)nx);
+    MP_EXPECT(ar_out[0] == (int64_t)((n - 1) * 10) && ar_out[1] == -1,
+              "iteration %zu: max gave %lld %lld", i, (long long)ar_out[0],
+              (long long)ar_out[1]);
+    for (size_t j = 0; j < 3; j++) {
+        int64_t want = me == root ? (int64_t)(n * (n - 1) / 2 + n * (j + i))
+                                  : -7;
+        MP_EXPECT(rd_out[j] == want, "iteration %zu: reduce to %zu element "
+                  "%zu: %lld, want %lld", i, root, j, (long long)rd_out[j],
+                  (long long)want);
+    }
+    for (size_t r = 0; r < n; r++)
+        for (size_t j = 0; j < agc; j++)
+            MP_EXPECT(ag_out[r * agc + j] ==
+                          (int32_t)(r * 100000 + i % 1000 + j),
+                      "iteration %zu: allgather block %zu element %zu", i, r,
+                      j);
+    if (!big)
+        return;
+    for (size_t j = 0; j < 100; j++)
+        MP_EXPECT(big_out[j] == (int64_t)(n * (n - 1) / 2 + n * j * i),
+                  "iteration %zu: large allreduce element %zu", i, j);
+    for (size_t j = 0; j < sizeof(bc); j++)
+        MP_EXPECT(bc[j] == (uint8_t)(j + i), "iteration %zu: large broadcast "
+                  "byte %zu", i, j);
+}
+
+static void mode_loop(size_t iters)
+{
+    uint64_t flags0 = stat_of("flag_rounds");
+    for (size_t i = 0; i < iters; i++) {
+        allreduce_sum(i, 1 + i % 6, i % 2 == 0);
+        bcast(i, 1 + i % 48, i % n, i % 4 < 2);
+        if (i % 3 == 0)
+            nonblocking(i);
+        if (i % 101 == 0)
+            MP_CHECK(pami_barrier_wait(job.ctx[0], PAMI_BARRIER_SHM, NULL,
+                                       0));
+    }
+    uint64_t flags = stat_of("flag_rounds") - flags0;
+    const char *env = getenv("PAMI_COLL_SHM_FLAG");
+    bool expect = env != NULL && strcmp(env, "2") == 0
+                      ? true
+                      : (env == NULL || strcmp(env, "0") != 0) &&
+                            job.size <= ncpus();
+    if (expect)
+        MP_EXPECT(flags >= 2 * iters, "%llu flag rounds in %zu iterations",
+                  (unsigned long long)flags, iters);
+    else
+        MP_EXPECT(flags == 0, "%llu flag rounds, expected none",
+                  (unsigned long long)flags);
+    if (me == 0)
+        printf("coll_shm_flag loop: %zu tasks, %zu iterations, %llu flag "
+               "rounds, %llu slept\n", n, iters, (unsigned long long)flags,
+               (unsigned long long)stat_of("flag_sleeps"));
+}
+
+/* ---- mismatch ---- */
+
+static pami_result_t rc_any;
+
+static void on_any(pami_context_t ctx, void *cookie, pami_result_t rc)
+{
+    (void)ctx;
+    (void)cookie;
+    rc_any = rc;
+}
+
+/* x on every task (blocking or not): PAMI_INVAL everywhere. */
+static void expect_inval(pami_xfer_t *x, bool blocking, const char *what)
+{
+    pami_result_t rc;
+    if (blocking) {
+        rc = pami_collective_wait(job.ctx[0], x);
+    } else {
+        rc_any     = PAMI_EAGAIN;
+        x->done_fn = on_any;
+        MP_CHECK(pami_collective(job.ctx[0], x));
+        double t0 = mp_now();
+        while (rc_any == PAMI_EAGAIN) {
+            pami_context_wait(job.ctx[0], 100);
+            MP_EXPECT(mp_now() - t0 < MP_WAIT_S, "%s: no end", what);
+        }
+        rc = rc_any;
+    }
+    MP_EXPECT(rc == PAMI_INVAL, "%s (%s): %s", what,
+              blocking ? "blocking" : "non-blocking", pami_error_text(rc));
+}
+
+static void mode_mismatch(void)
+{
+    uint64_t mis0 = stat_of("mismatches");
+    size_t cases = 0;
+    for (int form = 0; form < 4; form++) {
+        bool blocking = form & 1;
+        double in[8] = {1, 2, 3, 4, 5, 6, 7, 8}, out[8];
+        /* Tiny against tiny (1 or 2 doubles), and a tiny call (6 doubles,
+         * 48 B: a flag round) against a register round (7, 56 B). */
+        size_t count = form < 2 ? 1 + me % 2 : 6 + me % 2;
+        pami_xfer_t x = xfer(PAMI_XFER_ALLREDUCE, "allreduce_shm", in, out,
+                             count, PAMI_TYPE_DOUBLE, 0);
+        expect_inval(&x, blocking, form < 2 ? "allreduce 8 B against 16 B"
+                                            : "allreduce 48 B against 56 B");
+        cases++;
+        allreduce_sum(form, 3, true);
+        /* Roots differ. */
+        uint8_t b[8] = {0};
+        pami_xfer_t y = xfer(PAMI_XFER_BROADCAST, "broadcast_shm", NULL, b,
+                             8, PAMI_TYPE_BYTE, me % 2);
+        expect_inval(&y, blocking, "broadcast with roots 0 and 1");
+        cases++;
+        bcast(form, 8, 1 % n, true);
+    }
+    /* Every task saw every mismatch (the odd pairs with a register round
+     * too: the flag side reads the other's line). */
+    MP_EXPECT(stat_of("mismatches") - mis0 == cases, "mismatches %llu, "
+              "expected %zu", (unsigned long long)(stat_of("mismatches") -
+                                                   mis0), cases);
+    if (me == 0)
+        printf("coll_shm_flag mismatch: %zu tasks, %zu cases\n", n, cases);
+}
+
+/* ---- dead ---- */
+
+static void mode_dead(void)
+{
+    size_t victim_at = 2000;
+    double t0 = 0;
+    pami_result_t rc = PAMI_SUCCESS;
+    size_t i;
+    for (i = 0; rc == PAMI_SUCCESS; i++) {
+        if (me == n - 1 && i == victim_at) {
+            fflush(stdout);
+            _exit(0);
+        }
+        if (i == victim_at)
+            t0 = mp_now();
+        MP_EXPECT(i < victim_at + 10, "iteration %zu after the death", i);
+        double in = 1, out = 0;
+        pami_xfer_t x = xfer(PAMI_XFER_ALLREDUCE, "allreduce_shm", &in, &out,
+                             1, PAMI_TYPE_DOUBLE, 0);
+        if (i % 2 == 0) {
+            rc = pami_collective_wait(job.ctx[0], &x);
+        } else {
+            rc_any    = PAMI_EAGAIN;
+            x.done_fn = on_any;
+            MP_CHECK(pami_collective(job.ctx[0], &x));
+            double t1 = mp_now();
+            while (rc_any == PAMI_EAGAIN) {
+                pami_context_wait(job.ctx[0], 100);
+                MP_EXPECT(mp_now() - t1 < 20, "non-blocking: no end");
+            }
+            rc = rc_any;
+        }
+        if (rc == PAMI_SUCCESS)
+            MP_EXPECT(out == (double)n, "iteration %zu: %g", i, out);
+    }
+    MP_EXPECT(i > victim_at, "failed at iteration %zu, before the death: %s",
+              i, pami_error_text(rc));
+    MP_EXPECT(rc == PAMI_PEER_FAILED, "tiny allreduce with a dead task: %s",
+              pami_error_text(rc));
+    MP_EXPECT(mp_now() - t0 < 15, "took %.1f s to notice", mp_now() - t0);
+    double in = 1, out = 0;
+    pami_xfer_t x = xfer(PAMI_XFER_ALLREDUCE, "allreduce_shm", &in, &out, 1,
+                         PAMI_TYPE_DOUBLE, 0);
+    rc = pami_collective_wait(job.ctx[0], &x);
+    MP_EXPECT(rc == PAMI_PEER_FAILED, "after the death: %s",
+              pami_error_text(rc));
+    pami_client_destroy(&job.client); /* a task is gone: may fail */
+    printf("coll_shm_flag dead: task %zu ok after %.2f s\n", me,
+           mp_now() - t0);
+}
+
+int main(int argc, char **argv)
+{
+    mp_init(&job, "coll_shm_flag", &argc, argv, NULL, 1, true);
+    const char *mode = argc > 1 ? argv[1] : "loop";
+    MP_CHECK(pami_geometry_world(job.ctx[0], &world.g));
+    ct_query(&world);
+    n  = world.n;
+    me = world.rank;
+    MP_EXPECT(n >= 2 && n <= 64 && job.attr.num_local_tasks == job.size,
+              "needs 2..64 tasks, all on this node");
+    double t0 = mp_now();
+    if (strcmp(mode, "dead") == 0) {
+        mode_dead();
+        return 0;
+    }
+    if (strcmp(mode, "loop") == 0)
+        mode_loop(argc > 2 ? strtoull(argv[2], NULL, 10) : 1000);
+    else if (strcmp(mode, "mismatch") == 0)
+        mode_mismatch();
+    else
+        mp_fail("unknown mode %s", mode);
+    mp_sync(&job);
+    if (me == 0)
+        printf("coll_shm_flag %s: %.1f s\n", mode, mp_now() - t0);
+    mp_finish(&job);
+    return 0;
+}
