@@ -6,7 +6,7 @@
  *
  *   coll_shm_flag loop N    N iterations: tiny allreduce and broadcast
  *                           (blocking, AUTO and named, every root), every
- *                           3rd also non-blocking tiny allreduce, reduce,
+ *                           8th also non-blocking tiny allreduce, reduce,
  *                           allgather and barrier_shm in flight together,
  *                           every 97th a register-round allreduce and
  *                           broadcast; the counters show which rounds ran
@@ -122,7 +122,7 @@ static void wait_done(unsigned want)
 }
 
 /* Tiny allreduce (max), reduce (sum), allgather and a barrier_shm in
- * flight at once; every 97th iteration a register-round allreduce and
+ * flight at once; every 97th (of those) a register-round allreduce and
  * broadcast join them. */
 static void nonblocking(size_t i)
 {
@@ -197,7 +197,7 @@ static void mode_loop(size_t iters)
     for (size_t i = 0; i < iters; i++) {
         allreduce_sum(i, 1 + i % 6, i % 2 == 0);
         bcast(i, 1 + i % 48, i % n, i % 4 < 2);
-        if (i % 3 == 0)
+        if (i % 8 == 0)
             nonblocking(i);
         if (i % 101 == 0)
             MP_CHECK(pami_barrier_wait(job.ctx[0], PAMI_BARRIER_SHM, NULL,
