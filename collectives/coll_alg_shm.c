@@ -24,6 +24,14 @@
  * Writes of round k + 1 go to the other parity and never meet round k's
  * reads. Hence the queue: with two collectives' rounds in flight at once
  * the next round's writes could start before this one's reads ended.
+ *
+ * Flag rounds (calls of up to CSHM_TINY bytes, no more tasks than CPUs)
+ * replace the barrier by the round's number, written last into each
+ * task's control line; a task reads once every line shows it. Every task
+ * numbers its line after its reads of the round before, so seeing all
+ * numbers is what the barrier gave, and the argument above holds as is.
+ * Whether a round is a flag round follows from the call and the node
+ * only (op->flag), the same on every task of a matching call.
  */
 #include <stdlib.h>
 #include <string.h>
