@@ -25,11 +25,12 @@
  * reads. Hence the queue: with two collectives' rounds in flight at once
  * the next round's writes could start before this one's reads ended.
  *
- * Flag rounds (calls of up to CSHM_TINY bytes, no more tasks than CPUs)
- * replace the barrier by the round's number, written last into each
- * task's control line; a task reads once every line shows it. Every task
- * numbers its line after its reads of the round before, so seeing all
- * numbers is what the barrier gave, and the argument above holds as is.
+ * Flag rounds (calls of one round up to CSHM_FLAG_MAX bytes, no more
+ * tasks than CPUs) replace the barrier by the round's number, written
+ * last into each task's control line; a task reads once every line
+ * shows it. Every task numbers its line after its reads of the round
+ * before, so seeing all numbers is what the barrier gave, and the
+ * argument above holds as is.
  * Whether a round is a flag round follows from the call and the node
  * only (op->flag), the same on every task of a matching call.
  */
@@ -244,8 +245,13 @@ void cshm_op_setup(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
         break;
     }
     op->tiny = op->total <= CSHM_TINY; /* one round whatever the kind */
-    /* From the call and the node alone: every task decides alike. */
-    op->flag = op->tiny && s->flag_ok;
+    /* From the call and the node alone: every task decides alike. One
+     * round up to CSHM_FLAG_MAX (the data in the slots above CSHM_TINY). */
+    op->flag = s->flag_ok &&
+               (op->tiny || (op->total <= CSHM_FLAG_MAX &&
+                             op->total <= op->chunk &&
+                             op->kind != CSHM_AR_LARGE &&
+                             op->kind != CSHM_RED_LARGE));
     cshm_count(s, CSHM_STAT_ops);
     uint32_t p = s->phase & 1;
     atomic_store_explicit(cshm_ctl(s, s->my_index, p), op->sig,

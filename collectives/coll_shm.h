@@ -130,6 +130,9 @@ typedef struct cshm {
  * all slots; larger ones have each task reduce its part of a round. */
 #define CSHM_SMALL_MAX (8 * 1024)
 
+/* Calls of one round up to this many bytes (per task) run flag rounds. */
+#define CSHM_FLAG_MAX CSHM_SMALL_MAX
+
 static inline void cshm_count(cshm_t *s, int stat)
 {
     s->stats[stat]++;

@@ -6,6 +6,7 @@
  *
  *   coll_shm_flag loop N    N iterations: tiny allreduce and broadcast
  *                           (blocking, AUTO and named, every root), every
+ *                           5th also 56 B .. 8 KiB ones (slots), every
  *                           8th also non-blocking tiny allreduce, reduce,
  *                           allgather and barrier_shm in flight together,
  *                           every 97th a register-round allreduce and
@@ -67,7 +68,7 @@ static size_t ncpus(void)
 
 static void allreduce_sum(size_t i, size_t count, bool named)
 {
-    double in[6], out[7];
+    double in[1024], out[1025];
     for (size_t j = 0; j < count; j++)
         in[j] = (double)(me * 1000 + i % 1000 + j);
     out[count] = -1;
@@ -86,7 +87,7 @@ static void allreduce_sum(size_t i, size_t count, bool named)
 
 static void bcast(size_t i, size_t bytes, size_t root, bool named)
 {
-    uint8_t buf[49];
+    uint8_t buf[8193];
     for (size_t j = 0; j < bytes; j++)
         buf[j] = me == root ? (uint8_t)(i * 7 + j + root) : 0xEE;
     buf[bytes] = 0x5A;
@@ -121,6 +122,10 @@ static void wait_done(unsigned want)
     }
 }
 
+/* Above CSHM_FLAG_MAX (8 KiB): register rounds. */
+#define BIG 1500
+#define BC  20000
+
 /* Tiny allreduce (max), reduce (sum), allgather and a barrier_shm in
  * flight at once; every 97th (of those) a register-round allreduce and
  * broadcast join them. */
@@ -128,8 +133,8 @@ static void nonblocking(size_t i)
 {
     int64_t ar_in[2], ar_out[2], rd_in[3], rd_out[3] = {-7, -7, -7};
     int32_t ag_in[12], ag_out[12 * 64];
-    int64_t big_in[100], big_out[100];
-    uint8_t bc[200];
+    static int64_t big_in[BIG], big_out[BIG];
+    static uint8_t bc[BC];
     size_t  agc = 1 + i % 12; /* up to 48 B a task: a flag round */
     size_t  root = (i / 3) % n, broot = (i + 1) % n;
     bool    big = i % 97 == 0;
@@ -139,7 +144,7 @@ static void nonblocking(size_t i)
         rd_in[j] = (int64_t)(me + j + i);
     for (size_t j = 0; j < agc; j++)
         ag_in[j] = (int32_t)(me * 100000 + i % 1000 + j);
-    for (size_t j = 0; j < 100; j++)
+    for (size_t j = 0; j < BIG; j++)
         big_in[j] = (int64_t)(me + j * i);
     for (size_t j = 0; j < sizeof(bc); j++)
         bc[j] = me == broot ? (uint8_t)(j + i) : 0;
@@ -152,7 +157,7 @@ static void nonblocking(size_t i)
          .geometry = world.g, .algorithm = algo("barrier_shm")},
         xfer(PAMI_XFER_ALLGATHER, "allgather_shm", ag_in, ag_out, agc,
              PAMI_TYPE_INT32, 0),
-        xfer(PAMI_XFER_ALLREDUCE, "allreduce_shm", big_in, big_out, 100,
+        xfer(PAMI_XFER_ALLREDUCE, "allreduce_shm", big_in, big_out, BIG,
              PAMI_TYPE_INT64, 0),
         xfer(PAMI_XFER_BROADCAST, "broadcast_shm", NULL, bc, sizeof(bc),
              PAMI_TYPE_BYTE, broot)};
@@ -183,7 +188,7 @@ static void nonblocking(size_t i)
                       j);
     if (!big)
         return;
-    for (size_t j = 0; j < 100; j++)
+    for (size_t j = 0; j < BIG; j++)
         MP_EXPECT(big_out[j] == (int64_t)(n * (n - 1) / 2 + n * j * i),
                   "iteration %zu: large allreduce element %zu", i, j);
     for (size_t j = 0; j < sizeof(bc); j++)
@@ -197,6 +202,11 @@ static void mode_loop(size_t iters)
     for (size_t i = 0; i < iters; i++) {
         allreduce_sum(i, 1 + i % 6, i % 2 == 0);
         bcast(i, 1 + i % 48, i % n, i % 4 < 2);
+        /* One round in the slots: flag rounds too, up to 8 KiB. */
+        if (i % 5 == 0) {
+            allreduce_sum(i, 7 + i % 1017, i % 2 == 1);
+            bcast(i, 49 + i % 8144, (i + 1) % n, true);
+        }
         if (i % 8 == 0)
             nonblocking(i);
         if (i % 101 == 0)
@@ -262,13 +272,16 @@ static void mode_mismatch(void)
     for (int form = 0; form < 4; form++) {
         bool blocking = form & 1;
         double in[8] = {1, 2, 3, 4, 5, 6, 7, 8}, out[8];
-        /* Tiny against tiny (1 or 2 doubles), and a tiny call (6 doubles,
-         * 48 B: a flag round) against a register round (7, 56 B). */
-        size_t count = form < 2 ? 1 + me % 2 : 6 + me % 2;
-        pami_xfer_t x = xfer(PAMI_XFER_ALLREDUCE, "allreduce_shm", in, out,
-                             count, PAMI_TYPE_DOUBLE, 0);
+        /* Tiny against tiny (1 or 2 doubles), and a flag round (6
+         * doubles) against a register round (1100, above 8 KiB). */
+        static double big_in[1100], big_out[1100];
+        size_t count = form < 2 ? 1 + me % 2 : me % 2 ? 1100 : 6;
+        pami_xfer_t x = xfer(PAMI_XFER_ALLREDUCE, "allreduce_shm",
+                             count > 8 ? big_in : in,
+                             count > 8 ? big_out : out, count,
+                             PAMI_TYPE_DOUBLE, 0);
         expect_inval(&x, blocking, form < 2 ? "allreduce 8 B against 16 B"
-                                            : "allreduce 48 B against 56 B");
+                                            : "allreduce 48 B against 8800 B");
         cases++;
         allreduce_sum(form, 3, true);
         /* Roots differ. */
