@@ -476,8 +476,9 @@ pami_result_t cshm_op_next(cshm_t *s, bool *done)
     op->pos += op->len;
     if (op->pos >= op->total) {
         /* Nobody reads our next control line until the next round's
-         * barrier (see the top): take it for writing now, off the next
-         * call's path. */
+         * barrier or number (see the top; a flag round's reader may
+         * poll it early, and only takes it back): take it for writing
+         * now, off the next call's path. */
         prefetch_write(cshm_ctl(s, s->my_index, s->phase & 1));
         *done = true;
         return PAMI_SUCCESS;

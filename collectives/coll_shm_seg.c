@@ -266,7 +266,7 @@ void cshm_seg_release(cshm_t *s)
 
 /* ---- sleeping on the segment (flag rounds) ---- */
 
-static uint64_t now_ns(void)
+uint64_t cshm_now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -380,11 +380,6 @@ static void cshm_peer_failed(pami_context_t context, void *state,
     atomic_store(&s->interrupt, true);
     if (s->seg != NULL)
         cshm_wake_sleepers(s);
-}
-
-uint64_t cshm_now_ns(void)
-{
-    return now_ns();
 }
 
 /* Entries still queued belong to requests the collectives protocol has
