@@ -91,7 +91,7 @@ typedef struct cshm {
     const pami_task_t *local;   /* this node's tasks, sorted */
     size_t             nlocal, my_index, offset;
     size_t             ncpus;   /* the node's CPUs (the same on all its tasks) */
-    char               job_id[64];
+    char               job_id[65]; /* pami_protocol_job_key */
     uint64_t           job_hash;
     size_t             slot;    /* PAMI_COLL_SHM_SLOT */
     char               name[160];

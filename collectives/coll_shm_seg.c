@@ -82,33 +82,10 @@ static size_t read_slot(void)
     return v / 64 * 64;
 }
 
-/* As the shm barrier names its objects: only [A-Za-z0-9._-] of the job
- * id survive, so pamirun's clean-up of "pami-<job>*" finds them. */
-static void sanitize(char *dst, size_t cap, const char *src)
-{
-    size_t i = 0;
-    for (; src[i] != '\0' && i + 1 < cap; i++) {
-        char c  = src[i];
-        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                  (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
-        dst[i] = ok ? c : '_';
-    }
-    dst[i] = '\0';
-}
-
-static uint64_t hash(const char *str)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (; *str; str++)
-        h = (h ^ (uint8_t)*str) * 0x100000001b3ull;
-    return h;
-}
-
 static pami_result_t cshm_init(const pami_protocol_env_t *env, void **state)
 {
     pami_client_attr_t a = {.field_mask = PAMI_CLIENT_ATTR_TASK |
                                           PAMI_CLIENT_ATTR_LOCAL_TASKS |
-                                          PAMI_CLIENT_ATTR_JOB_ID |
                                           PAMI_CLIENT_ATTR_LOCAL_CPUS};
     pami_result_t rc = pami_client_query(env->client, &a);
     if (rc != PAMI_SUCCESS)
@@ -131,9 +108,17 @@ static pami_result_t cshm_init(const pami_protocol_env_t *env, void **state)
     for (size_t i = 0; i < s->nlocal; i++)
         if (s->local[i] == s->me)
             s->my_index = i;
-    const char *job = a.job_id != NULL ? a.job_id : "nojob";
-    sanitize(s->job_id, sizeof(s->job_id), job);
-    s->job_hash = hash(job);
+    /* Named as the shm barrier names its objects, so pamirun's clean-up
+     * of "pami-<job>*" finds it. */
+    pami_protocol_job_key_t key;
+    rc = pami_protocol_job_key(env->client, &key);
+    if (rc != PAMI_SUCCESS) {
+        free(s->idx);
+        free(s);
+        return rc;
+    }
+    memcpy(s->job_id, key.name, sizeof(s->job_id));
+    s->job_hash = key.hash;
     s->slot     = read_slot();
     s->auto_ok  = read_bool("PAMI_COLL_SHM_AUTO");
     /* With more tasks than CPUs a round needs context switches: the
