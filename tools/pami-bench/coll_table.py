@@ -12,6 +12,11 @@ of a size measured Open MPI again, moments apart from its pami side: the
 Open MPI value of a row is the median of those lines' mpi medians, which
 one disturbed line does not move. --compact: per task count only the
 best algorithm, "pami / mpi" in us and the ratio (AUTO's in brackets).
+
+Several runs of one task count (one file each) are passes: a cell then
+shows the median over the passes of each pass's best ratio, with their
+range, the algorithm best in most passes, and the medians of the pami
+and Open MPI values; the list of misses uses the median ratio.
 """
 import json
 import re
@@ -30,8 +35,9 @@ def collective(test):
 
 
 def load(paths):
-    rows = {}  # (coll, bytes) -> tasks -> {algo: line}
+    rows = {}  # (coll, bytes) -> tasks -> [{algo: line} per file]
     for path in paths:
+        seen = {}
         with open(path) as f:
             for raw in f:
                 raw = PREFIX.sub("", raw).strip()
@@ -41,9 +47,32 @@ def load(paths):
                 coll, algo = collective(obj["test"])
                 if coll is None or obj.get("pami") is None:
                     continue
-                rows.setdefault((coll, obj["bytes"]), {}).setdefault(
-                    obj["tasks"], {})[algo] = obj
+                key = (coll, obj["bytes"], obj["tasks"])
+                if key not in seen:
+                    seen[key] = {}
+                    rows.setdefault(key[:2], {}).setdefault(
+                        obj["tasks"], []).append(seen[key])
+                seen[key][algo] = obj
     return rows
+
+
+def one_pass(algos):
+    """(best algorithm, pami us, mpi us, ratio, auto ratio) of one run."""
+    named = {a: o for a, o in algos.items() if a != "auto"}
+    if not named:
+        return None
+    a, o = min(named.items(), key=lambda kv: kv[1]["pami"])
+    mpis = [x["mpi"] for x in algos.values() if x.get("mpi")]
+    mpi = statistics.median(mpis) if mpis else None
+    r = o["pami"] / mpi if mpi else None
+    auto = algos.get("auto", {}).get("pami")
+    auto = auto / mpi if auto and mpi else None
+    return a, o["pami"], mpi, r, auto
+
+
+def median_or_none(vals):
+    vals = [v for v in vals if v is not None]
+    return statistics.median(vals) if vals else None
 
 
 def size(b):
@@ -76,30 +105,33 @@ def main(paths):
         for b in sorted(k[1] for k in rows if k[0] == coll):
             cells = [coll, size(b)]
             for t in tasks:
-                algos = rows[(coll, b)].get(t, {})
-                named = {a: o for a, o in algos.items() if a != "auto"}
-                if not named:
+                passes = [p for p in map(one_pass,
+                                         rows[(coll, b)].get(t, []))
+                          if p is not None]
+                if not passes:
                     cells += ["-"] * (3 if compact else 5)
                     continue
-                a, o = min(named.items(), key=lambda kv: kv[1]["pami"])
-                mpis = [x["mpi"] for x in algos.values() if x.get("mpi")]
-                mpi = statistics.median(mpis) if mpis else None
-                r = o["pami"] / mpi if mpi else None
-                auto = algos.get("auto", {}).get("pami")
-                auto = auto / mpi if auto and mpi else None
+                names = [p[0] for p in passes]
+                a = max(set(names), key=names.count)
+                pami = median_or_none([p[1] for p in passes])
+                mpi = median_or_none([p[2] for p in passes])
+                ratios = [p[3] for p in passes if p[3] is not None]
+                r = median_or_none(ratios)
+                auto = median_or_none([p[4] for p in passes])
+                rtext = "%.2f" % r if r else "-"
+                if len(ratios) > 1:
+                    rtext += " [%.2f..%.2f]" % (min(ratios), max(ratios))
                 if compact:
-                    cells += [a, "%s / %s" % (us(o["pami"]),
+                    cells += [a, "%s / %s" % (us(pami),
                                               us(mpi) if mpi else "-"),
-                              ("%.2f" % r if r else "-") +
-                              (" (%.2f)" % auto if auto else "")]
+                              rtext + (" (%.2f)" % auto if auto else "")]
                 else:
-                    cells += [a, "%.1f" % o["pami"],
-                              "%.1f" % mpi if mpi else "-",
-                              "%.2f" % r if r else "-",
+                    cells += [a, "%.1f" % pami,
+                              "%.1f" % mpi if mpi else "-", rtext,
                               "%.2f" % auto if auto else "-"]
                 if r and r > 1.5:
-                    misses.append("%s %s at %d tasks: %s %.2f" %
-                                  (coll, size(b), t, a, r))
+                    misses.append("%s %s at %d tasks: %s %s" %
+                                  (coll, size(b), t, a, rtext))
             print("| " + " | ".join(cells) + " |")
     if misses:
         print("\nabove 1.5 x Open MPI (best named algorithm):")
