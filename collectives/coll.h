@@ -183,6 +183,7 @@ typedef struct coll_ctx {
     size_t           immediate_max;
     size_t           rndv_threshold; /* payloads from here arrive by get */
     size_t           piece;   /* large messages go in pieces of this */
+    size_t           piece_local; /* to a peer on this node */
     unsigned         threshold;
     struct pami_geometry *world;
     struct pami_geometry *geoms;

@@ -3,7 +3,7 @@
  * messages, per-context state (the world geometry, the list of
  * geometries, messages for geometries not created yet), counters, the
  * peer-failed hook and its settings (PAMI_CONNID_THRESHOLD,
- * PAMI_COLL_PIECE, PAMI_COLL_SPIN_US).
+ * PAMI_COLL_PIECE, PAMI_COLL_PIECE_LOCAL, PAMI_COLL_SPIN_US).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -13,6 +13,7 @@
 
 #define COLL_THRESHOLD_DEFAULT 64
 #define COLL_PIECE (64u * 1024)
+#define COLL_PIECE_LOCAL (4u * 1024 * 1024)
 #define COLL_SPIN_US_DEFAULT 200
 
 static const pami_config_var_t coll_config[] = {
@@ -23,6 +24,10 @@ static const pami_config_var_t coll_config[] = {
      "bytes of one piece of a large collective message (each piece is "
      "fetched by its own get); at least the rendezvous threshold; "
      "4096..2^26"},
+    {"PAMI_COLL_PIECE_LOCAL", "4194304",
+     "the same for a peer on this node, whose pieces are read by one "
+     "process_vm_readv each, one after the other: larger pieces only "
+     "save messages; 4096..2^26"},
     {"PAMI_COLL_SPIN_US", "200",
      "microseconds a blocking collective polls, before it sleeps, while "
      "its step waits for a large payload; only when the node has a cpu "
@@ -190,6 +195,10 @@ static pami_result_t coll_init(const pami_protocol_env_t *env, void **state)
                              (size_t)1 << 26);
     if (cc->piece < attr.rndv_threshold)
         cc->piece = attr.rndv_threshold;
+    cc->piece_local = read_setting("PAMI_COLL_PIECE_LOCAL", COLL_PIECE_LOCAL,
+                                   4096, (size_t)1 << 26);
+    if (cc->piece_local < attr.rndv_threshold)
+        cc->piece_local = attr.rndv_threshold;
     cc->threshold = (unsigned)read_setting("PAMI_CONNID_THRESHOLD",
                                            COLL_THRESHOLD_DEFAULT, 1,
                                            PAMI_CONNID_BUFFER);

@@ -163,13 +163,19 @@ static pami_result_t start_barrier(coll_req_t *req, const coll_sop_t *op)
  * cc->piece bytes, and for each the core sends only a request: the
  * receiver fetches the pieces straight into their place (active GET),
  * several at once, and a piece completes here once the receiver
- * answered. */
+ * answered. A peer on this node reads each piece with one
+ * process_vm_readv, one after the other: there pieces are larger
+ * (piece_local), as they only cost messages. */
 static pami_result_t issue_send(coll_req_t *req, const coll_sop_t *op)
 {
     struct pami_geometry *g = req->g;
     coll_ctx_t *cc = req->cc;
     size_t off = 0, piece = op->bytes < cc->rndv_threshold ? op->bytes
                                                            : cc->piece;
+    if (piece < op->bytes &&
+        (g->on_node || coll_task_in(cc->local_tasks, cc->num_local,
+                                    g->tasks[op->peer])))
+        piece = cc->piece_local;
     do {
         size_t len = op->bytes - off < piece ? op->bytes - off : piece;
         coll_hdr_t h = {
