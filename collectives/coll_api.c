@@ -216,16 +216,18 @@ static const char *auto_name(const pami_xfer_t *x,
     case PAMI_XFER_SCATTER:
         return bytes <= 4096 ? "scatter_binomial" : "scatter_linear";
     case PAMI_XFER_ALLTOALL:
-        /* All at once while n - 1 small messages per task stay few. */
-        if (n > 2 && bytes <= 4096 && n <= 16)
+        /* All at once while n - 1 messages per task stay few and small
+         * (at 16 KiB, 4 and 8 tasks: half the time of pairwise). */
+        if (n > 2 && bytes <= 16 * 1024 && n <= 16)
             return "alltoall_linear";
         return n > 2 && bytes <= 2048 ? "alltoall_bruck" : "alltoall_pairwise";
     case PAMI_XFER_REDUCE_SCATTER:
         if (!comm)
             return "reduce_scatter_reduce_scatter";
-        return coll_pow2(n) && bytes * n <= 1024 * 1024
-                   ? "reduce_scatter_recursive_halving"
-                   : "reduce_scatter_ring";
+        /* Halving at any size for a power of two: at 4 and 8 tasks it
+         * was at or below ring from 8 B to 4 MiB (half at 8 x 4 MiB). */
+        return coll_pow2(n) ? "reduce_scatter_recursive_halving"
+                            : "reduce_scatter_ring";
     case PAMI_XFER_SCAN:
         return "scan_recursive_doubling";
     case PAMI_XFER_EXSCAN:
