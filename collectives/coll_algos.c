@@ -385,7 +385,7 @@ const coll_algo_t coll_algos[] = {
      b_alltoall_pairwise},
     {"alltoall_bruck", PAMI_XFER_ALLTOALL, 0, 0, 2 * KIB, NULL,
      b_alltoall_bruck},
-    {"alltoall_linear", PAMI_XFER_ALLTOALL, 0, 0, 16 * KIB, NULL,
+    {"alltoall_linear", PAMI_XFER_ALLTOALL, 0, 0, 64 * KIB, NULL,
      b_alltoall_linear},
     {"reduce_scatter_ring", PAMI_XFER_REDUCE_SCATTER,
      PAMI_ALGORITHM_REQ_COMMUTATIVE, ANY, need_commutative,

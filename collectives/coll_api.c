@@ -216,9 +216,10 @@ static const char *auto_name(const pami_xfer_t *x,
     case PAMI_XFER_SCATTER:
         return bytes <= 4096 ? "scatter_binomial" : "scatter_linear";
     case PAMI_XFER_ALLTOALL:
-        /* All at once while n - 1 messages per task stay few and small
-         * (at 16 KiB, 4 and 8 tasks: half the time of pairwise). */
-        if (n > 2 && bytes <= 16 * 1024 && n <= 16)
+        /* All at once while n - 1 messages per task stay few and not
+         * large (at 16 and 64 KiB, 4 and 8 tasks: 0.5 to 0.85 of the
+         * time of pairwise; at 256 KiB mixed). */
+        if (n > 2 && bytes <= 64 * 1024 && n <= 16)
             return "alltoall_linear";
         return n > 2 && bytes <= 2048 ? "alltoall_bruck" : "alltoall_pairwise";
     case PAMI_XFER_REDUCE_SCATTER:
