@@ -244,6 +244,14 @@ void cshm_op_setup(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
         op->in   = op->in_place ? op->out + op->rank * op->total : x->sbuf;
         break;
     }
+    cshm_count(s, CSHM_STAT_ops);
+    if (cshm_ring_fits(s, x, op->total)) {
+        /* No round: the phase and the control lines stay as they are. */
+        op->ring   = true;
+        op->ring_k = s->ring_next++;
+        cshm_count(s, CSHM_STAT_ring_calls);
+        return;
+    }
     op->tiny = op->total <= CSHM_TINY; /* one round whatever the kind */
     /* From the call and the node alone: every task decides alike. One
      * round up to CSHM_FLAG_MAX (the data in the slots above CSHM_TINY). */
@@ -252,7 +260,6 @@ void cshm_op_setup(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
                              op->total <= op->chunk &&
                              op->kind != CSHM_AR_LARGE &&
                              op->kind != CSHM_RED_LARGE));
-    cshm_count(s, CSHM_STAT_ops);
     uint32_t p = s->phase & 1;
     atomic_store_explicit(cshm_ctl(s, s->my_index, p), op->sig,
                           memory_order_relaxed);
@@ -274,6 +281,23 @@ static pami_result_t poison_begin(cshm_t *s)
                           memory_order_relaxed);
     cshm_publish(s);
     return barrier(s, CSHM_ST_OP);
+}
+
+static pami_result_t ring_begin(cshm_t *s);
+
+/* A poison entry of an eager broadcast: its ring call as a ghost, so
+ * the ring numbers stay aligned and the readers fail alike. */
+static pami_result_t ring_poison_begin(cshm_t *s, const cshm_entry_t *e)
+{
+    s->op = (cshm_op_t){.poison = true, .ring = true,
+                        .ring_k = s->ring_next++, .rank = e->ring_root ? 0 : 1};
+    cshm_count(s, CSHM_STAT_ring_calls);
+    return ring_begin(s);
+}
+
+static pami_result_t poison_or_ring(cshm_t *s, const cshm_entry_t *e)
+{
+    return e->ring ? ring_poison_begin(s, e) : poison_begin(s);
 }
 
 /* ---- flag rounds ---- */
@@ -351,12 +375,214 @@ pami_result_t cshm_flag_round_inline(cshm_t *s)
     return rc;
 }
 
+/* ---- the eager broadcast (ring) ---- */
+
+bool cshm_ring_fits(const cshm_t *s, const pami_xfer_t *x, size_t bytes)
+{
+    return s->ring_ok && x->kind == PAMI_XFER_BROADCAST && bytes > 0 &&
+           bytes <= CSHM_RING_MAX && x->geometry != NULL &&
+           x->geometry->size == s->nlocal;
+}
+
+static void wake_if_sleepers(cshm_t *s)
+{
+    if (atomic_load(&cshm_hdr(s)->sleepers) != 0)
+        cshm_wake_sleepers(s);
+}
+
+/* The root of call k (what odd) needs every task done with call k - R;
+ * a reader (what even) needs the entry's number k + 1. A reader that
+ * sees every task entered call k and nobody claimed its entry knows no
+ * task is its root (an erroneous program): -1. A root claims before it
+ * counts itself entered, so a claim is seen whenever its entry is. */
+int cshm_ring_ready(const cshm_t *s, uint64_t what)
+{
+    uint64_t k = what >> 1;
+    if (what & 1) {
+        if (k < CSHM_RING)
+            return 1;
+        for (size_t i = 0; i < s->nlocal; i++)
+            if (atomic_load_explicit(&cshm_ring_task(s, i)->done,
+                                     memory_order_acquire) <
+                k - CSHM_RING + 1)
+                return 0;
+        return 1;
+    }
+    cshm_ring_entry_t *e = cshm_ring_entry(s, k);
+    if (atomic_load_explicit(&e->seq, memory_order_acquire) == k + 1)
+        return 1;
+    for (size_t i = 0; i < s->nlocal; i++)
+        if (atomic_load(&cshm_ring_task(s, i)->arrived) < k + 1)
+            return 0;
+    return atomic_load(&e->claim) < k + 1 ? -1 : 0;
+}
+
+static uint64_t ring_what(const cshm_t *s)
+{
+    return s->op.ring_k * 2 + (s->op.rank == s->op.root);
+}
+
+static bool op_ghost(const cshm_op_t *op)
+{
+    return op->poison || (op->req != NULL && op->req->status != PAMI_SUCCESS);
+}
+
+/* A reader counts itself in before it waits (see cshm_ring_ready). */
+static void ring_enter(cshm_t *s)
+{
+    if (s->op.rank == s->op.root)
+        return;
+    atomic_store(&cshm_ring_task(s, s->my_index)->arrived, s->op.ring_k + 1);
+    wake_if_sleepers(s);
+}
+
+/* The root, once the entry is free: claims it (a second task that
+ * thinks it is the root finds it taken: PAMI_INVAL there), fills it and
+ * numbers it last. A ghost root publishes signature 0: the readers
+ * fail alike. */
+static pami_result_t ring_write(cshm_t *s)
+{
+    cshm_op_t *op = &s->op;
+    uint64_t k = op->ring_k, c;
+    cshm_ring_entry_t *e = cshm_ring_entry(s, k);
+    cshm_ring_task_t *me = cshm_ring_task(s, s->my_index);
+    bool won = false;
+    c = atomic_load(&e->claim);
+    while (c < k + 1 && !(won = atomic_compare_exchange_weak(&e->claim, &c,
+                                                               k + 1)))
+        ;
+    atomic_store(&me->arrived, k + 1);
+    if (won) {
+        bool ghost = op_ghost(op);
+        e->sig = ghost ? 0 : op->sig;
+        e->len = (uint32_t)op->total;
+        if (!ghost)
+            memcpy((unsigned char *)e + CSHM_RING_DATA, op->out, op->total);
+        atomic_store(&e->seq, k + 1);
+    }
+    atomic_store(&me->done, k + 1);
+    wake_if_sleepers(s);
+    if (won)
+        return PAMI_SUCCESS;
+    cshm_count(s, CSHM_STAT_mismatches);
+    coll_warn("an eager shared-memory broadcast has two roots (this task "
+              "and another): PAMI_INVAL here");
+    return PAMI_INVAL;
+}
+
+/* A reader, once the entry is there (ready 1) or known never to come
+ * (-1): checks the root's signature against its own call, copies out,
+ * and counts the entry consumed whatever happened. */
+static pami_result_t ring_read(cshm_t *s, int ready)
+{
+    cshm_op_t *op = &s->op;
+    uint64_t k = op->ring_k;
+    cshm_ring_entry_t *e = cshm_ring_entry(s, k);
+    pami_result_t rc = PAMI_SUCCESS;
+    if (ready < 0 ||
+        atomic_load_explicit(&e->seq, memory_order_acquire) != k + 1 ||
+        e->sig != op->sig || e->len != op->total) {
+        rc = PAMI_INVAL;
+        if (!op_ghost(op)) {
+            cshm_count(s, CSHM_STAT_mismatches);
+            coll_warn("the members' calls of an eager shared-memory "
+                      "broadcast differ (%s): PAMI_INVAL here",
+                      ready < 0 ? "no root" : "root, count or type");
+        }
+    } else if (!op_ghost(op)) {
+        memcpy(op->out, (unsigned char *)e + CSHM_RING_DATA, op->total);
+    }
+    atomic_store(&cshm_ring_task(s, s->my_index)->done, k + 1);
+    wake_if_sleepers(s);
+    return rc;
+}
+
+static pami_result_t ring_finish(cshm_t *s, int ready)
+{
+    if (ready == 0)
+        return PAMI_PEER_FAILED;
+    return s->op.rank == s->op.root ? ring_write(s) : ring_read(s, ready);
+}
+
+/* The blocking call's run: polls for spin_ns, then sleeps on the wake
+ * word in short slices with progress between them (where a death is
+ * found). */
+pami_result_t cshm_ring_inline(cshm_t *s)
+{
+    uint64_t what = ring_what(s), start = 0;
+    ring_enter(s);
+    int ready = cshm_ring_ready(s, what);
+    if (ready == 0)
+        cshm_count(s, CSHM_STAT_ring_waits);
+    for (unsigned i = 1; ready == 0; i++) {
+        cpu_relax();
+        ready = cshm_ring_ready(s, what);
+        if ((i & 63) == 0) {
+            uint64_t now = cshm_now_ns();
+            if (start == 0)
+                start = now;
+            else if (now - start >= s->spin_ns)
+                break;
+        }
+    }
+    if (ready == 0)
+        cshm_count(s, CSHM_STAT_ring_sleeps);
+    while (ready == 0 && !s->dead) {
+        pami_context_advance(s->ctx, 1);
+        ready = cshm_sleep_ring(s, what, 1000000);
+    }
+    return ring_finish(s, ready);
+}
+
+/* The queued call's wait, posted (as cshm_flag_engine). */
+static pami_result_t ring_engine(cshm_t *s)
+{
+    uint64_t what = ring_what(s);
+    int ready = 0;
+    for (unsigned i = 0; i < 256 && ready == 0; i++) {
+        ready = cshm_ring_ready(s, what);
+        if (ready == 0)
+            cpu_relax();
+    }
+    if (ready == 0 && !s->dead) {
+        uint64_t now = cshm_now_ns();
+        if (s->flag_since == 0) {
+            s->flag_since = now;
+            cshm_count(s, CSHM_STAT_ring_waits);
+        }
+        if (now - s->flag_since < s->spin_ns)
+            return PAMI_EAGAIN;
+        if (cshm_waiter_give_ring(s, what) != PAMI_SUCCESS)
+            return PAMI_EAGAIN;
+        cshm_count(s, CSHM_STAT_ring_sleeps);
+        return PAMI_SUCCESS;
+    }
+    s->flag_since = 0;
+    pami_result_t rc = ring_finish(s, ready);
+    if (rc != PAMI_SUCCESS && rc != PAMI_INVAL)
+        cshm_seg_failed(s, rc);
+    finish_head(s, rc);
+    cshm_pump(s);
+    return PAMI_SUCCESS;
+}
+
+/* Always from progress: its end may complete the request. */
+static pami_result_t ring_begin(cshm_t *s)
+{
+    s->step       = CSHM_ST_RING;
+    s->flag_since = 0;
+    ring_enter(s);
+    return pami_context_post(s->ctx, &s->flag_work, cshm_flag_engine, s);
+}
+
 /* The queued call's wait, posted: polls a moment each time, re-posts
  * itself for spin_ns, then hands the wait to the waiter thread, which
  * posts it again. */
 pami_result_t cshm_flag_engine(pami_context_t ctx, void *cookie)
 {
     cshm_t  *s      = cookie;
+    if (s->step == CSHM_ST_RING)
+        return ring_engine(s);
     uint64_t target = s->phase + 1;
     int      done   = poll_flags(s, target, 2000);
     if (done == 0 && !s->dead) {
@@ -389,6 +615,8 @@ static pami_result_t flag_begin(cshm_t *s)
 static pami_result_t op_begin(cshm_t *s, coll_req_t *req)
 {
     cshm_op_setup(s, req, &req->x, req->g, req->dtsize, req->algo_id);
+    if (s->op.ring)
+        return ring_begin(s);
     return s->op.flag ? flag_begin(s) : barrier(s, CSHM_ST_OP);
 }
 
@@ -528,7 +756,7 @@ static pami_result_t begin_head(cshm_t *s)
     } else if (s->setup == CSHM_SETUP_NONE) {
         rc = setup_begin(s);
     } else {
-        rc = e->attached ? op_begin(s, e->req) : poison_begin(s);
+        rc = e->attached ? op_begin(s, e->req) : poison_or_ring(s, e);
     }
     if (rc != PAMI_SUCCESS)
         s->running = false;
@@ -567,7 +795,8 @@ static pami_result_t setup_next(cshm_t *s, bool *done)
         return PAMI_ERROR;
     }
     s->setup = CSHM_SETUP_READY;
-    return head(s)->attached ? op_begin(s, head(s)->req) : poison_begin(s);
+    return head(s)->attached ? op_begin(s, head(s)->req)
+                             : poison_or_ring(s, head(s));
 }
 
 static void on_barrier(pami_context_t ctx, void *cookie, pami_result_t rc)

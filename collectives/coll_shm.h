@@ -15,7 +15,7 @@
 #define cshm_log(level, ...) pami_protocol_log(level, CSHM_SUBSYS, __VA_ARGS__)
 
 #define CSHM_MAGIC   0x316d6873696d6170ull /* "pamishm1" */
-#define CSHM_VERSION 2
+#define CSHM_VERSION 3
 #define CSHM_LINE    64   /* one control line per task and parity */
 #define CSHM_CTL_OFF 256  /* control lines start here in the header */
 #define CSHM_SEQ_OFF 8    /* the round's number + 1, in its control line */
@@ -42,10 +42,31 @@ enum { CSHM_SETUP_NONE, CSHM_SETUP_RUNNING, CSHM_SETUP_READY,
 /* What the head entry of the queue waits for. */
 enum { CSHM_ST_REG, CSHM_ST_SETUP1, CSHM_ST_SETUP2, CSHM_ST_OP,
        CSHM_ST_FLAG,     /* a flag round waits for the lines' numbers */
-       CSHM_ST_FLAG_BAR  /* a flag round found a mismatch: one barrier */ };
+       CSHM_ST_FLAG_BAR, /* a flag round found a mismatch: one barrier */
+       CSHM_ST_RING      /* an eager broadcast waits for its ring entry */ };
 
 /* What the flag rounds' waiter thread is asked to do. */
-enum { CSHM_CMD_NONE, CSHM_CMD_WAIT, CSHM_CMD_STOP };
+enum { CSHM_CMD_NONE, CSHM_CMD_WAIT, CSHM_CMD_RING, CSHM_CMD_STOP };
+
+/* The eager broadcast's ring (after the slots): one line per task with
+ * the ring calls it entered and finished, then CSHM_RING entries of a
+ * header line (data from CSHM_RING_DATA on) and CSHM_RING_MAX bytes. */
+#define CSHM_RING      64
+#define CSHM_RING_MAX  4096
+#define CSHM_RING_DATA 32
+#define CSHM_RING_ENTRY (CSHM_RING_DATA + CSHM_RING_MAX + 32)
+
+typedef struct {
+    _Atomic uint64_t done;    /* ring calls finished here */
+    _Atomic uint64_t arrived; /* ring calls entered here */
+} cshm_ring_task_t;
+
+typedef struct {
+    _Atomic uint64_t seq;     /* call k's data is here: k + 1 */
+    _Atomic uint64_t claim;   /* call k's root took it: k + 1 */
+    uint32_t         sig;     /* of the root's call (0: a ghost root) */
+    uint32_t         len;
+} cshm_ring_entry_t;
 
 /* The data collectives the engine runs. */
 enum { CSHM_AR_SMALL, CSHM_AR_LARGE, CSHM_RED_SMALL, CSHM_RED_LARGE,
@@ -56,6 +77,8 @@ typedef struct {
     int                  which; /* COLL_BARRIER_SHM, _HIER or COLL_EXT_SHM */
     pami_event_fn        done;  /* the executor's completion */
     bool                 attached; /* its step started: req stays valid */
+    bool                 ring;  /* a poison entry of an eager broadcast */
+    bool                 ring_root; /* ... whose root this task was */
 } cshm_entry_t;
 
 /* The data collective at the head of the queue. */
@@ -77,13 +100,16 @@ typedef struct {
     bool                 tiny;    /* data in the control lines */
     bool                 flag;    /* a flag round: no register barrier */
     bool                 poison;  /* a call that failed here: one round */
+    bool                 ring;    /* an eager broadcast through the ring */
+    uint64_t             ring_k;  /* its call number on the ring */
     int                  stage;   /* large reductions: 0 parts, 1 copy-out */
 } cshm_op_t;
 
 enum { CSHM_STAT_ops, CSHM_STAT_register_barriers, CSHM_STAT_rounds,
        CSHM_STAT_barriers, CSHM_STAT_queued, CSHM_STAT_queue_high_water,
        CSHM_STAT_mismatches, CSHM_STAT_failed, CSHM_STAT_setups, CSHM_STAT_inline,
-       CSHM_STAT_flag_rounds, CSHM_STAT_flag_sleeps, CSHM_NUM_STATS };
+       CSHM_STAT_flag_rounds, CSHM_STAT_flag_sleeps, CSHM_STAT_ring_calls,
+       CSHM_STAT_ring_waits, CSHM_STAT_ring_sleeps, CSHM_NUM_STATS };
 
 typedef struct cshm {
     pami_context_t     ctx;
@@ -107,6 +133,9 @@ typedef struct cshm {
     bool               posted;  /* kick is queued on the context */
     bool               auto_ok; /* PAMI_COLL_SHM_AUTO */
     bool               flag_ok; /* PAMI_COLL_SHM_FLAG, and nlocal <= ncpus */
+    bool               ring_ok; /* PAMI_COLL_SHM_EAGER */
+    size_t             ring_off; /* where the ring starts in the segment */
+    uint64_t           ring_next; /* ring calls started on this context */
     uint64_t           spin_ns; /* a flag wait polls this long, then sleeps */
     bool               dead;    /* a task of this node died */
     pami_work_t        flag_work; /* the queued flag round's poll */
@@ -151,6 +180,14 @@ pami_result_t cshm_op_next(cshm_t *s, bool *done);
  * PAMI_INVAL after the barrier that keeps a mismatch aligned. */
 pami_result_t cshm_flag_round_inline(cshm_t *s);
 
+/* coll_alg_shm.c: the eager broadcast. Whether call x takes the ring
+ * (from the call and the node alone); its whole run, blocking, for the
+ * inline path; its readiness (1 ready, 0 not yet, -1 a call without a
+ * root) for sleepers and the waiter thread (what = 2 k + root). */
+bool cshm_ring_fits(const cshm_t *s, const pami_xfer_t *x, size_t bytes);
+pami_result_t cshm_ring_inline(cshm_t *s);
+int cshm_ring_ready(const cshm_t *s, uint64_t what);
+
 /* coll_shm_calls.c */
 const coll_algo_t *cshm_algo(pami_xfer_type_t kind);
 
@@ -163,6 +200,9 @@ void cshm_seg_release(cshm_t *s);
 /* Sleeps on the segment's wake word for up to ns unless every line of
  * the round shows target; returns cshm_flags_at. */
 int  cshm_sleep(cshm_t *s, uint64_t target, uint64_t ns);
+/* The same for a ring wait (what as for cshm_ring_ready). */
+int  cshm_sleep_ring(cshm_t *s, uint64_t what, uint64_t ns);
+pami_result_t cshm_waiter_give_ring(cshm_t *s, uint64_t what);
 /* Hands the queued flag round's wait to the waiter thread, which posts
  * s->flag_work when it ends (ready, a death, or stop). */
 pami_result_t cshm_waiter_give(cshm_t *s, uint64_t target);
@@ -190,6 +230,19 @@ static inline _Atomic uint64_t *cshm_seq(const cshm_t *s, size_t i,
 {
     return (_Atomic uint64_t *)((unsigned char *)cshm_ctl(s, i, p) +
                                 CSHM_SEQ_OFF);
+}
+
+static inline cshm_ring_task_t *cshm_ring_task(const cshm_t *s, size_t i)
+{
+    return (cshm_ring_task_t *)(s->seg + s->ring_off + i * CSHM_LINE);
+}
+
+static inline cshm_ring_entry_t *cshm_ring_entry(const cshm_t *s,
+                                                 uint64_t k)
+{
+    return (cshm_ring_entry_t *)(s->seg + s->ring_off +
+                                 s->nlocal * CSHM_LINE +
+                                 (k % CSHM_RING) * CSHM_RING_ENTRY);
 }
 
 static inline cshm_hdr_t *cshm_hdr(const cshm_t *s)

@@ -31,7 +31,11 @@ void coll_shm_poison(pami_context_t ctx, const pami_xfer_t *x)
     if (s == NULL || !runs_here(x) || x->geometry->cc->ctx != ctx ||
         s->setup == CSHM_SETUP_FAILED)
         return;
-    if (!cshm_push(s, (cshm_entry_t){.which = COLL_EXT_SHM}))
+    size_t es = coll_type_valid(x->dtype) ? pami_type_size(x->dtype) : 0;
+    bool ring = cshm_ring_fits(s, x, x->count * es);
+    if (!cshm_push(s, (cshm_entry_t){.which = COLL_EXT_SHM, .ring = ring,
+                                     .ring_root = ring && x->root ==
+                                                  x->geometry->rank}))
         return;
     cshm_kick(s);
 }
@@ -113,7 +117,9 @@ bool coll_shm_wait_inline(pami_context_t ctx, const pami_xfer_t *x,
     cshm_count(s, CSHM_STAT_inline);
     cshm_op_setup(s, NULL, x, g, pami_type_size(x->dtype),
              (size_t)(a - coll_algos + 1));
-    if (s->op.flag) {
+    if (s->op.ring) {
+        *rc = cshm_ring_inline(s);
+    } else if (s->op.flag) {
         *rc = cshm_flag_round_inline(s);
     } else {
         cshm_count(s, CSHM_STAT_barriers);
@@ -167,7 +173,9 @@ bool coll_shm_auto(const pami_xfer_t *x)
         return true;
     case PAMI_XFER_BROADCAST:
     case PAMI_XFER_REDUCE:
-        return s != NULL && (s->nlocal <= s->ncpus || bytes >= 64 * 1024);
+        if (x->kind == PAMI_XFER_BROADCAST && cshm_ring_fits(s, x, bytes))
+            return true;
+        return s->nlocal <= s->ncpus || bytes >= 64 * 1024;
     default:
         return false;
     }

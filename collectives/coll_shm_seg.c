@@ -43,6 +43,10 @@ static const pami_config_var_t cshm_config[] = {
      "control lines (flag rounds) when the node has no more tasks than "
      "CPUs; 2: also with more tasks than CPUs (for tests); 0: always "
      "through the barrier register (the same on every task of a node)"},
+    {"PAMI_COLL_SHM_EAGER", "1",
+     "1: broadcasts of up to 4 KiB on a geometry of this node's tasks go "
+     "through a ring of 64 entries in the segment (the root writes and "
+     "returns); 0: through rounds (the same on every task of a node)"},
 };
 
 static const pami_protocol_ops_t cshm_ops;
@@ -128,12 +132,15 @@ static pami_result_t cshm_init(const pami_protocol_env_t *env, void **state)
                       ? true
                       : read_bool("PAMI_COLL_SHM_FLAG") &&
                             s->nlocal <= s->ncpus;
+    s->ring_ok  = read_bool("PAMI_COLL_SHM_EAGER");
     s->spin_ns  = SPIN_NS;
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->cond, NULL);
     s->hdr_bytes = (CSHM_CTL_OFF + 2 * s->nlocal * CSHM_LINE + 4095) / 4096 *
                    4096;
-    s->seg_bytes = s->hdr_bytes + 2 * s->nlocal * s->slot;
+    s->ring_off  = s->hdr_bytes + 2 * s->nlocal * s->slot;
+    s->seg_bytes = s->ring_off + s->nlocal * CSHM_LINE +
+                   CSHM_RING * CSHM_RING_ENTRY;
     snprintf(s->name, sizeof(s->name), "/pami-%s-collshm-%" PRIu32 "-%zu",
              s->job_id, s->nlocal > 0 ? s->local[0] : s->me, s->offset);
     *state = s;
@@ -287,6 +294,18 @@ int cshm_sleep(cshm_t *s, uint64_t target, uint64_t ns)
     return done != 0 ? done : cshm_flags_at(s, target);
 }
 
+int cshm_sleep_ring(cshm_t *s, uint64_t what, uint64_t ns)
+{
+    cshm_hdr_t *h = cshm_hdr(s);
+    atomic_fetch_add(&h->sleepers, 1);
+    uint32_t w    = atomic_load(&h->wake);
+    int      done = cshm_ring_ready(s, what);
+    if (done == 0 && !atomic_load(&s->interrupt))
+        futex_wait(&h->wake, w, ns);
+    atomic_fetch_sub(&h->sleepers, 1);
+    return done != 0 ? done : cshm_ring_ready(s, what);
+}
+
 static void *waiter_main(void *arg)
 {
     cshm_t *s = arg;
@@ -300,7 +319,9 @@ static void *waiter_main(void *arg)
         if (cmd == CSHM_CMD_STOP)
             return NULL;
         while (!atomic_load(&s->interrupt) &&
-               cshm_sleep(s, target, THREAD_SLICE_NS) == 0)
+               (cmd == CSHM_CMD_RING
+                    ? cshm_sleep_ring(s, target, THREAD_SLICE_NS)
+                    : cshm_sleep(s, target, THREAD_SLICE_NS)) == 0)
             ;
         /* Done before the post: the engine may give the next wait. */
         pthread_mutex_lock(&s->lock);
@@ -314,7 +335,7 @@ static void *waiter_main(void *arg)
     }
 }
 
-pami_result_t cshm_waiter_give(cshm_t *s, uint64_t target)
+static pami_result_t waiter_give(cshm_t *s, int cmd, uint64_t target)
 {
     if (!s->thr_started) {
         int rc = pthread_create(&s->thr, NULL, waiter_main, s);
@@ -326,11 +347,21 @@ pami_result_t cshm_waiter_give(cshm_t *s, uint64_t target)
         s->thr_started = true;
     }
     pthread_mutex_lock(&s->lock);
-    s->cmd        = CSHM_CMD_WAIT;
+    s->cmd        = cmd;
     s->cmd_target = target;
     pthread_cond_signal(&s->cond);
     pthread_mutex_unlock(&s->lock);
     return PAMI_SUCCESS;
+}
+
+pami_result_t cshm_waiter_give(cshm_t *s, uint64_t target)
+{
+    return waiter_give(s, CSHM_CMD_WAIT, target);
+}
+
+pami_result_t cshm_waiter_give_ring(cshm_t *s, uint64_t what)
+{
+    return waiter_give(s, CSHM_CMD_RING, what);
 }
 
 static void waiter_stop(cshm_t *s)
@@ -387,7 +418,8 @@ static size_t cshm_stats(void *state, pami_protocol_stat_t *out, size_t max)
     static const char *const names[CSHM_NUM_STATS] = {
         "ops", "register_barriers", "rounds", "barriers", "queued",
         "queue_high_water", "mismatches", "failed", "setups", "inline",
-        "flag_rounds", "flag_sleeps"};
+        "flag_rounds", "flag_sleeps", "ring_calls", "ring_waits",
+        "ring_sleeps"};
     cshm_t *s = state;
     for (size_t i = 0; i < CSHM_NUM_STATS && i < max; i++)
         out[i] = (pami_protocol_stat_t){.name = names[i],
