@@ -249,6 +249,7 @@ void cshm_op_setup(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
         /* No round: the phase and the control lines stay as they are. */
         op->ring   = true;
         op->ring_k = s->ring_next++;
+        op->sig    = signature(x, cshm_eager_id()); /* AUTO or named */
         cshm_count(s, CSHM_STAT_ring_calls);
         return;
     }
@@ -377,11 +378,25 @@ pami_result_t cshm_flag_round_inline(cshm_t *s)
 
 /* ---- the eager broadcast (ring) ---- */
 
+size_t cshm_eager_id(void)
+{
+    static size_t id;
+    for (size_t i = 0; id == 0 && i < coll_num_algos; i++)
+        if (strcmp(coll_algos[i].name, "broadcast_shm_eager") == 0)
+            id = i + 1;
+    return id;
+}
+
+/* Named broadcast_shm_eager, or broadcast_shm through AUTO; named
+ * broadcast_shm always runs rounds. */
 bool cshm_ring_fits(const cshm_t *s, const pami_xfer_t *x, size_t bytes)
 {
+    bool named = (x->field_mask & PAMI_XFER_FIELD_ALGORITHM) &&
+                 x->algorithm != PAMI_ALGORITHM_AUTO;
     return s->ring_ok && x->kind == PAMI_XFER_BROADCAST && bytes > 0 &&
            bytes <= CSHM_RING_MAX && x->geometry != NULL &&
-           x->geometry->size == s->nlocal;
+           x->geometry->size == s->nlocal &&
+           (!named || x->algorithm == (pami_algorithm_t)cshm_eager_id());
 }
 
 static void wake_if_sleepers(cshm_t *s)

@@ -185,6 +185,7 @@ pami_result_t cshm_flag_round_inline(cshm_t *s);
  * inline path; its readiness (1 ready, 0 not yet, -1 a call without a
  * root) for sleepers and the waiter thread (what = 2 k + root). */
 bool cshm_ring_fits(const cshm_t *s, const pami_xfer_t *x, size_t bytes);
+size_t cshm_eager_id(void); /* broadcast_shm_eager's algorithm id */
 pami_result_t cshm_ring_inline(cshm_t *s);
 int cshm_ring_ready(const cshm_t *s, uint64_t what);
 

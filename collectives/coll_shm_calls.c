@@ -8,6 +8,16 @@
 
 #define IN_PLACE(p) ((const void *)(p) == (const void *)PAMI_IN_PLACE)
 
+/* The shared-memory algorithm x names, or NULL. */
+static const coll_algo_t *named_shm(const pami_xfer_t *x)
+{
+    if (x->algorithm == PAMI_ALGORITHM_AUTO || x->algorithm > coll_num_algos)
+        return NULL;
+    const coll_algo_t *a = &coll_algos[x->algorithm - 1];
+    return a->build == coll_shm_build && (uint32_t)a->kind == (uint32_t)x->kind
+               ? a : NULL;
+}
+
 /* Would the other members run x with a shared-memory algorithm? Only
  * what this task can tell from its own (failed) call. */
 static bool runs_here(const pami_xfer_t *x)
@@ -15,11 +25,9 @@ static bool runs_here(const pami_xfer_t *x)
     if (x == NULL || coll_shm_check(x) != PAMI_SUCCESS ||
         (unsigned)x->kind >= PAMI_XFER_COUNT)
         return false;
-    if (x->field_mask & PAMI_XFER_FIELD_ALGORITHM) {
-        const coll_algo_t *a = cshm_algo(x->kind);
-        return a != NULL &&
-               x->algorithm == (pami_algorithm_t)(a - coll_algos + 1);
-    }
+    if ((x->field_mask & PAMI_XFER_FIELD_ALGORITHM) &&
+        x->algorithm != PAMI_ALGORITHM_AUTO)
+        return named_shm(x) != NULL;
     if (x->kind == PAMI_XFER_BROADCAST || x->kind == PAMI_XFER_REDUCE)
         return coll_type_valid(x->dtype) && coll_shm_auto(x);
     return coll_shm_auto(x);
@@ -63,11 +71,10 @@ static bool inline_fits(cshm_t *s, coll_ctx_t *cc, const pami_xfer_t *x,
     if (!red && x->kind != PAMI_XFER_BROADCAST &&
         x->kind != PAMI_XFER_ALLGATHER)
         return false;
-    const coll_algo_t *a = cshm_algo(x->kind);
-    if (a == NULL || ((x->field_mask & PAMI_XFER_FIELD_ALGORITHM) &&
-                      x->algorithm != (pami_algorithm_t)(a - coll_algos + 1)))
-        return false;
-    if (!(x->field_mask & PAMI_XFER_FIELD_ALGORITHM) && !coll_shm_auto(x))
+    bool named = (x->field_mask & PAMI_XFER_FIELD_ALGORITHM) &&
+                 x->algorithm != PAMI_ALGORITHM_AUTO;
+    const coll_algo_t *a = named ? named_shm(x) : cshm_algo(x->kind);
+    if (a == NULL || (!named && !coll_shm_auto(x)))
         return false;
     size_t es = coll_type_valid(x->dtype) ? pami_type_size(x->dtype) : 0;
     if (es == 0 || x->count == 0 || x->count > CSHM_SMALL_MAX / es ||
