@@ -34,6 +34,7 @@
  * Whether a round is a flag round follows from the call and the node
  * only (op->flag), the same on every task of a matching call.
  */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -519,24 +520,33 @@ static pami_result_t ring_finish(cshm_t *s, int ready)
     return s->op.rank == s->op.root ? ring_write(s) : ring_read(s, ready);
 }
 
-/* The blocking call's run: polls for spin_ns, then sleeps on the wake
+/* The blocking call's run: polls for spin_ns (with more tasks than
+ * CPUs: gives the CPU away between polls for up to CSHM_RING_YIELD_NS,
+ * since the task it waits for may need it), then sleeps on the wake
  * word in short slices with progress between them (where a death is
  * found). */
+#define CSHM_RING_YIELD_NS 1000000
 pami_result_t cshm_ring_inline(cshm_t *s)
 {
     uint64_t what = ring_what(s), start = 0;
+    bool over = s->nlocal > s->ncpus;
+    uint64_t budget = over ? CSHM_RING_YIELD_NS : s->spin_ns;
+    unsigned mask = over ? 7 : 63;
     ring_enter(s);
     int ready = cshm_ring_ready(s, what);
     if (ready == 0)
         cshm_count(s, CSHM_STAT_ring_waits);
     for (unsigned i = 1; ready == 0; i++) {
-        cpu_relax();
+        if (over)
+            sched_yield();
+        else
+            cpu_relax();
         ready = cshm_ring_ready(s, what);
-        if ((i & 63) == 0) {
+        if ((i & mask) == 0) {
             uint64_t now = cshm_now_ns();
             if (start == 0)
                 start = now;
-            else if (now - start >= s->spin_ns)
+            else if (now - start >= budget)
                 break;
         }
     }
