@@ -33,6 +33,22 @@
  * argument above holds as is.
  * Whether a round is a flag round follows from the call and the node
  * only (op->flag), the same on every task of a matching call.
+ *
+ * Eager broadcasts (up to CSHM_RING_MAX bytes, broadcast_shm_eager or
+ * broadcast_shm through AUTO) run no round: a ring of CSHM_RING entries
+ * after the slots. They are entries of the same queue, so ring call
+ * numbers (ring_next) follow call order and agree on every task: call k
+ * uses entry k % R. The root waits until every task finished call
+ * k - R, claims the entry, fills it, numbers it and returns; a reader
+ * waits for the number, checks the signature, copies out and counts
+ * itself done. Mixing with rounds keeps every argument above: the ring's
+ * memory is its own and a ring call changes neither phase nor control
+ * lines nor the register, so to the rounds it does not exist; and since
+ * its number comes from the queue order, a ring call sits between the
+ * same two rounds on every task. Its own argument: entry e is rewritten
+ * by call k + R only after every task's done passed k, and a reader of
+ * call k sees number k + 1 (call k + R's root waits for that reader).
+ * A root cannot see a reader's mismatch (the reader alone fails).
  */
 #include <sched.h>
 #include <stdlib.h>
