@@ -449,26 +449,6 @@ int cshm_ring_ready(const cshm_t *s, uint64_t what)
     return atomic_load(&e->claim) < k + 1 ? -1 : 0;
 }
 
-/* cshm_ring_ready for this task's own waits: a root remembers the
- * fewest calls any task finished (ring_free), so it reads the other
- * tasks' lines only once per R calls while they keep up. */
-static int ring_ready_here(cshm_t *s, uint64_t what)
-{
-    if (!(what & 1))
-        return cshm_ring_ready(s, what);
-    uint64_t k = what >> 1;
-    if (k < s->ring_free + CSHM_RING)
-        return 1;
-    uint64_t low = UINT64_MAX;
-    for (size_t i = 0; i < s->nlocal; i++) {
-        uint64_t d = atomic_load_explicit(&cshm_ring_task(s, i)->done,
-                                          memory_order_acquire);
-        low = d < low ? d : low;
-    }
-    s->ring_free = low;
-    return k < low + CSHM_RING;
-}
-
 static uint64_t ring_what(const cshm_t *s)
 {
     return s->op.ring_k * 2 + (s->op.rank == s->op.root);
@@ -569,7 +549,7 @@ pami_result_t cshm_ring_inline(cshm_t *s)
     uint64_t budget = over ? CSHM_RING_YIELD_NS : s->spin_ns;
     unsigned mask = over ? 7 : 63;
     ring_enter(s);
-    int ready = ring_ready_here(s, what);
+    int ready = cshm_ring_ready(s, what);
     if (ready == 0)
         cshm_count(s, CSHM_STAT_ring_waits);
     for (unsigned i = 1; ready == 0; i++) {
@@ -577,7 +557,7 @@ pami_result_t cshm_ring_inline(cshm_t *s)
             sched_yield();
         else
             cpu_relax();
-        ready = ring_ready_here(s, what);
+        ready = cshm_ring_ready(s, what);
         if ((i & mask) == 0) {
             uint64_t now = cshm_now_ns();
             if (start == 0)
@@ -601,7 +581,7 @@ static pami_result_t ring_engine(cshm_t *s)
     uint64_t what = ring_what(s);
     int ready = 0;
     for (unsigned i = 0; i < 256 && ready == 0; i++) {
-        ready = ring_ready_here(s, what);
+        ready = cshm_ring_ready(s, what);
         if (ready == 0)
             cpu_relax();
     }

@@ -136,7 +136,6 @@ typedef struct cshm {
     bool               ring_ok; /* PAMI_COLL_SHM_EAGER */
     size_t             ring_off; /* where the ring starts in the segment */
     uint64_t           ring_next; /* ring calls started on this context */
-    uint64_t           ring_free; /* every task finished this many (seen) */
     uint64_t           spin_ns; /* a flag wait polls this long, then sleeps */
     bool               dead;    /* a task of this node died */
     pami_work_t        flag_work; /* the queued flag round's poll */
