@@ -35,7 +35,7 @@
  * only (op->flag), the same on every task of a matching call.
  *
  * Eager broadcasts (up to CSHM_RING_MAX bytes, broadcast_shm_eager or
- * broadcast_shm through AUTO) run no round: a ring of CSHM_RING entries
+ * broadcast_shm through AUTO on an oversubscribed node) run no round: a ring of CSHM_RING entries
  * after the slots. They are entries of the same queue, so ring call
  * numbers (ring_next) follow call order and agree on every task: call k
  * uses entry k % R. The root waits until every task finished call
@@ -404,8 +404,10 @@ size_t cshm_eager_id(void)
     return id;
 }
 
-/* Named broadcast_shm_eager, or broadcast_shm through AUTO; named
- * broadcast_shm always runs rounds. */
+/* Named broadcast_shm_eager, or broadcast_shm through AUTO with more
+ * tasks than CPUs (where rounds need every task scheduled; with a CPU
+ * each, flag rounds measured as fast or faster); named broadcast_shm
+ * always runs rounds. From the call and the node: all tasks agree. */
 bool cshm_ring_fits(const cshm_t *s, const pami_xfer_t *x, size_t bytes)
 {
     bool named = (x->field_mask & PAMI_XFER_FIELD_ALGORITHM) &&
@@ -413,7 +415,8 @@ bool cshm_ring_fits(const cshm_t *s, const pami_xfer_t *x, size_t bytes)
     return s->ring_ok && x->kind == PAMI_XFER_BROADCAST && bytes > 0 &&
            bytes <= CSHM_RING_MAX && x->geometry != NULL &&
            x->geometry->size == s->nlocal &&
-           (!named || x->algorithm == (pami_algorithm_t)cshm_eager_id());
+           (named ? x->algorithm == (pami_algorithm_t)cshm_eager_id()
+                  : s->nlocal > s->ncpus);
 }
 
 static void wake_if_sleepers(cshm_t *s)

@@ -1,7 +1,9 @@
 /*
  * The eager shared-memory broadcast (a ring of entries in the node's
  * segment, coll_alg_shm.c): broadcast_shm_eager by name and broadcast_shm
- * through AUTO up to 4 KiB. Results checked byte by byte.
+ * through AUTO up to 4 KiB with more tasks than CPUs (with fewer, AUTO
+ * calls run flag rounds among the ring calls). Results checked byte by
+ * byte.
  *
  *   coll_shm_eager loop N   N iterations of broadcasts of 0..4096 bytes
  *                           with rotating roots (named and AUTO, blocking),
@@ -28,6 +30,14 @@ static ct_geom_t world = {.name = "world"};
 static size_t    n, me;
 
 #define RING 64
+
+static bool auto_ring; /* AUTO takes the ring: more tasks than CPUs */
+
+/* The name for a call that must take the ring: AUTO where it does. */
+static const char *ring_name(void)
+{
+    return auto_ring ? NULL : "broadcast_shm_eager";
+}
 
 static pami_algorithm_t algo(const char *name)
 {
@@ -164,7 +174,7 @@ static void mode_loop(size_t iters)
     for (size_t i = 0; i < iters; i++) {
         size_t bytes = (i * 37) % 4097;
         bcast(i, bytes, i % n, i % 3 == 0 ? "broadcast_shm_eager" : NULL);
-        ring_calls += bytes > 0;
+        ring_calls += bytes > 0 && (i % 3 == 0 || auto_ring);
         if (i % 7 == 3)
             check_allreduce(i);
         if (i % 13 == 5)
@@ -173,7 +183,7 @@ static void mode_loop(size_t iters)
             bcast(i, 16384, (i + 1) % n, "broadcast_shm");
         if (i % 250 == 100) {
             burst(i);
-            ring_calls += BURST;
+            ring_calls += auto_ring ? BURST : BURST / 2;
         }
     }
     uint64_t got = stat_of("ring_calls") - ring0;
@@ -198,8 +208,8 @@ static void mode_ahead(void)
     for (size_t i = 0; i < CALLS; i++) {
         size_t bytes = 1 + i % 64;
         fill(bufs[i], i, bytes, 0);
-        pami_xfer_t x = xfer(PAMI_XFER_BROADCAST, NULL, NULL, bufs[i], bytes,
-                             PAMI_TYPE_BYTE, 0);
+        pami_xfer_t x = xfer(PAMI_XFER_BROADCAST, ring_name(), NULL, bufs[i],
+                             bytes, PAMI_TYPE_BYTE, 0);
         MP_CHECK(pami_collective_wait(job.ctx[0], &x));
         if (me == 0 && i == RING - 1)
             MP_EXPECT(mp_now() - t0 < 0.045, "the root waited for the "
@@ -244,7 +254,7 @@ static void mode_mismatch(void)
     size_t cases = 0;
     for (int form = 0; form < 4; form++) {
         bool blocking = form & 1;
-        const char *name = form < 2 ? NULL : "broadcast_shm_eager";
+        const char *name = form < 2 ? ring_name() : "broadcast_shm_eager";
         uint8_t b[33];
         pami_result_t rc;
         /* Counts: root 0 sends 8 B; odd tasks expect 16 B. */
@@ -320,8 +330,8 @@ static void mode_dead(void)
         MP_EXPECT(i < victim_at + RING + 10, "call %zu after the death", i);
         size_t bytes = 1 + i % 256, root = i % n;
         fill(b, i, bytes, root);
-        pami_xfer_t x = xfer(PAMI_XFER_BROADCAST, NULL, NULL, b, bytes,
-                             PAMI_TYPE_BYTE, root);
+        pami_xfer_t x = xfer(PAMI_XFER_BROADCAST, ring_name(), NULL, b,
+                             bytes, PAMI_TYPE_BYTE, root);
         rc = run(&x, i % 2 == 0);
         if (rc == PAMI_SUCCESS)
             check(b, i, bytes, root);
@@ -331,7 +341,7 @@ static void mode_dead(void)
     MP_EXPECT(rc == PAMI_PEER_FAILED, "broadcast with a dead task: %s",
               pami_error_text(rc));
     MP_EXPECT(mp_now() - t0 < 15, "took %.1f s to notice", mp_now() - t0);
-    pami_xfer_t x = xfer(PAMI_XFER_BROADCAST, NULL, NULL, b, 8,
+    pami_xfer_t x = xfer(PAMI_XFER_BROADCAST, ring_name(), NULL, b, 8,
                          PAMI_TYPE_BYTE, 0);
     rc = pami_collective_wait(job.ctx[0], &x);
     MP_EXPECT(rc == PAMI_PEER_FAILED, "after the death: %s",
@@ -351,6 +361,9 @@ int main(int argc, char **argv)
     me = world.rank;
     MP_EXPECT(n >= 2 && n <= 64 && job.attr.num_local_tasks == job.size,
               "needs 2..64 tasks, all on this node");
+    pami_client_attr_t a = {.field_mask = PAMI_CLIENT_ATTR_LOCAL_CPUS};
+    MP_CHECK(pami_client_query(job.client, &a));
+    auto_ring = n > a.num_local_cpus;
     double t0 = mp_now();
     if (strcmp(mode, "dead") == 0) {
         mode_dead();
