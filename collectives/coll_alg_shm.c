@@ -35,7 +35,9 @@
  * only (op->flag), the same on every task of a matching call.
  *
  * Eager broadcasts (up to CSHM_RING_MAX bytes, broadcast_shm_eager or
- * broadcast_shm through AUTO on an oversubscribed node) run no round: a ring of CSHM_RING entries
+ * broadcast_shm through AUTO: up to CSHM_RING_AUTO_CPU bytes with a CPU
+ * per task, up to CSHM_RING_MAX on an oversubscribed node) run no round:
+ * a ring of CSHM_RING entries
  * after the slots. They are entries of the same queue, so ring call
  * numbers (ring_next) follow call order and agree on every task: call k
  * uses entry k % R. The root waits until every task finished call
@@ -416,7 +418,7 @@ bool cshm_ring_fits(const cshm_t *s, const pami_xfer_t *x, size_t bytes)
            bytes <= CSHM_RING_MAX && x->geometry != NULL &&
            x->geometry->size == s->nlocal &&
            (named ? x->algorithm == (pami_algorithm_t)cshm_eager_id()
-                  : s->nlocal > s->ncpus);
+                  : s->nlocal > s->ncpus || bytes <= CSHM_RING_AUTO_CPU);
 }
 
 static void wake_if_sleepers(cshm_t *s)

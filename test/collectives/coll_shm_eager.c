@@ -31,7 +31,15 @@ static size_t    n, me;
 
 #define RING 64
 
-static bool auto_ring; /* AUTO takes the ring: more tasks than CPUs */
+static bool auto_ring; /* AUTO takes the ring at every size up to 4 KiB:
+                          * more tasks than CPUs */
+
+/* Whether AUTO takes the ring for a broadcast of bytes (with a CPU per
+ * task only up to 1 KiB). */
+static bool auto_takes_ring(size_t bytes)
+{
+    return bytes > 0 && bytes <= 4096 && (auto_ring || bytes <= 1024);
+}
 
 /* The name for a call that must take the ring: AUTO where it does. */
 static const char *ring_name(void)
@@ -138,8 +146,11 @@ static void wait_done(unsigned want)
 
 /* 80 broadcasts in flight (and an allreduce among them). */
 #define BURST 80
-static void burst(size_t i)
+/* BURST broadcasts in flight, half named eager, half AUTO; returns how
+ * many of them take the ring. */
+static size_t burst(size_t i)
 {
+    size_t ring = 0;
     static uint8_t bufs[BURST][4097];
     static pami_xfer_t xs[BURST];
     double in = (double)me, out = -1;
@@ -152,6 +163,7 @@ static void burst(size_t i)
         fill(bufs[b], i + b, bytes, root);
         xs[b] = xfer(PAMI_XFER_BROADCAST, b % 2 ? "broadcast_shm_eager" : NULL,
                      NULL, bufs[b], bytes, PAMI_TYPE_BYTE, root);
+        ring += b % 2 || auto_takes_ring(bytes);
         xs[b].done_fn = on_done;
         xs[b].cookie  = (void *)(uintptr_t)(i + b);
         MP_CHECK(pami_collective(job.ctx[0], &xs[b]));
@@ -163,6 +175,7 @@ static void burst(size_t i)
         check(bufs[b], i + b, xs[b].count, xs[b].root);
     MP_EXPECT(out == (double)(n * (n - 1) / 2), "burst %zu: allreduce %g", i,
               out);
+    return ring;
 }
 
 static void mode_loop(size_t iters)
@@ -174,7 +187,7 @@ static void mode_loop(size_t iters)
     for (size_t i = 0; i < iters; i++) {
         size_t bytes = (i * 37) % 4097;
         bcast(i, bytes, i % n, i % 3 == 0 ? "broadcast_shm_eager" : NULL);
-        ring_calls += bytes > 0 && (i % 3 == 0 || auto_ring);
+        ring_calls += bytes > 0 && (i % 3 == 0 || auto_takes_ring(bytes));
         if (i % 7 == 3)
             check_allreduce(i);
         if (i % 13 == 5)
@@ -182,8 +195,7 @@ static void mode_loop(size_t iters)
         if (i % 101 == 50)
             bcast(i, 16384, (i + 1) % n, "broadcast_shm");
         if (i % 250 == 100) {
-            burst(i);
-            ring_calls += auto_ring ? BURST : BURST / 2;
+            ring_calls += burst(i);
         }
     }
     uint64_t got = stat_of("ring_calls") - ring0;
