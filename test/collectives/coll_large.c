@@ -27,13 +27,7 @@ static mp_job_t job;
 
 static uint64_t stat(const char *name)
 {
-    pami_protocol_stat_t st[32];
-    size_t n;
-    MP_CHECK(pami_protocol_stats(job.ctx[0], "collectives", st, 32, &n));
-    for (size_t i = 0; i < n && i < 32; i++)
-        if (strcmp(st[i].name, name) == 0)
-            return st[i].value;
-    mp_fail("no stat %s", name);
+    return ct_stat(job.ctx[0], "collectives", name);
 }
 
 static void on_done(pami_context_t ctx, void *cookie, pami_result_t rc)

@@ -27,12 +27,6 @@ static size_t   slot;
 static const pami_type_t move_types[] = {PAMI_TYPE_BYTE, PAMI_TYPE_INT32,
                                          PAMI_TYPE_LONG_DOUBLE};
 
-static pami_algorithm_t algo(const char *name)
-{
-    pami_algorithm_t id;
-    MP_CHECK(pami_algorithm_by_name(name, &id));
-    return id;
-}
 
 /* One call: the xfer filled for kind on cg with algorithm name. */
 typedef struct {
@@ -88,7 +82,7 @@ static void call_prepare(call_t *c)
     c->x = (pami_xfer_t){
         .field_mask = PAMI_XFER_FIELD_ALGORITHM | PAMI_XFER_FIELD_USER_OP,
         .kind = c->kind, .geometry = c->cg->g,
-        .algorithm = algo(kind_text(c->kind)), .root = c->root,
+        .algorithm = ct_algo(kind_text(c->kind)), .root = c->root,
         .sbuf = c->in_place ? PAMI_IN_PLACE : c->sbuf, .rbuf = c->rbuf,
         .count = c->count, .dtype = c->red.t, .op = c->red.op,
         .user_fn = c->red.user == CT_USER_MATRIX ? ct_user_matrix
@@ -215,7 +209,7 @@ static void inflight(const ct_geom_t *cg)
     call_t *c = calloc(N, sizeof(*c));
     pami_xfer_t bar = {.field_mask = PAMI_XFER_FIELD_ALGORITHM,
                        .kind = PAMI_XFER_BARRIER, .geometry = cg->g,
-                       .algorithm = algo("barrier_shm"),
+                       .algorithm = ct_algo("barrier_shm"),
                        .done_fn = on_done};
     unsigned expect = 0;
     done_count = 0;
@@ -317,13 +311,7 @@ static void null_on_one(const ct_geom_t *cg)
 
 static uint64_t stat_of(const char *name)
 {
-    pami_protocol_stat_t st[32];
-    size_t ns;
-    MP_CHECK(pami_protocol_stats(job.ctx[0], "coll_shm", st, 32, &ns));
-    for (size_t i = 0; i < ns && i < 32; i++)
-        if (strcmp(st[i].name, name) == 0)
-            return st[i].value;
-    mp_fail("no counter %s", name);
+    return ct_stat(job.ctx[0], "coll_shm", name);
 }
 
 static int segments_left(void)

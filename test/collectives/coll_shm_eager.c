@@ -47,33 +47,16 @@ static const char *ring_name(void)
     return auto_ring ? NULL : "broadcast_shm_eager";
 }
 
-static pami_algorithm_t algo(const char *name)
-{
-    pami_algorithm_t id;
-    MP_CHECK(pami_algorithm_by_name(name, &id));
-    return id;
-}
 
 static pami_xfer_t xfer(pami_xfer_type_t kind, const char *name, void *sbuf,
                         void *rbuf, size_t count, pami_type_t t, size_t root)
 {
-    return (pami_xfer_t){
-        .field_mask = name != NULL ? PAMI_XFER_FIELD_ALGORITHM : 0,
-        .kind = kind, .geometry = world.g,
-        .algorithm = name != NULL ? algo(name) : 0, .root = root,
-        .sbuf = sbuf, .rbuf = rbuf, .count = count, .dtype = t,
-        .op = PAMI_OP_SUM};
+    return ct_xfer(world.g, kind, name, sbuf, rbuf, count, t, root);
 }
 
 static uint64_t stat_of(const char *name)
 {
-    pami_protocol_stat_t st[32];
-    size_t ns;
-    MP_CHECK(pami_protocol_stats(job.ctx[0], "coll_shm", st, 32, &ns));
-    for (size_t i = 0; i < ns && i < 32; i++)
-        if (strcmp(st[i].name, name) == 0)
-            return st[i].value;
-    mp_fail("no counter %s", name);
+    return ct_stat(job.ctx[0], "coll_shm", name);
 }
 
 static uint8_t pat(size_t i, size_t j, size_t root)

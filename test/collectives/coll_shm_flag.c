@@ -28,33 +28,16 @@ static mp_job_t  job;
 static ct_geom_t world = {.name = "world"};
 static size_t    n, me;
 
-static pami_algorithm_t algo(const char *name)
-{
-    pami_algorithm_t id;
-    MP_CHECK(pami_algorithm_by_name(name, &id));
-    return id;
-}
 
 static pami_xfer_t xfer(pami_xfer_type_t kind, const char *name, void *sbuf,
                         void *rbuf, size_t count, pami_type_t t, size_t root)
 {
-    return (pami_xfer_t){
-        .field_mask = name != NULL ? PAMI_XFER_FIELD_ALGORITHM : 0,
-        .kind = kind, .geometry = world.g,
-        .algorithm = name != NULL ? algo(name) : 0, .root = root,
-        .sbuf = sbuf, .rbuf = rbuf, .count = count, .dtype = t,
-        .op = PAMI_OP_SUM};
+    return ct_xfer(world.g, kind, name, sbuf, rbuf, count, t, root);
 }
 
 static uint64_t stat_of(const char *name)
 {
-    pami_protocol_stat_t st[32];
-    size_t ns;
-    MP_CHECK(pami_protocol_stats(job.ctx[0], "coll_shm", st, 32, &ns));
-    for (size_t i = 0; i < ns && i < 32; i++)
-        if (strcmp(st[i].name, name) == 0)
-            return st[i].value;
-    mp_fail("no counter %s", name);
+    return ct_stat(job.ctx[0], "coll_shm", name);
 }
 
 static size_t ncpus(void)
@@ -154,7 +137,7 @@ static void nonblocking(size_t i)
         xfer(PAMI_XFER_REDUCE, "reduce_shm", rd_in, rd_out, 3,
              PAMI_TYPE_INT64, root),
         {.field_mask = PAMI_XFER_FIELD_ALGORITHM, .kind = PAMI_XFER_BARRIER,
-         .geometry = world.g, .algorithm = algo("barrier_shm")},
+         .geometry = world.g, .algorithm = ct_algo("barrier_shm")},
         xfer(PAMI_XFER_ALLGATHER, "allgather_shm", ag_in, ag_out, agc,
              PAMI_TYPE_INT32, 0),
         xfer(PAMI_XFER_ALLREDUCE, "allreduce_shm", big_in, big_out, BIG,

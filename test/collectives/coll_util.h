@@ -49,6 +49,39 @@ static inline bool ct_create(mp_job_t *job, ct_geom_t *cg, const char *name,
 }
 
 /* Byte k of the data block named key. */
+/* Counter name of protocol proto on ctx; the test fails without it. */
+static inline uint64_t ct_stat(pami_context_t ctx, const char *proto,
+                               const char *name)
+{
+    pami_protocol_stat_t st[64];
+    size_t ns;
+    MP_CHECK(pami_protocol_stats(ctx, proto, st, 64, &ns));
+    for (size_t i = 0; i < ns && i < 64; i++)
+        if (strcmp(st[i].name, name) == 0)
+            return st[i].value;
+    mp_fail("no counter %s of %s", name, proto);
+}
+
+static inline pami_algorithm_t ct_algo(const char *name)
+{
+    pami_algorithm_t id;
+    MP_CHECK(pami_algorithm_by_name(name, &id));
+    return id;
+}
+
+/* A call on g: the algorithm named, or AUTO for NULL; op sum. */
+static inline pami_xfer_t ct_xfer(pami_geometry_t g, pami_xfer_type_t kind,
+                                  const char *name, void *sbuf, void *rbuf,
+                                  size_t count, pami_type_t t, size_t root)
+{
+    return (pami_xfer_t){
+        .field_mask = name != NULL ? PAMI_XFER_FIELD_ALGORITHM : 0,
+        .kind = kind, .geometry = g,
+        .algorithm = name != NULL ? ct_algo(name) : 0, .root = root,
+        .sbuf = sbuf, .rbuf = rbuf, .count = count, .dtype = t,
+        .op = PAMI_OP_SUM};
+}
+
 static inline uint8_t ct_pat(size_t key, size_t k)
 {
     return (uint8_t)(key * 151u + k * 7u + (k >> 8) * 3u + 1u);
