@@ -322,15 +322,6 @@ static pami_result_t poison_or_ring(cshm_t *s, const cshm_entry_t *e)
 
 /* ---- flag rounds ---- */
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
 /* Polls the round's lines for up to ns; the clock is read every 64
  * polls. */
 static int poll_flags(cshm_t *s, uint64_t target, uint64_t ns)
@@ -340,7 +331,7 @@ static int poll_flags(cshm_t *s, uint64_t target, uint64_t ns)
         int done = cshm_flags_at(s, target);
         if (done != 0)
             return done;
-        cpu_relax();
+        pami_protocol_cpu_relax();
         if ((i & 63) == 0) {
             uint64_t now = cshm_now_ns();
             if (start == 0)
@@ -561,7 +552,7 @@ pami_result_t cshm_ring_inline(cshm_t *s)
         if (over)
             sched_yield();
         else
-            cpu_relax();
+            pami_protocol_cpu_relax();
         ready = cshm_ring_ready(s, what);
         if ((i & mask) == 0) {
             uint64_t now = cshm_now_ns();
@@ -588,7 +579,7 @@ static pami_result_t ring_engine(cshm_t *s)
     for (unsigned i = 0; i < 256 && ready == 0; i++) {
         ready = cshm_ring_ready(s, what);
         if (ready == 0)
-            cpu_relax();
+            pami_protocol_cpu_relax();
     }
     if (ready == 0 && !s->dead) {
         uint64_t now = cshm_now_ns();

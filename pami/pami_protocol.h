@@ -132,6 +132,18 @@ typedef struct {
 pami_result_t pami_protocol_job_key(pami_client_t client,
                                     pami_protocol_job_key_t *key);
 
+/* One pause in a loop that polls shared memory: the CPU's spin-wait hint
+ * (x86 pause, arm yield), so the loop neither floods the memory system
+ * nor starves a sibling hardware thread. */
+static inline void pami_protocol_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
 /* Built-in protocols (those linked into libpami) register themselves on
  * every client with this one line at file scope. */
 void pami_protocol_builtin(const pami_protocol_ops_t *ops);

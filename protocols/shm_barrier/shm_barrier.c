@@ -82,15 +82,6 @@ static void complete_head(shmb_state_t *st, pami_result_t rc)
  * through progress costs more than the wait. */
 #define INLINE_SPIN_NS 2000
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
 /* Polls the register for up to INLINE_SPIN_NS; the clock is read only
  * every 64 polls, the first time after the first 64. */
 static int poll_inline(shmb_state_t *st, int kind, uint32_t epoch)
@@ -100,7 +91,7 @@ static int poll_inline(shmb_state_t *st, int kind, uint32_t epoch)
         int done = shmb_reg_check(st, kind, epoch);
         if (done != 0)
             return done;
-        cpu_relax();
+        pami_protocol_cpu_relax();
         if ((i & 63) == 0) {
             uint64_t now = shmb_now_ns();
             if (start == 0)
@@ -370,7 +361,7 @@ static int wait_yielding(shmb_state_t *st, uint32_t epoch, uint32_t cpu)
         if (done != 0)
             return done;
         if (!near) {
-            cpu_relax();
+            pami_protocol_cpu_relax();
             if ((i & 15) != 0)
                 continue;
             uint64_t now = shmb_now_ns();
