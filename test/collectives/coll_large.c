@@ -58,11 +58,17 @@ static void late(pami_geometry_t world, size_t n)
             ct_fill(buf, 500 + (size_t)round, bytes);
         else
             memset(buf, 0, bytes);
+        bool first_child = n > 1 && job.me == (root + 1) % n &&
+                           bytes >= rndv_threshold();
         if (job.me != root) {
             /* Progress meanwhile: the request is handled before the
-             * broadcast is posted. */
-            double until = mp_now() + 0.1;
-            while (mp_now() < until)
+             * broadcast is posted. The root's first child waits for it
+             * to come (its payload is staged then), not for a time: a
+             * root descheduled under load may send late. */
+            double t0 = mp_now(), until = t0 + 0.1;
+            while (mp_now() < until ||
+                   (first_child && stat("large_staged") == staged0 &&
+                    mp_now() - t0 < MP_WAIT_S))
                 pami_context_wait(job.ctx[0], 10);
         }
         pami_xfer_t x = {.field_mask = PAMI_XFER_FIELD_ALGORITHM,
@@ -74,7 +80,7 @@ static void late(pami_geometry_t world, size_t n)
         if (bad >= 0)
             mp_fail("late broadcast from %zu: byte %ld wrong", root, bad);
         /* The root's first child got the request before it posted. */
-        if (n > 1 && job.me == (root + 1) % n && bytes >= rndv_threshold())
+        if (first_child)
             MP_EXPECT(stat("large_staged") > staged0,
                       "round %d: the early payload was not staged", round);
         mp_sync(&job);

@@ -106,25 +106,9 @@ static void check_allreduce(size_t i)
     MP_EXPECT(got == want, "call %zu: allreduce %g, want %g", i, got, want);
 }
 
-static unsigned done_count;
-
-static void on_done(pami_context_t ctx, void *cookie, pami_result_t rc)
-{
-    (void)ctx;
-    if (rc != PAMI_SUCCESS)
-        mp_fail("non-blocking call %zu: %s", (size_t)(uintptr_t)cookie,
-                pami_error_text(rc));
-    done_count++;
-}
-
 static void wait_done(unsigned want)
 {
-    double t0 = mp_now();
-    while (done_count < want) {
-        pami_context_wait(job.ctx[0], 100);
-        MP_EXPECT(mp_now() - t0 < MP_WAIT_S, "%u of %u non-blocking done",
-                  done_count, want);
-    }
+    ct_wait_done(job.ctx[0], want);
 }
 
 /* 80 broadcasts in flight (and an allreduce among them). */
@@ -139,15 +123,15 @@ static size_t burst(size_t i)
     double in = (double)me, out = -1;
     pami_xfer_t ar = xfer(PAMI_XFER_ALLREDUCE, "allreduce_shm", &in, &out, 1,
                           PAMI_TYPE_DOUBLE, 0);
-    ar.done_fn = on_done;
-    done_count = 0;
+    ar.done_fn = ct_on_done;
+    ct_done_count = 0;
     for (size_t b = 0; b < BURST; b++) {
         size_t bytes = 1 + (i + b * 53) % 4096, root = (i + b) % n;
         fill(bufs[b], i + b, bytes, root);
         xs[b] = xfer(PAMI_XFER_BROADCAST, b % 2 ? "broadcast_shm_eager" : NULL,
                      NULL, bufs[b], bytes, PAMI_TYPE_BYTE, root);
         ring += b % 2 || auto_takes_ring(bytes);
-        xs[b].done_fn = on_done;
+        xs[b].done_fn = ct_on_done;
         xs[b].cookie  = (void *)(uintptr_t)(i + b);
         MP_CHECK(pami_collective(job.ctx[0], &xs[b]));
         if (b == BURST / 2)

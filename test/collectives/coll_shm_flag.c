@@ -84,25 +84,9 @@ static void bcast(size_t i, size_t bytes, size_t root, bool named)
     MP_EXPECT(buf[bytes] == 0x5A, "iteration %zu: broadcast wrote past", i);
 }
 
-static unsigned done_count;
-
-static void on_done(pami_context_t ctx, void *cookie, pami_result_t rc)
-{
-    (void)ctx;
-    if (rc != PAMI_SUCCESS)
-        mp_fail("non-blocking call %zu: %s", (size_t)(uintptr_t)cookie,
-                pami_error_text(rc));
-    done_count++;
-}
-
 static void wait_done(unsigned want)
 {
-    double t0 = mp_now();
-    while (done_count < want) {
-        pami_context_wait(job.ctx[0], 100);
-        MP_EXPECT(mp_now() - t0 < MP_WAIT_S, "%u of %u non-blocking done",
-                  done_count, want);
-    }
+    ct_wait_done(job.ctx[0], want);
 }
 
 /* Above CSHM_FLAG_MAX (8 KiB): register rounds. */
@@ -146,9 +130,9 @@ static void nonblocking(size_t i)
              PAMI_TYPE_BYTE, broot)};
     x[0].op = PAMI_OP_MAX;
     size_t nx = big ? 6 : 4;
-    done_count = 0;
+    ct_done_count = 0;
     for (size_t k = 0; k < nx; k++) {
-        x[k].done_fn = on_done;
+        x[k].done_fn = ct_on_done;
         x[k].cookie  = (void *)(uintptr_t)k;
         MP_CHECK(pami_collective(job.ctx[0], &x[k]));
     }

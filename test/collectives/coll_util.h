@@ -82,6 +82,31 @@ static inline pami_xfer_t ct_xfer(pami_geometry_t g, pami_xfer_type_t kind,
         .op = PAMI_OP_SUM};
 }
 
+/* Non-blocking calls that ended (ct_on_done as done_fn, the call's
+ * number as cookie; a failure ends the test). */
+static unsigned ct_done_count __attribute__((unused));
+
+static inline void ct_on_done(pami_context_t ctx, void *cookie,
+                              pami_result_t rc)
+{
+    (void)ctx;
+    if (rc != PAMI_SUCCESS)
+        mp_fail("non-blocking call %zu: %s", (size_t)(uintptr_t)cookie,
+                pami_error_text(rc));
+    ct_done_count++;
+}
+
+/* Waits until want calls ended (MP_WAIT_S at most). */
+static inline void ct_wait_done(pami_context_t ctx, unsigned want)
+{
+    double t0 = mp_now();
+    while (ct_done_count < want) {
+        pami_context_wait(ctx, 100);
+        MP_EXPECT(mp_now() - t0 < MP_WAIT_S, "%u of %u non-blocking done",
+                  ct_done_count, want);
+    }
+}
+
 static inline uint8_t ct_pat(size_t key, size_t k)
 {
     return (uint8_t)(key * 151u + k * 7u + (k >> 8) * 3u + 1u);
