@@ -39,14 +39,16 @@ static const pami_config_var_t cshm_config[] = {
      "geometry of this node's tasks; 0: only when named (the same on every "
      "task of a node)"},
     {"PAMI_COLL_SHM_FLAG", "1",
-     "1: calls of up to 48 bytes synchronise through numbers in their "
-     "control lines (flag rounds) when the node has no more tasks than "
-     "CPUs; 2: also with more tasks than CPUs (for tests); 0: always "
+     "1: calls of one round up to 8 KiB synchronise through numbers in "
+     "their control lines (flag rounds) when the node has no more tasks "
+     "than CPUs; 2: also with more tasks than CPUs (for tests); 0: always "
      "through the barrier register (the same on every task of a node)"},
     {"PAMI_COLL_SHM_EAGER", "1",
-     "1: broadcasts of up to 4 KiB on a geometry of this node's tasks go "
-     "through a ring of 64 entries in the segment (the root writes and "
-     "returns); 0: through rounds (the same on every task of a node)"},
+     "1: broadcast_shm_eager, and AUTO's broadcasts on a geometry of "
+     "this node's tasks (up to 4 KiB with more tasks than CPUs, up to "
+     "1 KiB else), go through a ring of 64 entries in the segment (the "
+     "root writes and returns); 0: through rounds (the same on every "
+     "task of a node)"},
 };
 
 static const pami_protocol_ops_t cshm_ops;
