@@ -388,19 +388,11 @@ pami_result_t cshm_flag_round_inline(cshm_t *s)
 
 /* ---- the eager broadcast (ring) ---- */
 
-size_t cshm_eager_id(void)
-{
-    static size_t id;
-    for (size_t i = 0; id == 0 && i < coll_num_algos; i++)
-        if (strcmp(coll_algos[i].name, "broadcast_shm_eager") == 0)
-            id = i + 1;
-    return id;
-}
-
-/* Named broadcast_shm_eager, or broadcast_shm through AUTO with more
- * tasks than CPUs (where rounds need every task scheduled; with a CPU
- * each, flag rounds measured as fast or faster); named broadcast_shm
- * always runs rounds. From the call and the node: all tasks agree. */
+/* Named broadcast_shm_eager, or broadcast_shm through AUTO: up to
+ * CSHM_RING_MAX with more tasks than CPUs (where rounds need every task
+ * scheduled), up to CSHM_RING_AUTO_CPU with a CPU each (above it flag
+ * rounds measured faster); named broadcast_shm always runs rounds. From
+ * the call and the node: all tasks agree. */
 bool cshm_ring_fits(const cshm_t *s, const pami_xfer_t *x, size_t bytes)
 {
     bool named = (x->field_mask & PAMI_XFER_FIELD_ALGORITHM) &&

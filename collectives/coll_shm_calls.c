@@ -3,6 +3,8 @@
  * them): the registry's check, builder and AUTO rule, the poison round of
  * a call that failed here, and small blocking calls run inline.
  */
+#include <string.h>
+
 #include "coll_shm.h"
 #include "pami_barrier.h"
 
@@ -50,12 +52,34 @@ void coll_shm_poison(pami_context_t ctx, const pami_xfer_t *x)
 
 /* ---- the blocking call, inline ---- */
 
+/* The registry is constant: each kind's first shared-memory entry is
+ * found once, not on every blocking call. */
+static const coll_algo_t *shm_by_kind[PAMI_XFER_COUNT];
+static size_t             shm_eager_id;
+static pthread_once_t     shm_found = PTHREAD_ONCE_INIT;
+
+static void find_shm_algos(void)
+{
+    for (size_t i = coll_num_algos; i-- > 0;) {
+        if (coll_algos[i].build == coll_shm_build)
+            shm_by_kind[coll_algos[i].kind] = &coll_algos[i];
+        if (strcmp(coll_algos[i].name, "broadcast_shm_eager") == 0)
+            shm_eager_id = i + 1;
+    }
+}
+
 const coll_algo_t *cshm_algo(pami_xfer_type_t kind)
 {
-    for (size_t i = 0; i < coll_num_algos; i++)
-        if (coll_algos[i].kind == kind && coll_algos[i].build == coll_shm_build)
-            return &coll_algos[i];
-    return NULL;
+    if ((unsigned)kind >= PAMI_XFER_COUNT)
+        return NULL;
+    pthread_once(&shm_found, find_shm_algos);
+    return shm_by_kind[kind];
+}
+
+size_t cshm_eager_id(void)
+{
+    pthread_once(&shm_found, find_shm_algos);
+    return shm_eager_id;
 }
 
 /* Calls this path takes; anything else (and any bad argument) goes the

@@ -456,8 +456,7 @@ int main(int argc, char **argv)
     double t0 = mp_now();
 
     ct_geom_t world = {.name = "world"};
-    MP_CHECK(pami_geometry_world(job.ctx[0], &world.g));
-    ct_query(&world);
+    ct_world(&job, &world);
     MP_EXPECT(world.n == n && world.rank == job.me, "world is %zu/%zu",
               world.rank, world.n);
     run_geometry(&world, large);

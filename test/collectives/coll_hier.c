@@ -225,8 +225,7 @@ int main(int argc, char **argv)
     MP_CHECK(pami_algorithm_by_name("allreduce_hier", &hier));
 
     ct_geom_t world = {.name = "world"};
-    MP_CHECK(pami_geometry_world(job.ctx[0], &world.g));
-    ct_query(&world);
+    ct_world(&job, &world);
     sweep(&world, true);
 
     pami_task_t *list = malloc(n * sizeof(*list));

@@ -416,8 +416,7 @@ int main(int argc, char **argv)
     slot = env != NULL ? strtoull(env, NULL, 10) / 64 * 64 : 262144;
     double t0 = mp_now();
     ct_geom_t world = {.name = "world"};
-    MP_CHECK(pami_geometry_world(job.ctx[0], &world.g));
-    ct_query(&world);
+    ct_world(&job, &world);
     MP_EXPECT(job.attr.num_local_tasks == job.size,
               "the test needs every task on this node");
 

@@ -323,8 +323,7 @@ int main(int argc, char **argv)
 {
     mp_init(&job, "coll_shm_flag", &argc, argv, NULL, 1, true);
     const char *mode = argc > 1 ? argv[1] : "loop";
-    MP_CHECK(pami_geometry_world(job.ctx[0], &world.g));
-    ct_query(&world);
+    ct_world(&job, &world);
     n  = world.n;
     me = world.rank;
     MP_EXPECT(n >= 2 && n <= 64 && job.attr.num_local_tasks == job.size,

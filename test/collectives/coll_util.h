@@ -30,6 +30,13 @@ static inline void ct_query(ct_geom_t *cg)
     cg->tasks = a.tasks;
 }
 
+/* The world geometry of job's first context, queried. */
+static inline void ct_world(mp_job_t *job, ct_geom_t *world)
+{
+    MP_CHECK(pami_geometry_world(job->ctx[0], &world->g));
+    ct_query(world);
+}
+
 /* Creates a geometry from tasks and waits until it is ready. Returns
  * false (geometry NULL) when this task is not in the list. */
 static inline bool ct_create(mp_job_t *job, ct_geom_t *cg, const char *name,
