@@ -180,7 +180,7 @@ typedef struct coll_ctx {
     pami_client_t    client;
     pami_context_t   ctx;
     size_t           offset;
-    size_t           dispatch;
+    pami_protocol_env_t env; /* from init: pami_protocol_send* on id 0 */
     pami_task_t      me;
     size_t           ntasks;
     const pami_task_t *local_tasks; /* of this node, sorted; the client's */

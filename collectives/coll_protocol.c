@@ -149,12 +149,12 @@ void coll_send_abort(coll_ctx_t *cc, struct pami_geometry *g, uint32_t seq,
         if (r == g->rank)
             continue;
         pami_send_immediate_t im = {.dest = g->eps[r],
-                                    .dispatch = cc->dispatch,
+                                    .dispatch = 0,
                                     .header = &h, .header_len = sizeof(h)};
-        pami_result_t rc = pami_send_immediate(cc->ctx, &im);
+        pami_result_t rc = pami_protocol_send_immediate(&cc->env, &im);
         if (rc == PAMI_EAGAIN) {
             pami_send_t s = {.send = im};
-            rc = pami_send(cc->ctx, &s);
+            rc = pami_protocol_send(&cc->env, &s);
         }
         if (rc != PAMI_SUCCESS)
             coll_debug("abort of geometry %u seq %u to rank %zu: %s", g->id,
@@ -170,7 +170,7 @@ static pami_result_t coll_init(const pami_protocol_env_t *env, void **state)
         return PAMI_ENOMEM;
     cc->client   = env->client;
     cc->ctx      = env->context;
-    cc->dispatch = env->dispatch_base;
+    cc->env      = *env;
     cc->offset   = env->context_offset;
     pami_client_attr_t attr = {.field_mask = PAMI_CLIENT_ATTR_TASK |
                                              PAMI_CLIENT_ATTR_SIZE |

@@ -273,6 +273,9 @@ typedef struct pami_client {
     pami_protocol_slot_t  protocols[PAMI_PROTOCOL_MAX];
     size_t                num_protocols;
     size_t                protocol_ids;  /* dispatch ids handed out */
+    /* Slot + 1 of the protocol whose block starts at an id (by id -
+     * PAMI_DISPATCH_USER_MAX), 0 elsewhere: an env checked in O(1). */
+    uint8_t               protocol_at[PAMI_DISPATCH_PROTOCOL_MAX];
     uint64_t              protocol_sig;  /* names and order, for createv */
 
     /* Progress thread (PAMI_ASYNC_PROGRESS=1). */
@@ -387,6 +390,13 @@ pami_result_t pami_send_internal(struct pami_context *ctx, uint32_t peer,
                                  uint16_t dispatch, const void *payload,
                                  size_t len, pami_req_kind_t kind);
 unsigned pami_send_deferred(struct pami_context *ctx);
+/* pami_send_immediate / pami_send with params->dispatch anywhere in the
+ * user's and the protocols' ids: for the protocol SDK, which checks first
+ * that the id is the calling protocol's own. */
+pami_result_t pami_send_immediate_protocol(struct pami_context *ctx,
+                                           const pami_send_immediate_t *p);
+pami_result_t pami_send_protocol(struct pami_context *ctx,
+                                 const pami_send_t *p);
 /* Starts req now, or after the transport's progress returns when its peer
  * needs an endpoint first; keeps a peer's order. */
 void pami_submit(struct pami_context *ctx, pami_request_t *req);

@@ -213,14 +213,14 @@ void svd_bcast_tell_children(svd_bcast_t *b)
     for (size_t i = 0; i < b->nchildren; i++) {
         pami_send_t s = {
             .send = {.dest = svd_ep(st, svd_node_task(b, b->child0 + i)),
-                     .dispatch = st->base + SVD_PKT_NOTIFY, .header = &h,
+                     .dispatch = SVD_PKT_NOTIFY, .header = &h,
                      .header_len = sizeof(h), .data = b->payload,
                      .data_len = b->payload_len},
             .local_fn = notify_sent,
             .cookie   = b};
         b->refs++;
         svd_op_start(st);
-        pami_result_t rc = pami_send(st->ctx, &s);
+        pami_result_t rc = pami_protocol_send(&st->env, &s);
         if (rc != PAMI_SUCCESS) {
             b->refs--;
             svd_op_end(st);

@@ -202,7 +202,7 @@ struct svd_state {
     size_t              offset;
     pami_task_t         me;
     size_t              size;
-    size_t              base;      /* first dispatch id */
+    pami_protocol_env_t env;       /* from init: sends on its ids */
     size_t              eager_max; /* pami_send payloads below this are
                                     * whole at the handler */
     svd_config_t        cfg;

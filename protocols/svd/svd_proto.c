@@ -93,7 +93,7 @@ static pami_result_t svd_init(const pami_protocol_env_t *env, void **state)
     st->ctx       = env->context;
     st->me        = attr.task;
     st->size      = attr.size;
-    st->base      = env->dispatch_base;
+    st->env       = *env;
     st->eager_max = attr.rndv_threshold;
     st->done_tail = &st->done_head;
     read_config(&st->cfg);
@@ -203,17 +203,17 @@ pami_task_t svd_origin_task(pami_endpoint_t origin)
     return task;
 }
 
-/* A header-only packet; pami_send (which copies the header and never asks
+/* A header-only packet; pami_protocol_send (which copies the header and never asks
  * for a retry) when the immediate path is busy. */
 pami_result_t svd_send_ctl(svd_state_t *st, pami_task_t task, unsigned type,
                            const void *hdr, size_t len)
 {
     pami_send_t s = {.send = {.dest = svd_ep(st, task),
-                              .dispatch = st->base + type,
+                              .dispatch = type,
                               .header = hdr, .header_len = len}};
-    pami_result_t rc = pami_send_immediate(st->ctx, &s.send);
+    pami_result_t rc = pami_protocol_send_immediate(&st->env, &s.send);
     if (rc == PAMI_EAGAIN)
-        rc = pami_send(st->ctx, &s);
+        rc = pami_protocol_send(&st->env, &s);
     if (rc != PAMI_SUCCESS)
         pami_protocol_log(PAMI_PROTOCOL_LOG_DEBUG, SVD_LOG,
                           "packet type %u to task %u not sent: %s", type, task,
