@@ -45,6 +45,11 @@ typedef struct __attribute__((packed)) {
 
 #define COLL_KIND_CREATE PAMI_XFER_COUNT
 
+/* The checks of a received header that need no state (coll_protocol.c):
+ * NULL, or why it is dropped. */
+const char *coll_hdr_decode(const void *header, size_t header_size,
+                            size_t data_size, coll_hdr_t *h);
+
 /* ---- schedules ---- */
 
 enum {

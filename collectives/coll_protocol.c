@@ -67,6 +67,24 @@ static void drop(coll_ctx_t *cc, const char *why, pami_endpoint_t origin)
     coll_warn("message from task %u context %zu dropped: %s", task, off, why);
 }
 
+const char *coll_hdr_decode(const void *header, size_t header_size,
+                            size_t data_size, coll_hdr_t *h)
+{
+    if (header_size != sizeof(*h))
+        return header_size < sizeof(*h) ? "short header" : "long header";
+    memcpy(h, header, sizeof(*h));
+    if (h->version != COLL_WIRE_VERSION)
+        return "unknown version";
+    if ((h->type != COLL_MSG_DATA && h->type != COLL_MSG_ABORT) ||
+        (h->flags & ~COLL_FLAG_CREATE) != 0 || h->kind > COLL_KIND_CREATE ||
+        ((h->flags & COLL_FLAG_CREATE) != 0) != (h->kind == COLL_KIND_CREATE) ||
+        h->connid != h->seq % PAMI_CONNID_BUFFER ||
+        (h->type == COLL_MSG_ABORT && data_size != 0) ||
+        h->offset > h->total || data_size > h->total - h->offset)
+        return "bad type, flags, kind or connid";
+    return NULL;
+}
+
 static void on_message(pami_context_t ctx, void *cookie, const void *header,
                        size_t header_size, const void *data, size_t data_size,
                        pami_endpoint_t origin, pami_recv_t *recv)
@@ -74,23 +92,9 @@ static void on_message(pami_context_t ctx, void *cookie, const void *header,
     (void)ctx;
     coll_ctx_t *cc = cookie;
     coll_hdr_t  h;
-    if (header_size != sizeof(h)) {
-        drop(cc, header_size < sizeof(h) ? "short header" : "long header",
-             origin);
-        return;
-    }
-    memcpy(&h, header, sizeof(h));
-    if (h.version != COLL_WIRE_VERSION) {
-        drop(cc, "unknown version", origin);
-        return;
-    }
-    if ((h.type != COLL_MSG_DATA && h.type != COLL_MSG_ABORT) ||
-        (h.flags & ~COLL_FLAG_CREATE) != 0 || h.kind > COLL_KIND_CREATE ||
-        ((h.flags & COLL_FLAG_CREATE) != 0) != (h.kind == COLL_KIND_CREATE) ||
-        h.connid != h.seq % PAMI_CONNID_BUFFER ||
-        (h.type == COLL_MSG_ABORT && data_size != 0) ||
-        h.offset > h.total || data_size > h.total - h.offset) {
-        drop(cc, "bad type, flags, kind or connid", origin);
+    const char *why = coll_hdr_decode(header, header_size, data_size, &h);
+    if (why != NULL) {
+        drop(cc, why, origin);
         return;
     }
     pami_task_t task;

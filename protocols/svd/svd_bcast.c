@@ -504,24 +504,10 @@ void svd_on_notify(pami_context_t ctx, void *cookie, const void *hdr,
     (void)ctx;
     svd_state_t     *st = cookie;
     svd_notify_hdr_t h;
-    if (!svd_check_hdr(st, SVD_PKT_NOTIFY, hdr, hlen, sizeof(h), origin))
-        return;
-    memcpy(&h, hdr, sizeof(h));
-    bool inl = h.htype == PAMI_SVD_HEADER_INLINE;
-    if ((!inl && h.htype != PAMI_SVD_HEADER_GET) ||
-        h.sched < PAMI_SVD_SCHEDULE_DIRECT ||
-        h.sched > PAMI_SVD_SCHEDULE_PIPELINE || h.fanout == 0 ||
-        h.owner >= st->size || h.owner == st->me) {
-        svd_drop(st, SVD_STAT_drop_bad, origin,
-                 "NOTIFY with an unknown header type, schedule or owner");
-        return;
-    }
-    if (h.ntasks == 0 || h.ntasks >= st->size || h.rec_len < SVD_REC_HDR ||
-        h.rec_len > st->cfg.max_record || h.ready > h.rec_len ||
-        (h.sched == PAMI_SVD_SCHEDULE_PIPELINE && h.chunk < 1024) ||
-        dlen != h.ntasks * sizeof(uint32_t) + (inl ? h.rec_len : 0)) {
-        svd_drop(st, SVD_STAT_drop_size, origin,
-                 "NOTIFY with sizes out of range");
+    int rc = svd_notify_decode(hdr, hlen, dlen, (uint32_t)st->size,
+                               (uint32_t)st->me, st->cfg.max_record, &h);
+    if (rc != SVD_DEC_OK) {
+        svd_drop_wire(st, rc, origin);
         return;
     }
     if (find(st, h.owner, h.key, h.entry_version) != NULL) {

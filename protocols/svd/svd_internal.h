@@ -225,6 +225,8 @@ struct svd_state {
     bool                closed;    /* fini ran; free when inflight is 0 */
 };
 
+/* Counts and logs a packet a wire.h decoder refused (rc: SVD_DEC_*). */
+void svd_drop_wire(svd_state_t *st, int rc, pami_endpoint_t origin);
 /* svd_proto.c */
 extern const pami_protocol_ops_t svd_ops;
 svd_state_t *svd_state(pami_context_t context);
