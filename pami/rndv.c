@@ -143,7 +143,8 @@ void pami_rndv_recv(struct pami_context *ctx, uint32_t peer,
     bool cma = (rts.flags & RNDV_FLAG_CMA) != 0;
     if (rts.version != RNDV_VERSION || (rts.flags & ~RNDV_FLAG_CMA) != 0 ||
         (cma ? !ctx->client->tasks[pami_ep_task(origin)].local
-             : (pami_mr_decode(&rts.mr, &v) != 0 || v.bytes != rts.bytes ||
+             : (pami_mr_decode(ctx, &rts.mr, &v) != 0 ||
+                v.bytes != rts.bytes ||
                 v.owner_task != pami_ep_task(origin) || v.base != rts.base))) {
         ctx->stats.dropped_malformed++;
         pami_warn("rndv", "dropped a malformed rendezvous request (version "
@@ -255,7 +256,11 @@ void pami_rndv_start_get(struct pami_context *ctx, pami_peer_t *peer,
         return;
     }
     pami_mr_view_t v;
-    pami_mr_decode((const pami_memregion_t *)req->hdr, &v);
+    /* Verified when the request came; checked again rather than kept. */
+    if (pami_mr_decode(ctx, (const pami_memregion_t *)req->hdr, &v) != 0) {
+        pami_request_done(req, PAMI_INVAL);
+        return;
+    }
     /* UCX aborts the process when it reads (CMA) from a task that is gone:
      * look first. */
     if (c->config.peer_errors && !pami_task_alive(c, v.owner_task)) {
