@@ -107,6 +107,7 @@ static void client_free(pami_client_impl_t *c)
         c->tp->fini(c->tp_ctx);
     if (c->bs_state != NULL)
         c->bs->fini(c->bs_state);
+    pami_tasks_release(c);
     free(c->local_tasks);
     free(c->task_node);
     free(c->tasks);
