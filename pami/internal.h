@@ -256,6 +256,9 @@ typedef struct pami_client {
         pid_t    pid;
         uint64_t probe;   /* address of a byte to read in it */
     }                    *tasks;
+    /* Per task, the 16-byte secret that seals its memory regions
+     * (secrets[task * 16]), exchanged with the task cards. */
+    uint8_t              *secrets;
 
     const tp_ops_t       *tp;
     tp_context_t         *tp_ctx;
@@ -287,6 +290,8 @@ typedef struct pami_client {
 
 /* ---- tasks (tasks.c) ---- */
 pami_result_t pami_tasks_exchange(pami_client_impl_t *client);
+/* Frees what the exchange made; safe on a client that never made it. */
+void pami_tasks_release(pami_client_impl_t *client);
 /* False only when the task is on this node and its process is gone. */
 bool pami_task_alive(pami_client_impl_t *client, uint32_t task);
 
@@ -411,7 +416,25 @@ void pami_rndv_start_get(struct pami_context *ctx, pami_peer_t *peer,
                          pami_request_t *req);
 
 /* ---- memory regions (memregion.c) ---- */
-pami_result_t pami_mr_decode(const pami_memregion_t *mr, pami_mr_view_t *v);
+typedef enum {
+    PAMI_MR_OK = 0,
+    PAMI_MR_BAD_FORM,   /* size, magic, version, reserved or key length */
+    PAMI_MR_BAD_OWNER,  /* owner task outside the job */
+    PAMI_MR_BAD_SEAL    /* the owner did not make these bytes */
+} pami_mr_verdict_t;
+/* Pure: decodes len bytes of a region's wire form and verifies its seal
+ * with secrets[owner_task * 16 .. +16) of ntasks; v is written on OK
+ * only (its rkey points into buf). */
+pami_mr_verdict_t pami_mr_wire_decode(const void *buf, size_t len,
+                                      const uint8_t *secrets, size_t ntasks,
+                                      pami_mr_view_t *v);
+/* The same with the client's secrets; a refusal is logged and counted
+ * (stats.bad_regions). */
+pami_result_t pami_mr_decode(struct pami_context *ctx,
+                             const pami_memregion_t *mr, pami_mr_view_t *v);
+/* Clients whose secrets pami_memregion_query checks copies against. */
+void pami_mr_job_add(pami_client_impl_t *c);
+void pami_mr_job_remove(pami_client_impl_t *c);
 /* Registers addr and writes its wire form with region id `id` into mr. */
 pami_result_t pami_mr_pack(struct pami_context *ctx, void *addr, size_t bytes,
                            uint32_t id, pami_region_t *r,

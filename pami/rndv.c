@@ -119,8 +119,9 @@ void pami_rndv_recv(struct pami_context *ctx, uint32_t peer,
                     const uint8_t *rest, size_t rest_len)
 {
     pami_rndv_rts_t rts;
-    pami_wire_check_t why = pami_rndv_rts_decode(rest, rest_len,
-                                                 pami_ep_task(origin), &rts);
+    pami_wire_check_t why = pami_rndv_rts_decode(
+        rest, rest_len, pami_ep_task(origin), ctx->client->secrets,
+        ctx->client->size, &rts);
     if (why == PAMI_WIRE_SHORT) {
         ctx->stats.dropped_malformed++;
         pami_warn("rndv", "dropped a %zu-byte rendezvous request", rest_len);
@@ -128,6 +129,11 @@ void pami_rndv_recv(struct pami_context *ctx, uint32_t peer,
         return;
     }
     bool cma = (rts.flags & RNDV_FLAG_CMA) != 0;
+    if (why == PAMI_WIRE_BAD_REGION) {
+        ctx->stats.bad_regions++;
+        pami_warn("rma", "refused a memory region that fails its owner's "
+                         "seal (forged, corrupted, or of another job)");
+    }
     if (why != PAMI_WIRE_OK ||
         (cma && !ctx->client->tasks[pami_ep_task(origin)].local)) {
         ctx->stats.dropped_malformed++;
@@ -240,7 +246,11 @@ void pami_rndv_start_get(struct pami_context *ctx, pami_peer_t *peer,
         return;
     }
     pami_mr_view_t v;
-    pami_mr_decode((const pami_memregion_t *)req->hdr, &v);
+    /* Verified when the request came; checked again rather than kept. */
+    if (pami_mr_decode(ctx, (const pami_memregion_t *)req->hdr, &v) != 0) {
+        pami_request_done(req, PAMI_INVAL);
+        return;
+    }
     /* UCX aborts the process when it reads (CMA) from a task that is gone:
      * look first. */
     if (c->config.peer_errors && !pami_task_alive(c, v.owner_task)) {

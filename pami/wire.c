@@ -81,6 +81,7 @@ pami_wire_check_t pami_barrier_msg_decode(const void *buf, size_t len,
 
 pami_wire_check_t pami_rndv_rts_decode(const void *buf, size_t len,
                                        uint32_t origin_task,
+                                       const uint8_t *secrets, size_t ntasks,
                                        pami_rndv_rts_t *out)
 {
     if (len < sizeof(*out))
@@ -93,8 +94,10 @@ pami_wire_check_t pami_rndv_rts_decode(const void *buf, size_t len,
     if (out->flags & RNDV_FLAG_CMA)
         return PAMI_WIRE_OK;
     pami_mr_view_t v;
-    if (pami_mr_decode(&out->mr, &v) != PAMI_SUCCESS ||
-        v.bytes != out->bytes || v.owner_task != origin_task ||
+    if (pami_mr_wire_decode(&out->mr, sizeof(out->mr), secrets, ntasks, &v) !=
+        PAMI_MR_OK)
+        return PAMI_WIRE_BAD_REGION;
+    if (v.bytes != out->bytes || v.owner_task != origin_task ||
         v.base != out->base)
         return PAMI_WIRE_BAD_FIELD;
     return PAMI_WIRE_OK;

@@ -21,7 +21,8 @@ typedef enum {
     PAMI_WIRE_SHORT,      /* shorter than its fixed part */
     PAMI_WIRE_BAD_LENGTH, /* not exactly the size of its type */
     PAMI_WIRE_BAD_FIELD,  /* a field out of range */
-    PAMI_WIRE_BAD_VERSION
+    PAMI_WIRE_BAD_VERSION,
+    PAMI_WIRE_BAD_REGION  /* a memregion that does not verify (its seal) */
 } pami_wire_check_t;
 
 /* Wire header in front of every pami active message. */
@@ -96,11 +97,13 @@ typedef struct {
 } pami_rndv_rts_t;
 
 /* The fixed part of an RTS (the user's header follows it) and its form:
- * version, flags, and without CMA a memregion that is well formed, owned
- * by origin_task and describes exactly base and bytes. Whether CMA is
+ * version, flags, and without CMA a memregion that verifies under the
+ * job's secrets (16 bytes per task of ntasks: memregion.c), owned by
+ * origin_task and describing exactly base and bytes. Whether CMA is
  * allowed (same node) is the caller's check. */
 pami_wire_check_t pami_rndv_rts_decode(const void *buf, size_t len,
                                        uint32_t origin_task,
+                                       const uint8_t *secrets, size_t ntasks,
                                        pami_rndv_rts_t *out);
 
 #endif
