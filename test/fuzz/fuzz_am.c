@@ -4,11 +4,12 @@
  * the ack, the core barrier message and the rendezvous request.
  *
  * Input: u8 job size, u8 contexts per task, u16 UCX header length, u8
- * "came by UCX rendezvous", then the bytes UCX delivered: the header
- * (that many bytes), the rest as payload.
+ * flags (bit 0: came by UCX rendezvous; bit 1: seal a request's region
+ * right), then the bytes UCX delivered: the header (that many bytes),
+ * the rest as payload.
  */
 #include "fuzz_util.h"
-#include "internal.h"
+#include "fuzz_mr.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -24,7 +25,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size)
     uint32_t ntasks   = fz_u8(&f) + 1u;
     uint32_t nctx     = fz_u8(&f) % 4 + 1u;
     size_t   hdr_want = fz_u16(&f);
-    int      desc     = fz_u8(&f) == 0xff;
+    unsigned flags    = fz_u8(&f);
+    int      desc     = flags & 1;
     size_t   hdr_len, data_len;
     uint8_t *hdr  = fz_bytes(&f, hdr_want, &hdr_len);
     uint8_t *data = fz_bytes(&f, f.left, &data_len);
@@ -58,9 +60,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size)
         }
         case PAMI_DISPATCH_RNDV: {
             pami_rndv_rts_t rts;
+            if ((flags & 2) && m.uhdr_len >= sizeof(rts))
+                fz_reseal((uint8_t *)m.uhdr + offsetof(pami_rndv_rts_t, mr),
+                          PAMI_MEMREGION_SIZE);
             if (m.ack && pami_rndv_rts_decode(m.uhdr, m.uhdr_len,
-                                              m.h.origin_task, &rts) ==
-                             PAMI_WIRE_OK)
+                                              m.h.origin_task, fz_secrets(),
+                                              ntasks, &rts) == PAMI_WIRE_OK)
                 fz_touch(m.uhdr + sizeof(rts), m.uhdr_len - sizeof(rts));
             break;
         }

@@ -1,13 +1,15 @@
 /*
- * libFuzzer target: a pami_memregion_t that came from anywhere (a peer's
- * header, a program's forged handle): pami_mr_decode and
- * pami_memregion_query, which every RMA call and every packet carrying a
- * region goes through before anything is used.
+ * libFuzzer target: the wire form of a memory region that came from
+ * anywhere (a peer's header, a program's forged handle):
+ * pami_mr_wire_decode, which every RMA call and every packet carrying a
+ * region goes through before anything in it is used, and
+ * pami_memregion_query.
  *
- * Input: the handle's bytes (shorter inputs are zero-padded).
+ * Input: u8 flags (bit 0: put the right seal on it first), u8 job size,
+ * then the region's bytes (any length; the wire form is 256).
  */
 #include "fuzz_util.h"
-#include "internal.h"
+#include "fuzz_mr.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -19,22 +21,30 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size)
 {
-    pami_memregion_t *mr = calloc(1, sizeof(*mr));
-    if (mr == NULL)
-        abort();
-    memcpy(mr, in, size < sizeof(*mr) ? size : sizeof(*mr));
+    fz_t     f      = {in, size};
+    unsigned flags  = fz_u8(&f);
+    size_t   ntasks = fz_u8(&f) + 1u;
+    size_t   len;
+    uint8_t *mr = fz_bytes(&f, f.left, &len);
+    if (flags & 1)
+        fz_reseal(mr, len);
+
     pami_mr_view_t v;
-    if (pami_mr_decode(mr, &v) == PAMI_SUCCESS) {
+    if (pami_mr_wire_decode(mr, len, fz_secrets(), ntasks, &v) ==
+        PAMI_MR_OK) {
         /* The key the view points at lies inside the handle. */
-        const uint8_t *lo = (const uint8_t *)mr;
-        if (v.rkey < lo || v.rkey >= lo + sizeof(*mr))
+        if (len != sizeof(pami_memregion_t) || v.owner_task >= ntasks ||
+            v.rkey < mr || v.rkey >= mr + len)
             abort();
-        fz_touch(v.rkey, (size_t)(lo + sizeof(*mr) - v.rkey));
+        fz_touch(v.rkey, (size_t)(mr + len - v.rkey));
     }
-    void           *base;
-    size_t          bytes;
-    pami_endpoint_t owner;
-    (void)pami_memregion_query(mr, &base, &bytes, &owner);
+    if (len == sizeof(pami_memregion_t)) {
+        void           *base;
+        size_t          bytes;
+        pami_endpoint_t owner;
+        (void)pami_memregion_query((const pami_memregion_t *)mr, &base,
+                                   &bytes, &owner);
+    }
     free(mr);
     return 0;
 }

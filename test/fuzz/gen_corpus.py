@@ -22,10 +22,12 @@ def u32(v): return struct.pack("<I", v)
 def u64(v): return struct.pack("<Q", v)
 
 
+# Regions: version 2, sealed (docs/protocols/rma.md). The seal is left 0:
+# the targets put the right one on when their input's flag says so.
 def memregion(owner=1, ctx=0, base=0x10000, nbytes=4096, rkey_len=16,
-              magic=0x524d4150, version=1, rid=0, gen=1):
-    head = struct.pack("<IHHIHHIIQQ", magic, version, rkey_len, owner, ctx,
-                       0, rid, gen, base, nbytes)
+              magic=0x524d4150, version=2, rid=0, gen=1, reserved=0):
+    head = struct.pack("<IHHIHHIIQQQ", magic, version, rkey_len, owner, ctx,
+                       reserved, rid, gen, base, nbytes, 0)
     key = bytes((i * 7 + 3) & 0xff for i in range(rkey_len))
     return (head + key).ljust(MR_SIZE, b"\0")[:MR_SIZE]
 
@@ -44,9 +46,9 @@ def rts(dispatch=5, nbytes=4096, flags=0, base=0x10000, owner=1, mr=None):
     return struct.pack("<IIQIIQ", 1, dispatch, nbytes, flags, 0, base) + mr
 
 
-def am_input(hdr, data=b"", ntasks=4, nctx=1, desc=False):
+def am_input(hdr, data=b"", ntasks=4, nctx=1, desc=False, seal=True):
     return (u8(ntasks - 1) + u8(nctx - 1) + u16(len(hdr)) +
-            u8(0xff if desc else 0) + hdr + data)
+            u8((1 if desc else 0) | (2 if seal else 0)) + hdr + data)
 
 
 def am_seeds():
@@ -74,24 +76,39 @@ def am_seeds():
     yield "ucx-rndv", am_input(am_hdr(1, 5), b"x" * 64, desc=True)
 
 
+def rndv_input(origin, body, seal=True, ntasks=4):
+    return u8(1 if seal else 0) + u8(ntasks - 1) + u32(origin) + body
+
+
 def rndv_seeds():
-    yield "mr", u32(1) + rts(owner=1) + b"user header"
-    yield "cma", u32(1) + rts(flags=1, mr=bytes(MR_SIZE))
-    yield "wrong-owner", u32(2) + rts(owner=1)
-    yield "bad-version", u32(1) + struct.pack("<I", 2) + rts()[4:]
-    yield "unknown-flag", u32(1) + rts(flags=2)
-    yield "bytes-differ", u32(1) + rts(mr=memregion(nbytes=1))
-    yield "short", u32(1) + rts()[:100]
+    yield "mr", rndv_input(1, rts(owner=1) + b"user header")
+    yield "mr-unsealed", rndv_input(1, rts(owner=1), seal=False)
+    yield "cma", rndv_input(1, rts(flags=1, mr=bytes(MR_SIZE)))
+    yield "wrong-owner", rndv_input(2, rts(owner=1))
+    yield "owner-outside", rndv_input(9, rts(owner=9))
+    yield "bad-version", rndv_input(1, struct.pack("<I", 2) + rts()[4:])
+    yield "unknown-flag", rndv_input(1, rts(flags=2))
+    yield "bytes-differ", rndv_input(1, rts(mr=memregion(nbytes=1)))
+    yield "short", rndv_input(1, rts()[:100])
+
+
+def mr_input(mr, seal=True, ntasks=4):
+    return u8(1 if seal else 0) + u8(ntasks - 1) + mr
 
 
 def memregion_seeds():
-    yield "valid", memregion()
-    yield "rkey-max", memregion(rkey_len=MR_SIZE - 40)
-    yield "rkey-over", memregion(rkey_len=MR_SIZE - 39)
-    yield "rkey-zero", memregion(rkey_len=0)
-    yield "bad-magic", memregion(magic=0x12345678)
-    yield "one-shot", memregion(rid=0xffffffff)
-    yield "zeros", bytes(MR_SIZE)
+    yield "valid", mr_input(memregion())
+    yield "unsealed", mr_input(memregion(), seal=False)
+    yield "rkey-max", mr_input(memregion(rkey_len=MR_SIZE - 48))
+    yield "rkey-over", mr_input(memregion(rkey_len=MR_SIZE - 47))
+    yield "rkey-zero", mr_input(memregion(rkey_len=0))
+    yield "bad-magic", mr_input(memregion(magic=0x12345678))
+    yield "version-1", mr_input(memregion(version=1))
+    yield "reserved", mr_input(memregion(reserved=1))
+    yield "owner-outside", mr_input(memregion(owner=4))
+    yield "one-shot", mr_input(memregion(rid=0xffffffff))
+    yield "short", mr_input(memregion()[:255])
+    yield "zeros", mr_input(bytes(MR_SIZE))
 
 
 # ---- barrier packets ----
