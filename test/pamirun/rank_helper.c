@@ -227,6 +227,8 @@ static int mode_env(void)
     printf("rank=%s\n", getenv(PAMIRUN_ENV_RANK));
     printf("size=%s\n", getenv(PAMIRUN_ENV_SIZE));
     printf("jobid=%s\n", getenv(PAMIRUN_ENV_JOBID));
+    const char *tagged = getenv(PAMIRUN_ENV_TAGGED);
+    printf("tagged=%s\n", tagged != NULL ? tagged : "unset");
     printf("stdin=%s\n", read(STDIN_FILENO, &c, 1) == 0 ? "eof" : "data");
     return 0;
 }

@@ -1,11 +1,12 @@
 /*
  * pamirun: starts N ranks of a program on this machine, serves the local
- * bootstrap to them, forwards their output with a rank prefix, and turns
+ * bootstrap to them, forwards their output line by line (with a rank
+ * prefix under --tag-output), and turns
  * the first failure into the job's exit code. Everything runs from one
  * libev loop in one thread; nothing polls.
  *
  * Files: main.c (arguments, setup, exit), spawn.c (children, kills,
- * timeouts, signals), output.c (prefixed forwarding), server.c (bootstrap
+ * timeouts, signals), output.c (line forwarding), server.c (bootstrap
  * server), workdir.c (private directory, job id, cleanup).
  */
 #ifndef PAMI_TOOLS_PAMIRUN_H
@@ -36,6 +37,7 @@ typedef struct {
     int      fd;            /* read end; -1 once closed */
     int      out_fd;        /* where lines go: 1 or 2 */
     uint32_t rank;
+    int      tag;           /* "[rank] " before each line */
     int      at_line_start; /* the next byte starts a new line */
     int      broken;        /* out_fd refused a write: nobody reads it */
     size_t   used;
@@ -54,6 +56,7 @@ struct pamirun_job {
     struct ev_loop   *loop;
     uint32_t          size;
     double            timeout;  /* seconds; 0 for none */
+    int               tag_output; /* --tag-output: "[rank] " on each line */
     char *const      *argv;     /* program and its arguments */
     char              job_id[64];
     char              dir[PATH_MAX];
