@@ -32,7 +32,8 @@
  *   PAMI_ASYNC_PROGRESS=1 pamirun -n N mp_async_flood [count [rounds]]
  *   mpirun -np N mp_async_flood --param [count [rounds]]
  *
- * The suite runs 2 and 8 tasks with count 3000 and 24 rounds; the larger
+ * The suite runs 2 tasks with count 3000 and 8 with 1500, 24 rounds
+ * each (8 tasks: about 12 s under ASan); the larger
  * manual setting of the original report (8 tasks on 2 cores, 140 280
  * messages per task):
  *
