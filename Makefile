@@ -4,7 +4,7 @@ MESON_FLAGS ?=
 
 DEB_PACKAGES = gcc pkg-config meson ninja-build libucx-dev ucx-utils \
                libev-dev libpmix-dev openmpi-bin libopenmpi-dev \
-               libcmocka-dev libjson-c-dev
+               libcmocka-dev libjson-c-dev python3-matplotlib
 
 .PHONY: all deps build demo test clean
 

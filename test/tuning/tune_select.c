@@ -11,6 +11,8 @@
  *   tune_select bad       a file of garbage: one warning, built-in rules
  *   tune_select forced    PAMI_COLL_ALLREDUCE_ALGORITHM (set by meson)
  *                         wins over the profile
+ *   tune_select run       the PAMI_COLL_PROFILE of the environment: AUTO
+ *                         allreduces of many sizes, checked
  */
 #include "../collectives/coll_util.h"
 
@@ -220,6 +222,15 @@ static void bad(void)
     run_allreduce(&w, 100000);
 }
 
+static void run(void)
+{
+    ct_geom_t w;
+    ct_world(&job, &w);
+    for (size_t c = 1; c <= 65536; c *= 4)
+        run_allreduce(&w, c);
+    MP_CHECK(pami_geometry_barrier(job.ctx[0], w.g));
+}
+
 static void forced(void)
 {
     ct_geom_t w;
@@ -235,7 +246,9 @@ static void forced(void)
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
-    if (strcmp(mode, "differ") == 0 && env_rank() == 0)
+    if (strcmp(mode, "run") == 0)
+        path[0] = '\0';
+    else if (strcmp(mode, "differ") == 0 && env_rank() == 0)
         write_profile("allreduce_ring", "allreduce_reduce_broadcast", false);
     else if (strcmp(mode, "bad") == 0)
         write_profile("", "", true);
@@ -251,10 +264,13 @@ int main(int argc, char **argv)
         bad();
     else if (strcmp(mode, "forced") == 0)
         forced();
+    else if (strcmp(mode, "run") == 0)
+        run();
     else
-        mp_fail("usage: tune_select slow | differ | bad | forced");
+        mp_fail("usage: tune_select slow | differ | bad | forced | run");
     mp_sync(&job);
-    unlink(path);
+    if (path[0] != '\0')
+        unlink(path);
     mp_finish(&job);
     return 0;
 }
