@@ -46,6 +46,11 @@ typedef struct __attribute__((packed)) {
 
 #define COLL_KIND_CREATE PAMI_XFER_COUNT
 
+/* The checks of a received header that need no state (coll_protocol.c):
+ * NULL, or why it is dropped. */
+const char *coll_hdr_decode(const void *header, size_t header_size,
+                            size_t data_size, coll_hdr_t *h);
+
 /* ---- schedules ---- */
 
 enum {
@@ -188,7 +193,7 @@ typedef struct coll_ctx {
     pami_client_t    client;
     pami_context_t   ctx;
     size_t           offset;
-    size_t           dispatch;
+    pami_protocol_env_t env; /* from init: pami_protocol_send* on id 0 */
     pami_task_t      me;
     size_t           ntasks;
     const pami_task_t *local_tasks; /* of this node, sorted; the client's */

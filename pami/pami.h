@@ -265,6 +265,9 @@ typedef struct {
     uint64_t peer_failures;     /* endpoints that reported a dead peer */
     uint64_t posted;            /* work items run */
     uint64_t sleeps;            /* times pami_context_wait slept */
+    uint64_t bad_regions;       /* memregions refused: forged, corrupted,
+                                   of another job (from the program or
+                                   the wire) */
 } pami_context_stats_t;
 
 pami_result_t pami_context_stats(pami_context_t context,
