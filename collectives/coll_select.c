@@ -419,13 +419,13 @@ static size_t cs_stats(void *state, pami_protocol_stat_t *out, size_t max)
 }
 
 static const pami_config_var_t cs_config[] = {
-    {"PAMI_COLL_PROFILE", "",
+    {"PAMI_COLL_PROFILE", "(none)",
      "profile file(s) of pami-tune, colon-separated (later ones override "
      "earlier ones); AUTO selects from it per geometry (docs/tuning.md)"},
     {"PAMI_COLL_LOG", "0",
      "1: log AUTO's first decision per geometry, collective and power of "
      "two of the size, with why"},
-    {"PAMI_COLL_<COLLECTIVE>_ALGORITHM", "",
+    {"PAMI_COLL_<COLLECTIVE>_ALGORITHM", "(none)",
      "forces AUTO calls of the collective (e.g. PAMI_COLL_ALLREDUCE_"
      "ALGORITHM=allreduce_ring) where the algorithm can run them"},
 };
