@@ -42,6 +42,9 @@
 /* Period of the monitors' liveness checks: bounds how long a dead task can
  * go unnoticed when its socket gives no sign. */
 #define PAMI_KEEPALIVE_MS 500
+/* How often a context that waits idle looks at the tasks of its node. */
+#define PAMI_WATCH_MS 100
+#define PAMI_DEPART_GRACE_MS 200
 /* UCX's shared-memory and TCP transports carry 8 KiB in one fragment; an
  * immediate send must fit one, with pami's and UCX's headers. */
 #define PAMI_IMMEDIATE_LIMIT 4096
@@ -216,9 +219,21 @@ struct pami_context {
     evloop_t             *loop;
     evloop_io_t          *loop_io;
     int                   event_fd;
+    /* Progress thread (progress.c): its watcher of event_fd, whether it
+     * watches now, and set while it finds the context held by the
+     * program, so that the holder's unlock wakes it. */
+    evloop_io_t          *progress_io;
+    bool                  progress_watching;
+    atomic_int            progress_skipped;
 
     int                   closing;    /* endpoint closes in progress */
     bool                  closing_down; /* in destroy */
+    /* Destroy's stage (shutdown.c): in the first barrier no task can have
+     * left normally yet, so a death there fails at once; later, a task
+     * found gone may have finished its barriers and left, and it counts as
+     * failed only if the barrier is still stuck PAMI_DEPART_GRACE_MS on. */
+    uint8_t               shutdown_stage;
+    uint64_t              depart_deadline_ns; /* 0: no departure pending */
     bool                  eps_closed;   /* no new endpoints from now on */
     bool                  peers_failed_pending; /* failed eps to close */
 
@@ -341,6 +356,9 @@ void pami_peers_close(struct pami_context *ctx, bool force);
 void pami_peers_close_failed(struct pami_context *ctx);
 /* Declares task dead on ctx: fails what waits on it, refuses new sends. */
 void pami_task_failed(struct pami_context *ctx, uint32_t task, int status);
+/* From pami_idle (nothing moved): looks at the tasks of this node at most
+ * every PAMI_WATCH_MS, and ends a departure's grace. */
+void pami_tasks_watch(struct pami_context *ctx);
 /* Connects one watching endpoint per task on another node
  * (PAMI_PEER_ERRORS); returns how many. */
 size_t pami_monitors_start(struct pami_context *ctx);
@@ -453,6 +471,10 @@ extern __thread struct pami_context *pami_tls_progressing
 unsigned pami_progress_once(struct pami_context *ctx);
 pami_result_t pami_progress_thread_start(pami_client_impl_t *client);
 void pami_progress_thread_stop(pami_client_impl_t *client);
+/* Releases ctx->lock taken by a thread other than the progress thread and
+ * wakes that thread when what was done under the lock needs progress.
+ * Returns pthread_mutex_unlock's result. */
+int pami_context_release(struct pami_context *ctx);
 
 /* ---- shutdown (shutdown.c) ---- */
 pami_result_t pami_shutdown(struct pami_context **ctxs, size_t n,
