@@ -281,6 +281,46 @@ scenario_fd_limit() {
     expect_clean
 }
 
+# A process outside the job floods the bootstrap socket (holding up to
+# thousands of connections, some saying garbage) while the ranks keep
+# making new sessions: pamirun, with only 128 descriptors, must keep
+# serving them, shed the rest, and log only a few lines.
+scenario_flood() {
+    local flooder=$1 pid fpid sock i n made
+    (ulimit -S -n 128 && exec "$PAMIRUN" -n 4 --timeout 40 "$HELPER" churn 3) \
+        >"$work/out" 2>"$work/err" </dev/null &
+    pid=$!
+    sock=
+    for ((i = 0; i < 400; i++)); do
+        sock=$(ls "$TMPDIR"/pamirun-*/bootstrap.sock 2>/dev/null | head -n 1)
+        [ -n "$sock" ] && break
+        sleep 0.05
+    done
+    [ -n "$sock" ] || fail "no bootstrap socket"
+    "$flooder" "$sock" 5 "$PIDDIR/go" >"$work/flood" 2>&1 &
+    fpid=$!
+    wait "$pid"
+    rc=$?
+    wait "$fpid" # it stops once the socket is gone
+    cat "$work/flood" >>"$work/out"
+    expect_rc 0
+    # Served, not merely alive: without shedding, a flood leaves the
+    # ranks a handful of sessions in 3 s; here they get hundreds.
+    for i in 0 1 2 3; do
+        n=$(sed -n "s/^rank $i churn ok: \([0-9]*\) sessions$/\1/p" "$work/out")
+        [ -n "$n" ] || fail "rank $i did not finish its sessions"
+        [ "$n" -ge 30 ] || fail "rank $i made only $n sessions in 3 s"
+    done
+    made=$(sed -n 's/^flood: \([0-9]*\) connections made.*/\1/p' "$work/flood")
+    [ -n "$made" ] && [ "$made" -ge 1000 ] ||
+        fail "the flood made only '${made}' connections"
+    # The first refusal, then one line per 10 s at most, and a total.
+    i=$(grep -c 'pamirun: bootstrap socket' "$work/err")
+    [ "$i" -ge 1 ] && [ "$i" -le 3 ] || fail "$i lines about refusals"
+    [ "$(wc -l <"$work/err")" -le 4 ] || fail "too many lines on stderr"
+    expect_clean
+}
+
 # usage_case WHAT ARGS...: pamirun refuses with exit 2 and says WHAT.
 usage_case() {
     local what=$1

@@ -141,13 +141,14 @@ static int parse_args(int argc, char **argv, pamirun_job_t *job)
     return 0;
 }
 
-/* Each rank costs pamirun three descriptors (two pipes and a socket).
+/* Each rank costs pamirun three descriptors (two pipes and a socket),
+ * plus the connections it lets strangers hold and a spare (admit.c).
  * Raised only as far as needed, and the ranks get the original limit
  * back; refusing up front beats starting half a job. */
 static int raise_fd_limit(pamirun_job_t *job)
 {
     struct rlimit rl;
-    rlim_t        need = (rlim_t)job->size * 3 + 32;
+    rlim_t        need = (rlim_t)job->size * 3 + 32 + PAMIRUN_STRANGERS_MAX + 1;
 
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= need)
         return 0;
