@@ -87,7 +87,7 @@ pami_result_t pami_barrier(struct pami_context **ctxs, size_t n,
             }
             events += pami_progress_once(ctxs[i]);
             if (async)
-                pthread_mutex_unlock(&ctxs[i]->lock);
+                pami_context_release(ctxs[i]);
         }
         if (left == 0)
             break;

@@ -224,6 +224,12 @@ struct pami_context {
     evloop_t             *loop;
     evloop_io_t          *loop_io;
     int                   event_fd;
+    /* Progress thread (progress.c): its watcher of event_fd, whether it
+     * watches now, and set while it finds the context held by the
+     * program, so that the holder's unlock wakes it. */
+    evloop_io_t          *progress_io;
+    bool                  progress_watching;
+    atomic_int            progress_skipped;
 
     int                   closing;    /* endpoint closes in progress */
     bool                  closing_down; /* in destroy */
@@ -512,6 +518,10 @@ extern __thread struct pami_context *pami_tls_progressing
 unsigned pami_progress_once(struct pami_context *ctx);
 pami_result_t pami_progress_thread_start(pami_client_impl_t *client);
 void pami_progress_thread_stop(pami_client_impl_t *client);
+/* Releases ctx->lock taken by a thread other than the progress thread and
+ * wakes that thread when what was done under the lock needs progress.
+ * Returns pthread_mutex_unlock's result. */
+int pami_context_release(struct pami_context *ctx);
 
 /* ---- shutdown (shutdown.c) ---- */
 pami_result_t pami_shutdown(struct pami_context **ctxs, size_t n,
