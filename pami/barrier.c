@@ -114,6 +114,8 @@ pami_result_t pami_barrier(struct pami_context **ctxs, size_t n,
 void pami_idle(struct pami_context **ctxs, size_t n)
 {
     /* n == 0: the contexts are not ours to arm (progress thread). */
+    for (size_t i = 0; i < n; i++)
+        pami_tasks_watch(ctxs[i]);
     bool armed = n == 1 && ctxs[0]->tp->arm(ctxs[0]->worker) == 0;
     evloop_libev_ops.run_once(ctxs[0]->loop, armed ? 10 : 1);
 }

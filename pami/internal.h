@@ -43,6 +43,9 @@
 /* Period of the monitors' liveness checks: bounds how long a dead task can
  * go unnoticed when its socket gives no sign. */
 #define PAMI_KEEPALIVE_MS 500
+/* How often a context that waits idle looks at the tasks of its node. */
+#define PAMI_WATCH_MS 100
+#define PAMI_DEPART_GRACE_MS 200
 /* UCX's shared-memory and TCP transports carry 8 KiB in one fragment; an
  * immediate send must fit one, with pami's and UCX's headers. */
 #define PAMI_IMMEDIATE_LIMIT 4096
@@ -233,6 +236,12 @@ struct pami_context {
 
     int                   closing;    /* endpoint closes in progress */
     bool                  closing_down; /* in destroy */
+    /* Destroy's stage (shutdown.c): in the first barrier no task can have
+     * left normally yet, so a death there fails at once; later, a task
+     * found gone may have finished its barriers and left, and it counts as
+     * failed only if the barrier is still stuck PAMI_DEPART_GRACE_MS on. */
+    uint8_t               shutdown_stage;
+    uint64_t              depart_deadline_ns; /* 0: no departure pending */
     bool                  eps_closed;   /* no new endpoints from now on */
     bool                  peers_failed_pending; /* failed eps to close */
 
@@ -358,6 +367,9 @@ void pami_peers_close(struct pami_context *ctx, bool force);
 void pami_peers_close_failed(struct pami_context *ctx);
 /* Declares task dead on ctx: fails what waits on it, refuses new sends. */
 void pami_task_failed(struct pami_context *ctx, uint32_t task, int status);
+/* From pami_idle (nothing moved): looks at the tasks of this node at most
+ * every PAMI_WATCH_MS, and ends a departure's grace. */
+void pami_tasks_watch(struct pami_context *ctx);
 /* Connects one watching endpoint per task on another node
  * (PAMI_PEER_ERRORS); returns how many. */
 size_t pami_monitors_start(struct pami_context *ctx);

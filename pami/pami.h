@@ -348,7 +348,8 @@ pami_result_t pami_dispatch_fence(pami_client_t client);
 
 typedef struct {
     pami_endpoint_t dest;
-    size_t          dispatch;
+    size_t          dispatch; /* 0 .. dispatch_max-1; higher: PAMI_INVAL
+                                 (protocols: pami_protocol_send*) */
     const void     *header;
     size_t          header_len;
     const void     *data;
