@@ -22,7 +22,7 @@
 enum { ID_ADD = 0, ID_REPLY = 1, NUM_IDS };
 #define COUNTER_VERSION 1
 
-/* Wire form of both packets, sent as data of pami_send_immediate. */
+/* Wire form of both packets, sent as data of pami_protocol_send_immediate. */
 typedef struct {
     uint8_t  version;
     uint8_t  pad[7];
