@@ -34,7 +34,10 @@
     X(peer_timeout_ms, "PAMI_PEER_TIMEOUT", size, "10000",                   \
       "milliseconds a task of this node may stay stopped (SIGSTOP, job "    \
       "control; not a debugger's stop) before it counts as failed; 0: never" \
-      " (needs PAMI_PEER_ERRORS)")
+      " (needs PAMI_PEER_ERRORS)")                                           \
+    X(rma_owner, "PAMI_RMA_VIA_OWNER", bool, "0",                            \
+      "1 sends every put, get and rmw through its owner's checked path, "   \
+      "as over TCP, instead of CMA on this node or RDMA")
 
 typedef struct {
     int    log_level;
@@ -46,6 +49,7 @@ typedef struct {
     int    peer_errors;
     size_t shutdown_timeout_ms;
     size_t peer_timeout_ms;
+    int    rma_owner;
 } pami_config_t;
 
 /* Fills cfg from defaults and the environment. Returns 0, or -1 after
