@@ -31,9 +31,12 @@
     X(shutdown_timeout_ms, "PAMI_SHUTDOWN_TIMEOUT", size, "10000",           \
       "milliseconds createv waits for all tasks to connect, and destroy "   \
       "for peers and pending operations")                                   \
+    X(rma_owner, "PAMI_RMA_VIA_OWNER", bool, "0",                            \
+      "1 sends every put, get and rmw through its owner's checked path, "   \
+      "as over TCP, instead of CMA on this node or RDMA")                   \
     X(protocols, "PAMI_PROTOCOLS", list, "",                                 \
       "protocol plug-ins (shared objects) pami_client_create loads and "    \
-     "registers, in order, separated by ':'")
+      "registers, in order, separated by ':'")
 
 typedef struct {
     int    log_level;
@@ -44,6 +47,7 @@ typedef struct {
     size_t rndv_threshold;
     int    peer_errors;
     size_t shutdown_timeout_ms;
+    int    rma_owner;
     char   protocols[4096];
 } pami_config_t;
 
