@@ -400,6 +400,8 @@ pami_result_t coll_shm_quiesce(pami_context_t ctx); /* waits: queue empty */
 pami_result_t coll_shm_check(const pami_xfer_t *xfer);
 pami_result_t coll_shm_build(coll_req_t *req);
 bool coll_shm_auto(const pami_xfer_t *xfer); /* AUTO picks the shm one */
+/* PAMI_COLL_SHM_AUTO: AUTO may take them at all (a profile too). */
+bool coll_shm_auto_allowed(pami_context_t ctx);
 /* A call that failed its checks here: keeps the register aligned with
  * the members that run it (a round every member reads as a mismatch). */
 void coll_shm_poison(pami_context_t ctx, const pami_xfer_t *xfer);

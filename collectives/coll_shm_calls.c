@@ -231,6 +231,12 @@ bool coll_shm_auto(const pami_xfer_t *x)
     }
 }
 
+bool coll_shm_auto_allowed(pami_context_t ctx)
+{
+    cshm_t *s = cshm_of(ctx);
+    return s != NULL && s->auto_ok;
+}
+
 /* One step holding the whole collective; nothing at all for no data
  * (every member skips it alike). */
 pami_result_t coll_shm_build(coll_req_t *req)
