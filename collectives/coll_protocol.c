@@ -320,6 +320,7 @@ static size_t coll_stats(void *state, pami_protocol_stat_t *out, size_t max)
 }
 
 const pami_protocol_ops_t coll_protocol_ops = {
+    PAMI_PROTOCOL_OPS_HEADER,
     .name         = "collectives",
     .version      = COLL_WIRE_VERSION,
     .num_dispatch = 1,

@@ -443,6 +443,7 @@ static const pami_config_var_t cs_config[] = {
 };
 
 static const pami_protocol_ops_t coll_select_ops = {
+    PAMI_PROTOCOL_OPS_HEADER,
     .name         = "coll_select",
     .version      = 1,
     .num_dispatch = 0,
