@@ -144,6 +144,11 @@ static void every_algorithm(cf_env_t *e, const geo_t *g)
                     (int)kinds[k], g->gname, cf_rc_name(rc));
             return;
         }
+        if (na + nc == 0) {
+            CF_FAIL(e, "expected an algorithm of kind %d on %s, seen none",
+                    (int)kinds[k], g->gname);
+            return;
+        }
         pami_algorithm_t *al = calloc(na + nc + 1, sizeof(*al));
         pami_algorithm_metadata_t *md = calloc(na + nc + 1, sizeof(*md));
         rc = pami_geometry_algorithms_query(g->g, kinds[k], al, md, na,

@@ -752,8 +752,9 @@ static void post_threads(cf_env_t *e)
 static void unknown_id(cf_env_t *e)
 {
     pami_context_stats_t before, after;
-    CF_OK(e, pami_dispatch_fence(e->client));
+    /* Read before the fence: once a peer left it, its message may come. */
     CF_OK(e, pami_context_stats(e->ctx, &before));
+    CF_OK(e, pami_dispatch_fence(e->client));
     uint32_t v = 7;
     pami_send_immediate_t m = {.dest = cf_ep(e, (pami_task_t)((e->task + 1) %
                                                               e->size)),

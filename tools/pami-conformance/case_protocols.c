@@ -203,7 +203,7 @@ static void svd(cf_env_t *e)
     CF_CHECK(e, en.version == 2, "expected version 2 after the update, seen "
              "%llu", (unsigned long long)en.version);
     pami_svd_update_t nope = {.key = 77};
-    CF_RC(e, PAMI_INVAL, pami_svd_update(e->ctx, &nope));
+    CF_RC(e, PAMI_NOT_FOUND, pami_svd_update(e->ctx, &nope));
     CF_OK(e, pami_dispatch_fence(e->client));
 }
 

@@ -145,8 +145,8 @@ static void bounds(cf_env_t *e)
     pami_context_stats_t s0, s1;
     CF_OK(e, pami_context_stats(e->ctx, &s0));
     pami_memregion_t forged = all[to];
-    for (size_t i = 8; i < sizeof(forged.opaque) / sizeof(uint64_t); i++)
-        forged.opaque[i] ^= 0x5a5a5a5a5a5a5a5aull + i;
+    /* The first key bytes (offset 48, docs/protocols/rma.md) are sealed. */
+    forged.opaque[6] ^= 0x5a5a5a5a5a5a5a5aull;
     p.remote_mr = &forged;
     CF_RC(e, PAMI_INVAL, pami_put(e->ctx, &p));
     CF_OK(e, pami_context_stats(e->ctx, &s1));
@@ -263,6 +263,9 @@ static void atomics(cf_env_t *e)
         CF_OK(e, pami_rmw(e->ctx, &a));
     }
     cf_wait_count(e, &d.n, 2 * ATOM_ROUNDS, "rmw callbacks");
+    /* Atomics may need the target's progress: meet in a fence (which
+     * advances) before anything that does not. */
+    CF_OK(e, pami_dispatch_fence(e->client));
     CF_CHECK(e, d.bad == 0, "expected rmw PAMI_SUCCESS, seen %s",
              cf_rc_name(d.rc));
     for (size_t i = 1; i < ATOM_ROUNDS; i++)
@@ -278,6 +281,7 @@ static void atomics(cf_env_t *e)
                      .cookie = &c};
     CF_OK(e, pami_rmw(e->ctx, &cs));
     cf_wait_count(e, &c.n, 1, "the compare-swap");
+    CF_OK(e, pami_dispatch_fence(e->client));
     int won = old == 0;
     int wins[64] = {0};
     if (e->size <= 64 && cf_allgather(&won, wins, sizeof(int)) == 0) {

@@ -209,9 +209,15 @@ static void run_here(cf_channel_t *ch, const cf_run_args_t *a,
             gathered = g;
             int t = cf_channel_take(ch, a->run, c.step - 1, gathered,
                                     c.ex_len);
-            if (t < 0)
-                bad = 1;
-            else if (t > 0) {
+            if (t < 0) {
+                /* The ranks' case processes diverged (one is in another
+                 * exchange): fail this one, let the process report. */
+                cf_reply_hdr_t diverged = {2};
+                c.in_exchange = 0;
+                if (write_all(c.to_child, &diverged, sizeof(diverged)) != 0)
+                    c.eof = 1;
+                continue;
+            } else if (t > 0) {
                 c.in_exchange = 0;
                 cf_reply_hdr_t ok = {0};
                 if (write_all(c.to_child, &ok, sizeof(ok)) != 0 ||
