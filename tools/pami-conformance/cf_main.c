@@ -227,6 +227,15 @@ int main(int argc, char **argv)
         return 2;
     size_t size = cf_channel_size(ch);
     int lead = cf_channel_rank(ch) == 0;
+    /* One seed for the job: rank 0's (the clocks' seconds may differ). */
+    uint64_t *seeds = calloc(size, sizeof(*seeds));
+    if (seeds == NULL ||
+        cf_channel_put(ch, UINT32_MAX, 0, &seed, sizeof(seed)) != 0)
+        return 2;
+    while (cf_channel_take(ch, UINT32_MAX, 0, seeds, sizeof(seed)) == 0)
+        cf_channel_wait(ch, 50);
+    seed = seeds[0];
+    free(seeds);
     size_t nout = ncases * (size_t)repeat;
     cf_outcome_t *out = calloc(nout ? nout : 1, sizeof(*out));
     cf_result_msg_t *all = calloc(size, sizeof(*all));
