@@ -9,7 +9,8 @@ FUZZ_TARGETS ?=
 
 DEB_PACKAGES = gcc pkg-config meson ninja-build libucx-dev ucx-utils \
                libev-dev libpmix-dev openmpi-bin libopenmpi-dev \
-               libcmocka-dev libjson-c-dev clang libclang-rt-14-dev
+               libcmocka-dev libjson-c-dev clang libclang-rt-14-dev \
+               python3-matplotlib
 
 .PHONY: all deps build demo test fuzz fuzz-build fuzz-smoke clean
 

@@ -113,3 +113,50 @@ bool        coll_kind_reduces(unsigned kind);
 void coll_machine_local(coll_machine_t *m);
 
 #endif /* PAMI_COLL_PROFILE_H */
+
+/* ---- decision tables (coll_table.c) ---- */
+
+/* Type classes of a call: 0 for collectives that do not reduce; for
+ * reductions the element kind (1: integers up to 32 bits, 2: 64-bit
+ * integers, 3: float, 4: double and long double), plus 5 for user ops. */
+#define COLL_TCLASSES 10
+unsigned coll_tclass(unsigned kind, unsigned type, unsigned op);
+
+typedef struct {
+    uint64_t lo;    /* calls of at least lo bytes ... */
+    uint64_t point; /* the measured size this row comes from */
+    uint8_t  algo;  /* registry id */
+} coll_rule_t;
+
+typedef struct {
+    coll_shape_t shape; /* the profile's shape the rows come from */
+    bool         exact; /* the geometry's own shape */
+    uint32_t     first, n; /* rows in rules[] */
+    uint64_t     hi;    /* ... and at most hi bytes use the rows */
+} coll_span_t;
+
+typedef struct coll_table {
+    uint64_t    hash; /* of every row: the same tables, the same hash */
+    coll_span_t span[PAMI_XFER_COUNT][COLL_TCLASSES];
+    size_t      nrules;
+    coll_rule_t rules[];
+} coll_table_t;
+
+/* Registry id of algorithm name for kind when a geometry of the shape
+ * being built can run it with calls of type class tclass, else 0. */
+typedef unsigned (*coll_runnable_fn)(void *arg, const char *name,
+                                     unsigned kind, unsigned tclass);
+
+/* The decision table of shape from p (docs/tuning.md: the shape rule,
+ * the best algorithm per measured size, rows between measured sizes by
+ * the nearest in log scale, one power of two beyond the ends). NULL
+ * when p has nothing runnable for the shape, or without memory. Free
+ * with free(). */
+coll_table_t *coll_table_build(const coll_profile_t *p,
+                               const coll_shape_t *shape,
+                               coll_runnable_fn runnable, void *arg);
+
+/* The row of a call, or NULL (no rows of that kind and class, or bytes
+ * outside them). No allocation; log2 of the rows. */
+const coll_rule_t *coll_table_lookup(const coll_table_t *t, unsigned kind,
+                                     unsigned tclass, uint64_t bytes);

@@ -1,6 +1,7 @@
 /*
  * mp_async_flood: nothing the program starts while the progress thread
- * sleeps may wait for another wakeup. Run with PAMI_ASYNC_PROGRESS=1; the
+ * sleeps may wait for another wakeup. Run with PAMI_ASYNC_PROGRESS=1 (or
+ * --param: the async_progress field of the client params); the
  * main thread never advances and, while it waits, never touches the
  * context (it reads atomic counters), so only the progress thread can
  * finish what main started.
@@ -11,11 +12,13 @@
  *    report it; nothing comes back to wake the sender). Every task
  *    sleeps a while before each round so that every progress thread is
  *    asleep when the round's sends are made.
- * 2. Bursts: in round r task r % size sends 400 immediate sends to the
- *    next task, whose handler takes 20 ms over the first; the shared-
- *    memory queue between them fills, and the rest wait inside UCX for
- *    room that only the sender's progress gives them (before the fix the
- *    progress thread slept through them: 2 tasks stalled in every run).
+ * 2. Bursts: in round r task r % size sends 400 messages (immediate sends
+ *    and pami_send with local_fn) to the next task, all others idle (a
+ *    barrier before each round), whose handler takes 20 ms over the
+ *    first; the shared-memory queue between them fills, and the rest wait
+ *    inside UCX for room that only the sender's progress gives them.
+ *    Before the fix the progress thread slept through them and the round
+ *    never ended, at every job size.
  * 3. Flood: every task sends `count` messages to every other task, mixed:
  *    header only, 200 bytes and every 50th above the rendezvous threshold;
  *    immediate sends, pami_send with local_fn, every 5th also remote_fn;
@@ -27,8 +30,10 @@
  * its bound. Handlers and callbacks must all run on the progress thread.
  *
  *   PAMI_ASYNC_PROGRESS=1 pamirun -n N mp_async_flood [count [rounds]]
+ *   mpirun -np N mp_async_flood --param [count [rounds]]
  *
- * The suite runs 2 and 8 tasks with count 3000 and 24 rounds; the larger
+ * The suite runs 2 tasks with count 3000 and 8 with 1500, 24 rounds
+ * each (8 tasks: about 12 s under ASan); the larger
  * manual setting of the original report (8 tasks on 2 cores, 140 280
  * messages per task):
  *
@@ -70,6 +75,7 @@ static _Atomic uint64_t  locals, remotes;
 static _Atomic uint64_t  on_main;
 static _Atomic uint64_t  bar_seen[2];
 static _Atomic uint64_t  bar_sent;
+static uint32_t          bar_epoch; /* main's */
 /* Main's own: what it sent and what it expects back. */
 static uint64_t *sent_seq;          /* per destination */
 static uint64_t  expect_locals, expect_remotes;
@@ -304,19 +310,53 @@ static void lone_rounds(uint64_t *want)
     }
 }
 
-/* Round r: task r % size sends `burst` immediate sends to the next task,
- * whose handler takes 20 ms over the first: the shared-memory queue
- * between them fills and the rest wait in the transport for room, which
- * only the sender's progress can give them. */
+static void barrier_no_advance(uint32_t epoch)
+{
+    atomic_store(&bar_sent, 0);
+    for (size_t k = 1; k < job.size; k++) {
+        pami_send_t s = {
+            .send = {.dest = mp_ep(&job, mp_peer(&job, k), 0),
+                     .dispatch = ID_BAR, .header = &epoch,
+                     .header_len = sizeof(epoch)},
+            .local_fn = on_bar_sent};
+        MP_CHECK(pami_context_lock(job.ctx[0]));
+        MP_CHECK(pami_send(job.ctx[0], &s));
+        MP_CHECK(pami_context_unlock(job.ctx[0]));
+    }
+    _Atomic uint64_t *seen = &bar_seen[epoch % 2];
+    WAIT_UNTIL(atomic_load(seen) == job.size - 1 &&
+                   atomic_load(&bar_sent) == job.size - 1,
+               LONE_WAIT_S, "barrier %u: %llu of %zu peers, %llu of our "
+               "messages out", epoch, (unsigned long long)atomic_load(seen),
+               job.size - 1, (unsigned long long)atomic_load(&bar_sent));
+    atomic_store(seen, 0);
+}
+
+/* Round r: task r % size sends `burst` messages (immediate and pami_send)
+ * to the next task, whose handler takes 20 ms over the first: the
+ * shared-memory queue between them fills and the rest wait in the
+ * transport for room, which only the sender's progress can give them.
+ * The sender waits for its local completions, the target for the
+ * messages. */
 static void bursts(uint64_t *want)
 {
     for (unsigned r = 0; r < rounds; r++) {
         pami_task_t sender = (pami_task_t)(r % job.size);
         pami_task_t to     = (pami_task_t)((r + 1) % job.size);
+        /* Alone: no other traffic may wake the sender's progress thread
+         * by chance. */
+        barrier_no_advance(bar_epoch++);
         mp_sleep_ms(3);
         if (sender == job.me) {
             for (unsigned i = 0; i < burst; i++)
-                send_one(to, SEND_IMM, i == 0 ? 20 : 0);
+                send_one(to, i % 2 == 0 ? SEND_IMM : SEND_LOCAL,
+                         i == 0 ? 20 : 0);
+            /* Nothing comes back: only our own progress moves them. */
+            WAIT_UNTIL(atomic_load(&locals) == expect_locals, LONE_WAIT_S,
+                       "burst round %u: %llu of %llu local completions "
+                       "after %.0f s; the sends queued for room were not "
+                       "moved", r, (unsigned long long)atomic_load(&locals),
+                       (unsigned long long)expect_locals, LONE_WAIT_S);
         } else if (to == job.me) {
             want[sender] += burst;
             WAIT_UNTIL(peers_in(want) && atomic_load(&rndv_pending) == 0,
@@ -364,36 +404,29 @@ static void flood(uint64_t *want)
                (unsigned long long)expect_remotes, FLOOD_WAIT_S);
 }
 
-static void barrier_no_advance(uint32_t epoch)
-{
-    atomic_store(&bar_sent, 0);
-    for (size_t k = 1; k < job.size; k++) {
-        pami_send_t s = {
-            .send = {.dest = mp_ep(&job, mp_peer(&job, k), 0),
-                     .dispatch = ID_BAR, .header = &epoch,
-                     .header_len = sizeof(epoch)},
-            .local_fn = on_bar_sent};
-        MP_CHECK(pami_context_lock(job.ctx[0]));
-        MP_CHECK(pami_send(job.ctx[0], &s));
-        MP_CHECK(pami_context_unlock(job.ctx[0]));
-    }
-    _Atomic uint64_t *seen = &bar_seen[epoch % 2];
-    WAIT_UNTIL(atomic_load(seen) == job.size - 1 &&
-                   atomic_load(&bar_sent) == job.size - 1,
-               LONE_WAIT_S, "barrier %u: %llu of %zu peers, %llu of our "
-               "messages out", epoch, (unsigned long long)atomic_load(seen),
-               job.size - 1, (unsigned long long)atomic_load(&bar_sent));
-    atomic_store(seen, 0);
-}
-
 int main(int argc, char **argv)
 {
-    mp_init(&job, "mp_async_flood", &argc, argv, NULL, 1, false);
+    /* --param anywhere (mpirun's tests put their --expect options first). */
+    bool param = false;
+    int  kept  = 1;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--param") == 0)
+            param = true;
+        else
+            argv[kept++] = argv[i];
+    }
+    argc       = kept;
+    argv[argc] = NULL;
+    pami_client_params_t params = {
+        .field_mask     = PAMI_CLIENT_PARAM_ASYNC_PROGRESS,
+        .async_progress = 1};
+    mp_init(&job, "mp_async_flood", &argc, argv, param ? &params : NULL, 1,
+            false);
     if (argc > 1)
         count = strtoull(argv[1], NULL, 10);
     if (argc > 2)
         rounds = (unsigned)strtoul(argv[2], NULL, 10);
-    MP_EXPECT(job.locked, "run with PAMI_ASYNC_PROGRESS=1");
+    MP_EXPECT(job.locked, "run with PAMI_ASYNC_PROGRESS=1 or --param");
     MP_EXPECT(job.size >= 2, "needs at least 2 tasks");
     big = job.attr.rndv_threshold + 4000;
     if (big < 100 * 1024)
@@ -420,8 +453,8 @@ int main(int argc, char **argv)
     double t_lone = mp_now() - t0;
     flood(want);
     double t_flood = mp_now() - t0 - t_lone;
-    barrier_no_advance(0);
-    barrier_no_advance(1);
+    barrier_no_advance(bar_epoch++);
+    barrier_no_advance(bar_epoch++);
 
     MP_CHECK(pami_context_lock(ctx));
     pami_context_stats_t st;

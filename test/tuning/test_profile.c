@@ -308,6 +308,138 @@ static void test_paths(void **state)
     unlink(path);
 }
 
+
+/* ---- filtering: the decision table of six (seven) shapes ---- */
+
+static const char *const fake_algos[] = {"", "a_rd", "a_ring", "a_rabs",
+                                         "a_pow2"};
+
+/* Ids of the fake registry; a_pow2 needs a power-of-two size. */
+static unsigned fake_runnable(void *arg, const char *name, unsigned kind,
+                              unsigned tclass)
+{
+    const coll_shape_t *want = arg;
+    (void)kind;
+    (void)tclass;
+    for (unsigned i = 1; i < 5; i++)
+        if (strcmp(name, fake_algos[i]) == 0)
+            return i == 4 && (want->size & (want->size - 1)) != 0 ? 0 : i;
+    return 0;
+}
+
+static void add_point(coll_profile_t *p, coll_shape_t sh, uint64_t bytes,
+                      const char *algo, double us)
+{
+    coll_prof_entry_t e = entry(PAMI_XFER_ALLREDUCE, algo, sh.size,
+                                PAMI_TYPE_INT32, PAMI_OP_SUM, bytes, us);
+    e.shape = sh;
+    assert_true(coll_profile_add(p, &e));
+}
+
+typedef struct {
+    uint64_t lo, point;
+    unsigned algo;
+} row_t;
+
+static void expect_table(const coll_profile_t *p, coll_shape_t want,
+                         coll_shape_t from, bool exact, const row_t *rows,
+                         size_t nrows, uint64_t hi)
+{
+    coll_table_t *t = coll_table_build(p, &want, fake_runnable, &want);
+    assert_non_null(t);
+    const coll_span_t *sp = &t->span[PAMI_XFER_ALLREDUCE][1];
+    if (sp->shape.size != from.size || sp->shape.nodes != from.nodes ||
+        sp->shape.ppn != from.ppn || sp->exact != exact)
+        fail_msg("shape %ux%u(%u): took %ux%u(%u) exact %d", want.size,
+                 want.nodes, want.ppn, sp->shape.size, sp->shape.nodes,
+                 sp->shape.ppn, sp->exact);
+    assert_int_equal(sp->n, nrows);
+    assert_int_equal(sp->hi, hi);
+    for (size_t i = 0; i < nrows; i++) {
+        const coll_rule_t *r = &t->rules[sp->first + i];
+        if (r->lo != rows[i].lo || r->point != rows[i].point ||
+            r->algo != rows[i].algo)
+            fail_msg("shape %u: row %zu is %llu/%llu/%s, want %llu/%llu/%s",
+                     want.size, i, (unsigned long long)r->lo,
+                     (unsigned long long)r->point, fake_algos[r->algo],
+                     (unsigned long long)rows[i].lo,
+                     (unsigned long long)rows[i].point,
+                     fake_algos[rows[i].algo]);
+        /* Every size of the row finds it. */
+        assert_ptr_equal(coll_table_lookup(t, PAMI_XFER_ALLREDUCE, 1,
+                                           rows[i].lo), r);
+        uint64_t end = i + 1 < nrows ? rows[i + 1].lo - 1 : hi;
+        assert_ptr_equal(coll_table_lookup(t, PAMI_XFER_ALLREDUCE, 1, end),
+                         r);
+    }
+    assert_null(coll_table_lookup(t, PAMI_XFER_ALLREDUCE, 1, rows[0].lo - 1));
+    assert_null(coll_table_lookup(t, PAMI_XFER_ALLREDUCE, 1, hi + 1));
+    /* No entries of the user-op class, nor of broadcast. */
+    assert_null(coll_table_lookup(t, PAMI_XFER_ALLREDUCE, 6, rows[0].lo));
+    assert_null(coll_table_lookup(t, PAMI_XFER_BROADCAST, 0, rows[0].lo));
+    free(t);
+}
+
+static void test_filter_shapes(void **state)
+{
+    (void)state;
+    const coll_shape_t s1 = {2, 1, 2, 0}, s2 = {4, 1, 4, 0},
+                       s3 = {8, 2, 4, 0}, s4 = {8, 8, 1, 0},
+                       s5 = {16, 4, 4, 0};
+    coll_profile_t p = {0};
+    add_point(&p, s1, 8, "a_rd", 1);
+    add_point(&p, s1, 8, "a_ring", 5);
+    add_point(&p, s1, 1024, "a_rd", 3);
+    add_point(&p, s1, 1024, "a_ring", 2);
+    add_point(&p, s2, 8, "a_pow2", 1);
+    add_point(&p, s2, 8, "a_rd", 2);
+    add_point(&p, s2, 64, "a_rd", 1);
+    add_point(&p, s2, 64, "a_pow2", 2);
+    add_point(&p, s3, 8, "a_pow2", 0.5);
+    add_point(&p, s3, 8, "a_ring", 1);
+    add_point(&p, s3, 8, "a_rd", 2);
+    add_point(&p, s4, 8, "a_rd", 1);
+    add_point(&p, s4, 8, "a_ring", 3);
+    add_point(&p, s5, 8, "a_rabs", 1);
+    add_point(&p, s5, 4096, "a_ring", 1);
+    add_point(&p, s5, 4096, "a_rd", 2);
+    /* A failed point is never chosen. */
+    coll_prof_entry_t f = entry(PAMI_XFER_ALLREDUCE, "a_rabs", 2,
+                                PAMI_TYPE_INT32, PAMI_OP_SUM, 1024, 0);
+    f.failed = true;
+    assert_true(coll_profile_add(&p, &f));
+
+    /* 1. exact; rows split at the log-scale middle, sqrt(8 * 1024). */
+    expect_table(&p, s1, s1, true,
+                 (row_t[]){{4, 8, 1}, {91, 1024, 2}}, 2, 2048);
+    /* 2. exact */
+    expect_table(&p, s2, s2, true,
+                 (row_t[]){{4, 8, 4}, {23, 64, 1}}, 2, 128);
+    /* 3, 4. eight tasks: 2 nodes x 4 and 8 nodes x 1 are told apart. */
+    expect_table(&p, s3, s3, true, (row_t[]){{4, 8, 4}}, 1, 16);
+    expect_table(&p, s4, s4, true, (row_t[]){{4, 8, 1}}, 1, 16);
+    /* 5. 6 tasks on one node: nearest size 8, then tasks per node (4 is
+     * nearer 6 than 1): s3, without the power-of-two algorithm. */
+    expect_table(&p, (coll_shape_t){6, 1, 6, 0}, s3, false,
+                 (row_t[]){{4, 8, 2}}, 1, 16);
+    /* 6. 32 tasks: nearest size is 16. */
+    expect_table(&p, (coll_shape_t){32, 8, 4, 1}, s5, false,
+                 (row_t[]){{4, 8, 3}, {182, 4096, 2}}, 2, 8192);
+    /* 7. 3 tasks: 4 is nearer than 2 (log scale); no power of two. */
+    expect_table(&p, (coll_shape_t){3, 1, 3, 0}, s2, false,
+                 (row_t[]){{4, 8, 1}, {23, 64, 1}}, 2, 128);
+    /* The same profile and shape give the same hash; another shape not. */
+    coll_shape_t w1 = s1, w2 = s2;
+    coll_table_t *a = coll_table_build(&p, &w1, fake_runnable, &w1);
+    coll_table_t *b = coll_table_build(&p, &w1, fake_runnable, &w1);
+    coll_table_t *c = coll_table_build(&p, &w2, fake_runnable, &w2);
+    assert_true(a->hash == b->hash && a->hash != c->hash && a->hash != 0);
+    free(a);
+    free(b);
+    free(c);
+    coll_profile_free(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -316,6 +448,7 @@ int main(void)
         cmocka_unit_test(test_unknown_algorithm_skipped),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_paths),
+        cmocka_unit_test(test_filter_shapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
