@@ -16,6 +16,7 @@
 #define COLL_PIECE (64u * 1024)
 #define COLL_PIECE_LOCAL (4u * 1024 * 1024)
 #define COLL_SPIN_US_DEFAULT 200
+#define COLL_MSG_MAX ((size_t)1 << 26) /* PAMI_COLL_PIECE*'s upper bound */
 
 static const pami_config_var_t coll_config[] = {
     {"PAMI_CONNID_THRESHOLD", "64",
@@ -100,6 +101,13 @@ static void on_message(pami_context_t ctx, void *cookie, const void *header,
     const char *why = coll_hdr_decode(header, header_size, data_size, &h);
     if (why != NULL) {
         drop(cc, why, origin);
+        return;
+    }
+    /* No sender makes a piece larger (PAMI_COLL_PIECE*'s bound, or an
+     * eager message below its threshold): a larger size is a forged one,
+     * and it would be allocated before the geometry is even known. */
+    if (data_size > COLL_MSG_MAX && data_size > cc->rndv_threshold) {
+        drop(cc, "payload larger than any piece", origin);
         return;
     }
     pami_task_t task;

@@ -236,6 +236,7 @@ struct pami_context {
      * program, so that the holder's unlock wakes it. */
     evloop_io_t          *progress_io;
     bool                  progress_watching;
+    bool                  progressed; /* since the progress thread armed */
     atomic_int            progress_skipped;
 
     int                   closing;    /* endpoint closes in progress */
