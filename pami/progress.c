@@ -58,6 +58,8 @@ static void sweep_local_tasks(struct pami_context *ctx)
             continue;
         if (!pami_task_alive(c, t))
             pami_task_failed(ctx, t, -ESRCH);
+        else if (pami_task_hung(ctx, t, now))
+            pami_task_failed(ctx, t, -ETIMEDOUT);
     }
 }
 
