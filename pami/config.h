@@ -30,7 +30,11 @@
       "elsewhere) so a dead task fails its operations with PAMI_PEER_FAILED")                    \
     X(shutdown_timeout_ms, "PAMI_SHUTDOWN_TIMEOUT", size, "10000",           \
       "milliseconds createv waits for all tasks to connect, and destroy "   \
-      "for peers and pending operations")                                   \
+      "for peers and pending operations")                                    \
+    X(peer_timeout_ms, "PAMI_PEER_TIMEOUT", size, "10000",                   \
+      "milliseconds a task of this node may stay stopped (SIGSTOP, job "    \
+      "control; not a debugger's stop) before it counts as failed; 0: never" \
+      " (needs PAMI_PEER_ERRORS)")                                           \
     X(rma_owner, "PAMI_RMA_VIA_OWNER", bool, "0",                            \
       "1 sends every put, get and rmw through its owner's checked path, "   \
       "as over TCP, instead of CMA on this node or RDMA")                   \
@@ -47,6 +51,7 @@ typedef struct {
     size_t rndv_threshold;
     int    peer_errors;
     size_t shutdown_timeout_ms;
+    size_t peer_timeout_ms;
     int    rma_owner;
     char   protocols[4096];
 } pami_config_t;

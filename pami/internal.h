@@ -161,6 +161,7 @@ typedef struct {
     bool                 hello_pending;
     bool                 task_dead;  /* the monitor reported its task */
     bool                 task_told;  /* protocols heard of it */
+    uint64_t             stopped_since_ns; /* task seen stopped; 0: not */
     bool                 owner_used; /* one-sided ops through the owner's
                                         path went here: fences ask it */
 } pami_peer_t;
@@ -236,6 +237,7 @@ struct pami_context {
      * program, so that the holder's unlock wakes it. */
     evloop_io_t          *progress_io;
     bool                  progress_watching;
+    bool                  progressed; /* since the progress thread armed */
     atomic_int            progress_skipped;
 
     int                   closing;    /* endpoint closes in progress */
@@ -382,6 +384,9 @@ void pami_task_failed(struct pami_context *ctx, uint32_t task, int status);
 /* From pami_idle (nothing moved): looks at the tasks of this node at most
  * every PAMI_WATCH_MS, and ends a departure's grace. */
 void pami_tasks_watch(struct pami_context *ctx);
+/* True once task (of this node) has been seen stopped, without a break,
+ * for PAMI_PEER_TIMEOUT; each call is one look. */
+bool pami_task_hung(struct pami_context *ctx, uint32_t task, uint64_t now);
 /* Connects one watching endpoint per task on another node
  * (PAMI_PEER_ERRORS); returns how many. */
 size_t pami_monitors_start(struct pami_context *ctx);
