@@ -134,7 +134,8 @@ typedef struct {
 
 /* Makes the next version of the entry (fields not in field_mask keep
  * their value) and sends it to the tasks using the key at this moment.
- * Updates of one key may overlap; users end with the newest. */
+ * Updates of one key may overlap; users end with the newest.
+ * PAMI_NOT_FOUND for a key this task does not own. */
 PAMI_EXPORT
 pami_result_t pami_svd_update(pami_context_t context,
                               const pami_svd_update_t *params);
