@@ -245,7 +245,8 @@ typedef enum {
     PAMI_SELECTED_FORCED,    /* PAMI_COLL_<COLLECTIVE>_ALGORITHM */
     PAMI_SELECTED_PROFILE,   /* a point of the profile, this very shape */
     PAMI_SELECTED_NEAREST,   /* a point of the profile's nearest shape */
-    PAMI_SELECTED_BUILTIN    /* the built-in rules (why says which case) */
+    PAMI_SELECTED_BUILTIN,   /* the built-in rules (why says which case) */
+    PAMI_SELECTED_ONLINE     /* PAMI_COLL_TUNE=online: tried or learnt here */
 } pami_selected_reason_t;
 
 typedef struct {
