@@ -57,7 +57,8 @@ void pami_task_failed(struct pami_context *ctx, uint32_t task, int status)
     ctx->peers_failed_pending = true;
 }
 
-/* A monitor saw its task die: every context of that task is gone. */
+/* A monitor, or the endpoint of a context on another node, saw its task
+ * die: every context of that task is gone. */
 static void peer_failed(void *arg, int status)
 {
     pami_peer_t *mon = arg;
@@ -77,8 +78,9 @@ static void monitor_sent(tp_req_t *req, int status)
     }
 }
 
-/* Traffic goes on endpoints without error handling, so UCX may use shared
- * memory; in UCX 1.13 error handling would restrict them to TCP. Instead
+/* Traffic to tasks on this node goes on endpoints without error handling,
+ * so UCX may use shared memory; in UCX 1.13 error handling would restrict
+ * them to TCP (traffic to other nodes has it: peer_connect). Besides,
  * each context keeps, per task on another node, one more endpoint in
  * UCX's peer-error mode that carries one message to get connected and then
  * only watches the task. It lives in the peer slot of the task's context
@@ -139,7 +141,16 @@ static pami_result_t peer_connect(struct pami_context *ctx, pami_peer_t *peer,
     peer->ctx   = ctx;
     peer->index = index;
     const void *addr = c->addr_blob + (size_t)index * c->addr_stride;
-    int rc = ctx->tp->ep_create(ctx->worker, addr, 0, NULL, NULL, &peer->ep);
+    /* A task on another node is reached over TCP anyway, so UCX's
+     * peer-error mode costs nothing there; without it UCX aborts this
+     * process when that task dies while we still answer a get it asked of
+     * us (UCX emulates gets over TCP with messages). */
+    bool remote = c->config.peer_errors &&
+                  !c->tasks[index / c->num_contexts].local;
+    int rc = ctx->tp->ep_create(ctx->worker, addr,
+                                remote ? TP_EP_PEER_ERRORS : 0,
+                                remote ? peer_failed : NULL,
+                                remote ? peer : NULL, &peer->ep);
     if (rc != 0) {
         /* Marked failed so later sends fail fast instead of retrying. */
         peer->ep     = NULL;
