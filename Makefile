@@ -1,12 +1,18 @@
 # Thin wrapper: install what is missing, then meson does the work.
 BUILD ?= build
 MESON_FLAGS ?=
+# libFuzzer targets (docs/fuzzing.md): clang, in a build dir of their own.
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_SMOKE_SECONDS ?= 3
+FUZZ_TARGETS ?=
 
 DEB_PACKAGES = gcc pkg-config meson ninja-build libucx-dev ucx-utils \
                libev-dev libpmix-dev openmpi-bin libopenmpi-dev \
-               libcmocka-dev libjson-c-dev
+               libcmocka-dev libjson-c-dev clang libclang-rt-14-dev \
+               python3-matplotlib
 
-.PHONY: all deps build demo test clean
+.PHONY: all deps build demo test fuzz fuzz-build fuzz-smoke clean
 
 all: build
 
@@ -33,8 +39,26 @@ build: deps $(BUILD)/build.ninja
 demo: build
 	$(BUILD)/tools/pamirun/pamirun -n 4 --timeout 120 $(BUILD)/examples/demo
 
+# The suites, then each fuzz target briefly; both run even if one fails.
 test: build
-	meson test -C $(BUILD) --print-errorlogs --num-processes 2
+	@rc=0; \
+	meson test -C $(BUILD) --print-errorlogs --num-processes 2 || rc=1; \
+	$(MAKE) --no-print-directory fuzz-smoke || rc=1; \
+	exit $$rc
+
+$(FUZZ_BUILD)/build.ninja:
+	CC=clang meson setup $(FUZZ_BUILD) -Dfuzz=true -Dtests=false \
+	  -Db_sanitize=address,undefined -Db_lundef=false
+
+fuzz-build: deps $(FUZZ_BUILD)/build.ninja
+	ninja -C $(FUZZ_BUILD)
+
+# Every target for FUZZ_SECONDS (make fuzz FUZZ_SECONDS=600 FUZZ_TARGETS="am svd").
+fuzz: fuzz-build
+	test/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+fuzz-smoke: fuzz-build
+	test/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SMOKE_SECONDS) $(FUZZ_TARGETS)
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(FUZZ_BUILD)

@@ -13,6 +13,7 @@
 #include "pami.h"
 #include "pami_collectives.h"
 #include "pami_protocol.h"
+#include "coll_profile.h"
 
 #define COLL_SUBSYS "coll"
 #define coll_log(level, ...) pami_protocol_log(level, COLL_SUBSYS, __VA_ARGS__)
@@ -44,6 +45,11 @@ typedef struct __attribute__((packed)) {
 } coll_hdr_t;
 
 #define COLL_KIND_CREATE PAMI_XFER_COUNT
+
+/* The checks of a received header that need no state (coll_protocol.c):
+ * NULL, or why it is dropped. */
+const char *coll_hdr_decode(const void *header, size_t header_size,
+                            size_t data_size, coll_hdr_t *h);
 
 /* ---- schedules ---- */
 
@@ -132,7 +138,9 @@ typedef struct coll_req {
     bool          in_advance, again, in_call, posted, completed;
     bool          zombie;        /* ended; freed once nothing is pending */
     pami_work_t   work;
-    uint64_t      create_check[2]; /* geometry creation: {min h, min ~h} */
+    /* Geometry creation: {min h, min ~h} of the task list's hash h and
+     * of the decision table's hash. */
+    uint64_t      create_check[4];
     struct coll_req *pool_next;
     bool          numbered;      /* ops carry their step and tag */
     bool          finish_inline; /* completed in the call: its caller ends it */
@@ -166,16 +174,26 @@ struct pami_geometry {
     unsigned    waiters;                   /* callers waiting for a ConnID */
     coll_msg_t *unexp, **unexp_tail;       /* for collectives not posted */
     uint16_t    unexp_n[PAMI_CONNID_BUFFER]; /* of those, per ConnID */
+
+    /* Selection (coll_select.c): the geometry's shape, its decision
+     * table from the profile (NULL: built-in rules), whether the members
+     * confirmed it, and the (collective, size) ranges already logged. */
+    coll_shape_t          shape;
+    struct coll_table    *table;
+    bool                  agreed, agree_started;
+    uint64_t              agree_v[2]; /* world: {min h, min ~h} */
+    uint64_t              logged[PAMI_XFER_COUNT];
 };
 
 #define COLL_CACHE 8      /* built schedules kept per context for reuse */
 #define COLL_AUTO_IDS 32  /* AUTO rule names resolved, per context */
+#define COLL_MAX_ALGOS 64 /* registry entries (ids fit the header's byte) */
 
 typedef struct coll_ctx {
     pami_client_t    client;
     pami_context_t   ctx;
     size_t           offset;
-    size_t           dispatch;
+    pami_protocol_env_t env; /* from init: pami_protocol_send* on id 0 */
     pami_task_t      me;
     size_t           ntasks;
     const pami_task_t *local_tasks; /* of this node, sorted; the client's */
@@ -214,6 +232,11 @@ typedef struct coll_ctx {
         uint64_t reqs_live, reqs_high_water; /* requests out of the pool */
         uint64_t cache_hits;
     } st;
+    /* Calls per registry id (index id - 1) and AUTO's reasons
+     * (pami_selected_reason_t), for the coll_select counters. */
+    uint64_t         algo_calls[COLL_MAX_ALGOS];
+    uint64_t         selected[PAMI_SELECTED_BUILTIN + 1];
+    uint64_t         table_mismatches;
 } coll_ctx_t;
 
 /* ---- algorithms ---- */
@@ -361,6 +384,30 @@ bool coll_shm_wait_inline(pami_context_t ctx, const pami_xfer_t *xfer,
 /* coll_alg_hier.c: allreduce over several nodes (node, leaders, node). */
 pami_result_t coll_hier_check(const pami_xfer_t *xfer);
 pami_result_t coll_hier_build(coll_req_t *req);
+
+/* coll_api.c: the built-in AUTO rule's id (0: none); whether a can run
+ * x on g (requirements and check). */
+pami_algorithm_t coll_auto_builtin(const pami_xfer_t *x,
+                                   struct pami_geometry *g);
+bool coll_algo_runs(const coll_algo_t *a, const pami_xfer_t *x,
+                    const struct pami_geometry *g);
+
+/* coll_select.c: selection from a profile (docs/tuning.md). */
+void coll_select_geometry(coll_ctx_t *cc, struct pami_geometry *g);
+uint64_t coll_select_hash(const struct pami_geometry *g);
+/* The members' tables agree (same) or not: without, built-in rules. */
+void coll_select_agreed(struct pami_geometry *g, bool same);
+/* Before a call on a geometry whose members have not compared tables
+ * (the world): starts the comparison, and for an AUTO call with a table
+ * waits for it; PAMI_EAGAIN when it would wait in a handler. */
+pami_result_t coll_select_ready(coll_ctx_t *cc, struct pami_geometry *g,
+                                const pami_xfer_t *x);
+/* AUTO's algorithm for x on g (0: none); sel (may be NULL) says why;
+ * call: the call runs now (PAMI_COLL_LOG logs it). */
+pami_algorithm_t coll_auto_select(const pami_xfer_t *x,
+                                  struct pami_geometry *g,
+                                  pami_algorithm_selection_t *sel, bool call);
+void coll_select_free(struct pami_geometry *g);
 
 /* coll_types.c */
 bool coll_type_valid(pami_type_t t);

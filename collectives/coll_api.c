@@ -277,20 +277,37 @@ static pami_algorithm_t auto_id(coll_ctx_t *cc, const char *name)
     return id;
 }
 
+pami_algorithm_t coll_auto_builtin(const pami_xfer_t *x,
+                                   struct pami_geometry *g)
+{
+    return auto_id(g->cc, auto_name(x, g));
+}
+
+bool coll_algo_runs(const coll_algo_t *a, const pami_xfer_t *x,
+                    const struct pami_geometry *g)
+{
+    return (uint32_t)a->kind == (uint32_t)x->kind && geometry_fits(a, g) &&
+           (a->check == NULL || a->check(x) == PAMI_SUCCESS);
+}
+
 /* The algorithm for the call, or NULL with why. */
 static const coll_algo_t *choose(const pami_xfer_t *x,
-                                 const struct pami_geometry *g,
+                                 struct pami_geometry *g,
                                  const char **why)
 {
     pami_algorithm_t id = PAMI_ALGORITHM_AUTO;
     if (x->field_mask & PAMI_XFER_FIELD_ALGORITHM)
         id = x->algorithm;
     if (id == PAMI_ALGORITHM_AUTO) {
-        id = auto_id(g->cc, auto_name(x, g));
+        pami_algorithm_selection_t s;
+        id = coll_auto_select(x, g, &s, true);
+        g->cc->selected[s.reason]++;
         if (id == PAMI_ALGORITHM_AUTO) {
             *why = "no algorithm for this collective";
             return NULL;
         }
+    } else {
+        g->cc->selected[PAMI_SELECTED_NAMED]++;
     }
     if (id > coll_num_algos) {
         *why = "unknown algorithm";
@@ -406,6 +423,11 @@ static pami_result_t collective(pami_context_t context, const pami_xfer_t *x,
         coll_warn("collective: unknown kind %d", (int)x->kind);
         return PAMI_INVAL;
     }
+    if (!g->agreed) {
+        pami_result_t arc = coll_select_ready(cc, g, x);
+        if (arc != PAMI_SUCCESS)
+            return arc;
+    }
     /* The same call as one that ended well: its schedule as built. */
     coll_req_t *req = coll_cache_take(cc, g, x);
     const coll_algo_t *a = NULL;
@@ -433,6 +455,7 @@ static pami_result_t collective(pami_context_t context, const pami_xfer_t *x,
         return rc;
     coll_connid_lock(g, req);
     coll_claim_unexpected(req);
+    cc->algo_calls[req->algo_id - 1]++;
     if (started != NULL)
         *started = req;
     coll_start_call(req, finish_inline);
@@ -561,6 +584,16 @@ pami_result_t pami_collective_wait(pami_context_t context,
     if (xfer == NULL)
         return pami_collective(context, NULL);
     pami_result_t rc;
+    coll_ctx_t *xcc = coll_ctx_of(context);
+    struct pami_geometry *xg = xfer->geometry;
+    if (xcc != NULL && xg != NULL && xg->cc == xcc && xg->ready &&
+        !xg->agreed) {
+        if (pami_protocol_in_handler(context))
+            return PAMI_IN_HANDLER;
+        rc = coll_select_ready(xcc, xg, xfer);
+        if (rc != PAMI_SUCCESS)
+            return rc;
+    }
     if (coll_shm_wait_inline(context, xfer, &rc)) /* small, on one node */
         return rc;
     /* Refuse before starting anything we could not wait for. */
@@ -624,11 +657,23 @@ pami_result_t pami_geometry_barrier(pami_context_t context,
     coll_ctx_t *cc = coll_ctx_of(context);
     struct pami_geometry *g = geometry;
     if (cc != NULL && g != NULL && g->cc == cc && g->ready) {
-        const char *name = auto_name(&x, g);
-        if (strcmp(name, "barrier_shm") == 0)
-            return barrier_on_register(cc, g, PAMI_BARRIER_SHM);
-        if (strcmp(name, "barrier_hier") == 0)
-            return barrier_on_register(cc, g, PAMI_BARRIER_HIER);
+        if (!g->agreed) {
+            if (pami_protocol_in_handler(context))
+                return PAMI_IN_HANDLER;
+            pami_result_t rc = coll_select_ready(cc, g, &x);
+            if (rc != PAMI_SUCCESS)
+                return rc;
+        }
+        pami_algorithm_selection_t s;
+        pami_algorithm_t id = coll_auto_select(&x, g, &s, true);
+        const char *name = id != 0 ? coll_algos[id - 1].name : "";
+        bool shm = strcmp(name, "barrier_shm") == 0;
+        if (shm || strcmp(name, "barrier_hier") == 0) {
+            cc->selected[s.reason]++;
+            cc->algo_calls[id - 1]++;
+            return barrier_on_register(cc, g, shm ? PAMI_BARRIER_SHM
+                                                  : PAMI_BARRIER_HIER);
+        }
     }
     return pami_collective_wait(context, &x);
 }

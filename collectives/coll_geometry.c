@@ -5,7 +5,9 @@
  * Creating a sub-geometry is its collective number 0: a dissemination
  * exchange among the members, each message carrying the hash of the
  * sender's task list (in the header's sig, and as {min h, min ~h} reduced
- * over the rounds). Nobody leaves it before every member entered it, so
+ * over the rounds) and the same pair for the hash of its decision table
+ * from the profile (coll_select.c): members whose tables differ all use
+ * the built-in rules on it. Nobody leaves it before every member entered it, so
  * a member's next collective on the geometry never finds a member
  * without it; a member whose list differs makes all of them fail with
  * PAMI_INVAL.
@@ -119,6 +121,7 @@ pami_result_t coll_geometry_new(coll_ctx_t *cc, uint32_t id,
             return rc;
         }
     }
+    coll_select_geometry(cc, g);
     g->next   = cc->geoms;
     cc->geoms = g;
     if (!world)
@@ -143,6 +146,7 @@ void coll_geometry_free(struct pami_geometry *g)
         else
             m->dead = true;
     }
+    coll_select_free(g);
     free(g->tasks);
     free(g->eps);
     free(g);
@@ -157,6 +161,8 @@ void coll_geometry_created(coll_req_t *req)
                   g->id);
         req->status = PAMI_INVAL;
     }
+    if (req->status == PAMI_SUCCESS)
+        coll_select_agreed(g, req->create_check[2] == ~req->create_check[3]);
     g->created   = true;
     g->ready     = req->status == PAMI_SUCCESS;
     g->create_rc = req->status;
@@ -270,11 +276,13 @@ pami_result_t pami_geometry_create_tasklist(
     req->sig         = (uint32_t)g->hash;
     req->create_check[0] = g->hash;
     req->create_check[1] = ~g->hash;
+    req->create_check[2] = coll_select_hash(g);
+    req->create_check[3] = ~req->create_check[2];
     size_t n = g->size, r = g->rank;
     for (size_t d = 1; d < n; d <<= 1) {
         sb_step(req);
-        sb_send(req, (r + d) % n, req->create_check, 16);
-        sb_recv_reduce(req, (r + n - d) % n, req->create_check, 16, false);
+        sb_send(req, (r + d) % n, req->create_check, 32);
+        sb_recv_reduce(req, (r + n - d) % n, req->create_check, 32, false);
     }
     if (req->build_failed) {
         coll_req_free(req);

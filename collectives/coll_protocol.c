@@ -67,6 +67,24 @@ static void drop(coll_ctx_t *cc, const char *why, pami_endpoint_t origin)
     coll_warn("message from task %u context %zu dropped: %s", task, off, why);
 }
 
+const char *coll_hdr_decode(const void *header, size_t header_size,
+                            size_t data_size, coll_hdr_t *h)
+{
+    if (header_size != sizeof(*h))
+        return header_size < sizeof(*h) ? "short header" : "long header";
+    memcpy(h, header, sizeof(*h));
+    if (h->version != COLL_WIRE_VERSION)
+        return "unknown version";
+    if ((h->type != COLL_MSG_DATA && h->type != COLL_MSG_ABORT) ||
+        (h->flags & ~COLL_FLAG_CREATE) != 0 || h->kind > COLL_KIND_CREATE ||
+        ((h->flags & COLL_FLAG_CREATE) != 0) != (h->kind == COLL_KIND_CREATE) ||
+        h->connid != h->seq % PAMI_CONNID_BUFFER ||
+        (h->type == COLL_MSG_ABORT && data_size != 0) ||
+        h->offset > h->total || data_size > h->total - h->offset)
+        return "bad type, flags, kind or connid";
+    return NULL;
+}
+
 static void on_message(pami_context_t ctx, void *cookie, const void *header,
                        size_t header_size, const void *data, size_t data_size,
                        pami_endpoint_t origin, pami_recv_t *recv)
@@ -74,23 +92,9 @@ static void on_message(pami_context_t ctx, void *cookie, const void *header,
     (void)ctx;
     coll_ctx_t *cc = cookie;
     coll_hdr_t  h;
-    if (header_size != sizeof(h)) {
-        drop(cc, header_size < sizeof(h) ? "short header" : "long header",
-             origin);
-        return;
-    }
-    memcpy(&h, header, sizeof(h));
-    if (h.version != COLL_WIRE_VERSION) {
-        drop(cc, "unknown version", origin);
-        return;
-    }
-    if ((h.type != COLL_MSG_DATA && h.type != COLL_MSG_ABORT) ||
-        (h.flags & ~COLL_FLAG_CREATE) != 0 || h.kind > COLL_KIND_CREATE ||
-        ((h.flags & COLL_FLAG_CREATE) != 0) != (h.kind == COLL_KIND_CREATE) ||
-        h.connid != h.seq % PAMI_CONNID_BUFFER ||
-        (h.type == COLL_MSG_ABORT && data_size != 0) ||
-        h.offset > h.total || data_size > h.total - h.offset) {
-        drop(cc, "bad type, flags, kind or connid", origin);
+    const char *why = coll_hdr_decode(header, header_size, data_size, &h);
+    if (why != NULL) {
+        drop(cc, why, origin);
         return;
     }
     pami_task_t task;
@@ -145,12 +149,12 @@ void coll_send_abort(coll_ctx_t *cc, struct pami_geometry *g, uint32_t seq,
         if (r == g->rank)
             continue;
         pami_send_immediate_t im = {.dest = g->eps[r],
-                                    .dispatch = cc->dispatch,
+                                    .dispatch = 0,
                                     .header = &h, .header_len = sizeof(h)};
-        pami_result_t rc = pami_send_immediate(cc->ctx, &im);
+        pami_result_t rc = pami_protocol_send_immediate(&cc->env, &im);
         if (rc == PAMI_EAGAIN) {
             pami_send_t s = {.send = im};
-            rc = pami_send(cc->ctx, &s);
+            rc = pami_protocol_send(&cc->env, &s);
         }
         if (rc != PAMI_SUCCESS)
             coll_debug("abort of geometry %u seq %u to rank %zu: %s", g->id,
@@ -166,7 +170,7 @@ static pami_result_t coll_init(const pami_protocol_env_t *env, void **state)
         return PAMI_ENOMEM;
     cc->client   = env->client;
     cc->ctx      = env->context;
-    cc->dispatch = env->dispatch_base;
+    cc->env      = *env;
     cc->offset   = env->context_offset;
     pami_client_attr_t attr = {.field_mask = PAMI_CLIENT_ATTR_TASK |
                                              PAMI_CLIENT_ATTR_SIZE |

@@ -186,16 +186,16 @@ static pami_result_t issue_send(coll_req_t *req, const coll_sop_t *op)
             .src_rank = (uint32_t)g->rank, .sig = req->sig,
             .total = op->bytes, .offset = off};
         pami_send_immediate_t im = {
-            .dest = g->eps[op->peer], .dispatch = cc->dispatch,
+            .dest = g->eps[op->peer], .dispatch = 0,
             .header = &h, .header_len = sizeof(h),
             .data = (const char *)op->src + off, .data_len = len};
         pami_result_t rc = PAMI_EAGAIN;
         if (sizeof(h) + len <= cc->immediate_max)
-            rc = pami_send_immediate(cc->ctx, &im);
+            rc = pami_protocol_send_immediate(&cc->env, &im);
         if (rc == PAMI_EAGAIN) {
             pami_send_t s = {.send = im, .local_fn = on_send_done,
                              .cookie = req};
-            rc = pami_send(cc->ctx, &s);
+            rc = pami_protocol_send(&cc->env, &s);
             if (rc == PAMI_SUCCESS)
                 req->sends_left++;
         }

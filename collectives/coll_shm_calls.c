@@ -20,6 +20,15 @@ static const coll_algo_t *named_shm(const pami_xfer_t *x)
                ? a : NULL;
 }
 
+/* Does AUTO pick a shared-memory algorithm for x (its entry, else NULL)? */
+static const coll_algo_t *auto_shm(const pami_xfer_t *x)
+{
+    pami_algorithm_t id = coll_auto_select(x, x->geometry, NULL, false);
+    if (id == 0 || coll_algos[id - 1].build != coll_shm_build)
+        return NULL;
+    return &coll_algos[id - 1];
+}
+
 /* Would the other members run x with a shared-memory algorithm? Only
  * what this task can tell from its own (failed) call. */
 static bool runs_here(const pami_xfer_t *x)
@@ -31,8 +40,8 @@ static bool runs_here(const pami_xfer_t *x)
         x->algorithm != PAMI_ALGORITHM_AUTO)
         return named_shm(x) != NULL;
     if (x->kind == PAMI_XFER_BROADCAST || x->kind == PAMI_XFER_REDUCE)
-        return coll_type_valid(x->dtype) && coll_shm_auto(x);
-    return coll_shm_auto(x);
+        return coll_type_valid(x->dtype) && auto_shm(x) != NULL;
+    return auto_shm(x) != NULL;
 }
 
 void coll_shm_poison(pami_context_t ctx, const pami_xfer_t *x)
@@ -97,8 +106,8 @@ static bool inline_fits(cshm_t *s, coll_ctx_t *cc, const pami_xfer_t *x,
         return false;
     bool named = (x->field_mask & PAMI_XFER_FIELD_ALGORITHM) &&
                  x->algorithm != PAMI_ALGORITHM_AUTO;
-    const coll_algo_t *a = named ? named_shm(x) : cshm_algo(x->kind);
-    if (a == NULL || (!named && !coll_shm_auto(x)))
+    const coll_algo_t *a = named ? named_shm(x) : auto_shm(x);
+    if (a == NULL)
         return false;
     size_t es = coll_type_valid(x->dtype) ? pami_type_size(x->dtype) : 0;
     if (es == 0 || x->count == 0 || x->count > CSHM_SMALL_MAX / es ||
@@ -144,6 +153,15 @@ bool coll_shm_wait_inline(pami_context_t ctx, const pami_xfer_t *x,
     g->next_seq++;
     g->started++;
     cc->st.started++;
+    cc->algo_calls[a - coll_algos]++;
+    if ((x->field_mask & PAMI_XFER_FIELD_ALGORITHM) &&
+        x->algorithm != PAMI_ALGORITHM_AUTO) {
+        cc->selected[PAMI_SELECTED_NAMED]++;
+    } else {
+        pami_algorithm_selection_t sel;
+        coll_auto_select(x, g, &sel, true); /* counted and logged */
+        cc->selected[sel.reason]++;
+    }
     s->running = true;
     cshm_count(s, CSHM_STAT_inline);
     cshm_op_setup(s, NULL, x, g, pami_type_size(x->dtype),

@@ -230,6 +230,35 @@ pami_result_t pami_geometry_algorithms_query(
 pami_result_t pami_algorithm_by_name(const char *name,
                                      pami_algorithm_t *algorithm);
 
+/* Why AUTO picks what it picks (pami_geometry_algorithm_selected). */
+typedef enum {
+    PAMI_SELECTED_NAMED = 0, /* the call names its algorithm */
+    PAMI_SELECTED_FORCED,    /* PAMI_COLL_<COLLECTIVE>_ALGORITHM */
+    PAMI_SELECTED_PROFILE,   /* a point of the profile, this very shape */
+    PAMI_SELECTED_NEAREST,   /* a point of the profile's nearest shape */
+    PAMI_SELECTED_BUILTIN    /* the built-in rules (why says which case) */
+} pami_selected_reason_t;
+
+typedef struct {
+    pami_algorithm_t       algorithm; /* PAMI_ALGORITHM_AUTO: none */
+    const char            *name;      /* its name; static */
+    pami_selected_reason_t reason;
+    const char            *why;       /* one phrase; static */
+    /* PROFILE, NEAREST: the measured size the choice comes from, the
+     * range of call sizes it serves, and the profile's shape. */
+    size_t point_bytes, range_lo, range_hi;
+    size_t shape_size, shape_nodes, shape_tasks_per_node;
+    size_t bytes; /* the call's size as the selection sees it */
+} pami_algorithm_selection_t;
+
+/* What pami_collective would run for xfer (a call with AUTO, or naming
+ * its algorithm) on its geometry, and why; local, no message. The
+ * world geometry's profile table is confirmed by its first collective
+ * (members compare tables then): before it, the answer assumes they
+ * agree. PAMI_INVAL for a NULL argument or a geometry not ready. */
+pami_result_t pami_geometry_algorithm_selected(
+    const pami_xfer_t *xfer, pami_algorithm_selection_t *selection);
+
 /* Starts a collective. Before it starts, the geometry's ConnIDs in use are
  * checked against its threshold: at or above it (or while the next ConnID
  * is still locked) the call advances the context with pami_context_wait

@@ -22,7 +22,7 @@
 enum { ID_ADD = 0, ID_REPLY = 1, NUM_IDS };
 #define COUNTER_VERSION 1
 
-/* Wire form of both packets, sent as data of pami_send_immediate. */
+/* Wire form of both packets, sent as data of pami_protocol_send_immediate. */
 typedef struct {
     uint8_t  version;
     uint8_t  pad[7];
@@ -69,7 +69,7 @@ static void on_add(pami_context_t ctx, void *cookie, const void *header,
                    size_t header_size, const void *data, size_t data_size,
                    pami_endpoint_t origin, pami_recv_t *recv)
 {
-    (void)header; (void)header_size; (void)recv;
+    (void)ctx; (void)header; (void)header_size; (void)recv;
     counter_state_t *st = cookie;
     if (!valid(st, data, data_size, "request"))
         return;
@@ -79,12 +79,13 @@ static void on_add(pami_context_t ctx, void *cookie, const void *header,
     st->value += m.value;
     st->served++;
     m.value = old;
-    /* pami_send copies nothing but the header: carry the reply there so
-     * the stack buffer may go when this handler returns. */
-    pami_send_t reply = {.send = {.dest = origin,
-                                  .dispatch = st->env.dispatch_base + ID_REPLY,
+    /* pami_protocol_send copies nothing but the header: carry the reply
+     * there so the stack buffer may go when this handler returns. Sends
+     * name the protocol's own ids by index (the program's pami_send*
+     * cannot reach them). */
+    pami_send_t reply = {.send = {.dest = origin, .dispatch = ID_REPLY,
                                   .header = &m, .header_len = sizeof(m)}};
-    pami_send(ctx, &reply);
+    pami_protocol_send(&st->env, &reply);
 }
 
 static void on_reply(pami_context_t ctx, void *cookie, const void *header,
@@ -178,9 +179,9 @@ static pami_result_t counter_add(pami_context_t ctx, pami_task_t task,
     counter_msg_t m = {.version = COUNTER_VERSION, .value = delta,
                        .token = token};
     pami_send_immediate_t s = {.dest = dest,
-                               .dispatch = st->env.dispatch_base + ID_ADD,
+                               .dispatch = ID_ADD,
                                .data = &m, .data_len = sizeof(m)};
-    while ((rc = pami_send_immediate(ctx, &s)) == PAMI_EAGAIN)
+    while ((rc = pami_protocol_send_immediate(&st->env, &s)) == PAMI_EAGAIN)
         pami_context_advance(ctx, 1);
     if (rc == PAMI_SUCCESS)
         st->pending[token] = (pending_t){fn, cookie};

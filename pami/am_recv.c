@@ -26,22 +26,40 @@ pami_result_t pami_dispatch_set(pami_context_t ctx, size_t id,
 static void recv_ack(struct pami_context *ctx, const uint8_t *payload,
                      size_t len)
 {
-    pami_ack_t ack;
-    if (len != sizeof(ack)) {
+    pami_ack_t    ack;
+    pami_result_t r;
+    if (pami_ack_decode(payload, len, &ack, &r) != PAMI_WIRE_OK) {
         ctx->stats.dropped_malformed++;
         pami_warn("am", "dropped an ack of %zu bytes", len);
         return;
     }
-    memcpy(&ack, payload, sizeof(ack));
     pami_request_t *req = pami_request_by_cookie(ctx, ack.cookie);
     if (req == NULL) {
         ctx->stats.dropped_malformed++;
         pami_warn("am", "dropped an ack for no waiting send");
         return;
     }
-    pami_result_t r = (unsigned)ack.result < PAMI_RESULT_LAST
-                          ? (pami_result_t)ack.result : PAMI_ERROR;
     pami_request_acked(req, r);
+}
+
+/* Logs why pami_am_decode refused a message. */
+static void am_drop(struct pami_context *ctx, pami_wire_check_t why,
+                    const pami_am_msg_t *m, size_t hdr_len, size_t data_len)
+{
+    ctx->stats.dropped_malformed++;
+    if (why == PAMI_WIRE_UCX_RNDV)
+        /* pami sends everything eager (large payloads go by its own
+         * active GET), so a UCX rendezvous descriptor is nothing we sent. */
+        pami_warn("am", "dropped a %zu-byte UCX rendezvous message", data_len);
+    else if (why == PAMI_WIRE_BAD_PACKED)
+        pami_warn("am", "dropped a malformed packed message (flags 0x%x, "
+                        "%zu bytes)", m->h.flags, data_len);
+    else if (why == PAMI_WIRE_SHORT)
+        pami_warn("am", "dropped a message with a %zu-byte header", hdr_len);
+    else
+        pami_warn("am", "dropped a malformed message (origin %u/%u, flags "
+                        "0x%x, header %zu bytes)", m->h.origin_task,
+                  m->h.origin_ctx, m->h.flags, hdr_len);
 }
 
 void pami_am_recv(void *arg, const void *hdr, size_t hdr_len, void *data,
@@ -49,60 +67,22 @@ void pami_am_recv(void *arg, const void *hdr, size_t hdr_len, void *data,
 {
     struct pami_context *ctx = arg;
     pami_client_impl_t  *c   = ctx->client;
-    pami_am_hdr_t h;
+    pami_am_msg_t        m;
 
-    /* pami sends everything eager (large payloads go by its own active
-     * GET), so a UCX rendezvous descriptor is nothing we sent: drop it. */
-    if (unlikely(desc != NULL)) {
-        ctx->stats.dropped_malformed++;
-        pami_warn("am", "dropped a %zu-byte UCX rendezvous message", data_len);
+    pami_wire_check_t why = pami_am_decode(hdr, hdr_len, data, data_len,
+                                           desc, (uint32_t)c->size,
+                                           (uint32_t)c->num_contexts, &m);
+    if (unlikely(why != PAMI_WIRE_OK)) {
+        am_drop(ctx, why, &m, hdr_len, data_len);
         return;
     }
-    const uint8_t *rest;
-    size_t         rest_len;
-    /* Packed: header, user header and data all in the payload. */
-    if (hdr_len == 0 && data_len >= sizeof(h) + sizeof(uint16_t)) {
-        uint16_t uhlen;
-        memcpy(&h, data, sizeof(h));
-        memcpy(&uhlen, (const uint8_t *)data + sizeof(h), sizeof(uhlen));
-        size_t head = sizeof(h) + sizeof(uhlen) + uhlen;
-        if (unlikely(h.flags != PAMI_AM_FLAG_PACKED || head > data_len)) {
-            ctx->stats.dropped_malformed++;
-            pami_warn("am", "dropped a malformed packed message (flags 0x%x, "
-                            "%zu bytes)", h.flags, data_len);
-            return;
-        }
-        rest     = (const uint8_t *)data + sizeof(h) + sizeof(uhlen);
-        rest_len = uhlen;
-        data     = (uint8_t *)data + head;
-        data_len -= head;
-        h.flags  = 0;
-    } else if (unlikely(hdr_len < sizeof(h))) {
-        ctx->stats.dropped_malformed++;
-        pami_warn("am", "dropped a message with a %zu-byte header", hdr_len);
-        return;
-    } else {
-        memcpy(&h, hdr, sizeof(h));
-        rest     = (const uint8_t *)hdr + sizeof(h);
-        rest_len = hdr_len - sizeof(h);
-    }
-    bool   ack      = (h.flags & PAMI_AM_FLAG_ACK) != 0;
-    uint64_t ack_cookie = 0;
-
-    if (unlikely(h.origin_task >= c->size || h.origin_ctx >= c->num_contexts ||
-                 (h.flags & ~PAMI_AM_FLAGS_KNOWN) != 0 ||
-                 (ack && rest_len < sizeof(uint64_t)))) {
-        ctx->stats.dropped_malformed++;
-        pami_warn("am", "dropped a malformed message (origin %u/%u, flags "
-                        "0x%x, header %zu bytes)", h.origin_task,
-                  h.origin_ctx, h.flags, hdr_len);
-        return;
-    }
-    if (ack) {
-        memcpy(&ack_cookie, rest, sizeof(ack_cookie));
-        rest += sizeof(ack_cookie);
-        rest_len -= sizeof(ack_cookie);
-    }
+    pami_am_hdr_t  h          = m.h;
+    bool           ack        = m.ack;
+    uint64_t       ack_cookie = m.ack_cookie;
+    const uint8_t *rest       = m.uhdr;
+    size_t         rest_len   = m.uhdr_len;
+    data     = m.data;
+    data_len = m.data_len;
     uint32_t peer = h.origin_task * (uint32_t)c->num_contexts + h.origin_ctx;
 
     if (h.dispatch >= PAMI_DISPATCH_CORE_BASE) {

@@ -12,23 +12,18 @@
 
 #include "internal.h"
 
-typedef struct {
-    uint32_t epoch;
-    uint32_t round;
-} pami_barrier_msg_t;
-
 void pami_barrier_recv(struct pami_context *ctx, const void *payload,
                        size_t len, uint32_t origin_task)
 {
     pami_barrier_msg_t m;
-    if (len != sizeof(m)) {
+    pami_wire_check_t  why = pami_barrier_msg_decode(payload, len, &m);
+    if (why == PAMI_WIRE_BAD_LENGTH) {
         ctx->stats.dropped_malformed++;
         pami_warn("barrier", "dropped a %zu-byte barrier message", len);
         return;
     }
-    memcpy(&m, payload, sizeof(m));
     uint32_t ahead = m.epoch - ctx->bar_epoch;
-    if (m.round >= 64 || ahead > 1) {
+    if (why != PAMI_WIRE_OK || ahead > 1) {
         ctx->stats.dropped_malformed++;
         pami_warn("barrier", "dropped a barrier message (epoch %u round %u) "
                              "from task %u in epoch %u", m.epoch, m.round,
@@ -92,7 +87,7 @@ pami_result_t pami_barrier(struct pami_context **ctxs, size_t n,
             }
             events += pami_progress_once(ctxs[i]);
             if (async)
-                pthread_mutex_unlock(&ctxs[i]->lock);
+                pami_context_release(ctxs[i]);
         }
         if (left == 0)
             break;
@@ -119,6 +114,8 @@ pami_result_t pami_barrier(struct pami_context **ctxs, size_t n,
 void pami_idle(struct pami_context **ctxs, size_t n)
 {
     /* n == 0: the contexts are not ours to arm (progress thread). */
+    for (size_t i = 0; i < n; i++)
+        pami_tasks_watch(ctxs[i]);
     bool armed = n == 1 && ctxs[0]->tp->arm(ctxs[0]->worker) == 0;
     evloop_libev_ops.run_once(ctxs[0]->loop, armed ? 10 : 1);
 }

@@ -107,6 +107,7 @@ static void client_free(pami_client_impl_t *c)
         c->tp->fini(c->tp_ctx);
     if (c->bs_state != NULL)
         c->bs->fini(c->bs_state);
+    pami_tasks_release(c);
     free(c->local_tasks);
     free(c->task_node);
     free(c->tasks);
@@ -153,8 +154,11 @@ pami_result_t pami_client_create(const char *name,
     }
     c->task = task;
     c->size = size;
-    /* pamirun prefixes every line with the rank already. */
-    if (c->bs_kind != PAMI_BOOTSTRAP_LOCAL)
+    /* Log lines name the task, unless pamirun prefixes every line with
+     * the rank already (--tag-output). */
+    const char *tagged = getenv(PAMIRUN_ENV_TAGGED);
+    if (c->bs_kind != PAMI_BOOTSTRAP_LOCAL || tagged == NULL ||
+        strcmp(tagged, "1") != 0)
         pami_log_set_task(task);
     if (size >= (1u << 24)) {
         pami_error("client", "%u tasks exceed the endpoint encoding", size);

@@ -293,7 +293,7 @@ pami_result_t pami_context_trylock(pami_context_t ctx)
 pami_result_t pami_context_unlock(pami_context_t ctx)
 {
     PAMI_CHECK(ctx != NULL, PAMI_INVAL, "context", "unlock of a NULL context");
-    return pthread_mutex_unlock(&ctx->lock) == 0 ? PAMI_SUCCESS : PAMI_ERROR;
+    return pami_context_release(ctx) == 0 ? PAMI_SUCCESS : PAMI_ERROR;
 }
 
 pami_result_t pami_context_stats(pami_context_t ctx,

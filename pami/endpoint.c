@@ -2,6 +2,7 @@
  * Endpoints: plain values naming (task, context offset). The UCX endpoint
  * behind one is made on first use from the address exchanged at createv.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,9 +42,15 @@ void pami_task_failed(struct pami_context *ctx, uint32_t task, int status)
     mon->task_dead = true;
     ctx->stats.peer_failures++;
     /* In shutdown a peer that finished its barriers closes its monitors
-     * first: that is a departure, and not a failure of the job. */
-    if (!ctx->closing_down)
+     * first: that is a departure, and not a failure of the job. In the
+     * first barrier no task can have finished, so it is a failure; later
+     * the barrier gets a grace to take in what the task sent before it
+     * left (pami_tasks_watch). */
+    if (!ctx->closing_down || ctx->shutdown_stage == 1)
         ctx->client->tasks_failed = true;
+    else if (ctx->depart_deadline_ns == 0)
+        ctx->depart_deadline_ns = pami_time_ns() +
+                                  PAMI_DEPART_GRACE_MS * 1000000ull;
     pami_log(ctx->closing_down ? PAMI_LOG_DEBUG : PAMI_LOG_WARN, "endpoint",
              "task %u is unreachable (%s); its operations fail with "
              "PAMI_PEER_FAILED", task, strerror(-status));
@@ -55,6 +62,30 @@ void pami_task_failed(struct pami_context *ctx, uint32_t task, int status)
     /* What UCX holds for the dead task is failed and its endpoints
      * closed from progress, not from inside a UCX callback. */
     ctx->peers_failed_pending = true;
+}
+
+void pami_tasks_watch(struct pami_context *ctx)
+{
+    pami_client_impl_t *c   = ctx->client;
+    uint64_t            now = pami_time_ns();
+    /* A departed task is what the barrier still waits for. */
+    if (ctx->depart_deadline_ns != 0 && now >= ctx->depart_deadline_ns &&
+        ctx->shutdown_stage == 2)
+        c->tasks_failed = true;
+    if (!c->config.peer_errors || c->num_local_tasks <= 1 ||
+        now - ctx->last_sweep_ns < PAMI_WATCH_MS * 1000000ull)
+        return;
+    /* Shared with progress' own sweep, which runs only every 1024 polls:
+     * a context sleeping in a wait takes seconds to get there. */
+    ctx->last_sweep_ns = now;
+    size_t n = c->num_contexts;
+    for (size_t i = 0; i < c->num_local_tasks; i++) {
+        pami_task_t t = c->local_tasks[i];
+        if (t == c->task || ctx->peers[t * n].task_dead)
+            continue;
+        if (!pami_task_alive(c, t))
+            pami_task_failed(ctx, t, -ESRCH);
+    }
 }
 
 /* A monitor, or the endpoint of a context on another node, saw its task

@@ -19,6 +19,7 @@
 #include "bootstrap.h"
 #include "evloop.h"
 #include "transport.h"
+#include "wire.h"
 
 #define container_of(ptr, type, member) \
     ((type *)((char *)(ptr) - offsetof(type, member)))
@@ -41,32 +42,16 @@
 /* Period of the monitors' liveness checks: bounds how long a dead task can
  * go unnoticed when its socket gives no sign. */
 #define PAMI_KEEPALIVE_MS 500
+/* How often a context that waits idle looks at the tasks of its node. */
+#define PAMI_WATCH_MS 100
+#define PAMI_DEPART_GRACE_MS 200
 /* UCX's shared-memory and TCP transports carry 8 KiB in one fragment; an
  * immediate send must fit one, with pami's and UCX's headers. */
 #define PAMI_IMMEDIATE_LIMIT 4096
 
-/* Wire header in front of every pami active message (docs/protocols/am.md). */
-typedef struct {
-    uint32_t origin_task;
-    uint16_t dispatch;
-    uint8_t  origin_ctx;
-    uint8_t  flags;
-} pami_am_hdr_t;
-
-#define PAMI_AM_FLAG_ACK 0x1u /* a uint64 ack cookie follows the header */
-/* The whole message travels as UCX payload: this header, a uint16 user
- * header length, the user header, the data (small immediate sends: one
- * contiguous part is cheaper in UCX than header plus payload). */
-#define PAMI_AM_FLAG_PACKED 0x2u
-#define PAMI_AM_FLAGS_KNOWN (PAMI_AM_FLAG_ACK | PAMI_AM_FLAG_PACKED)
+/* The wire forms of the AM header, the ack and the rendezvous request,
+ * and their decoders, are in wire.h. */
 #define PAMI_PACKED_MAX 256
-
-/* Payload of a PAMI_DISPATCH_ACK message. */
-typedef struct {
-    uint64_t cookie;
-    int32_t  result;
-    uint32_t reserved;
-} pami_ack_t;
 
 /* Headers up to this size are copied into the request itself. */
 #define PAMI_REQ_INLINE_HDR 96
@@ -234,9 +219,21 @@ struct pami_context {
     evloop_t             *loop;
     evloop_io_t          *loop_io;
     int                   event_fd;
+    /* Progress thread (progress.c): its watcher of event_fd, whether it
+     * watches now, and set while it finds the context held by the
+     * program, so that the holder's unlock wakes it. */
+    evloop_io_t          *progress_io;
+    bool                  progress_watching;
+    atomic_int            progress_skipped;
 
     int                   closing;    /* endpoint closes in progress */
     bool                  closing_down; /* in destroy */
+    /* Destroy's stage (shutdown.c): in the first barrier no task can have
+     * left normally yet, so a death there fails at once; later, a task
+     * found gone may have finished its barriers and left, and it counts as
+     * failed only if the barrier is still stuck PAMI_DEPART_GRACE_MS on. */
+    uint8_t               shutdown_stage;
+    uint64_t              depart_deadline_ns; /* 0: no departure pending */
     bool                  eps_closed;   /* no new endpoints from now on */
     bool                  peers_failed_pending; /* failed eps to close */
 
@@ -274,6 +271,9 @@ typedef struct pami_client {
         pid_t    pid;
         uint64_t probe;   /* address of a byte to read in it */
     }                    *tasks;
+    /* Per task, the 16-byte secret that seals its memory regions
+     * (secrets[task * 16]), exchanged with the task cards. */
+    uint8_t              *secrets;
 
     const tp_ops_t       *tp;
     tp_context_t         *tp_ctx;
@@ -291,6 +291,9 @@ typedef struct pami_client {
     pami_protocol_slot_t  protocols[PAMI_PROTOCOL_MAX];
     size_t                num_protocols;
     size_t                protocol_ids;  /* dispatch ids handed out */
+    /* Slot + 1 of the protocol whose block starts at an id (by id -
+     * PAMI_DISPATCH_USER_MAX), 0 elsewhere: an env checked in O(1). */
+    uint8_t               protocol_at[PAMI_DISPATCH_PROTOCOL_MAX];
     uint64_t              protocol_sig;  /* names and order, for createv */
 
     /* Progress thread (PAMI_ASYNC_PROGRESS=1). */
@@ -302,6 +305,8 @@ typedef struct pami_client {
 
 /* ---- tasks (tasks.c) ---- */
 pami_result_t pami_tasks_exchange(pami_client_impl_t *client);
+/* Frees what the exchange made; safe on a client that never made it. */
+void pami_tasks_release(pami_client_impl_t *client);
 /* False only when the task is on this node and its process is gone. */
 bool pami_task_alive(pami_client_impl_t *client, uint32_t task);
 
@@ -351,6 +356,9 @@ void pami_peers_close(struct pami_context *ctx, bool force);
 void pami_peers_close_failed(struct pami_context *ctx);
 /* Declares task dead on ctx: fails what waits on it, refuses new sends. */
 void pami_task_failed(struct pami_context *ctx, uint32_t task, int status);
+/* From pami_idle (nothing moved): looks at the tasks of this node at most
+ * every PAMI_WATCH_MS, and ends a departure's grace. */
+void pami_tasks_watch(struct pami_context *ctx);
 /* Connects one watching endpoint per task on another node
  * (PAMI_PEER_ERRORS); returns how many. */
 size_t pami_monitors_start(struct pami_context *ctx);
@@ -405,6 +413,13 @@ pami_result_t pami_send_internal(struct pami_context *ctx, uint32_t peer,
                                  uint16_t dispatch, const void *payload,
                                  size_t len, pami_req_kind_t kind);
 unsigned pami_send_deferred(struct pami_context *ctx);
+/* pami_send_immediate / pami_send with params->dispatch anywhere in the
+ * user's and the protocols' ids: for the protocol SDK, which checks first
+ * that the id is the calling protocol's own. */
+pami_result_t pami_send_immediate_protocol(struct pami_context *ctx,
+                                           const pami_send_immediate_t *p);
+pami_result_t pami_send_protocol(struct pami_context *ctx,
+                                 const pami_send_t *p);
 /* Starts req now, or after the transport's progress returns when its peer
  * needs an endpoint first; keeps a peer's order. */
 void pami_submit(struct pami_context *ctx, pami_request_t *req);
@@ -419,7 +434,25 @@ void pami_rndv_start_get(struct pami_context *ctx, pami_peer_t *peer,
                          pami_request_t *req);
 
 /* ---- memory regions (memregion.c) ---- */
-pami_result_t pami_mr_decode(const pami_memregion_t *mr, pami_mr_view_t *v);
+typedef enum {
+    PAMI_MR_OK = 0,
+    PAMI_MR_BAD_FORM,   /* size, magic, version, reserved or key length */
+    PAMI_MR_BAD_OWNER,  /* owner task outside the job */
+    PAMI_MR_BAD_SEAL    /* the owner did not make these bytes */
+} pami_mr_verdict_t;
+/* Pure: decodes len bytes of a region's wire form and verifies its seal
+ * with secrets[owner_task * 16 .. +16) of ntasks; v is written on OK
+ * only (its rkey points into buf). */
+pami_mr_verdict_t pami_mr_wire_decode(const void *buf, size_t len,
+                                      const uint8_t *secrets, size_t ntasks,
+                                      pami_mr_view_t *v);
+/* The same with the client's secrets; a refusal is logged and counted
+ * (stats.bad_regions). */
+pami_result_t pami_mr_decode(struct pami_context *ctx,
+                             const pami_memregion_t *mr, pami_mr_view_t *v);
+/* Clients whose secrets pami_memregion_query checks copies against. */
+void pami_mr_job_add(pami_client_impl_t *c);
+void pami_mr_job_remove(pami_client_impl_t *c);
 /* Registers addr and writes its wire form with region id `id` into mr. */
 pami_result_t pami_mr_pack(struct pami_context *ctx, void *addr, size_t bytes,
                            uint32_t id, pami_region_t *r,
@@ -438,6 +471,10 @@ extern __thread struct pami_context *pami_tls_progressing
 unsigned pami_progress_once(struct pami_context *ctx);
 pami_result_t pami_progress_thread_start(pami_client_impl_t *client);
 void pami_progress_thread_stop(pami_client_impl_t *client);
+/* Releases ctx->lock taken by a thread other than the progress thread and
+ * wakes that thread when what was done under the lock needs progress.
+ * Returns pthread_mutex_unlock's result. */
+int pami_context_release(struct pami_context *ctx);
 
 /* ---- shutdown (shutdown.c) ---- */
 pami_result_t pami_shutdown(struct pami_context **ctxs, size_t n,

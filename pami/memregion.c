@@ -7,9 +7,13 @@
 #include <string.h>
 
 #include "internal.h"
+#include "siphash.h"
 
 #define MR_MAGIC   0x524d4150u /* "PAMR" */
-#define MR_VERSION 1
+#define MR_VERSION 2
+/* Bytes of the wire form before the seal: everything it covers but the
+ * key bytes. */
+#define MR_SEALED_HEAD 40
 
 /* The layout behind pami_memregion_t (docs/protocols/rma.md). */
 typedef struct {
@@ -23,48 +27,139 @@ typedef struct {
     uint32_t generation;  /* of that slot: a stale copy is told apart */
     uint64_t base;
     uint64_t bytes;
-    uint8_t  rkey[PAMI_MEMREGION_SIZE - 40];
+    uint64_t seal;        /* SipHash-2-4 under the owner's job secret */
+    uint8_t  rkey[PAMI_MEMREGION_SIZE - 48];
 } mr_wire_t;
 
 _Static_assert(sizeof(mr_wire_t) == sizeof(pami_memregion_t),
                "pami_memregion_t and its wire form differ in size");
+_Static_assert(offsetof(mr_wire_t, seal) == MR_SEALED_HEAD,
+               "the seal follows the fields it covers");
 
-static inline const mr_wire_t *wire(const pami_memregion_t *mr)
+/* The seal covers the 40 bytes in front of it and the packed key. */
+static uint64_t mr_seal(const mr_wire_t *w, const uint8_t *secret)
 {
-    return (const mr_wire_t *)mr;
+    uint8_t msg[MR_SEALED_HEAD + sizeof(w->rkey)];
+    size_t  klen = w->rkey_len <= sizeof(w->rkey) ? w->rkey_len : 0;
+    memcpy(msg, w, MR_SEALED_HEAD);
+    memcpy(msg + MR_SEALED_HEAD, w->rkey, klen);
+    return pami_siphash24(secret, msg, MR_SEALED_HEAD + klen);
 }
 
-/* A copy that came from anywhere: check what can be checked. */
-pami_result_t pami_mr_decode(const pami_memregion_t *mr, pami_mr_view_t *v)
+pami_mr_verdict_t pami_mr_wire_decode(const void *buf, size_t len,
+                                      const uint8_t *secrets, size_t ntasks,
+                                      pami_mr_view_t *v)
 {
+    mr_wire_t w;
+    if (buf == NULL || len != sizeof(w))
+        return PAMI_MR_BAD_FORM;
+    memcpy(&w, buf, sizeof(w));
+    if (w.magic != MR_MAGIC || w.version != MR_VERSION || w.reserved != 0 ||
+        w.rkey_len == 0 || w.rkey_len > sizeof(w.rkey))
+        return PAMI_MR_BAD_FORM;
+    if (w.owner_task >= ntasks)
+        return PAMI_MR_BAD_OWNER;
+    /* Nothing else is read before the owner's seal says it made these
+     * bytes. */
+    uint64_t want = mr_seal(&w, secrets + (size_t)w.owner_task *
+                                              PAMI_SIPHASH_KEY_LEN);
+    if (want != w.seal)
+        return PAMI_MR_BAD_SEAL;
+    v->owner_task = w.owner_task;
+    v->owner_ctx  = w.owner_ctx;
+    v->id         = w.id;
+    v->generation = w.generation;
+    v->base       = w.base;
+    v->bytes      = w.bytes;
+    v->rkey       = (const uint8_t *)buf + offsetof(mr_wire_t, rkey);
+    return PAMI_MR_OK;
+}
+
+static const char *verdict_text(pami_mr_verdict_t r)
+{
+    switch (r) {
+    case PAMI_MR_BAD_FORM:  return "is not a memory region of this version";
+    case PAMI_MR_BAD_OWNER: return "names an owner outside the job";
+    case PAMI_MR_BAD_SEAL:  return "fails its owner's seal (forged, "
+                                   "corrupted, or of another job)";
+    default:                return "is fine";
+    }
+}
+
+/* A copy that came from anywhere: trusted only when its owner sealed it. */
+pami_result_t pami_mr_decode(struct pami_context *ctx,
+                             const pami_memregion_t *mr, pami_mr_view_t *v)
+{
+    pami_client_impl_t *c = ctx->client;
     if (mr == NULL) {
         pami_warn("rma", "NULL memory region");
         return PAMI_INVAL;
     }
-    const mr_wire_t *w = wire(mr);
-    if (w->magic != MR_MAGIC || w->version != MR_VERSION ||
-        w->rkey_len == 0 || w->rkey_len > sizeof(w->rkey)) {
-        pami_warn("rma", "not a memory region (magic 0x%x, version %u)",
-                  w->magic, w->version);
-        return PAMI_INVAL;
+    pami_mr_verdict_t r = pami_mr_wire_decode(mr, sizeof(*mr), c->secrets,
+                                              c->size, v);
+    if (likely(r == PAMI_MR_OK))
+        return PAMI_SUCCESS;
+    ctx->stats.bad_regions++;
+    pami_warn("rma", "refused a memory region that %s", verdict_text(r));
+    return PAMI_INVAL;
+}
+
+/* pami_memregion_query has no context: it checks a copy against the
+ * secrets of every client of this process. */
+static pthread_mutex_t     jobs_lock = PTHREAD_MUTEX_INITIALIZER;
+static pami_client_impl_t *jobs[8];
+
+void pami_mr_job_add(pami_client_impl_t *c)
+{
+    pthread_mutex_lock(&jobs_lock);
+    for (size_t i = 0; i < sizeof(jobs) / sizeof(jobs[0]); i++)
+        if (jobs[i] == NULL) {
+            jobs[i] = c;
+            break;
+        }
+    pthread_mutex_unlock(&jobs_lock);
+}
+
+void pami_mr_job_remove(pami_client_impl_t *c)
+{
+    pthread_mutex_lock(&jobs_lock);
+    for (size_t i = 0; i < sizeof(jobs) / sizeof(jobs[0]); i++)
+        if (jobs[i] == c)
+            jobs[i] = NULL;
+    pthread_mutex_unlock(&jobs_lock);
+}
+
+static pami_mr_verdict_t query_decode(const pami_memregion_t *mr,
+                                      pami_mr_view_t *v)
+{
+    pami_mr_verdict_t best = PAMI_MR_BAD_FORM;
+    pthread_mutex_lock(&jobs_lock);
+    for (size_t i = 0; i < sizeof(jobs) / sizeof(jobs[0]); i++) {
+        if (jobs[i] == NULL)
+            continue;
+        pami_mr_verdict_t r = pami_mr_wire_decode(mr, sizeof(*mr),
+                                                  jobs[i]->secrets,
+                                                  jobs[i]->size, v);
+        if (r == PAMI_MR_OK || r > best)
+            best = r;
+        if (r == PAMI_MR_OK)
+            break;
     }
-    v->owner_task = w->owner_task;
-    v->owner_ctx  = w->owner_ctx;
-    v->id         = w->id;
-    v->generation = w->generation;
-    v->base       = w->base;
-    v->bytes      = w->bytes;
-    v->rkey       = w->rkey;
-    return PAMI_SUCCESS;
+    pthread_mutex_unlock(&jobs_lock);
+    return best;
 }
 
 pami_result_t pami_memregion_query(const pami_memregion_t *mr, void **base,
                                    size_t *bytes, pami_endpoint_t *owner)
 {
     pami_mr_view_t v;
-    pami_result_t  rc = pami_mr_decode(mr, &v);
-    if (rc != PAMI_SUCCESS)
-        return rc;
+    PAMI_CHECK(mr != NULL, PAMI_INVAL, "rma", "query of a NULL region");
+    pami_mr_verdict_t r = query_decode(mr, &v);
+    if (r != PAMI_MR_OK) {
+        pami_warn("rma", "query of a memory region that %s",
+                  verdict_text(r));
+        return PAMI_INVAL;
+    }
     if (base != NULL)
         *base = (void *)(uintptr_t)v.base;
     if (bytes != NULL)
@@ -115,6 +210,9 @@ pami_result_t pami_mr_pack(struct pami_context *ctx, void *addr, size_t bytes,
     w.generation = r->generation;
     w.base       = r->base;
     w.bytes      = bytes;
+    w.seal       = mr_seal(&w, ctx->client->secrets +
+                                   (size_t)ctx->client->task *
+                                       PAMI_SIPHASH_KEY_LEN);
     memcpy(mr, &w, sizeof(w));
     return PAMI_SUCCESS;
 }
@@ -137,7 +235,7 @@ pami_region_t *pami_region_local(struct pami_context *ctx,
                                  const pami_memregion_t *mr,
                                  pami_mr_view_t *v)
 {
-    if (pami_mr_decode(mr, v) != PAMI_SUCCESS)
+    if (pami_mr_decode(ctx, mr, v) != PAMI_SUCCESS)
         return NULL;
     if (v->owner_task != ctx->client->task || v->owner_ctx != ctx->offset ||
         v->id >= ctx->nregions || !ctx->regions[v->id].live ||

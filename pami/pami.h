@@ -265,6 +265,9 @@ typedef struct {
     uint64_t peer_failures;     /* endpoints that reported a dead peer */
     uint64_t posted;            /* work items run */
     uint64_t sleeps;            /* times pami_context_wait slept */
+    uint64_t bad_regions;       /* memregions refused: forged, corrupted,
+                                   of another job (from the program or
+                                   the wire) */
 } pami_context_stats_t;
 
 pami_result_t pami_context_stats(pami_context_t context,
@@ -345,7 +348,8 @@ pami_result_t pami_dispatch_fence(pami_client_t client);
 
 typedef struct {
     pami_endpoint_t dest;
-    size_t          dispatch;
+    size_t          dispatch; /* 0 .. dispatch_max-1; higher: PAMI_INVAL
+                                 (protocols: pami_protocol_send*) */
     const void     *header;
     size_t          header_len;
     const void     *data;

@@ -4,9 +4,11 @@
  * A protocol is a named, const ops table. Registered on a client (the
  * built-in ones register themselves), it gets a private block of dispatch
  * ids from the reserved range and is initialised on every context of the
- * client. From then on it speaks over the ordinary public calls
- * (pami_send_immediate, pami_send, pami_rget, ...) on its own ids, so
- * protocols and the runtime's own handlers share one dispatch path.
+ * client. It sends on its own ids with pami_protocol_send_immediate and
+ * pami_protocol_send (the program's pami_send* refuse ids >=
+ * dispatch_max), and uses the ordinary public calls for the rest
+ * (pami_rget, pami_context_post, ...); its handlers are called through
+ * the same dispatch path as the program's.
  *
  * Ids are handed out in registration order, built-in protocols first
  * (sorted by name), so every task must register the same protocols in the
@@ -78,6 +80,19 @@ pami_result_t pami_protocol_register(pami_client_t client,
 pami_result_t pami_protocol_dispatch_set(const pami_protocol_env_t *env,
                                          size_t index, pami_dispatch_fn fn,
                                          void *cookie);
+
+/* pami_send_immediate and pami_send on the protocol's own ids: the
+ * same parameters, results and rules, except that params->dispatch (
+ * params->send.dispatch) is an index 0 .. env->num_dispatch-1 into the
+ * protocol's block, as in pami_protocol_dispatch_set, and the message
+ * goes from env->context. env is the one init received, or a copy of it
+ * kept in the protocol's state. PAMI_INVAL (and a log line) for an env
+ * that is no protocol's block or an index outside it: a protocol cannot
+ * send on the program's ids nor on another protocol's. */
+pami_result_t pami_protocol_send_immediate(const pami_protocol_env_t *env,
+                                           const pami_send_immediate_t *params);
+pami_result_t pami_protocol_send(const pami_protocol_env_t *env,
+                                 const pami_send_t *params);
 
 /* True while a handler, callback or posted work of context runs (where
  * advance and wait refuse): blocking forms check it before they start. */

@@ -184,15 +184,61 @@ pami_result_t pami_context_post(pami_context_t ctx, pami_work_t *work,
 
 /* ---- progress thread ---- */
 
+/* Whether what a thread did on ctx under its lock may wait for progress:
+ * completions to report, sends waiting for an endpoint, requests the
+ * transport holds (a send UCX queued for lack of room in the peer's
+ * queue moves only when this worker progresses), endpoint closes and
+ * failures to handle. Read with the lock held. */
+static bool needs_progress(const struct pami_context *ctx)
+{
+    return ctx->done_head != NULL || ctx->deferred_head != NULL ||
+           ctx->inflight > ctx->zombies || ctx->local_inflight > 0 ||
+           ctx->closing > 0 || ctx->peers_failed_pending;
+}
+
+/* The progress thread arms a context and sleeps; what another thread
+ * starts on it afterwards (under the lock) makes no event on the fd it
+ * sleeps on, so that thread must wake it when it lets go. Waking costs a
+ * write only while the progress thread sleeps. */
+int pami_context_release(struct pami_context *ctx)
+{
+    pami_client_impl_t *c = ctx->client;
+    bool work = c->progress_running && needs_progress(ctx);
+    int  rc   = pthread_mutex_unlock(&ctx->lock);
+    if (rc != 0)
+        return rc; /* not held by this thread: nothing was done under it */
+    /* After the unlock: a progress thread that found the lock held has
+     * set the flag before trying it, so it is seen here. */
+    atomic_thread_fence(memory_order_seq_cst);
+    bool skipped = atomic_load(&ctx->progress_skipped) != 0 &&
+                   atomic_exchange(&ctx->progress_skipped, 0) != 0;
+    if (c->progress_running && (work || skipped))
+        evloop_libev_ops.wakeup(c->progress_loop);
+    return 0;
+}
+
 static void progress_io(void *arg, int fd)
 {
     (void)arg;
     (void)fd;
 }
 
+/* A context the program holds: its fd, which nobody armed, may stay
+ * readable; watching it would turn the sleep into a spin. The holder's
+ * release wakes the thread instead. */
+static void progress_watch(pami_client_impl_t *c, struct pami_context *ctx,
+                           bool on)
+{
+    if (ctx->progress_watching == on)
+        return;
+    evloop_libev_ops.io_watch(c->progress_loop, ctx->progress_io, on);
+    ctx->progress_watching = on;
+}
+
 /* Advances every context it can lock until none has anything to do, then
- * arms them all and sleeps. A context the program holds locked is retried
- * after a short sleep: its owner is advancing it meanwhile. */
+ * arms them all and sleeps until a context's fd, a post or a release
+ * wakes it. A context the program holds is skipped; its release wakes the
+ * thread, and a sleep with one skipped lasts 10 ms at most all the same. */
 static void *progress_main(void *arg)
 {
     pami_client_impl_t *c = arg;
@@ -200,10 +246,14 @@ static void *progress_main(void *arg)
         bool busy = false, all_armed = true;
         for (size_t i = 0; i < c->num_contexts; i++) {
             struct pami_context *ctx = c->contexts[i];
+            atomic_store(&ctx->progress_skipped, 1);
             if (pthread_mutex_trylock(&ctx->lock) != 0) {
+                progress_watch(c, ctx, false);
                 all_armed = false;
                 continue;
             }
+            atomic_store(&ctx->progress_skipped, 0);
+            progress_watch(c, ctx, true);
             if (pami_progress_once(ctx) > 0)
                 busy = true;
             else if (ctx->tp->arm(ctx->worker) != 0 ||
@@ -223,9 +273,18 @@ pami_result_t pami_progress_thread_start(pami_client_impl_t *c)
     c->progress_loop = evloop_libev_ops.create();
     if (c->progress_loop == NULL)
         return PAMI_ENOMEM;
-    for (size_t i = 0; i < c->num_contexts; i++)
-        evloop_libev_ops.io_add(c->progress_loop, c->contexts[i]->event_fd,
-                                progress_io, c);
+    for (size_t i = 0; i < c->num_contexts; i++) {
+        struct pami_context *ctx = c->contexts[i];
+        ctx->progress_io = evloop_libev_ops.io_add(
+            c->progress_loop, ctx->event_fd, progress_io, c);
+        if (ctx->progress_io == NULL) {
+            evloop_libev_ops.destroy(c->progress_loop);
+            c->progress_loop = NULL;
+            return PAMI_ENOMEM;
+        }
+        ctx->progress_watching = true;
+        atomic_store(&ctx->progress_skipped, 0);
+    }
     atomic_store(&c->progress_stop, 0);
     int rc = pthread_create(&c->progress_thread, NULL, progress_main, c);
     if (rc != 0) {
@@ -251,4 +310,6 @@ void pami_progress_thread_stop(pami_client_impl_t *c)
     c->progress_running = false;
     evloop_libev_ops.destroy(c->progress_loop);
     c->progress_loop = NULL;
+    for (size_t i = 0; i < c->num_contexts; i++)
+        c->contexts[i]->progress_io = NULL;
 }

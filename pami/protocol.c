@@ -92,6 +92,9 @@ static pami_result_t add(pami_client_impl_t *c, const pami_protocol_ops_t *ops,
         .base    = PAMI_DISPATCH_USER_MAX + c->protocol_ids,
         .builtin = builtin,
     };
+    if (ops->num_dispatch > 0)
+        c->protocol_at[c->protocols[i].base - PAMI_DISPATCH_USER_MAX] =
+            (uint8_t)(i + 1);
     c->protocol_ids += ops->num_dispatch;
     /* Order of registration decides the ids: fold it into the signature
      * createv compares across tasks. */
@@ -164,27 +167,81 @@ void pami_protocols_peer_failed(struct pami_context *ctx, uint32_t task)
                                              task);
 }
 
+/* The dispatch id of env's index: env must be one a protocol got from
+ * init (its block, whole) and index inside that block. */
+static pami_result_t protocol_id(const pami_protocol_env_t *env, size_t index,
+                                 const char *what, size_t *id)
+{
+    if (unlikely(env == NULL || env->context == NULL)) {
+        pami_warn("protocol", "%s without an environment", what);
+        return PAMI_INVAL;
+    }
+    pami_client_impl_t *c   = env->context->client;
+    size_t              off = env->dispatch_base - PAMI_DISPATCH_USER_MAX;
+    size_t              at  = env->dispatch_base >= PAMI_DISPATCH_USER_MAX &&
+                                 off < c->protocol_ids
+                                  ? c->protocol_at[off] : 0;
+    if (unlikely(at == 0 ||
+                 c->protocols[at - 1].ops->num_dispatch != env->num_dispatch)) {
+        pami_warn("protocol", "%s: dispatch ids %zu..+%zu belong to no "
+                              "protocol", what, env->dispatch_base,
+                  env->num_dispatch);
+        return PAMI_INVAL;
+    }
+    if (unlikely(index >= env->num_dispatch)) {
+        pami_warn("protocol", "%s: dispatch index %zu is beyond the "
+                              "protocol's %zu ids", what, index,
+                  env->num_dispatch);
+        return PAMI_INVAL;
+    }
+    *id = env->dispatch_base + index;
+    return PAMI_SUCCESS;
+}
+
 pami_result_t pami_protocol_dispatch_set(const pami_protocol_env_t *env,
                                          size_t index, pami_dispatch_fn fn,
                                          void *cookie)
 {
-    PAMI_CHECK(env != NULL && env->context != NULL, PAMI_INVAL, "protocol",
-               "dispatch_set without an environment");
-    PAMI_CHECK(index < env->num_dispatch, PAMI_INVAL, "protocol",
-               "dispatch index %zu is beyond the protocol's %zu ids", index,
-               env->num_dispatch);
-    struct pami_context *ctx = env->context;
-    pami_client_impl_t  *c   = ctx->client;
-    size_t id = env->dispatch_base + index;
-    bool   owned = false;
-    for (size_t i = 0; i < c->num_protocols && !owned; i++)
-        owned = c->protocols[i].base == env->dispatch_base &&
-                c->protocols[i].ops->num_dispatch == env->num_dispatch;
-    PAMI_CHECK(owned, PAMI_INVAL, "protocol",
-               "dispatch ids %zu.. belong to no protocol", env->dispatch_base);
-    ctx->dispatch[id].fn     = fn;
-    ctx->dispatch[id].cookie = cookie;
+    size_t id;
+    pami_result_t rc = protocol_id(env, index, "dispatch_set", &id);
+    if (rc != PAMI_SUCCESS)
+        return rc;
+    env->context->dispatch[id].fn     = fn;
+    env->context->dispatch[id].cookie = cookie;
     return PAMI_SUCCESS;
+}
+
+pami_result_t pami_protocol_send_immediate(const pami_protocol_env_t *env,
+                                           const pami_send_immediate_t *params)
+{
+    size_t id;
+    if (unlikely(params == NULL)) {
+        pami_warn("protocol", "send_immediate with NULL params");
+        return PAMI_INVAL;
+    }
+    pami_result_t rc = protocol_id(env, params->dispatch, "send_immediate",
+                                   &id);
+    if (unlikely(rc != PAMI_SUCCESS))
+        return rc;
+    pami_send_immediate_t p = *params;
+    p.dispatch = id;
+    return pami_send_immediate_protocol(env->context, &p);
+}
+
+pami_result_t pami_protocol_send(const pami_protocol_env_t *env,
+                                 const pami_send_t *params)
+{
+    size_t id;
+    if (unlikely(params == NULL)) {
+        pami_warn("protocol", "send with NULL params");
+        return PAMI_INVAL;
+    }
+    pami_result_t rc = protocol_id(env, params->send.dispatch, "send", &id);
+    if (unlikely(rc != PAMI_SUCCESS))
+        return rc;
+    pami_send_t p = *params;
+    p.send.dispatch = id;
+    return pami_send_protocol(env->context, &p);
 }
 
 int pami_protocol_in_handler(pami_context_t ctx)

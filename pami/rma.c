@@ -27,7 +27,7 @@ static pami_result_t rma_target(struct pami_context *ctx, pami_endpoint_t dest,
     pami_mr_view_t v;
     pami_result_t rc = pami_peer_index(ctx, dest, &index);
     if (rc == PAMI_SUCCESS)
-        rc = pami_mr_decode(mr, &v);
+        rc = pami_mr_decode(ctx, mr, &v);
     if (rc != PAMI_SUCCESS)
         return rc;
     if (unlikely(v.owner_task != pami_ep_task(dest))) {

@@ -15,20 +15,7 @@
 
 #include "internal.h"
 
-#define RNDV_VERSION 1
-/* Origin and target share a node: the target reads the origin's memory
- * itself (process_vm_readv, one copy); mr is unused and not registered. */
-#define RNDV_FLAG_CMA 0x1u
-
-typedef struct {
-    uint32_t         version;
-    uint32_t         dispatch;  /* the user's id */
-    uint64_t         bytes;
-    uint32_t         flags;
-    uint32_t         reserved;
-    uint64_t         base;      /* the origin's buffer */
-    pami_memregion_t mr;        /* its registration, unless RNDV_FLAG_CMA */
-} pami_rndv_rts_t;
+/* RNDV_VERSION, RNDV_FLAG_CMA and pami_rndv_rts_t: wire.h. */
 
 /* Builds a region for a one-shot buffer: no table slot, its key is
  * unpacked once by the target and never cached (id UINT32_MAX). */
@@ -132,19 +119,23 @@ void pami_rndv_recv(struct pami_context *ctx, uint32_t peer,
                     const uint8_t *rest, size_t rest_len)
 {
     pami_rndv_rts_t rts;
-    pami_mr_view_t  v;
-    if (rest_len < sizeof(rts)) {
+    pami_wire_check_t why = pami_rndv_rts_decode(
+        rest, rest_len, pami_ep_task(origin), ctx->client->secrets,
+        ctx->client->size, &rts);
+    if (why == PAMI_WIRE_SHORT) {
         ctx->stats.dropped_malformed++;
         pami_warn("rndv", "dropped a %zu-byte rendezvous request", rest_len);
         pami_send_ack(ctx, peer, ack_cookie, PAMI_INVAL);
         return;
     }
-    memcpy(&rts, rest, sizeof(rts));
     bool cma = (rts.flags & RNDV_FLAG_CMA) != 0;
-    if (rts.version != RNDV_VERSION || (rts.flags & ~RNDV_FLAG_CMA) != 0 ||
-        (cma ? !ctx->client->tasks[pami_ep_task(origin)].local
-             : (pami_mr_decode(&rts.mr, &v) != 0 || v.bytes != rts.bytes ||
-                v.owner_task != pami_ep_task(origin) || v.base != rts.base))) {
+    if (why == PAMI_WIRE_BAD_REGION) {
+        ctx->stats.bad_regions++;
+        pami_warn("rma", "refused a memory region that fails its owner's "
+                         "seal (forged, corrupted, or of another job)");
+    }
+    if (why != PAMI_WIRE_OK ||
+        (cma && !ctx->client->tasks[pami_ep_task(origin)].local)) {
         ctx->stats.dropped_malformed++;
         pami_warn("rndv", "dropped a malformed rendezvous request (version "
                           "%u)", rts.version);
@@ -255,7 +246,11 @@ void pami_rndv_start_get(struct pami_context *ctx, pami_peer_t *peer,
         return;
     }
     pami_mr_view_t v;
-    pami_mr_decode((const pami_memregion_t *)req->hdr, &v);
+    /* Verified when the request came; checked again rather than kept. */
+    if (pami_mr_decode(ctx, (const pami_memregion_t *)req->hdr, &v) != 0) {
+        pami_request_done(req, PAMI_INVAL);
+        return;
+    }
     /* UCX aborts the process when it reads (CMA) from a task that is gone:
      * look first. */
     if (c->config.peer_errors && !pami_task_alive(c, v.owner_task)) {

@@ -8,17 +8,23 @@
 #include <string.h>
 
 #include "internal.h"
+#include "pami_test.h"
 
-static inline pami_result_t check_send(const struct pami_context *ctx,
-                                       const pami_send_immediate_t *p)
+/* limit: the first id the caller may not send on; PAMI_DISPATCH_USER_MAX
+ * for the program, the end of the protocols' ids for the protocol SDK
+ * (which checked the id against the protocol's own block already). */
+static inline pami_result_t check_send(const pami_send_immediate_t *p,
+                                       size_t limit)
 {
-    /* Protocols send on their ids like the program on its own. */
-    size_t limit = PAMI_DISPATCH_USER_MAX + ctx->client->protocol_ids;
     if (unlikely(p->dispatch >= limit)) {
-        pami_warn("send", "dispatch id %zu is out of range (user ids are "
-                          "0..%d, protocol ids %d..%zu)", p->dispatch,
-                  PAMI_DISPATCH_USER_MAX - 1, PAMI_DISPATCH_USER_MAX,
-                  limit - 1);
+        if (limit == PAMI_DISPATCH_USER_MAX)
+            pami_warn("send", "dispatch id %zu is out of range: user ids "
+                              "are 0..%d; the ids above are reserved for "
+                              "protocols (pami_protocol_send)", p->dispatch,
+                      PAMI_DISPATCH_USER_MAX - 1);
+        else
+            pami_warn("send", "dispatch id %zu is not a protocol id",
+                      p->dispatch);
         return PAMI_INVAL;
     }
     if (unlikely(p->header_len > PAMI_HEADER_MAX)) {
@@ -140,9 +146,10 @@ static pami_result_t send_bounced(struct pami_context *ctx, uint32_t index,
 /* The checks of send_immediate one by one, with their log lines: run
  * only when the combined test of the fast path failed. */
 static pami_result_t immediate_refused(struct pami_context *ctx,
-                                       const pami_send_immediate_t *p)
+                                       const pami_send_immediate_t *p,
+                                       size_t limit)
 {
-    pami_result_t rc = check_send(ctx, p);
+    pami_result_t rc = check_send(p, limit);
     if (rc != PAMI_SUCCESS)
         return rc;
     size_t imax = ctx->client->config.immediate_max;
@@ -169,25 +176,23 @@ static inline void copy_small(uint8_t *dst, const void *src, size_t n)
     }
 }
 
-pami_result_t pami_send_immediate(pami_context_t ctx,
-                                  const pami_send_immediate_t *p)
+/* Both send_immediate entries: the program's and the protocols'. */
+static inline pami_result_t send_immediate(struct pami_context *ctx,
+                                           const pami_send_immediate_t *p,
+                                           size_t limit)
 {
-    if (unlikely(ctx == NULL || p == NULL)) {
-        pami_warn("send", "send_immediate with a NULL context or params");
-        return PAMI_INVAL;
-    }
     /* Every check the common case passes, before any log line. */
     pami_client_impl_t *c = ctx->client;
     size_t   hl = p->header_len, dl = p->data_len;
     size_t   imax = c->config.immediate_max;
     uint32_t task = pami_ep_task(p->dest), offset = pami_ep_offset(p->dest);
     uint32_t index = task * (uint32_t)c->num_contexts + offset;
-    if (unlikely(p->dispatch >= PAMI_DISPATCH_USER_MAX + c->protocol_ids ||
+    if (unlikely(p->dispatch >= limit ||
                  hl > PAMI_HEADER_MAX || hl > imax || dl > imax - hl ||
                  (hl != 0 && p->header == NULL) ||
                  (dl != 0 && p->data == NULL) || task >= c->size ||
                  offset >= c->num_contexts))
-        return immediate_refused(ctx, p);
+        return immediate_refused(ctx, p, limit);
     pami_result_t rc;
     if (unlikely(ctx->peers[index].failed))
         return PAMI_PEER_FAILED;
@@ -233,14 +238,28 @@ pami_result_t pami_send_immediate(pami_context_t ctx,
     return rc;
 }
 
-pami_result_t pami_send(pami_context_t ctx, const pami_send_t *p)
+pami_result_t pami_send_immediate(pami_context_t ctx,
+                                  const pami_send_immediate_t *p)
 {
     if (unlikely(ctx == NULL || p == NULL)) {
-        pami_warn("send", "send with a NULL context or params");
+        pami_warn("send", "send_immediate with a NULL context or params");
         return PAMI_INVAL;
     }
+    return send_immediate(ctx, p, PAMI_DISPATCH_USER_MAX);
+}
+
+pami_result_t pami_send_immediate_protocol(struct pami_context *ctx,
+                                           const pami_send_immediate_t *p)
+{
+    return send_immediate(ctx, p,
+                          PAMI_DISPATCH_USER_MAX + ctx->client->protocol_ids);
+}
+
+static pami_result_t send_any(struct pami_context *ctx, const pami_send_t *p,
+                              size_t limit)
+{
     const pami_send_immediate_t *s = &p->send;
-    pami_result_t rc = check_send(ctx, s);
+    pami_result_t rc = check_send(s, limit);
     if (unlikely(rc != PAMI_SUCCESS))
         return rc;
     uint32_t index;
@@ -291,6 +310,21 @@ pami_result_t pami_send(pami_context_t ctx, const pami_send_t *p)
     return PAMI_SUCCESS;
 }
 
+pami_result_t pami_send(pami_context_t ctx, const pami_send_t *p)
+{
+    if (unlikely(ctx == NULL || p == NULL)) {
+        pami_warn("send", "send with a NULL context or params");
+        return PAMI_INVAL;
+    }
+    return send_any(ctx, p, PAMI_DISPATCH_USER_MAX);
+}
+
+pami_result_t pami_send_protocol(struct pami_context *ctx,
+                                 const pami_send_t *p)
+{
+    return send_any(ctx, p, PAMI_DISPATCH_USER_MAX + ctx->client->protocol_ids);
+}
+
 /* Core messages carry a small payload where the user header would be. */
 pami_result_t pami_send_internal(struct pami_context *ctx, uint32_t index,
                                  uint16_t dispatch, const void *payload,
@@ -324,4 +358,15 @@ pami_result_t pami_send_ack(struct pami_context *ctx, uint32_t peer,
         pami_warn("send", "cannot send a completion ack: %s",
                   pami_error_text(rc));
     return rc;
+}
+
+/* pami_test.h: tests forge protocol packets through this. */
+pami_result_t pami_test_send_raw(pami_context_t ctx,
+                                 const pami_send_immediate_t *p)
+{
+    if (ctx == NULL || p == NULL) {
+        pami_warn("send", "send_raw with a NULL context or params");
+        return PAMI_INVAL;
+    }
+    return pami_send_immediate_protocol(ctx, p);
 }

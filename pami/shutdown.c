@@ -6,7 +6,9 @@
  * 1. drain: wait until every send has left (its local completion);
  * 2. the core barrier (barrier.c), twice;
  * 3. close the endpoints and wait for the closes.
- * Each phase ends at the shutdown deadline at the latest.
+ * Each phase ends at the shutdown deadline at the latest, and sooner when
+ * a task died: the barriers fail as soon as it is seen gone (pami_idle
+ * looks every PAMI_WATCH_MS), see pami_task_failed for the second one.
  */
 #include <string.h>
 
@@ -53,17 +55,26 @@ pami_result_t pami_shutdown(pami_context_t *ctxs, size_t n, int timeout_ms)
     uint64_t deadline = pami_time_ns() + (uint64_t)timeout_ms * 1000000ull;
 
     /* From here on peers leaving is expected, not worth a warning. */
-    for (size_t i = 0; i < n; i++)
-        ctxs[i]->closing_down = true;
+    for (size_t i = 0; i < n; i++) {
+        ctxs[i]->closing_down   = true;
+        ctxs[i]->shutdown_stage = 1;
+    }
     if (run_phase(ctxs, n, PHASE_DRAIN, deadline) != PAMI_SUCCESS)
         pami_warn("shutdown", "sends still in flight at the deadline");
     pami_result_t rc = pami_barrier(ctxs, n, deadline);
+    /* Everyone is through the first barrier: from now on a task may finish
+     * and leave before we do. */
+    for (size_t i = 0; i < n; i++)
+        ctxs[i]->shutdown_stage = 2;
     /* A second barrier, everyone progressing meanwhile: UCX 1.13 aborts
      * when a worker goes with a connection handshake reply still queued,
      * and such a reply may need its peer's progress to leave. */
     run_phase(ctxs, n, PHASE_DRAIN, deadline);
     if (rc == PAMI_SUCCESS)
         rc = pami_barrier(ctxs, n, deadline);
+    /* Through both (or failed): what is left needs no other task. */
+    for (size_t i = 0; i < n; i++)
+        ctxs[i]->shutdown_stage = 3;
     if (rc != PAMI_SUCCESS)
         pami_warn("shutdown", "shutdown barrier: %s; closing anyway",
                   pami_error_text(rc));

@@ -7,10 +7,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/random.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include "internal.h"
+#include "siphash.h"
 
 #define HOST_ID_LEN 64
 
@@ -23,7 +26,38 @@ typedef struct {
     uint64_t  pid;
     uint64_t  probe;
     cpu_set_t cpus;  /* where it may run */
+    uint8_t   secret[PAMI_SIPHASH_KEY_LEN]; /* seals its memory regions */
 } task_card_t;
+
+/* A fresh secret per client: the kernel's random bytes, or none at all. */
+static int make_secret(uint8_t *out, size_t len)
+{
+    size_t got = 0;
+    while (got < len) {
+        ssize_t n = getrandom(out + got, len - got, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    if (got == len)
+        return 0;
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    got = 0;
+    while (got < len) {
+        ssize_t n = read(fd, out + got, len - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    close(fd);
+    return got == len ? 0 : -1;
+}
 
 /* The boot id separates containers that share a hostname. */
 static void host_id(char *out)
@@ -61,13 +95,18 @@ pami_result_t pami_tasks_exchange(pami_client_impl_t *c)
     host_id(me.host);
     if (sched_getaffinity(0, sizeof(me.cpus), &me.cpus) != 0)
         CPU_ZERO(&me.cpus);
+    if (make_secret(me.secret, sizeof(me.secret)) != 0) {
+        pami_error("client", "no random bytes for the region secret");
+        return PAMI_ERROR;
+    }
 
     task_card_t *all = malloc(c->size * sizeof(*all));
     c->local_tasks   = malloc(c->size * sizeof(*c->local_tasks));
     c->task_node     = malloc(c->size * sizeof(*c->task_node));
     c->tasks         = calloc(c->size, sizeof(*c->tasks));
+    c->secrets       = malloc(c->size * PAMI_SIPHASH_KEY_LEN);
     if (all == NULL || c->local_tasks == NULL || c->task_node == NULL ||
-        c->tasks == NULL) {
+        c->tasks == NULL || c->secrets == NULL) {
         free(all);
         return PAMI_ENOMEM;
     }
@@ -90,7 +129,12 @@ pami_result_t pami_tasks_exchange(pami_client_impl_t *c)
         c->tasks[t].pid   = (pid_t)all[t].pid;
         c->tasks[t].probe = all[t].probe;
     }
+    for (size_t t = 0; t < c->size; t++)
+        memcpy(c->secrets + t * PAMI_SIPHASH_KEY_LEN, all[t].secret,
+               PAMI_SIPHASH_KEY_LEN);
+    pami_mr_job_add(c);
     number_nodes(c, all);
+    memset(all, 0, c->size * sizeof(*all));
     free(all);
     long ncpu = CPU_COUNT(&node_cpus);
     if (ncpu == 0)
@@ -98,6 +142,13 @@ pami_result_t pami_tasks_exchange(pami_client_impl_t *c)
     c->num_local_cpus = ncpu > 0 ? (size_t)ncpu : 1;
     c->oversubscribed = c->num_local_tasks > c->num_local_cpus;
     return PAMI_SUCCESS;
+}
+
+void pami_tasks_release(pami_client_impl_t *c)
+{
+    pami_mr_job_remove(c);
+    free(c->secrets);
+    c->secrets = NULL;
 }
 
 bool pami_task_alive(pami_client_impl_t *c, uint32_t task)

@@ -51,5 +51,8 @@ extern const bootstrap_ops_t bootstrap_oob_ops;
 #define PAMIRUN_ENV_RANK   "PAMI_RANK"
 #define PAMIRUN_ENV_SIZE   "PAMI_SIZE"
 #define PAMIRUN_ENV_JOBID  "PAMI_JOB_ID"
+/* "1" when pamirun prefixes every output line with the rank itself
+ * (--tag-output), so pami's log lines leave theirs out. */
+#define PAMIRUN_ENV_TAGGED "PAMI_OUTPUT_TAGGED"
 
 #endif

@@ -5,34 +5,60 @@
  * return a value of an earlier round: the client caches what earlier
  * fences delivered, and the standard does not say which of two values put
  * under one key a later get sees.
+ *
+ * The process keeps one PMIx reference of its own from its first client
+ * to its exit: a PMIx_Finalize that ends the library followed by a new
+ * PMIx_Init makes later fences fail (Open MPI 4.1: PMIX_ERR_PARTIAL_SUCCESS
+ * within a few create/destroy cycles), and a launcher takes a task that
+ * finalized and then died for one that ended normally. Fences are waited
+ * for while watching the tasks of this node (their cards, put at the first
+ * init): a task that died fails the fence instead of leaving it hanging.
  */
 #include "bootstrap.h"
+#include "proc_card.h"
 
 #include "log.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <pmix.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #define PMIX_BS_KEY_PREFIX "pami.bootstrap."
 /* Like the local bootstrap's ids, short enough to fit inside the names of
  * shared objects next to other parts. */
 #define PMIX_JOB_ID_MAX 64
+/* Under this key each process puts its proc_card_t at its first init. */
+#define PMIX_CARD_KEY "pami.bootstrap.card"
+/* How often a fence's waiter looks at the tasks of this node. */
+#define PMIX_WATCH_MS 100
 
 /* Several clients in one process each get their own keys. Client creation
  * is collective, so every rank numbers its instances the same way. */
 static _Atomic uint32_t pmix_instances;
 
+/* The process's own reference, taken by the first init of this pid and
+ * dropped at exit. */
+static pthread_mutex_t pmix_hold_lock = PTHREAD_MUTEX_INITIALIZER;
+static pid_t           pmix_holder;
+static bool            pmix_atexit_set;
+
 typedef struct {
-    pmix_proc_t me;
-    uint32_t    size;
-    uint32_t    instance;
-    uint64_t    seq; /* same on every rank: all call allgather in order */
-    char        job_id[PMIX_JOB_ID_MAX + 1];
+    pmix_proc_t  me;
+    uint32_t     size;
+    uint32_t     instance;
+    uint64_t     seq; /* same on every rank: all call allgather in order */
+    char         job_id[PMIX_JOB_ID_MAX + 1];
+    /* Cards of the tasks, fetched while waiting in a fence; card_state:
+     * 0 not asked yet, 1 known (on this node), 2 none or elsewhere. */
+    proc_card_t *cards;
+    uint8_t     *card_state;
 } pmix_state_t;
 
 static int pmix_errno(pmix_status_t status)
@@ -47,6 +73,10 @@ static int pmix_errno(pmix_status_t status)
         return -ETIMEDOUT;
     case PMIX_ERR_UNREACH:
     case PMIX_ERR_LOST_CONNECTION:
+    /* What a fence returns when a participant went away. */
+    case PMIX_ERR_PARTIAL_SUCCESS:
+    case PMIX_ERR_PROC_TERM_WO_SYNC:
+    case PMIX_EVENT_PROC_TERMINATED:
         return -ECONNRESET;
     default:
         return -EIO;
@@ -117,6 +147,80 @@ static int pmix_job_size(const pmix_proc_t *me, uint32_t *size)
     return rc;
 }
 
+static void pmix_release_at_exit(void)
+{
+    pthread_mutex_lock(&pmix_hold_lock);
+    bool mine = pmix_holder == getpid();
+    pmix_holder = 0;
+    pthread_mutex_unlock(&pmix_hold_lock);
+    /* A forked child inherited the variable, not the connection. */
+    if (mine)
+        PMIx_Finalize(NULL, 0);
+}
+
+/* Our card, for the other tasks of this node to watch us in fences. Not
+ * worth failing init for: without it we are only watched less. */
+static void pmix_put_card(void)
+{
+    proc_card_t  card;
+    pmix_value_t val;
+    if (proc_card_self(&card) != 0)
+        return;
+    PMIX_VALUE_CONSTRUCT(&val);
+    val.type          = PMIX_BYTE_OBJECT;
+    val.data.bo.bytes = (char *)&card;
+    val.data.bo.size  = sizeof(card);
+    pmix_status_t status = PMIx_Put(PMIX_LOCAL, PMIX_CARD_KEY, &val);
+    if (status == PMIX_SUCCESS)
+        status = PMIx_Commit();
+    if (status != PMIX_SUCCESS)
+        pami_debug("bootstrap", "cannot publish this task's card: %s",
+                   PMIx_Error_string(status));
+}
+
+/* The first init of the process takes the reference it keeps. */
+static pmix_status_t pmix_hold(void)
+{
+    pmix_status_t status = PMIX_SUCCESS;
+    pthread_mutex_lock(&pmix_hold_lock);
+    if (pmix_holder != getpid()) {
+        pmix_proc_t me;
+        status = PMIx_Init(&me, NULL, 0);
+        if (status == PMIX_SUCCESS) {
+            pmix_holder = getpid();
+            if (!pmix_atexit_set && atexit(pmix_release_at_exit) == 0)
+                pmix_atexit_set = true;
+            pmix_put_card();
+        }
+    }
+    pthread_mutex_unlock(&pmix_hold_lock);
+    return status;
+}
+
+/* Only tasks of this node have cards we can read: with the launcher's
+ * list of them, the others are never asked for one. */
+static void pmix_mark_remote(pmix_state_t *st)
+{
+    pmix_proc_t   wildcard;
+    pmix_value_t *val = NULL;
+    PMIX_LOAD_PROCID(&wildcard, st->me.nspace, PMIX_RANK_WILDCARD);
+    if (PMIx_Get(&wildcard, PMIX_LOCAL_PEERS, NULL, 0, &val) != PMIX_SUCCESS)
+        return;
+    if (val->type == PMIX_STRING && val->data.string != NULL) {
+        memset(st->card_state, 2, st->size);
+        for (const char *p = val->data.string; *p != '\0';) {
+            char         *end;
+            unsigned long r = strtoul(p, &end, 10);
+            if (end == p)
+                break;
+            if (r < st->size)
+                st->card_state[r] = 0;
+            p = *end == ',' ? end + 1 : end;
+        }
+    }
+    PMIX_VALUE_RELEASE(val);
+}
+
 static int pmix_init(const bootstrap_args_t *args, void **state,
                      uint32_t *rank, uint32_t *size)
 {
@@ -127,7 +231,9 @@ static int pmix_init(const bootstrap_args_t *args, void **state,
         return -ENOMEM;
     }
 
-    pmix_status_t status = PMIx_Init(&st->me, NULL, 0);
+    pmix_status_t status = pmix_hold();
+    if (status == PMIX_SUCCESS)
+        status = PMIx_Init(&st->me, NULL, 0);
     if (status != PMIX_SUCCESS) {
         int rc = pmix_fail("PMIx_Init", status);
         free(st);
@@ -140,11 +246,20 @@ static int pmix_init(const bootstrap_args_t *args, void **state,
                    "size %" PRIu32, (uint32_t)st->me.rank, st->size);
         rc = -EIO;
     }
+    if (rc == 0) {
+        st->cards      = calloc(st->size, sizeof(*st->cards));
+        st->card_state = calloc(st->size, 1);
+        if (st->cards == NULL || st->card_state == NULL)
+            rc = -ENOMEM;
+    }
     if (rc != 0) {
         PMIx_Finalize(NULL, 0);
+        free(st->cards);
+        free(st->card_state);
         free(st);
         return rc;
     }
+    pmix_mark_remote(st);
     pmix_make_job_id(st->job_id, st->me.nspace);
     st->instance = pmix_instances++;
     pami_debug("bootstrap", "pmix rank %" PRIu32 " of %" PRIu32 ", job %s",
@@ -156,16 +271,118 @@ static int pmix_init(const bootstrap_args_t *args, void **state,
     return 0;
 }
 
+/* A fence in flight. The waiter may give up on it (a task died); the
+ * callback, which PMIx still owes, then frees it. */
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t  cond;
+    bool            done;
+    bool            abandoned;
+    pmix_status_t   status;
+    pmix_info_t     info;
+} pmix_fence_t;
+
+static void pmix_fence_free(pmix_fence_t *f)
+{
+    PMIX_INFO_DESTRUCT(&f->info);
+    pthread_cond_destroy(&f->cond);
+    pthread_mutex_destroy(&f->lock);
+    free(f);
+}
+
+static void pmix_fence_done(pmix_status_t status, void *cbdata)
+{
+    pmix_fence_t *f = cbdata;
+    pthread_mutex_lock(&f->lock);
+    bool abandoned = f->abandoned;
+    f->done   = true;
+    f->status = status;
+    pthread_cond_signal(&f->cond);
+    pthread_mutex_unlock(&f->lock);
+    if (abandoned)
+        pmix_fence_free(f);
+}
+
+/* Looks up the cards not yet known (without waiting for the server), then
+ * returns the first task of this node whose process is gone, or -1. */
+static int64_t pmix_dead_task(pmix_state_t *st)
+{
+    bool         yes = true;
+    pmix_info_t  info;
+    PMIX_INFO_CONSTRUCT(&info);
+    PMIx_Info_load(&info, PMIX_IMMEDIATE, &yes, PMIX_BOOL);
+    for (uint32_t r = 0; r < st->size; r++) {
+        if (r == st->me.rank || st->card_state[r] == 2)
+            continue;
+        if (st->card_state[r] == 0) {
+            pmix_proc_t   peer;
+            pmix_value_t *val = NULL;
+            PMIX_LOAD_PROCID(&peer, st->me.nspace, r);
+            if (PMIx_Get(&peer, PMIX_CARD_KEY, &info, 1, &val) != PMIX_SUCCESS)
+                continue; /* not put yet, or on another node: ask later */
+            if (val->type == PMIX_BYTE_OBJECT &&
+                val->data.bo.size == sizeof(proc_card_t)) {
+                memcpy(&st->cards[r], val->data.bo.bytes, sizeof(proc_card_t));
+                st->cards[r].host[PROC_CARD_HOST_LEN - 1] = '\0';
+                st->card_state[r] = 1;
+            } else {
+                st->card_state[r] = 2;
+            }
+            PMIX_VALUE_RELEASE(val);
+        }
+        if (st->card_state[r] == 1 && proc_card_dead(&st->cards[r])) {
+            PMIX_INFO_DESTRUCT(&info);
+            return r;
+        }
+    }
+    PMIX_INFO_DESTRUCT(&info);
+    return -1;
+}
+
 static int pmix_fence(pmix_state_t *st, bool collect)
 {
-    pmix_proc_t wildcard;
-    pmix_info_t info;
+    pmix_proc_t   wildcard;
+    pmix_fence_t *f = calloc(1, sizeof(*f));
+    if (f == NULL)
+        return -ENOMEM;
+    pthread_mutex_init(&f->lock, NULL);
+    pthread_cond_init(&f->cond, NULL);
+    PMIX_INFO_CONSTRUCT(&f->info);
+    PMIx_Info_load(&f->info, PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
 
     PMIX_LOAD_PROCID(&wildcard, st->me.nspace, PMIX_RANK_WILDCARD);
-    PMIX_INFO_CONSTRUCT(&info);
-    PMIx_Info_load(&info, PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
-    pmix_status_t status = PMIx_Fence(&wildcard, 1, &info, 1);
-    PMIX_INFO_DESTRUCT(&info);
+    pmix_status_t status = PMIx_Fence_nb(&wildcard, 1, &f->info, 1,
+                                         pmix_fence_done, f);
+    if (status != PMIX_SUCCESS) {
+        pmix_fence_free(f);
+        return pmix_fail("PMIx_Fence_nb", status);
+    }
+    int64_t dead = -1;
+    pthread_mutex_lock(&f->lock);
+    while (!f->done) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += PMIX_WATCH_MS * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        if (pthread_cond_timedwait(&f->cond, &f->lock, &ts) == 0 || f->done)
+            continue;
+        pthread_mutex_unlock(&f->lock);
+        dead = pmix_dead_task(st);
+        pthread_mutex_lock(&f->lock);
+        if (dead >= 0 && !f->done) {
+            f->abandoned = true;
+            pthread_mutex_unlock(&f->lock);
+            pami_error("bootstrap", "PMIx_Fence: rank %" PRId64 " died "
+                       "before it joined", dead);
+            return -ECONNRESET;
+        }
+    }
+    status = f->status;
+    pthread_mutex_unlock(&f->lock);
+    pmix_fence_free(f);
     if (status != PMIX_SUCCESS)
         return pmix_fail("PMIx_Fence", status);
     return 0;
@@ -262,7 +479,10 @@ static void pmix_fini(void *state)
     if (status != PMIX_SUCCESS)
         pami_warn("bootstrap", "PMIx_Finalize failed: %s",
                   PMIx_Error_string(status));
-    free(state);
+    pmix_state_t *st = state;
+    free(st->cards);
+    free(st->card_state);
+    free(st);
 }
 
 const bootstrap_ops_t bootstrap_pmix_ops = {

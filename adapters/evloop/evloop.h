@@ -20,6 +20,9 @@ typedef struct evloop_ops {
     /* Watch fd for readability; fn runs from run_once. */
     evloop_io_t *(*io_add)(evloop_t *loop, int fd, evloop_io_fn fn, void *arg);
     void (*io_del)(evloop_t *loop, evloop_io_t *io);
+    /* Stops (on == 0) or resumes watching io's fd without freeing it; a
+     * stopped watcher's pending event is dropped. Idempotent. */
+    void (*io_watch)(evloop_t *loop, evloop_io_t *io, int on);
     /* Safe from any thread and from signal handlers: makes a run_once in
      * progress (or the next one) return. */
     void (*wakeup)(evloop_t *loop);

@@ -141,6 +141,17 @@ static void evloop_libev_io_del(evloop_t *loop, evloop_io_t *io)
     free(io);
 }
 
+static void evloop_libev_io_watch(evloop_t *loop, evloop_io_t *io, int on)
+{
+    if (loop == NULL || io == NULL)
+        return;
+    /* libev ignores a start of an active and a stop of a stopped watcher. */
+    if (on)
+        E->io_start(loop->ev, &io->watcher);
+    else
+        E->io_stop(loop->ev, &io->watcher);
+}
+
 static void evloop_libev_wakeup(evloop_t *loop)
 {
     /* The async flag and its pipe/eventfd write persist until the loop
@@ -180,6 +191,7 @@ const evloop_ops_t evloop_libev_ops = {
     .destroy  = evloop_libev_destroy,
     .io_add   = evloop_libev_io_add,
     .io_del   = evloop_libev_io_del,
+    .io_watch = evloop_libev_io_watch,
     .wakeup   = evloop_libev_wakeup,
     .run_once = evloop_libev_run_once,
 };

@@ -33,7 +33,7 @@ static pami_result_t bp_init(const pami_protocol_env_t *env, void **state)
         return PAMI_ENOMEM;
     st->ctx      = env->context;
     st->client   = env->client;
-    st->dispatch = env->dispatch_base;
+    st->env      = *env;
     pami_client_attr_t attr = {.field_mask = PAMI_CLIENT_ATTR_TASK |
                                              PAMI_CLIENT_ATTR_SIZE};
     pami_result_t rc = pami_client_query(env->client, &attr);

@@ -80,24 +80,23 @@ void bp_on_packet(pami_context_t ctx, void *cookie, const void *header,
     pami_task_t from = 0;
     size_t      from_offset = 0;
     pami_endpoint_query(origin, &from, &from_offset);
-    if (header_size < sizeof(bp_packet_t)) {
-        drop(st, BP_STAT_dropped_short, from, header_size + data_size, NULL);
-        return;
-    }
-    if (header_size > sizeof(bp_packet_t) || data_size > 0) {
-        drop(st, BP_STAT_dropped_long, from, header_size + data_size, NULL);
-        return;
-    }
+    static const int stat_of[] = {
+        [BP_WIRE_SHORT]   = BP_STAT_dropped_short,
+        [BP_WIRE_LONG]    = BP_STAT_dropped_long,
+        [BP_WIRE_VERSION] = BP_STAT_dropped_version,
+        [BP_WIRE_TYPE]    = BP_STAT_dropped_type,
+        [BP_WIRE_FIELD]   = BP_STAT_dropped_field,
+    };
     bp_packet_t p;
-    memcpy(&p, header, sizeof(p));
-    int why = 0;
-    if (p.version != BP_VERSION)
-        why = BP_STAT_dropped_version;
-    else if (p.type != BP_TYPE_ARRIVE)
-        why = BP_STAT_dropped_type;
-    else if (p.reserved0 != 0 || p.reserved1 != 0 || p.size < 2 ||
-             p.size > st->ntasks || from == st->me || from >= st->ntasks ||
-             from_offset != st->offset)
+    int wire = bp_packet_decode(header, header_size, data_size,
+                                (uint32_t)st->ntasks, &p);
+    if (wire == BP_WIRE_SHORT || wire == BP_WIRE_LONG) {
+        drop(st, stat_of[wire], from, header_size + data_size, NULL);
+        return;
+    }
+    int why = stat_of[wire];
+    if (wire == BP_WIRE_OK && (from == st->me || from >= st->ntasks ||
+                               from_offset != st->offset))
         why = BP_STAT_dropped_field;
     bp_group_t *g = why ? NULL : group_of(st, &p, from, &why);
     if (g != NULL && g->failed != PAMI_SUCCESS)

@@ -1,5 +1,5 @@
 /*
- * Barrier control packets: sending. pami_send_immediate may answer
+ * Barrier control packets: sending. pami_protocol_send_immediate may answer
  * PAMI_EAGAIN; the packet then waits in a ring, and so does every later
  * one (per-destination order is kept), until posted work sends them from
  * progress. A failed send marks the group failed; the caller completes it.
@@ -11,9 +11,9 @@
 static pami_result_t send_one(bp_state_t *st, pami_endpoint_t dest,
                               const bp_packet_t *pkt)
 {
-    pami_send_immediate_t s = {.dest = dest, .dispatch = st->dispatch,
+    pami_send_immediate_t s = {.dest = dest, .dispatch = 0,
                                .header = pkt, .header_len = sizeof(*pkt)};
-    pami_result_t rc = pami_send_immediate(st->ctx, &s);
+    pami_result_t rc = pami_protocol_send_immediate(&st->env, &s);
     if (rc == PAMI_SUCCESS)
         st->stats[BP_STAT_packets_out]++;
     return rc;

@@ -23,7 +23,7 @@
 /* The counters ops->stats reports, in this order. */
 #define BP_FOREACH_STAT(X)                                                   \
     X(packets_in)      /* accepted and counted */                          \
-    X(packets_out)     /* handed to pami_send_immediate */                 \
+    X(packets_out)     /* handed to pami_protocol_send_immediate */                 \
     X(barriers)        /* completed with PAMI_SUCCESS */                   \
     X(failed)          /* completed with another result */                 \
     X(send_retries)    /* packets queued after PAMI_EAGAIN */              \
@@ -93,7 +93,7 @@ typedef struct {
 struct bp_state {
     pami_context_t ctx;
     pami_client_t  client;
-    size_t         dispatch;
+    pami_protocol_env_t env; /* from init: sends on its id 0 */
     uint32_t       me, ntasks, offset;
     bp_group_t    *world;
     bp_group_t   **buckets; /* chained hash table by group id */

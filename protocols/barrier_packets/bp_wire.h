@@ -6,7 +6,9 @@
 #ifndef BP_WIRE_H
 #define BP_WIRE_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define BP_VERSION     1
 #define BP_TYPE_ARRIVE 1
@@ -22,6 +24,36 @@ typedef struct {
 } bp_packet_t;
 
 _Static_assert(sizeof(bp_packet_t) == 24, "bp_packet_t is 24 bytes");
+
+/* What bp_packet_decode found: OK, or the first check that failed. */
+enum {
+    BP_WIRE_OK = 0,
+    BP_WIRE_SHORT,   /* header shorter than a packet */
+    BP_WIRE_LONG,    /* header longer, or data with it */
+    BP_WIRE_VERSION,
+    BP_WIRE_TYPE,
+    BP_WIRE_FIELD    /* reserved not 0, or size not in 2 .. ntasks */
+};
+
+/* The checks that need only the bytes and the job size; the sender's
+ * identity, the group and the epoch window are the handler's. */
+static inline int bp_packet_decode(const void *hdr, size_t hlen, size_t dlen,
+                                   uint32_t ntasks, bp_packet_t *out)
+{
+    if (hlen < sizeof(*out))
+        return BP_WIRE_SHORT;
+    if (hlen > sizeof(*out) || dlen > 0)
+        return BP_WIRE_LONG;
+    memcpy(out, hdr, sizeof(*out));
+    if (out->version != BP_VERSION)
+        return BP_WIRE_VERSION;
+    if (out->type != BP_TYPE_ARRIVE)
+        return BP_WIRE_TYPE;
+    if (out->reserved0 != 0 || out->reserved1 != 0 || out->size < 2 ||
+        out->size > ntasks)
+        return BP_WIRE_FIELD;
+    return BP_WIRE_OK;
+}
 
 /* splitmix64's finaliser: every input bit moves every output bit. */
 static inline uint64_t bp_mix64(uint64_t x)

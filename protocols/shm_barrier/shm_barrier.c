@@ -457,7 +457,7 @@ static pami_result_t shmb_init(const pami_protocol_env_t *env, void **state)
         return PAMI_ENOMEM;
     st->client        = env->client;
     st->context       = env->context;
-    st->dispatch_base = env->dispatch_base;
+    st->env           = *env;
     st->me            = a.task;
     st->size          = a.size;
     st->local         = a.local_tasks;

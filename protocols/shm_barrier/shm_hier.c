@@ -128,12 +128,12 @@ static pami_result_t announce(shmb_state_t *st)
                                                   st->offset, &ep);
         if (rc != PAMI_SUCCESS)
             return rc;
-        /* pami_send copies the header and never asks for a retry. */
+        /* pami_protocol_send copies the header and never asks for a retry. */
         pami_send_t s = {.send = {.dest       = ep,
-                                  .dispatch   = st->dispatch_base + ID_ANNOUNCE,
+                                  .dispatch   = ID_ANNOUNCE,
                                   .header     = h,
                                   .header_len = sizeof(h)}};
-        if ((rc = pami_send(st->context, &s)) != PAMI_SUCCESS)
+        if ((rc = pami_protocol_send(&st->env, &s)) != PAMI_SUCCESS)
             return rc;
     }
     return PAMI_SUCCESS;

@@ -78,7 +78,7 @@ typedef struct shmb_state {
     pami_client_t      client;
     pami_context_t     context;
     size_t             offset;        /* context offset */
-    size_t             dispatch_base;
+    pami_protocol_env_t env;          /* from init, for sends */
     pami_task_t        me;
     size_t             size;
     const pami_task_t *local;         /* owned by the client */

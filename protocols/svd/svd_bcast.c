@@ -213,14 +213,14 @@ void svd_bcast_tell_children(svd_bcast_t *b)
     for (size_t i = 0; i < b->nchildren; i++) {
         pami_send_t s = {
             .send = {.dest = svd_ep(st, svd_node_task(b, b->child0 + i)),
-                     .dispatch = st->base + SVD_PKT_NOTIFY, .header = &h,
+                     .dispatch = SVD_PKT_NOTIFY, .header = &h,
                      .header_len = sizeof(h), .data = b->payload,
                      .data_len = b->payload_len},
             .local_fn = notify_sent,
             .cookie   = b};
         b->refs++;
         svd_op_start(st);
-        pami_result_t rc = pami_send(st->ctx, &s);
+        pami_result_t rc = pami_protocol_send(&st->env, &s);
         if (rc != PAMI_SUCCESS) {
             b->refs--;
             svd_op_end(st);
@@ -504,24 +504,10 @@ void svd_on_notify(pami_context_t ctx, void *cookie, const void *hdr,
     (void)ctx;
     svd_state_t     *st = cookie;
     svd_notify_hdr_t h;
-    if (!svd_check_hdr(st, SVD_PKT_NOTIFY, hdr, hlen, sizeof(h), origin))
-        return;
-    memcpy(&h, hdr, sizeof(h));
-    bool inl = h.htype == PAMI_SVD_HEADER_INLINE;
-    if ((!inl && h.htype != PAMI_SVD_HEADER_GET) ||
-        h.sched < PAMI_SVD_SCHEDULE_DIRECT ||
-        h.sched > PAMI_SVD_SCHEDULE_PIPELINE || h.fanout == 0 ||
-        h.owner >= st->size || h.owner == st->me) {
-        svd_drop(st, SVD_STAT_drop_bad, origin,
-                 "NOTIFY with an unknown header type, schedule or owner");
-        return;
-    }
-    if (h.ntasks == 0 || h.ntasks >= st->size || h.rec_len < SVD_REC_HDR ||
-        h.rec_len > st->cfg.max_record || h.ready > h.rec_len ||
-        (h.sched == PAMI_SVD_SCHEDULE_PIPELINE && h.chunk < 1024) ||
-        dlen != h.ntasks * sizeof(uint32_t) + (inl ? h.rec_len : 0)) {
-        svd_drop(st, SVD_STAT_drop_size, origin,
-                 "NOTIFY with sizes out of range");
+    int rc = svd_notify_decode(hdr, hlen, dlen, (uint32_t)st->size,
+                               (uint32_t)st->me, st->cfg.max_record, &h);
+    if (rc != SVD_DEC_OK) {
+        svd_drop_wire(st, rc, origin);
         return;
     }
     if (find(st, h.owner, h.key, h.entry_version) != NULL) {

@@ -202,7 +202,7 @@ struct svd_state {
     size_t              offset;
     pami_task_t         me;
     size_t              size;
-    size_t              base;      /* first dispatch id */
+    pami_protocol_env_t env;       /* from init: sends on its ids */
     size_t              eager_max; /* pami_send payloads below this are
                                     * whole at the handler */
     svd_config_t        cfg;
@@ -225,6 +225,8 @@ struct svd_state {
     bool                closed;    /* fini ran; free when inflight is 0 */
 };
 
+/* Counts and logs a packet a wire.h decoder refused (rc: SVD_DEC_*). */
+void svd_drop_wire(svd_state_t *st, int rc, pami_endpoint_t origin);
 /* svd_proto.c */
 extern const pami_protocol_ops_t svd_ops;
 svd_state_t *svd_state(pami_context_t context);

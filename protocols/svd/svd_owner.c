@@ -463,12 +463,11 @@ void svd_on_fetch(pami_context_t ctx, void *cookie, const void *hdr,
     }
     o->rec->refs++;
     svd_op_start(st);
-    pami_send_t s = {.send = {.dest = origin, .dispatch = st->base +
-                                                          SVD_PKT_ENTRY,
+    pami_send_t s = {.send = {.dest = origin, .dispatch = SVD_PKT_ENTRY,
                               .header = &e, .header_len = sizeof(e),
                               .data = o->rec->bytes, .data_len = o->rec->len},
                      .local_fn = entry_sent, .cookie = o->rec};
-    pami_result_t rc = pami_send(st->ctx, &s);
+    pami_result_t rc = pami_protocol_send(&st->env, &s);
     if (rc != PAMI_SUCCESS) {
         pami_protocol_log(PAMI_PROTOCOL_LOG_DEBUG, SVD_LOG,
                           "entry for task %u not sent: %s", from,

@@ -93,7 +93,7 @@ static pami_result_t svd_init(const pami_protocol_env_t *env, void **state)
     st->ctx       = env->context;
     st->me        = attr.task;
     st->size      = attr.size;
-    st->base      = env->dispatch_base;
+    st->env       = *env;
     st->eager_max = attr.rndv_threshold;
     st->done_tail = &st->done_head;
     read_config(&st->cfg);
@@ -203,17 +203,17 @@ pami_task_t svd_origin_task(pami_endpoint_t origin)
     return task;
 }
 
-/* A header-only packet; pami_send (which copies the header and never asks
+/* A header-only packet; pami_protocol_send (which copies the header and never asks
  * for a retry) when the immediate path is busy. */
 pami_result_t svd_send_ctl(svd_state_t *st, pami_task_t task, unsigned type,
                            const void *hdr, size_t len)
 {
     pami_send_t s = {.send = {.dest = svd_ep(st, task),
-                              .dispatch = st->base + type,
+                              .dispatch = type,
                               .header = hdr, .header_len = len}};
-    pami_result_t rc = pami_send_immediate(st->ctx, &s.send);
+    pami_result_t rc = pami_protocol_send_immediate(&st->env, &s.send);
     if (rc == PAMI_EAGAIN)
-        rc = pami_send(st->ctx, &s);
+        rc = pami_protocol_send(&st->env, &s);
     if (rc != PAMI_SUCCESS)
         pami_protocol_log(PAMI_PROTOCOL_LOG_DEBUG, SVD_LOG,
                           "packet type %u to task %u not sent: %s", type, task,
@@ -245,26 +245,32 @@ void svd_drop(svd_state_t *st, int stat, pami_endpoint_t origin,
                       svd_origin_task(origin), what);
 }
 
+void svd_drop_wire(svd_state_t *st, int rc, pami_endpoint_t origin)
+{
+    static const struct {
+        int         stat;
+        const char *what;
+    } why[] = {
+        [SVD_DEC_SHORT]   = {SVD_STAT_drop_short, "header too short"},
+        [SVD_DEC_LONG]    = {SVD_STAT_drop_long, "header too long"},
+        [SVD_DEC_VERSION]  = {SVD_STAT_drop_version, "unknown wire version"},
+        [SVD_DEC_TYPE]    = {SVD_STAT_drop_type, "unknown packet type"},
+        [SVD_DEC_BAD]     = {SVD_STAT_drop_bad, "NOTIFY with an unknown "
+                              "header type, schedule or owner"},
+        [SVD_DEC_SIZE]    = {SVD_STAT_drop_size,
+                              "NOTIFY with sizes out of range"},
+    };
+    svd_drop(st, why[rc].stat, origin, why[rc].what);
+}
+
 /* The checks shared by every packet: exact header size, wire version,
  * the type of the id it came on. */
 bool svd_check_hdr(svd_state_t *st, unsigned type, const void *hdr,
                    size_t len, size_t want, pami_endpoint_t origin)
 {
-    if (len < want || hdr == NULL) {
-        svd_drop(st, SVD_STAT_drop_short, origin, "header too short");
-        return false;
-    }
-    if (len > want) {
-        svd_drop(st, SVD_STAT_drop_long, origin, "header too long");
-        return false;
-    }
-    const uint8_t *p = hdr;
-    if (p[0] != SVD_WIRE_VERSION) {
-        svd_drop(st, SVD_STAT_drop_version, origin, "unknown wire version");
-        return false;
-    }
-    if (p[1] != type) {
-        svd_drop(st, SVD_STAT_drop_type, origin, "unknown packet type");
+    int rc = svd_hdr_decode(type, hdr, len, want);
+    if (rc != SVD_DEC_OK) {
+        svd_drop_wire(st, rc, origin);
         return false;
     }
     return true;

@@ -9,8 +9,10 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "pami.h"
+#include "pami_svd.h"
 
 #define SVD_WIRE_VERSION 1
 
@@ -128,5 +130,58 @@ _Static_assert(sizeof(svd_record_hdr_t) == 40 + PAMI_MEMREGION_SIZE,
                "record layout");
 
 #define SVD_REC_HDR ((size_t)sizeof(svd_record_hdr_t))
+
+/* What the decoders below found: OK, or the first check that failed (the
+ * handlers count each under its drop_* statistic). */
+enum {
+    SVD_DEC_OK = 0,
+    SVD_DEC_SHORT,   /* header too short */
+    SVD_DEC_LONG,    /* header too long */
+    SVD_DEC_VERSION, /* wrong wire version */
+    SVD_DEC_TYPE,    /* not the type of the id it came on */
+    SVD_DEC_BAD,     /* unknown header type, schedule or owner */
+    SVD_DEC_SIZE     /* a size out of range */
+};
+
+/* The checks every packet gets: exact header size, version, type. */
+static inline int svd_hdr_decode(unsigned type, const void *hdr, size_t len,
+                                 size_t want)
+{
+    if (len < want || hdr == NULL)
+        return SVD_DEC_SHORT;
+    if (len > want)
+        return SVD_DEC_LONG;
+    const uint8_t *p = (const uint8_t *)hdr;
+    if (p[0] != SVD_WIRE_VERSION)
+        return SVD_DEC_VERSION;
+    if (p[1] != type)
+        return SVD_DEC_TYPE;
+    return SVD_DEC_OK;
+}
+
+/* A NOTIFY's fields against the job (size tasks, this one me) and the
+ * largest record accepted; dlen is the payload that came with it. */
+static inline int svd_notify_decode(const void *hdr, size_t hlen,
+                                    size_t dlen, uint32_t size, uint32_t me,
+                                    uint64_t max_record,
+                                    svd_notify_hdr_t *h)
+{
+    int rc = svd_hdr_decode(SVD_PKT_NOTIFY, hdr, hlen, sizeof(*h));
+    if (rc != SVD_DEC_OK)
+        return rc;
+    memcpy(h, hdr, sizeof(*h));
+    int inl = h->htype == PAMI_SVD_HEADER_INLINE;
+    if ((!inl && h->htype != PAMI_SVD_HEADER_GET) ||
+        h->sched < PAMI_SVD_SCHEDULE_DIRECT ||
+        h->sched > PAMI_SVD_SCHEDULE_PIPELINE || h->fanout == 0 ||
+        h->owner >= size || h->owner == me)
+        return SVD_DEC_BAD;
+    if (h->ntasks == 0 || h->ntasks >= size || h->rec_len < SVD_REC_HDR ||
+        h->rec_len > max_record || h->ready > h->rec_len ||
+        (h->sched == PAMI_SVD_SCHEDULE_PIPELINE && h->chunk < 1024) ||
+        dlen != h->ntasks * sizeof(uint32_t) + (inl ? h->rec_len : 0))
+        return SVD_DEC_SIZE;
+    return SVD_DEC_OK;
+}
 
 #endif /* SVD_WIRE_H */

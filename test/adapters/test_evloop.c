@@ -112,6 +112,42 @@ static void test_io_on_pipe_fires(void **state)
     close(fds[1]);
 }
 
+/* A watcher turned off ignores its readable fd without being freed; on
+ * again, the data still there wakes the loop. Twice in a row is the same
+ * as once. */
+static void test_io_watch_off_and_on(void **state)
+{
+    evloop_t  *loop = *state;
+    io_probe_t probe = {.fd = -1};
+    int        fds[2];
+
+    assert_int_equal(pipe(fds), 0);
+    evloop_io_t *io = ops->io_add(loop, fds[0], io_read_cb, &probe);
+    assert_non_null(io);
+    assert_int_equal(write(fds[1], "a", 1), 1);
+    ops->io_watch(loop, io, 0);
+    ops->io_watch(loop, io, 0);
+    double cpu0 = cpu_ms();
+    assert_int_equal(ops->run_once(loop, 100), 0);
+    assert_true(cpu_ms() - cpu0 < 50.0);
+    assert_int_equal(probe.calls, 0);
+
+    ops->io_watch(loop, io, 1);
+    ops->io_watch(loop, io, 1);
+    assert_int_equal(ops->run_once(loop, 5000), 1);
+    assert_int_equal(probe.calls, 1);
+    assert_int_equal(probe.last, 'a');
+
+    /* Off while an event is pending: it is dropped, not delivered. */
+    assert_int_equal(write(fds[1], "b", 1), 1);
+    ops->io_watch(loop, io, 0);
+    assert_int_equal(ops->run_once(loop, 50), 0);
+    assert_int_equal(probe.calls, 1);
+    ops->io_del(loop, io);
+    close(fds[0]);
+    close(fds[1]);
+}
+
 typedef struct {
     evloop_t    *loop;
     evloop_io_t *self;
@@ -288,6 +324,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_timeout_returns_zero, setup_loop,
                                         teardown_loop),
         cmocka_unit_test_setup_teardown(test_io_on_pipe_fires, setup_loop,
+                                        teardown_loop),
+        cmocka_unit_test_setup_teardown(test_io_watch_off_and_on, setup_loop,
                                         teardown_loop),
         cmocka_unit_test_setup_teardown(test_io_del_from_callback, setup_loop,
                                         teardown_loop),

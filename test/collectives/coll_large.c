@@ -53,7 +53,11 @@ static void late(pami_geometry_t world, size_t n)
     uint8_t *buf = malloc(bytes);
     for (int round = 0; round < 3; round++) {
         size_t root = (size_t)round % n;
+        /* The count before anyone can send this round's request: a root
+         * leaving the previous sync first could otherwise be handled
+         * inside this task's sync, before the count was read. */
         uint64_t staged0 = stat("large_staged");
+        mp_sync(&job);
         if (job.me == root)
             ct_fill(buf, 500 + (size_t)round, bytes);
         else

@@ -316,10 +316,19 @@ static void check_limits(void)
     s.data       = big;
     s.data_len   = job.attr.immediate_max + 1;
     MP_CHECK_RC(pami_send_immediate(ctx, &s), PAMI_INVAL);
-    /* Ids from dispatch_max up are the protocols' (docs/api.md): the
-     * sends refuse only ids beyond those, a handler cannot be set there,
-     * and an id that does not fit the wire's 16 bits must not wrap. */
+    /* Ids from dispatch_max up are the protocols' (256..511) and the
+     * core's (512..) (docs/api.md): both sends refuse every one of them,
+     * a handler cannot be set there, and an id that does not fit the
+     * wire's 16 bits must not wrap. */
     s.data_len = 0;
+    static const size_t reserved[] = {256, 257, 300, 511, 512, 513, 515,
+                                      516, 4096, 65535};
+    for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++) {
+        s.dispatch = reserved[i];
+        MP_CHECK_RC(pami_send_immediate(ctx, &s), PAMI_INVAL);
+        full.send = s;
+        MP_CHECK_RC(pami_send(ctx, &full), PAMI_INVAL);
+    }
     s.dispatch = (size_t)1 << 16 | ID_IMM;
     MP_CHECK_RC(pami_send_immediate(ctx, &s), PAMI_INVAL);
     full.send = s;

@@ -9,6 +9,7 @@
 #define MP_UTIL_H
 
 #include <pami.h>
+#include <pami_test.h>
 
 #include <sched.h>
 #include <stdarg.h>
@@ -168,16 +169,20 @@ static inline pami_task_t mp_peer(const mp_job_t *job, size_t k)
     return (pami_task_t)((job->me + k) % job->size);
 }
 
-/* An immediate send, advancing while the transport is busy (not from a
- * handler). Returns the number of PAMI_EAGAIN answers it saw. */
-static inline unsigned long mp_send_imm(mp_job_t *job, pami_context_t ctx,
-                                 const pami_send_immediate_t *s)
+typedef pami_result_t (*mp_send_imm_fn)(pami_context_t,
+                                         const pami_send_immediate_t *);
+
+/* An immediate send by send, advancing while the transport is busy (not
+ * from a handler). Returns the number of PAMI_EAGAIN answers it saw. */
+static inline unsigned long mp_send_imm_by(mp_job_t *job, pami_context_t ctx,
+                                           const pami_send_immediate_t *s,
+                                           mp_send_imm_fn send)
 {
     unsigned long again = 0;
     double deadline = mp_now() + MP_EAGAIN_S;
     for (;;) {
         mp_lock(job, ctx);
-        pami_result_t rc = pami_send_immediate(ctx, s);
+        pami_result_t rc = send(ctx, s);
         if (rc == PAMI_EAGAIN)
             pami_context_advance(ctx, 1);
         mp_unlock(job, ctx);
@@ -197,6 +202,20 @@ static inline unsigned long mp_send_imm(mp_job_t *job, pami_context_t ctx,
                     "returning PAMI_EAGAIN for %.0f s while advancing",
                     s->header_len, s->data_len, s->dispatch, MP_EAGAIN_S);
     }
+}
+
+static inline unsigned long mp_send_imm(mp_job_t *job, pami_context_t ctx,
+                                        const pami_send_immediate_t *s)
+{
+    return mp_send_imm_by(job, ctx, s, pami_send_immediate);
+}
+
+/* A forged packet on a protocol's id (which pami_send_immediate refuses),
+ * as a misbehaving peer would send it. */
+static inline unsigned long mp_inject_imm(mp_job_t *job, pami_context_t ctx,
+                                          const pami_send_immediate_t *s)
+{
+    return mp_send_imm_by(job, ctx, s, pami_test_send_raw);
 }
 
 /* An immediate send from a handler, where advancing is not allowed: falls

@@ -84,7 +84,7 @@ scenario_allgather() {
     run -n "$n" "$HELPER" allgather
     expect_rc 0
     for ((r = 0; r < n; r++)); do
-        expect_line out "[$r] rank $r/$n allgather ok"
+        expect_line out "rank $r/$n allgather ok"
     done
     expect_lines out . "$n"
     expect_no_match err '^pamirun: rank'
@@ -96,7 +96,7 @@ scenario_sessions() {
     run -n 4 "$HELPER" sessions
     expect_rc 0
     for r in 0 1 2 3; do
-        expect_line out "[$r] rank $r sessions ok"
+        expect_line out "rank $r sessions ok"
     done
     expect_clean
 }
@@ -110,15 +110,27 @@ scenario_broken_pipe() {
     rc=${PIPESTATUS[0]}
     elapsed=$(($(now_ms) - t0))
     expect_rc 141
-    expect_lines out '^\[[01]\] line [0-9]+ from [01]$' 3
+    expect_lines out '^line [0-9]+ from [01]$' 3
     expect_lines err '^pamirun: rank [01] killed by signal 13' 1
     expect_faster_than 10000
     expect_clean
 }
 
+# Lines as the ranks wrote them; with --tag-output, behind "[rank] ".
 scenario_output() {
     local r
     run -n 3 "$HELPER" print
+    expect_rc 0
+    for r in 0 1 2; do
+        expect_line out "out line 1 from $r"
+        expect_line out "out line 2 from $r"
+        expect_line out "partial from $r"
+        expect_line err "err line from $r"
+    done
+    expect_lines out . 9
+    expect_lines err . 3
+    expect_no_match out '^\['
+    run --tag-output -n 3 "$HELPER" print
     expect_rc 0
     for r in 0 1 2; do
         expect_line out "[$r] out line 1 from $r"
@@ -135,6 +147,14 @@ scenario_longline() {
     run -n 1 "$HELPER" longline 100000
     expect_rc 0
     expect_lines out . 2
+    [ "$(head -n 1 "$work/out" | head -c 10)" = "abcdefghij" ] ||
+        fail "long line does not start as written"
+    [ "$(head -n 1 "$work/out" | wc -c)" -eq 100001 ] ||
+        fail "long line has the wrong length"
+    expect_line out "after"
+    run --tag-output -n 1 "$HELPER" longline 100000
+    expect_rc 0
+    expect_lines out . 2
     [ "$(head -n 1 "$work/out" | head -c 10)" = "[0] abcdef" ] ||
         fail "long line lost its prefix"
     [ "$(head -n 1 "$work/out" | wc -c)" -eq 100005 ] ||
@@ -143,9 +163,14 @@ scenario_longline() {
     expect_clean
 }
 
+# Tagged, so each line names its rank; untagged, PAMI_OUTPUT_TAGGED is
+# unset even when pamirun inherited it.
 scenario_env() {
     local r jobid
-    run -n 2 "$HELPER" env
+    PAMI_OUTPUT_TAGGED=1 run -n 2 "$HELPER" env
+    expect_rc 0
+    expect_lines out '^tagged=unset$' 2
+    run --tag-output -n 2 "$HELPER" env
     expect_rc 0
     jobid=$(sed -n 's/^\[0\] jobid=//p' "$work/out")
     [ -n "$jobid" ] || fail "no job id"
@@ -154,6 +179,7 @@ scenario_env() {
         expect_line out "[$r] size=2"
         expect_line out "[$r] jobid=$jobid"
         expect_line out "[$r] stdin=eof"
+        expect_line out "[$r] tagged=1"
         grep -qE "^\[$r\] socket=$TMPDIR/pamirun-[^/]+/[^/]+$" "$work/out" ||
             fail "rank $r socket is not in a private directory of TMPDIR"
     done
@@ -183,7 +209,7 @@ scenario_timeout() {
     run -n 2 --timeout 1 "$HELPER" sleep
     expect_rc 124
     expect_lines err '^pamirun: .*timeout' 1
-    expect_lines out '^\[[01]\] ready$' 2
+    expect_lines out '^ready$' 2
     expect_faster_than 3000
     expect_clean
 }
@@ -225,7 +251,7 @@ scenario_leave() {
 scenario_not_found() {
     run -n 2 "$work/no-such-program"
     expect_rc 127
-    grep -q "^\[[01]\] pamirun: cannot execute '$work/no-such-program'" \
+    grep -q "^pamirun: cannot execute '$work/no-such-program'" \
         "$work/err" || fail "no 'cannot execute' message"
     expect_lines err '^pamirun: rank [01] exited with code 127$' 1
     printf 'not a program\n' >"$work/not-exec"
@@ -251,7 +277,47 @@ scenario_fd_limit() {
         >"$work/out" 2>"$work/err"
     rc=$?
     expect_rc 0
-    expect_lines out '^\[[0-9]+\] 40$' 100
+    expect_lines out '^40$' 100
+    expect_clean
+}
+
+# A process outside the job floods the bootstrap socket (holding up to
+# thousands of connections, some saying garbage) while the ranks keep
+# making new sessions: pamirun, with only 128 descriptors, must keep
+# serving them, shed the rest, and log only a few lines.
+scenario_flood() {
+    local flooder=$1 pid fpid sock i n made
+    (ulimit -S -n 128 && exec "$PAMIRUN" -n 4 --timeout 40 "$HELPER" churn 3) \
+        >"$work/out" 2>"$work/err" </dev/null &
+    pid=$!
+    sock=
+    for ((i = 0; i < 400; i++)); do
+        sock=$(ls "$TMPDIR"/pamirun-*/bootstrap.sock 2>/dev/null | head -n 1)
+        [ -n "$sock" ] && break
+        sleep 0.05
+    done
+    [ -n "$sock" ] || fail "no bootstrap socket"
+    "$flooder" "$sock" 5 "$PIDDIR/go" >"$work/flood" 2>&1 &
+    fpid=$!
+    wait "$pid"
+    rc=$?
+    wait "$fpid" # it stops once the socket is gone
+    cat "$work/flood" >>"$work/out"
+    expect_rc 0
+    # Served, not merely alive: without shedding, a flood leaves the
+    # ranks a handful of sessions in 3 s; here they get hundreds.
+    for i in 0 1 2 3; do
+        n=$(sed -n "s/^rank $i churn ok: \([0-9]*\) sessions$/\1/p" "$work/out")
+        [ -n "$n" ] || fail "rank $i did not finish its sessions"
+        [ "$n" -ge 30 ] || fail "rank $i made only $n sessions in 3 s"
+    done
+    made=$(sed -n 's/^flood: \([0-9]*\) connections made.*/\1/p' "$work/flood")
+    [ -n "$made" ] && [ "$made" -ge 1000 ] ||
+        fail "the flood made only '${made}' connections"
+    # The first refusal, then one line per 10 s at most, and a total.
+    i=$(grep -c 'pamirun: bootstrap socket' "$work/err")
+    [ "$i" -ge 1 ] && [ "$i" -le 3 ] || fail "$i lines about refusals"
+    [ "$(wc -l <"$work/err")" -le 4 ] || fail "too many lines on stderr"
     expect_clean
 }
 
@@ -280,7 +346,7 @@ scenario_usage() {
     # Options after the program belong to the program.
     run -np 1 -- "$HELPER" longline 3 -n 5
     expect_rc 0
-    expect_line out "[0] abc"
+    expect_line out "abc"
     expect_clean
 }
 

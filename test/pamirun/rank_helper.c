@@ -17,6 +17,9 @@
  *                    fail with -ECONNRESET (then they exit 4)
  *   sleep            prints "ready" and waits forever
  *   ignore-term      like sleep, but ignores SIGTERM
+ *   churn S          once $PIDDIR/go exists, new bootstrap sessions with
+ *                    a verified allgather each, for S seconds (rank 0's
+ *                    clock); prints how many
  *
  * Modes that wait write their pid to $PIDDIR/<rank>.pid first, so the
  * driver can check that pamirun left no rank behind. exit and kill also
@@ -32,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 static const bootstrap_ops_t *ops = &bootstrap_local_ops;
@@ -227,6 +231,8 @@ static int mode_env(void)
     printf("rank=%s\n", getenv(PAMIRUN_ENV_RANK));
     printf("size=%s\n", getenv(PAMIRUN_ENV_SIZE));
     printf("jobid=%s\n", getenv(PAMIRUN_ENV_JOBID));
+    const char *tagged = getenv(PAMIRUN_ENV_TAGGED);
+    printf("tagged=%s\n", tagged != NULL ? tagged : "unset");
     printf("stdin=%s\n", read(STDIN_FILENO, &c, 1) == 0 ? "eof" : "data");
     return 0;
 }
@@ -289,6 +295,44 @@ static int mode_sleep(int ignore_term)
     return 0;
 }
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Sessions come and go (each a new connection and HELLO) while something
+ * else floods the socket: pamirun must keep serving the ranks. */
+static int mode_churn(double seconds)
+{
+    char go[4096];
+
+    start();
+    snprintf(go, sizeof(go), "%s/go", getenv("PIDDIR"));
+    for (int i = 0; access(go, F_OK) != 0; i++) {
+        CHECK(i < 2000, "no %s after 20 s", go);
+        usleep(10000);
+    }
+    double   end = now_s() + seconds;
+    unsigned n   = 0;
+    for (;;) {
+        /* Rank 0's clock decides for everyone. */
+        char more = now_s() < end, all[4096];
+        CHECK(my_size <= sizeof(all), "too many ranks");
+        CHECK(ops->allgather(bs, &more, all, 1) == 0, "allgather of more");
+        if (!all[0])
+            break;
+        void *s = start_another();
+        allgather_round_on(s, 64, n);
+        ops->fini(s);
+        n++;
+    }
+    ops->fini(bs);
+    printf("rank %u churn ok: %u sessions\n", my_rank, n);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -316,6 +360,8 @@ int main(int argc, char **argv)
         return mode_sleep(0);
     if (strcmp(mode, "ignore-term") == 0)
         return mode_sleep(1);
+    if (strcmp(mode, "churn") == 0 && argc > 2)
+        return mode_churn(atof(argv[2]));
     fprintf(stderr, "rank_helper: unknown mode '%s'\n", mode);
     return 2;
 }

@@ -308,14 +308,19 @@ static void test_send_dispatch_max(void **state)
     size_t dmax = w->attr.dispatch_max;
     assert_int_equal(pami_dispatch_set(w->ctx[1], dmax, count_handler, NULL,
                                        NULL), PAMI_INVAL);
-    /* Ids past the user's belong to protocols, up to the last one given
-     * out; beyond that nothing may be sent. */
+    /* Ids from dispatch_max on are the protocols' (which send on them
+     * with pami_protocol_send*) and the core's: the program may not. */
+    pami_send_immediate_t p = {.dest = endpoint(w, 1), .dispatch = dmax};
+    expect_rejected(w, &p, PAMI_INVAL, "dispatch id dispatch_max");
     size_t end = dmax;
     pami_protocol_info_t info;
     for (size_t i = 0; pami_protocol_query(w->client, i, &info) ==
-                       PAMI_SUCCESS; i++)
+                       PAMI_SUCCESS; i++) {
         end = info.dispatch_base + info.num_dispatch;
-    pami_send_immediate_t p = {.dest = endpoint(w, 1), .dispatch = end};
+        p.dispatch = info.dispatch_base;
+        expect_rejected(w, &p, PAMI_INVAL, info.name);
+    }
+    p.dispatch = end;
     expect_rejected(w, &p, PAMI_INVAL, "dispatch id past the protocols'");
     p.dispatch = end + 1;
     expect_rejected(w, &p, PAMI_INVAL, "dispatch id past them + 1");

@@ -40,7 +40,7 @@ COLLS = {
     "alltoall": ("alltoall", "MPI_Alltoall", False),
     "reduce_scatter": ("reduce_scatter", "MPI_Reduce_scatter_block", True),
 }
-PREFIX = re.compile(r"^\[\d+\] ")  # pamirun's rank prefix
+PREFIX = re.compile(r"^\[\d+\] ")  # pamirun --tag-output's prefix
 
 
 def number(v):

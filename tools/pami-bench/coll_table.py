@@ -3,8 +3,8 @@
 
     coll_table.py [--compact] RUN.json...
 
-Each file holds the JSON lines of one run (any number of tasks; pamirun's
-"[0] " prefixes are ignored). Prints one row per collective and size, and
+Each file holds the JSON lines of one run (any number of tasks; the "[0] "
+prefixes of pamirun --tag-output are ignored). Prints one row per collective and size, and
 for each task count the best named pami algorithm (lowest pami median),
 its pami median in us, Open MPI's in us and their ratio, then AUTO's
 ratio; and a list of the rows whose best ratio is above 1.5. Every line

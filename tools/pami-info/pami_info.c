@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll_profile_info.h"
+
 static const char *bootstrap_name(pami_bootstrap_kind_t kind)
 {
     switch (kind) {
@@ -129,8 +131,35 @@ int main(int argc, char **argv)
     if (argc > 1 && (strcmp(argv[1], "-h") == 0 ||
                      strcmp(argv[1], "--help") == 0)) {
         printf("usage: pami-info\nprints the version, UCX transports, "
-               "protocols, collective algorithms, every PAMI_* variable and the limits of this build\n");
+               "protocols, collective algorithms, every PAMI_* variable and the limits of this build\n"
+               "       pami-info --coll-profile PROFILE.json [--shape N[xP]]\n"
+               "prints the decision table a geometry of N tasks, P per node, "
+               "gets from the profile\n");
         return 0;
+    }
+    if (argc > 2 && strcmp(argv[1], "--coll-profile") == 0) {
+        const char *shape = NULL;
+        if (argc == 5 && strcmp(argv[3], "--shape") == 0)
+            shape = argv[4];
+        else if (argc != 3) {
+            fprintf(stderr, "usage: pami-info --coll-profile PROFILE.json "
+                    "[--shape N[xP]]\n");
+            return 2;
+        }
+        pami_client_t client;
+        pami_context_t ctx;
+        pami_result_t rc = pami_client_create("pami-info", NULL, &client);
+        if (rc == PAMI_SUCCESS)
+            rc = pami_context_createv(client, NULL, 1, &ctx);
+        if (rc != PAMI_SUCCESS) {
+            fprintf(stderr, "pami-info: cannot create a client: %s\n",
+                    pami_error_text(rc));
+            return 1;
+        }
+        int r = coll_profile_info(ctx, argv[2], shape);
+        pami_context_destroyv(&ctx, 1);
+        pami_client_destroy(&client);
+        return r;
     }
     printf("pami %d.%d.%d\n", PAMI_VERSION_MAJOR, PAMI_VERSION_MINOR,
            PAMI_VERSION_PATCH);

@@ -1,5 +1,5 @@
 /*
- * pamirun -n N [--timeout S] [--] program [args...]
+ * pamirun -n N [--timeout S] [--tag-output] [--] program [args...]
  *
  * Arguments, setup in order (job id, private directory, bootstrap server,
  * ranks), one event loop until every rank is reaped, and cleanup in
@@ -26,9 +26,11 @@ _Static_assert(LOCAL_WIRE_MAX_SIZE == 4096, "update PAMIRUN_MAX_SIZE_TEXT");
 static void usage(FILE *to)
 {
     fprintf(to,
-            "usage: pamirun -n N [--timeout S] [--] program [args...]\n"
+            "usage: pamirun -n N [--timeout S] [--tag-output] [--] program "
+            "[args...]\n"
             "  -n, -np, --np N   number of ranks to start (1..%u)\n"
             "  --timeout S       kill the job after S seconds (exit 124)\n"
+            "  --tag-output      prefix each output line with \"[rank] \"\n"
             "  -h, --help        this text\n"
             "Each rank gets PAMI_RANK, PAMI_SIZE, PAMI_JOB_ID and "
             "PAMI_BOOTSTRAP_SOCKET.\n",
@@ -114,6 +116,10 @@ static int parse_args(int argc, char **argv, pamirun_job_t *job)
         }
         if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0)
             return 1;
+        if (strcmp(arg, "--tag-output") == 0) {
+            job->tag_output = 1;
+            continue;
+        }
         if ((v = option_value(argc, argv, &i, "--timeout", 0)) != NULL) {
             if (v == missing_value || parse_timeout(v, &job->timeout) != 0)
                 return -1;
@@ -135,13 +141,14 @@ static int parse_args(int argc, char **argv, pamirun_job_t *job)
     return 0;
 }
 
-/* Each rank costs pamirun three descriptors (two pipes and a socket).
+/* Each rank costs pamirun three descriptors (two pipes and a socket),
+ * plus the connections it lets strangers hold and a spare (admit.c).
  * Raised only as far as needed, and the ranks get the original limit
  * back; refusing up front beats starting half a job. */
 static int raise_fd_limit(pamirun_job_t *job)
 {
     struct rlimit rl;
-    rlim_t        need = (rlim_t)job->size * 3 + 32;
+    rlim_t        need = (rlim_t)job->size * 3 + 32 + PAMIRUN_STRANGERS_MAX + 1;
 
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= need)
         return 0;

@@ -1,8 +1,9 @@
 /*
- * Forwards each rank's stdout and stderr line by line with a "[rank] "
- * prefix. A whole line leaves in one writev, so lines of different ranks
- * never mix; a line longer than the buffer leaves in pieces with the
- * prefix only on the first. Bytes are never dropped or reordered.
+ * Forwards each rank's stdout and stderr line by line, as the rank wrote
+ * them or, with --tag-output, behind a "[rank] " prefix. A whole line
+ * leaves in one writev, so lines of different ranks never mix; a line
+ * longer than the buffer leaves in pieces (any prefix only on the first).
+ * Bytes are never dropped or reordered.
  */
 #include "pamirun.h"
 
@@ -48,8 +49,8 @@ int output_writev(int fd, struct iovec *iov, int iovcnt)
     return 0;
 }
 
-/* Writes data (len bytes), with the prefix when it starts a line and a
- * newline when end_line. */
+/* Writes data (len bytes), with the prefix (if tagging) when it starts a
+ * line and a newline when end_line. */
 static void emit(pamirun_stream_t *s, const char *data, size_t len,
                  int end_line)
 {
@@ -57,7 +58,7 @@ static void emit(pamirun_stream_t *s, const char *data, size_t len,
     struct iovec iov[3];
     int          cnt = 0;
 
-    if (s->at_line_start) {
+    if (s->tag && s->at_line_start) {
         int n = snprintf(prefix, sizeof(prefix), "[%u] ", s->rank);
         iov[cnt++] = (struct iovec){prefix, (size_t)n};
     }
@@ -146,6 +147,7 @@ static void stream_init(pamirun_job_t *job, pamirun_stream_t *s,
     s->fd            = fd;
     s->out_fd        = out_fd;
     s->rank          = rank;
+    s->tag           = job->tag_output;
     s->at_line_start = 1;
     s->broken        = 0;
     s->used          = 0;

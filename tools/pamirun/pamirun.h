@@ -1,12 +1,14 @@
 /*
  * pamirun: starts N ranks of a program on this machine, serves the local
- * bootstrap to them, forwards their output with a rank prefix, and turns
+ * bootstrap to them, forwards their output line by line (with a rank
+ * prefix under --tag-output), and turns
  * the first failure into the job's exit code. Everything runs from one
  * libev loop in one thread; nothing polls.
  *
  * Files: main.c (arguments, setup, exit), spawn.c (children, kills,
- * timeouts, signals), output.c (prefixed forwarding), server.c (bootstrap
- * server), workdir.c (private directory, job id, cleanup).
+ * timeouts, signals), output.c (line forwarding), server.c (bootstrap
+ * server), admit.c (who may connect to it, shedding the rest), workdir.c
+ * (private directory, job id, cleanup).
  */
 #ifndef PAMI_TOOLS_PAMIRUN_H
 #define PAMI_TOOLS_PAMIRUN_H
@@ -22,6 +24,15 @@
 #define PAMIRUN_GRACE_SEC   2.0   /* SIGTERM, then SIGKILL after this */
 #define PAMIRUN_LINE_MAX    8192  /* longer lines are forwarded in pieces */
 
+/* Bootstrap connections from outside the job's process groups: at most
+ * this many open at once, each closed unless it says HELLO in time. */
+#define PAMIRUN_STRANGERS_MAX     16
+#define PAMIRUN_HELLO_TIMEOUT     1.0   /* seconds */
+#define PAMIRUN_ACCEPT_BATCH      32    /* accepts per loop pass */
+#define PAMIRUN_ACCEPT_PAUSE      0.1   /* when accept fails for lack of
+                                           memory or descriptors */
+#define PAMIRUN_SHED_LOG_INTERVAL 10.0  /* at most one such line per */
+
 /* Exit codes of pamirun itself (a failing rank's code wins otherwise). */
 #define PAMIRUN_EXIT_INTERNAL 1
 #define PAMIRUN_EXIT_USAGE    2
@@ -36,6 +47,7 @@ typedef struct {
     int      fd;            /* read end; -1 once closed */
     int      out_fd;        /* where lines go: 1 or 2 */
     uint32_t rank;
+    int      tag;           /* "[rank] " before each line */
     int      at_line_start; /* the next byte starts a new line */
     int      broken;        /* out_fd refused a write: nobody reads it */
     size_t   used;
@@ -54,6 +66,7 @@ struct pamirun_job {
     struct ev_loop   *loop;
     uint32_t          size;
     double            timeout;  /* seconds; 0 for none */
+    int               tag_output; /* --tag-output: "[rank] " on each line */
     char *const      *argv;     /* program and its arguments */
     char              job_id[64];
     char              dir[PATH_MAX];
@@ -69,6 +82,26 @@ struct pamirun_job {
     struct rlimit     saved_nofile;  /* what the ranks get back */
     int               nofile_raised;
 };
+
+/* admit.c */
+enum { ADMIT_RANK, ADMIT_STRANGER, ADMIT_OTHER_USER };
+/* Whose connection fd is: a rank's process group, another process of
+ * this user, or another user. */
+int admit_classify(const pamirun_job_t *job, int fd);
+/* A descriptor held back to accept-and-close with when none are left. */
+int admit_spare_open(void);
+/* Gives up *spare to accept and close one pending connection, then takes
+ * it again; 0 when a connection was shed. */
+int admit_shed_with_spare(int listen_fd, int *spare);
+/* Rate-limited log of refused connections: one line at the first, then
+ * at most one per PAMIRUN_SHED_LOG_INTERVAL with the count in between. */
+typedef struct {
+    double   last;
+    uint64_t total, quiet, lines;
+} admit_log_t;
+void admit_note(admit_log_t *log, double now, const char *why);
+/* At exit: the total, when some refusals were not logged one by one. */
+void admit_log_end(const admit_log_t *log);
 
 /* workdir.c */
 void job_make_id(pamirun_job_t *job);

@@ -14,7 +14,9 @@
  * rank ever waits for someone who will not come.
  *
  * Anything malformed from a client closes its connection: it is a bug or
- * a stranger, and that rank counts as having left.
+ * a stranger, and that rank counts as having left. Connections from
+ * outside the job's process groups are capped and must say HELLO soon
+ * (admit.c), so a flood of them cannot starve the ranks.
  */
 #include "pamirun.h"
 
@@ -44,6 +46,8 @@ typedef struct session session_t;
 typedef struct conn {
     ev_io             rio;
     ev_io             wio;
+    ev_timer          hello_timer; /* strangers only, until HELLO */
+    int               stranger;    /* counted in srv->strangers */
     int               fd;
     int64_t           rank;        /* -1 until HELLO */
     session_t        *sess;        /* NULL until HELLO */
@@ -89,6 +93,10 @@ struct pamirun_server {
     session_t     *sessions;
     uint32_t      *joined;  /* per rank: sessions joined so far */
     uint8_t       *exited;  /* per rank */
+    uint32_t       strangers;  /* open connections from outside the job */
+    int            spare;      /* see admit.c */
+    ev_timer       resume;     /* restarts accepting after a pause */
+    admit_log_t    refused;
 };
 
 static void result_put(result_t *res)
@@ -178,6 +186,10 @@ static void conn_close(conn_t *c, const char *why)
                    "connection closed: %s", c->rank, c->sess->index, why);
     ev_io_stop(srv->job->loop, &c->rio);
     ev_io_stop(srv->job->loop, &c->wio);
+    if (c->stranger) {
+        ev_timer_stop(srv->job->loop, &c->hello_timer);
+        srv->strangers--;
+    }
     close(c->fd);
     free(c->in_buf);
     result_put(c->out_res);
@@ -199,9 +211,14 @@ static void conn_close(conn_t *c, const char *why)
 
 static void protocol_error(conn_t *c, const char *what)
 {
-    pami_warn(SUBSYS, "bootstrap protocol error from %s%" PRId64 ": %s; "
-              "closing its connection", c->rank >= 0 ? "rank " : "client ",
-              c->rank, what);
+    /* Before HELLO anyone may be talking: a flood of them must not
+     * flood the log too. */
+    if (c->rank < 0)
+        admit_note(&c->srv->refused, ev_now(c->srv->job->loop),
+                   "closing connections that send no valid HELLO");
+    else
+        pami_warn(SUBSYS, "bootstrap protocol error from rank %" PRId64
+                  ": %s; closing its connection", c->rank, what);
     conn_close(c, "protocol error");
 }
 
@@ -277,9 +294,14 @@ static int on_hello(conn_t *c, const local_wire_hdr_t *h)
         return -1;
     }
     if (h->rank >= n || h->size != n || srv->exited[h->rank]) {
-        pami_warn(SUBSYS, "refusing bootstrap client claiming rank %" PRIu32
-                  " of %" PRIu32 " (job has %" PRIu32 " ranks)", h->rank,
-                  h->size, n);
+        if (c->stranger)
+            admit_note(&srv->refused, ev_now(srv->job->loop),
+                       "refusing HELLOs from outside the job that claim no "
+                       "rank of it");
+        else
+            pami_warn(SUBSYS, "refusing bootstrap client claiming rank %"
+                      PRIu32 " of %" PRIu32 " (job has %" PRIu32 " ranks)",
+                      h->rank, h->size, n);
         c->close_after_write = 1;
         conn_send(c, LOCAL_MSG_WELCOME, h->rank, 0, -EINVAL, NULL);
         return -1;
@@ -292,6 +314,12 @@ static int on_hello(conn_t *c, const local_wire_hdr_t *h)
         return -1;
     }
     srv->joined[h->rank]++;
+    if (c->stranger) {
+        /* A process of the job that left its rank's group: served. */
+        ev_timer_stop(srv->job->loop, &c->hello_timer);
+        c->stranger = 0;
+        srv->strangers--;
+    }
     c->rank             = h->rank;
     c->sess             = s;
     s->by_rank[h->rank] = c;
@@ -430,45 +458,104 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
             return;
 }
 
+static void hello_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)revents;
+    conn_t *c = w->data;
+    admit_note(&c->srv->refused, ev_now(loop),
+               "closing connections from outside the job that say no HELLO "
+               "in time");
+    conn_close(c, "no hello in time");
+}
+
+static void resume_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)revents;
+    pamirun_server_t *srv = w->data;
+    ev_io_start(loop, &srv->lio);
+}
+
+/* accept failed with nothing to shed: wait a little instead of being
+ * called again at once for the same pending connection. */
+static void pause_accepting(struct ev_loop *loop, pamirun_server_t *srv,
+                            int err)
+{
+    char why[96];
+    snprintf(why, sizeof(why), "accept: %s; pausing new connections",
+             strerror(err));
+    admit_note(&srv->refused, ev_now(loop), why);
+    ev_io_stop(loop, &srv->lio);
+    ev_timer_set(&srv->resume, PAMIRUN_ACCEPT_PAUSE, 0);
+    ev_timer_start(loop, &srv->resume);
+}
+
+static void conn_add(struct ev_loop *loop, pamirun_server_t *srv, int fd,
+                     int stranger)
+{
+    conn_t *c = calloc(1, sizeof(*c));
+    if (c == NULL) {
+        close(fd);
+        admit_note(&srv->refused, ev_now(loop), "out of memory");
+        return;
+    }
+    c->fd   = fd;
+    c->rank = -1;
+    c->srv  = srv;
+    c->next = srv->conns;
+    srv->conns = c;
+    ev_io_init(&c->rio, conn_read_cb, fd, EV_READ);
+    ev_io_init(&c->wio, conn_write_cb, fd, EV_WRITE);
+    c->rio.data = c->wio.data = c;
+    if (stranger) {
+        c->stranger = 1;
+        srv->strangers++;
+        ev_timer_init(&c->hello_timer, hello_timeout_cb,
+                      PAMIRUN_HELLO_TIMEOUT, 0);
+        c->hello_timer.data = c;
+        ev_timer_start(loop, &c->hello_timer);
+    }
+    ev_io_start(loop, &c->rio);
+}
+
+/* A bounded number per pass, so a flood of connections cannot keep the
+ * loop from the ranks' own sockets. */
 static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
     (void)revents;
     pamirun_server_t *srv = w->data;
 
-    for (;;) {
+    for (int i = 0; i < PAMIRUN_ACCEPT_BATCH; i++) {
         int fd = accept4(srv->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED)
+            int err = errno;
+            if (err == EINTR || err == ECONNABORTED)
                 continue;
-            if (errno != EAGAIN)
-                pami_warn(SUBSYS, "accept: %s", strerror(errno));
+            if (err == EAGAIN || err == EWOULDBLOCK)
+                return;
+            if ((err == EMFILE || err == ENFILE) &&
+                admit_shed_with_spare(srv->fd, &srv->spare) == 0) {
+                admit_note(&srv->refused, ev_now(loop), "out of file "
+                           "descriptors; closing new connections");
+                continue;
+            }
+            pause_accepting(loop, srv, err);
             return;
         }
-        /* The 0700 directory already keeps other users out; this makes
-         * it explicit should the directory ever be opened up. */
-        struct ucred cred;
-        socklen_t    clen = sizeof(cred);
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) != 0 ||
-            cred.uid != geteuid()) {
-            pami_warn(SUBSYS, "refusing bootstrap connection from another "
-                      "user");
+        int kind = admit_classify(srv->job, fd);
+        if (kind == ADMIT_OTHER_USER) {
             close(fd);
+            admit_note(&srv->refused, ev_now(loop), "refusing connections "
+                       "from another user");
             continue;
         }
-        conn_t *c = calloc(1, sizeof(*c));
-        if (c == NULL) {
+        if (kind == ADMIT_STRANGER &&
+            srv->strangers >= PAMIRUN_STRANGERS_MAX) {
             close(fd);
+            admit_note(&srv->refused, ev_now(loop), "too many connections "
+                       "from outside the job; closing new ones");
             continue;
         }
-        c->fd   = fd;
-        c->rank = -1;
-        c->srv  = srv;
-        c->next = srv->conns;
-        srv->conns = c;
-        ev_io_init(&c->rio, conn_read_cb, fd, EV_READ);
-        ev_io_init(&c->wio, conn_write_cb, fd, EV_WRITE);
-        c->rio.data = c->wio.data = c;
-        ev_io_start(loop, &c->rio);
+        conn_add(loop, srv, fd, kind == ADMIT_STRANGER);
     }
 }
 
@@ -583,6 +670,7 @@ int server_start(pamirun_job_t *job)
         return -1;
     srv->job    = job;
     srv->fd     = -1;
+    srv->spare  = admit_spare_open();
     srv->joined = calloc(job->size, sizeof(*srv->joined));
     srv->exited = calloc(job->size, sizeof(*srv->exited));
     if (srv->joined == NULL || srv->exited == NULL)
@@ -595,11 +683,15 @@ int server_start(pamirun_job_t *job)
     }
     ev_io_init(&srv->lio, accept_cb, srv->fd, EV_READ);
     srv->lio.data = srv;
+    ev_timer_init(&srv->resume, resume_cb, PAMIRUN_ACCEPT_PAUSE, 0);
+    srv->resume.data = srv;
     ev_io_start(job->loop, &srv->lio);
     job->server = srv;
     return 0;
 
 fail:
+    if (srv->spare >= 0)
+        close(srv->spare);
     free(srv->exited);
     free(srv->joined);
     free(srv);
@@ -624,7 +716,11 @@ void server_stop(pamirun_job_t *job)
     while (srv->sessions != NULL)
         session_free(srv, srv->sessions);
     ev_io_stop(job->loop, &srv->lio);
+    ev_timer_stop(job->loop, &srv->resume);
     close(srv->fd);
+    if (srv->spare >= 0)
+        close(srv->spare);
+    admit_log_end(&srv->refused);
     free(srv->exited);
     free(srv->joined);
     free(srv);

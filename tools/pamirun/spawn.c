@@ -40,10 +40,14 @@ static int child_set_env(const pamirun_job_t *job, uint32_t rank)
 
     snprintf(rank_s, sizeof(rank_s), "%u", rank);
     snprintf(size_s, sizeof(size_s), "%u", job->size);
+    /* Unset without --tag-output: a pamirun started by a tagged rank
+     * must not pass the word on. */
     return setenv(PAMIRUN_ENV_SOCKET, job->sock_path, 1) |
            setenv(PAMIRUN_ENV_RANK, rank_s, 1) |
            setenv(PAMIRUN_ENV_SIZE, size_s, 1) |
-           setenv(PAMIRUN_ENV_JOBID, job->job_id, 1);
+           setenv(PAMIRUN_ENV_JOBID, job->job_id, 1) |
+           (job->tag_output ? setenv(PAMIRUN_ENV_TAGGED, "1", 1)
+                            : unsetenv(PAMIRUN_ENV_TAGGED));
 }
 
 /* Runs in the forked child; never returns. pamirun is single-threaded,

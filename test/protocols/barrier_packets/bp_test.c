@@ -345,7 +345,7 @@ static void inject(size_t id, pami_task_t to, const void *hdr, size_t hlen,
     pami_send_immediate_t s = {.dest = mp_ep(&job, to, 0), .dispatch = id,
                                .header = hdr, .header_len = hlen,
                                .data = data, .data_len = dlen};
-    mp_send_imm(&job, job.ctx[0], &s);
+    mp_inject_imm(&job, job.ctx[0], &s);
 }
 
 static void malformed_mode(void)

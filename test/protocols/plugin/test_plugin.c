@@ -201,11 +201,12 @@ static void test_state_and_delivery(void **state)
     assert_int_equal(pami_dispatch_set(w->ctx[1], s1->env.dispatch_base,
                                        probe_recv, NULL, NULL), PAMI_INVAL);
 
+    /* The protocol on context 0 sends on its own index 3. */
     char payload[40] = "to the protocol";
-    pami_send_immediate_t p = {.dest = endpoint(w, 1),
-                               .dispatch = s1->env.dispatch_base + 3,
+    pami_send_immediate_t p = {.dest = endpoint(w, 1), .dispatch = 3,
                                .data = payload, .data_len = sizeof(payload)};
-    assert_int_equal(pami_send_immediate(w->ctx[0], &p), PAMI_SUCCESS);
+    assert_int_equal(pami_protocol_send_immediate(&s0->env, &p),
+                     PAMI_SUCCESS);
     uint64_t deadline = now_ms() + 5000;
     while (s1->received == 0 && now_ms() < deadline)
         advance_all(w);
@@ -233,6 +234,157 @@ static void test_state_and_delivery(void **state)
 
     world_down(w);
     assert_int_equal(finis, 4);
+}
+
+/* Stats of a context, and of probe_a on it, before and after. */
+typedef struct {
+    pami_context_stats_t ctx;
+    size_t               probe0, probe1;
+} seen_t;
+
+static seen_t seen(world_t *w)
+{
+    seen_t s;
+    assert_int_equal(pami_context_stats(w->ctx[1], &s.ctx), PAMI_SUCCESS);
+    probe_state_t *p0 = pami_protocol_state(w->ctx[0], &probe_a);
+    probe_state_t *p1 = pami_protocol_state(w->ctx[1], &probe_a);
+    s.probe0 = p0->received;
+    s.probe1 = p1->received;
+    return s;
+}
+
+/* The program's sends to any id from dispatch_max up (the protocols' ids
+ * 256..511, the core's 512.. and far beyond) are refused with PAMI_INVAL
+ * by both calls, and nothing reaches the target: no protocol handler, no
+ * delivery and no drop counted there. */
+static void test_reserved_ids_refused(void **state)
+{
+    (void)state;
+    reset();
+    world_t *w = calloc(1, sizeof(*w));
+    assert_non_null(w);
+    assert_int_equal(pami_client_create("plugin", NULL, &w->client),
+                     PAMI_SUCCESS);
+    assert_int_equal(pami_protocol_register(w->client, &probe_a, NULL),
+                     PAMI_SUCCESS);
+    assert_int_equal(pami_context_createv(w->client, NULL, 2, w->ctx),
+                     PAMI_SUCCESS);
+    w->n = 2;
+    pami_client_attr_t a = {.field_mask = PAMI_CLIENT_ATTR_DISPATCH_MAX};
+    assert_int_equal(pami_client_query(w->client, &a), PAMI_SUCCESS);
+    assert_int_equal(a.dispatch_max, 256);
+    assert_true(find(w->client, "test.probe_a").dispatch_base >=
+                a.dispatch_max);
+
+    seen_t before = seen(w);
+    calls_t calls = {0};
+    uint8_t hdr[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    size_t  n = 0;
+    for (size_t id = a.dispatch_max; id < 2 * a.dispatch_max + 64; id++) {
+        pami_send_immediate_t p = {.dest = endpoint(w, 1), .dispatch = id,
+                                   .header = hdr, .header_len = sizeof(hdr)};
+        pami_result_t rc = pami_send_immediate(w->ctx[0], &p);
+        if (rc != PAMI_INVAL)
+            fail_msg("send_immediate to id %zu: %s", id, pami_error_text(rc));
+        pami_send_t s = {.send = p, .local_fn = on_local,
+                         .remote_fn = on_remote, .cookie = &calls};
+        rc = pami_send(w->ctx[0], &s);
+        if (rc != PAMI_INVAL)
+            fail_msg("send to id %zu: %s", id, pami_error_text(rc));
+        n++;
+    }
+    pami_send_immediate_t far = {.dest = endpoint(w, 1),
+                                 .dispatch = SIZE_MAX};
+    assert_int_equal(pami_send_immediate(w->ctx[0], &far), PAMI_INVAL);
+    assert_true(n == 256 + 64);
+
+    for (int i = 0; i < 200; i++)
+        advance_all(w);
+    seen_t after = seen(w);
+    assert_int_equal(after.probe0, before.probe0);
+    assert_int_equal(after.probe1, before.probe1);
+    assert_int_equal(after.ctx.receives, before.ctx.receives);
+    assert_int_equal(after.ctx.dropped_unknown, before.ctx.dropped_unknown);
+    assert_int_equal(after.ctx.dropped_malformed,
+                     before.ctx.dropped_malformed);
+    assert_int_equal(calls.local_calls, 0);
+    assert_int_equal(calls.remote_calls, 0);
+    world_down(w);
+}
+
+/* A protocol sends on its own ids only, named by index; both forms deliver
+ * and report like the program's. */
+static void test_protocol_send(void **state)
+{
+    (void)state;
+    reset();
+    world_t *w = calloc(1, sizeof(*w));
+    assert_non_null(w);
+    assert_int_equal(pami_client_create("plugin", NULL, &w->client),
+                     PAMI_SUCCESS);
+    assert_int_equal(pami_protocol_register(w->client, &probe_a, NULL),
+                     PAMI_SUCCESS);
+    assert_int_equal(pami_protocol_register(w->client, &probe_b, NULL),
+                     PAMI_SUCCESS);
+    assert_int_equal(pami_context_createv(w->client, NULL, 2, w->ctx),
+                     PAMI_SUCCESS);
+    w->n = 2;
+    probe_state_t *a0 = pami_protocol_state(w->ctx[0], &probe_a);
+    probe_state_t *a1 = pami_protocol_state(w->ctx[1], &probe_a);
+    probe_state_t *b0 = pami_protocol_state(w->ctx[0], &probe_b);
+    probe_state_t *b1 = pami_protocol_state(w->ctx[1], &probe_b);
+    assert_non_null(a0);
+    assert_non_null(b1);
+
+    /* Outside the block, a forged block, another protocol's block, or
+     * NULL: refused before anything is sent. */
+    pami_send_immediate_t p = {.dest = endpoint(w, 1), .dispatch = 4};
+    assert_int_equal(pami_protocol_send_immediate(&a0->env, &p), PAMI_INVAL);
+    p.dispatch = SIZE_MAX;
+    assert_int_equal(pami_protocol_send_immediate(&a0->env, &p), PAMI_INVAL);
+    pami_send_t s = {.send = {.dest = endpoint(w, 1), .dispatch = 2}};
+    assert_int_equal(pami_protocol_send(&b0->env, &s), PAMI_INVAL);
+    pami_protocol_env_t forged = a0->env;
+    forged.dispatch_base = 0; /* the program's ids */
+    p.dispatch = 0;
+    assert_int_equal(pami_protocol_send_immediate(&forged, &p), PAMI_INVAL);
+    forged = b0->env;
+    forged.num_dispatch = 4; /* b's base, a's size: reaches past b */
+    assert_int_equal(pami_protocol_send_immediate(&forged, &p), PAMI_INVAL);
+    forged = a0->env;
+    forged.dispatch_base += 1; /* inside a's block, not its start */
+    assert_int_equal(pami_protocol_send(&forged, &s), PAMI_INVAL);
+    assert_int_equal(pami_protocol_send_immediate(NULL, &p), PAMI_INVAL);
+    assert_int_equal(pami_protocol_send_immediate(&a0->env, NULL), PAMI_INVAL);
+    assert_int_equal(pami_protocol_send(&a0->env, NULL), PAMI_INVAL);
+    for (int i = 0; i < 50; i++)
+        advance_all(w);
+    assert_int_equal(a1->received + b1->received, 0);
+
+    /* Index 1 of b is b's, not a's. */
+    char data[16] = "b1";
+    p = (pami_send_immediate_t){.dest = endpoint(w, 1), .dispatch = 1,
+                                .data = data, .data_len = 3};
+    assert_int_equal(pami_protocol_send_immediate(&b0->env, &p), PAMI_SUCCESS);
+    /* pami_protocol_send, with both callbacks, on a's last index. */
+    calls_t calls = {0};
+    s = (pami_send_t){.send = {.dest = endpoint(w, 1), .dispatch = 3,
+                               .data = data, .data_len = sizeof(data)},
+                      .local_fn = on_local, .remote_fn = on_remote,
+                      .cookie = &calls};
+    assert_int_equal(pami_protocol_send(&a0->env, &s), PAMI_SUCCESS);
+    uint64_t deadline = now_ms() + 5000;
+    while ((b1->received < 1 || a1->received < 1 || calls.remote_calls < 1) &&
+           now_ms() < deadline)
+        advance_all(w);
+    assert_int_equal(b1->received, 1);
+    assert_int_equal(b1->last_len, 3);
+    assert_int_equal(a1->received, 1);
+    assert_int_equal(a1->last_len, sizeof(data));
+    assert_int_equal(calls.local_calls, 1);
+    assert_int_equal(calls.remote_calls, 1);
+    assert_int_equal(calls.remote_result, PAMI_SUCCESS);
+    world_down(w);
 }
 
 static void test_init_failure(void **state)
@@ -281,6 +433,8 @@ int main(void)
         cmocka_unit_test(test_blocks_disjoint),
         cmocka_unit_test(test_register_refused),
         cmocka_unit_test(test_state_and_delivery),
+        cmocka_unit_test(test_reserved_ids_refused),
+        cmocka_unit_test(test_protocol_send),
         cmocka_unit_test(test_init_failure),
         cmocka_unit_test(test_config_listed),
     };

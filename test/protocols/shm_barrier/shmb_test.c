@@ -564,7 +564,7 @@ static void mode_malformed(void)
                     .dest = mp_ep(&job, t, 0), .dispatch = info.dispatch_base,
                     .header = h, .header_len = hlen, .data = "data",
                     .data_len = dlen};
-                mp_send_imm(&job, job.ctx[0], &si);
+                mp_inject_imm(&job, job.ctx[0], &si);
             }
         }
     }

@@ -505,7 +505,7 @@ static void inject(pami_task_t to, size_t id, const void *hdr, size_t hlen,
     pami_send_immediate_t s = {.dest = mp_ep(&job, to, 0), .dispatch = id,
                                .header = hdr, .header_len = hlen,
                                .data = data, .data_len = dlen};
-    mp_send_imm(&job, CTX, &s);
+    mp_inject_imm(&job, CTX, &s);
 }
 
 static void test_malformed(void)

@@ -1,0 +1,26 @@
+/*
+ * For pami's own tests only; not installed. Tests that check how a
+ * protocol handles forged or malformed packets must put packets on the
+ * protocol's ids, which the program's pami_send* refuse (dispatch_max and
+ * up) and pami_protocol_send* keep to the sending protocol's own block.
+ */
+#ifndef PAMI_TEST_H
+#define PAMI_TEST_H
+
+#include "pami.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* pami_send_immediate on any id of the program's or the protocols'
+ * (0 .. dispatch_max + the protocol ids given out - 1), with the same
+ * checks otherwise: a test's stand-in for a peer that forges packets. */
+pami_result_t pami_test_send_raw(pami_context_t context,
+                                 const pami_send_immediate_t *params);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PAMI_TEST_H */

@@ -1,0 +1,109 @@
+/*
+ * Decoders of the core's wire formats (docs/protocols/am.md and
+ * rendezvous.md): pure functions of the received bytes and the job's
+ * shape, with no context state, so that the receive path and the fuzz
+ * targets (test/fuzz) run the same checks. Each returns PAMI_WIRE_OK or
+ * the first check that failed; the caller counts, logs and drops.
+ */
+#ifndef PAMI_WIRE_H
+#define PAMI_WIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pami.h"
+
+typedef enum {
+    PAMI_WIRE_OK = 0,
+    PAMI_WIRE_UCX_RNDV,   /* came by UCX's rendezvous: pami never sends one */
+    PAMI_WIRE_BAD_PACKED, /* packed form: flags or user header length */
+    PAMI_WIRE_SHORT,      /* shorter than its fixed part */
+    PAMI_WIRE_BAD_LENGTH, /* not exactly the size of its type */
+    PAMI_WIRE_BAD_FIELD,  /* a field out of range */
+    PAMI_WIRE_BAD_VERSION,
+    PAMI_WIRE_BAD_REGION  /* a memregion that does not verify (its seal) */
+} pami_wire_check_t;
+
+/* Wire header in front of every pami active message. */
+typedef struct {
+    uint32_t origin_task;
+    uint16_t dispatch;
+    uint8_t  origin_ctx;
+    uint8_t  flags;
+} pami_am_hdr_t;
+
+#define PAMI_AM_FLAG_ACK 0x1u /* a uint64 ack cookie follows the header */
+/* The whole message travels as UCX payload: this header, a uint16 user
+ * header length, the user header, the data (small immediate sends: one
+ * contiguous part is cheaper in UCX than header plus payload). */
+#define PAMI_AM_FLAG_PACKED 0x2u
+#define PAMI_AM_FLAGS_KNOWN (PAMI_AM_FLAG_ACK | PAMI_AM_FLAG_PACKED)
+
+/* One received active message, split into its parts. */
+typedef struct {
+    pami_am_hdr_t  h;          /* flags without PACKED */
+    bool           ack;        /* the sender waits for an ack */
+    uint64_t       ack_cookie;
+    const uint8_t *uhdr;       /* the user's header (or a core payload) */
+    size_t         uhdr_len;
+    void          *data;
+    size_t         data_len;
+} pami_am_msg_t;
+
+/* Splits what UCX delivered (its header, payload, rendezvous descriptor)
+ * and checks the AM header against a job of ntasks tasks with ncontexts
+ * contexts each. */
+pami_wire_check_t pami_am_decode(const void *hdr, size_t hdr_len, void *data,
+                                 size_t data_len, const void *rndv_desc,
+                                 uint32_t ntasks, uint32_t ncontexts,
+                                 pami_am_msg_t *out);
+
+/* Payload of a PAMI_DISPATCH_ACK message. */
+typedef struct {
+    uint64_t cookie;
+    int32_t  result;
+    uint32_t reserved;
+} pami_ack_t;
+
+/* An ack's payload; an unknown result code reads as PAMI_ERROR. */
+pami_wire_check_t pami_ack_decode(const void *buf, size_t len,
+                                  pami_ack_t *out, pami_result_t *result);
+
+/* Payload of a PAMI_DISPATCH_BARRIER message. */
+typedef struct {
+    uint32_t epoch;
+    uint32_t round;
+} pami_barrier_msg_t;
+
+/* A core barrier message; the epoch window is the caller's (state). */
+pami_wire_check_t pami_barrier_msg_decode(const void *buf, size_t len,
+                                          pami_barrier_msg_t *out);
+
+#define RNDV_VERSION 1
+/* Origin and target share a node: the target reads the origin's memory
+ * itself (process_vm_readv, one copy); mr is unused and not registered. */
+#define RNDV_FLAG_CMA 0x1u
+
+/* The rendezvous request (RTS), after the AM header and ack cookie. */
+typedef struct {
+    uint32_t         version;
+    uint32_t         dispatch;  /* the user's id */
+    uint64_t         bytes;
+    uint32_t         flags;
+    uint32_t         reserved;
+    uint64_t         base;      /* the origin's buffer */
+    pami_memregion_t mr;        /* its registration, unless RNDV_FLAG_CMA */
+} pami_rndv_rts_t;
+
+/* The fixed part of an RTS (the user's header follows it) and its form:
+ * version, flags, and without CMA a memregion that verifies under the
+ * job's secrets (16 bytes per task of ntasks: memregion.c), owned by
+ * origin_task and describing exactly base and bytes. Whether CMA is
+ * allowed (same node) is the caller's check. */
+pami_wire_check_t pami_rndv_rts_decode(const void *buf, size_t len,
+                                       uint32_t origin_task,
+                                       const uint8_t *secrets, size_t ntasks,
+                                       pami_rndv_rts_t *out);
+
+#endif

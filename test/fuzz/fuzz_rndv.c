@@ -1,0 +1,47 @@
+/*
+ * libFuzzer target: the rendezvous request (pami_rndv_rts_decode) with
+ * the memory region inside it (pami_mr_decode), as pami_rndv_recv gets
+ * them after the AM header and ack cookie.
+ *
+ * Input: u8 flags (bit 0: seal its region right), u8 job size, u32
+ * origin task, then the request (fixed part and user header).
+ */
+#include "fuzz_util.h"
+#include "fuzz_mr.h"
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    fz_quiet_logs();
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size)
+{
+    fz_t     f      = {in, size};
+    unsigned flags  = fz_u8(&f);
+    size_t   ntasks = fz_u8(&f) + 1u;
+    uint32_t origin = fz_u32(&f);
+    size_t   len;
+    uint8_t *buf = fz_bytes(&f, f.left, &len);
+    if ((flags & 1) && len >= sizeof(pami_rndv_rts_t))
+        fz_reseal(buf + offsetof(pami_rndv_rts_t, mr), PAMI_MEMREGION_SIZE);
+
+    pami_rndv_rts_t rts;
+    if (pami_rndv_rts_decode(buf, len, origin, fz_secrets(), ntasks, &rts) ==
+        PAMI_WIRE_OK) {
+        fz_touch(buf + sizeof(rts), len - sizeof(rts));
+        if (!(rts.flags & RNDV_FLAG_CMA)) {
+            pami_mr_view_t v;
+            /* What the decoder accepted must describe the request. */
+            if (pami_mr_wire_decode(&rts.mr, sizeof(rts.mr), fz_secrets(),
+                                    ntasks, &v) != PAMI_MR_OK ||
+                v.owner_task != origin || v.base != rts.base ||
+                v.bytes != rts.bytes)
+                abort();
+        }
+    }
+    free(buf);
+    return 0;
+}

@@ -1,0 +1,393 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus of every fuzz target: test/fuzz/corpus/<target>/.
+
+Each seed is a valid input or an edge case, laid out as the target's
+comment says (its parameters first, then the bytes under test). The wire
+layouts here follow docs/protocols/*.md and docs/pamirun.md; a change of
+a wire format means a change here too. Run: python3 test/fuzz/gen_corpus.py
+"""
+import os
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "corpus")
+MR_SIZE = 256
+# Seeds that once crashed a target are kept under corpus/<target>/ with
+# names starting "crash-" and are never removed by this script.
+
+
+def u8(v): return struct.pack("<B", v)
+def u16(v): return struct.pack("<H", v)
+def u32(v): return struct.pack("<I", v)
+def u64(v): return struct.pack("<Q", v)
+
+
+# Regions: version 2, sealed (docs/protocols/rma.md). The seal is left 0:
+# the targets put the right one on when their input's flag says so.
+def memregion(owner=1, ctx=0, base=0x10000, nbytes=4096, rkey_len=16,
+              magic=0x524d4150, version=2, rid=0, gen=1, reserved=0):
+    head = struct.pack("<IHHIHHIIQQQ", magic, version, rkey_len, owner, ctx,
+                       reserved, rid, gen, base, nbytes, 0)
+    key = bytes((i * 7 + 3) & 0xff for i in range(rkey_len))
+    return (head + key).ljust(MR_SIZE, b"\0")[:MR_SIZE]
+
+
+# ---- core: AM header, ack, barrier, rendezvous request ----
+def am_hdr(task, dispatch, ctx=0, flags=0):
+    return struct.pack("<IHBB", task, dispatch, ctx, flags)
+
+
+ACK, BARRIER, MONITOR, RNDV = 512, 513, 514, 515
+
+
+def rts(dispatch=5, nbytes=4096, flags=0, base=0x10000, owner=1, mr=None):
+    if mr is None:
+        mr = memregion(owner=owner, base=base, nbytes=nbytes)
+    return struct.pack("<IIQIIQ", 1, dispatch, nbytes, flags, 0, base) + mr
+
+
+def am_input(hdr, data=b"", ntasks=4, nctx=1, desc=False, seal=True):
+    return (u8(ntasks - 1) + u8(nctx - 1) + u16(len(hdr)) +
+            u8((1 if desc else 0) | (2 if seal else 0)) + hdr + data)
+
+
+def am_seeds():
+    cookie = u64(0x0000000700000003)
+    packed_uh = b"hdr!"
+    yield "user", am_input(am_hdr(1, 5) + b"user header", b"payload")
+    yield "user-ack", am_input(am_hdr(2, 7, flags=1) + cookie + b"uh", b"d")
+    yield "packed", am_input(b"", am_hdr(1, 9, flags=2) +
+                             u16(len(packed_uh)) + packed_uh + b"data")
+    yield "packed-bad-len", am_input(b"", am_hdr(1, 9, flags=2) + u16(999))
+    yield "ack", am_input(am_hdr(1, ACK) + struct.pack("<QiI", 3, 0, 0))
+    yield "ack-bad-result", am_input(am_hdr(1, ACK) +
+                                     struct.pack("<QiI", 3, 9999, 0))
+    yield "barrier", am_input(am_hdr(3, BARRIER) + struct.pack("<II", 4, 2))
+    yield "barrier-round64", am_input(am_hdr(3, BARRIER) +
+                                      struct.pack("<II", 4, 64))
+    yield "monitor", am_input(am_hdr(1, MONITOR))
+    yield "rndv", am_input(am_hdr(1, RNDV, flags=1) + cookie + rts() + b"uh")
+    yield "rndv-cma", am_input(am_hdr(1, RNDV, flags=1) + cookie +
+                               rts(flags=1, mr=bytes(MR_SIZE)))
+    yield "origin-outside", am_input(am_hdr(9, 5), ntasks=4)
+    yield "ctx-outside", am_input(am_hdr(1, 5, ctx=3), nctx=2)
+    yield "short", am_input(b"\1\0\0")
+    yield "empty", b""
+    yield "ucx-rndv", am_input(am_hdr(1, 5), b"x" * 64, desc=True)
+
+
+def rndv_input(origin, body, seal=True, ntasks=4):
+    return u8(1 if seal else 0) + u8(ntasks - 1) + u32(origin) + body
+
+
+def rndv_seeds():
+    yield "mr", rndv_input(1, rts(owner=1) + b"user header")
+    yield "mr-unsealed", rndv_input(1, rts(owner=1), seal=False)
+    yield "cma", rndv_input(1, rts(flags=1, mr=bytes(MR_SIZE)))
+    yield "wrong-owner", rndv_input(2, rts(owner=1))
+    yield "owner-outside", rndv_input(9, rts(owner=9))
+    yield "bad-version", rndv_input(1, struct.pack("<I", 2) + rts()[4:])
+    yield "unknown-flag", rndv_input(1, rts(flags=2))
+    yield "bytes-differ", rndv_input(1, rts(mr=memregion(nbytes=1)))
+    yield "short", rndv_input(1, rts()[:100])
+
+
+def mr_input(mr, seal=True, ntasks=4):
+    return u8(1 if seal else 0) + u8(ntasks - 1) + mr
+
+
+def memregion_seeds():
+    yield "valid", mr_input(memregion())
+    yield "unsealed", mr_input(memregion(), seal=False)
+    yield "rkey-max", mr_input(memregion(rkey_len=MR_SIZE - 48))
+    yield "rkey-over", mr_input(memregion(rkey_len=MR_SIZE - 47))
+    yield "rkey-zero", mr_input(memregion(rkey_len=0))
+    yield "bad-magic", mr_input(memregion(magic=0x12345678))
+    yield "version-1", mr_input(memregion(version=1))
+    yield "reserved", mr_input(memregion(reserved=1))
+    yield "owner-outside", mr_input(memregion(owner=4))
+    yield "one-shot", mr_input(memregion(rid=0xffffffff))
+    yield "short", mr_input(memregion()[:255])
+    yield "zeros", mr_input(bytes(MR_SIZE))
+
+
+# ---- barrier packets ----
+def bp(size=4, epoch=0, group=0x1234, version=1, ptype=1, r0=0, r1=0):
+    return struct.pack("<BBHIIIQ", version, ptype, r0, size, epoch, r1, group)
+
+
+def bp_seeds():
+    yield "valid", u16(8) + u8(0) + bp()
+    yield "epoch-wrap", u16(8) + u8(0) + bp(epoch=0xffffffff)
+    yield "size-over", u16(4) + u8(0) + bp(size=5)
+    yield "size-one", u16(4) + u8(0) + bp(size=1)
+    yield "with-data", u16(4) + u8(3) + bp()
+    yield "long", u16(4) + u8(0) + bp() + b"x"
+    yield "short", u16(4) + u8(0) + bp()[:20]
+    yield "reserved", u16(4) + u8(0) + bp(r0=1)
+    yield "version", u16(4) + u8(0) + bp(version=2)
+
+
+# ---- collectives ----
+KIND_CREATE = 15
+
+
+def coll(ctype=1, flags=0, kind=3, seq=5, connid=None, total=64, offset=0,
+         version=2):
+    if connid is None:
+        connid = seq % 256
+    return struct.pack("<BBBBHHIIIIIQQ", version, ctype, flags, 0, connid,
+                       kind, 7, seq, 0, 1, 0xabcd, total, offset)
+
+
+def coll_seeds():
+    yield "data", u32(64) + coll()
+    yield "piece", u32(16) + coll(total=64, offset=48)
+    yield "piece-over", u32(17) + coll(total=64, offset=48)
+    yield "offset-wrap", u32(1) + coll(total=2**64 - 1, offset=2**64 - 1)
+    yield "create", u32(8) + coll(flags=1, kind=KIND_CREATE, total=8)
+    yield "create-mismatch", u32(8) + coll(flags=0, kind=KIND_CREATE)
+    yield "abort", u32(0) + coll(ctype=2, total=0)
+    yield "abort-data", u32(4) + coll(ctype=2)
+    yield "connid", u32(0) + coll(seq=300, connid=300 % 256 + 1)
+    yield "version", u32(0) + coll(version=1)
+    yield "short", u32(0) + coll()[:43]
+
+
+# ---- SVD ----
+PKT = dict(FETCH=0, ENTRY=1, RELEASE=2, NOTIFY=3, ACK=4, CHUNK=5, FETCHED=6)
+REC_HDR = 40 + MR_SIZE
+
+
+def record(data=b"runtime data", version=3, flags=0, dsize=None):
+    if dsize is None:
+        dsize = len(data)
+    mr = memregion() if flags & 1 else bytes(MR_SIZE)
+    return struct.pack("<BBHIQQQQ", 1, flags, 0, 0, 0x20000, 4096, version,
+                       dsize) + mr + data
+
+
+def notify(htype=1, sched=1, fanout=2, owner=0, ntasks=2, rec_len=None,
+           chunk=0, ready=0, version=3):
+    rec = record(version=version)
+    if rec_len is None:
+        rec_len = len(rec)
+    h = struct.pack("<BBBBHHQIIQQQQQ", 1, PKT["NOTIFY"], htype, sched, fanout,
+                    0, 42, owner, ntasks, version, rec_len, chunk, ready, 0)
+    return h + (memregion() if htype == 2 else bytes(MR_SIZE)), rec
+
+
+def svd_input(ptype, hdr, data=b"", ntasks=4, me=1, maxrec=1 << 20):
+    return (u8(ptype) + u16(ntasks - 1) + u16(me) + u32(maxrec) +
+            u16(len(hdr)) + hdr + data)
+
+
+def svd_seeds():
+    h, rec = notify()
+    tasks = u32(2) + u32(3)
+    yield "notify-inline", svd_input(3, h, tasks + rec)
+    h, _ = notify(htype=2, sched=3, chunk=4096, ready=100, rec_len=REC_HDR + 5000)
+    yield "notify-get-pipeline", svd_input(3, h, tasks)
+    h, rec = notify(owner=1)
+    yield "notify-owner-me", svd_input(3, h, tasks + rec)
+    h, rec = notify(rec_len=10)
+    yield "notify-rec-short", svd_input(3, h, tasks + rec)
+    h, rec = notify(ntasks=0x40000000)
+    yield "notify-ntasks-huge", svd_input(3, h, tasks + rec)
+    yield "fetch", svd_input(0, struct.pack("<BBHIQ", 1, 0, 0, 9, 42))
+    yield "release", svd_input(2, struct.pack("<BBHIQ", 1, 2, 0, 0, 42))
+    yield "ack", svd_input(4, struct.pack("<BBBBIQQ", 1, 4, 0, 0, 0, 42, 3))
+    yield "chunk", svd_input(5, struct.pack("<BBBBIQQQ", 1, 5, 0, 0, 0, 42,
+                                            3, 100))
+    yield "fetched", svd_input(6, struct.pack("<BBHIQQ", 1, 6, 0, 9, 42, 3))
+    entry = struct.pack("<BBBBIQQQ", 1, 1, 0, 0, 9, 42, 3,
+                        len(record())) + bytes(MR_SIZE)
+    yield "entry-record", svd_input(1, entry, record())
+    yield "entry-bad-record", svd_input(1, entry, record(dsize=1000))
+    yield "wrong-type", svd_input(0, struct.pack("<BBHIQ", 1, 3, 0, 9, 42))
+    yield "short", svd_input(3, b"\1\3")
+
+
+# ---- shared-memory barrier records ----
+REGION_MAGIC = 0x524d4853494d4150
+REG_MAGIC = 0x424d4853494d4150
+
+
+def region(n, job=0x5eed, leader=1, offset=0, reg_id=0x77, state=2,
+           attached=1, magic=REGION_MAGIC, nbytes=None):
+    if nbytes is None:
+        nbytes = 192 + 4 * n
+    head = struct.pack("<QIIQIIIIQ", magic, 1, nbytes, job, n, leader, offset,
+                       4242, reg_id).ljust(64, b"\0")
+    return (head + u32(state).ljust(64, b"\0") +
+            u32(attached).ljust(64, b"\0") + bytes(4 * n))
+
+
+def register(n, job=0x5eed, reg_id=0x77, magic=REG_MAGIC):
+    size = (192 + 64 * ((n + 7) // 8) + 4095) & ~4095
+    head = struct.pack("<QIIQQI", magic, 1, n, reg_id, job, size)
+    return head.ljust(192, b"\0"), size
+
+
+def shmb_input(n, me, reg_bytes_fn=None, region_bytes=None, job=0x5eed,
+               offset=0, reg_args=None):
+    r = region_bytes if region_bytes is not None else region(n, job=job)
+    g, gsize = register(n, job=job, **(reg_args or {}))
+    return (u8(n - 1) + u8(me) + u64(job) + u8(offset) + u16(len(r)) + r +
+            u16(gsize) + g)
+
+
+def shmb_seeds():
+    yield "two", shmb_input(2, 1)
+    yield "nine", shmb_input(9, 4)
+    yield "foreign-job", shmb_input(2, 1, region_bytes=region(2, job=1))
+    yield "bad-size-field", shmb_input(2, 1, region_bytes=region(2, nbytes=9))
+    yield "state-zero", shmb_input(3, 2, region_bytes=region(3, state=0))
+    yield "attached-over", shmb_input(3, 2, region_bytes=region(3, attached=9))
+    yield "reg-magic", shmb_input(2, 1, reg_args={"magic": 1})
+    yield "reg-id", shmb_input(2, 1, reg_args={"reg_id": 5})
+    yield "unpublished", shmb_input(2, 1, region_bytes=region(2, magic=0))
+    yield "truncated", u8(1) + u8(1) + u64(0x5eed) + u8(0) + u16(100) + \
+        region(2)[:100]
+
+
+# ---- config ----
+def config_seeds():
+    yield "defaults", b"\0".join([b"warn", b"auto", b"0", b"200", b"1024",
+                                  b"65536", b"1", b"10000"])
+    yield "sizes", b"\0".join([b"debug", b"local", b"yes", b"4k", b"1M",
+                               b"2G", b"off", b"0"])
+    yield "overflow", b"\0".join([b"9", b"x" * 40, b"maybe",
+                                  b"18446744073709551615", b"17179869184G",
+                                  b"-1", b"", b"12x"])
+    yield "parsers", b"\0" * 8 + b"\0".join([b"1k", b"TRUE", b"007", b"K"])
+
+
+# ---- bootstrap: what pamirun sends, and what ranks send pamirun ----
+WIRE_MAGIC = 0x494d4150
+HELLO, WELCOME, CONTRIB, RESULT, BYE = 1, 2, 3, 4, 5
+
+
+def wire(mtype, rank=0, size=2, seq=0, status=0, length=0, magic=WIRE_MAGIC,
+         version=1):
+    return struct.pack("<IHHIIQiIQ", magic, version, mtype, rank, size, seq,
+                       status, 0, length)
+
+
+def bootstrap_input(size, rank, length, calls, stream):
+    return u8(size - 1) + u8(rank) + u16(length) + u8(calls) + stream
+
+
+def bootstrap_seeds():
+    w = wire(WELCOME, rank=1, size=2)
+    yield "welcome", bootstrap_input(2, 1, 0, 0, w)
+    res = b"".join(wire(RESULT, rank=1, size=2, seq=s, length=2 * 8) +
+                   bytes(range(16)) for s in range(3))
+    yield "allgathers", bootstrap_input(2, 1, 8, 3, w + res)
+    yield "result-long", bootstrap_input(2, 1, 8, 1, w +
+                                         wire(RESULT, rank=1, seq=0,
+                                              length=1 << 40))
+    yield "result-error", bootstrap_input(2, 1, 8, 1, w +
+                                          wire(RESULT, rank=1, seq=0,
+                                               status=-22))
+    yield "bad-status", bootstrap_input(2, 1, 8, 1, w +
+                                        wire(RESULT, rank=1, status=5))
+    yield "wrong-seq", bootstrap_input(2, 1, 8, 1, w +
+                                       wire(RESULT, rank=1, seq=9, length=16))
+    yield "refused", bootstrap_input(2, 1, 0, 0, wire(WELCOME, rank=1,
+                                                      status=-16))
+    yield "welcome-size", bootstrap_input(2, 1, 0, 0, wire(WELCOME, rank=1,
+                                                           size=3))
+    yield "bad-magic", bootstrap_input(2, 1, 0, 0, wire(WELCOME, magic=1))
+    yield "closed", bootstrap_input(2, 1, 0, 0, b"")
+
+
+def pamirun_input(size, gone, conns):
+    out = u8(size - 1) + u8(len(conns) - 1) + u8(gone)
+    for c in conns:
+        out += u16(len(c)) + c
+    return out
+
+
+def pamirun_seeds():
+    def rank(r, size=2, rounds=2, length=8):
+        s = wire(HELLO, rank=r, size=size)
+        for q in range(rounds):
+            s += wire(CONTRIB, rank=r, size=size, seq=q, length=length)
+            s += bytes([r]) * length
+        return s + wire(BYE, rank=r, size=size)
+    yield "job", pamirun_input(2, 255, [rank(0), rank(1)])
+    yield "rank-gone", pamirun_input(3, 2, [rank(0, 3), rank(1, 3)])
+    yield "lengths-differ", pamirun_input(2, 255, [rank(0, length=8),
+                                                   rank(1, length=4)])
+    yield "two-sessions", pamirun_input(2, 255, [rank(0), rank(1), rank(0),
+                                                 rank(1)])
+    yield "huge-contrib", pamirun_input(2, 255, [
+        wire(HELLO, rank=0) + wire(CONTRIB, rank=0, length=1 << 40)])
+    yield "rank-outside", pamirun_input(2, 255, [wire(HELLO, rank=7)])
+    yield "hello-twice", pamirun_input(2, 255, [wire(HELLO) + wire(HELLO)])
+    yield "contrib-first", pamirun_input(2, 255, [wire(CONTRIB, length=4) +
+                                                  b"abcd"])
+    yield "garbage", pamirun_input(1, 255, [bytes(range(64))])
+
+
+# ---- the collectives' profile file (docs/tuning.md) ----
+def profile(entries, version=1):
+    import json
+    return json.dumps({
+        "format_version": version, "producer": "pami 0.1.0",
+        "machine": {"cpu": "x86_64", "ucx": "1.16.0", "transports": "shm",
+                    "cores": 2, "nodes": 1, "tasks_per_node": 4},
+        "entries": entries}, indent=1).encode()
+
+
+def prof_entry(coll="allreduce", algo="allreduce_ring", size=4, nbytes=64,
+               typ="int32", op="sum", failed=None):
+    e = {"collective": coll, "algorithm": algo,
+         "shape": {"size": size, "nodes": 1, "tasks_per_node": size,
+                   "layout": "contiguous"},
+         "type": typ, "op": op, "bytes": nbytes}
+    if failed:
+        e["failed"] = failed
+    else:
+        e["metrics"] = {"median_us": 3.5, "min_us": 3.0, "max_us": 9.25,
+                        "count": 100}
+    return e
+
+
+def profile_seeds():
+    yield "two", profile([prof_entry(), prof_entry(
+        "broadcast", "broadcast_binomial", 8, 4096, "byte", "none")])
+    yield "failed", profile([prof_entry(failed="deadline")])
+    yield "empty", profile([])
+    yield "duplicate", profile([prof_entry(), prof_entry()])
+    yield "unknown-op", profile([prof_entry(op="avg")])
+    yield "version-2", profile([prof_entry()], version=2)
+    yield "huge-bytes", profile([prof_entry(nbytes=2**41)])
+    yield "truncated", profile([prof_entry()])[:120]
+    yield "not-json", b"{ \"format_version\": 1, [ }"
+
+
+TARGETS = {
+    "am": am_seeds, "rndv": rndv_seeds, "memregion": memregion_seeds,
+    "bp": bp_seeds, "coll": coll_seeds, "svd": svd_seeds,
+    "shmb": shmb_seeds, "config": config_seeds,
+    "bootstrap": bootstrap_seeds, "pamirun": pamirun_seeds,
+    "profile": profile_seeds,
+}
+
+
+def main():
+    for target, seeds in TARGETS.items():
+        d = os.path.join(OUT, target)
+        os.makedirs(d, exist_ok=True)
+        for name in os.listdir(d):
+            if name.startswith("seed-"):
+                os.remove(os.path.join(d, name))
+        for name, data in seeds():
+            with open(os.path.join(d, "seed-" + name), "wb") as f:
+                f.write(data)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,55 @@
+#!/bin/sh
+# pami-tune end to end: a quick sweep as a job, --table and pami-info
+# --coll-profile read it, a stopped sweep (SIGTERM to pamirun) leaves a
+# valid partial profile that --resume completes, AUTO runs from the
+# profile, and --plot draws when matplotlib is there.
+#   tune_tool.sh PAMIRUN PAMI_TUNE PAMI_INFO TUNE_SELECT
+set -eu
+PAMIRUN=$1 TUNE=$2 INFO=$3
+dir=$(mktemp -d /tmp/pami-tune-test.XXXXXX)
+trap 'rm -rf "$dir"' EXIT
+fail() { echo "tune_tool: FAIL: $*" >&2; exit 1; }
+
+"$PAMIRUN" -n 3 --timeout 120 "$TUNE" --quick --no-progress \
+    --collectives barrier,broadcast,allreduce,alltoall -o "$dir/p.json" ||
+    fail "quick sweep"
+"$TUNE" --table "$dir/p.json" > "$dir/table.txt" || fail "--table"
+grep -q '^allreduce  3 tasks' "$dir/table.txt" || fail "no allreduce rows"
+grep -q 'runner-up' "$dir/table.txt" || fail "no runner-up"
+"$INFO" --coll-profile "$dir/p.json" --shape 3 > "$dir/info.txt" ||
+    fail "pami-info --coll-profile"
+grep -q 'allreduce (int32 and smaller), from the profile.s 3 tasks' \
+    "$dir/info.txt" || fail "pami-info: no allreduce table"
+"$INFO" --coll-profile "$dir/p.json" --shape 5x2 | grep -q 'nearest shape' ||
+    fail "pami-info: 5x2 is not the nearest shape"
+
+# Stopped half way: the file on disk is a valid profile at any time.
+"$PAMIRUN" -n 2 --timeout 120 "$TUNE" --no-progress --reps 200 \
+    --collectives allreduce,alltoall --sizes 8:64K -o "$dir/s.json" &
+pid=$!
+sleep 3
+kill -TERM $pid 2>/dev/null || true
+wait $pid || true
+if [ -f "$dir/s.json" ]; then
+    before=$(grep -c '"collective"' "$dir/s.json" || true)
+    "$TUNE" --table "$dir/s.json" > /dev/null || fail "partial profile unreadable"
+else
+    before=0
+fi
+"$PAMIRUN" -n 2 --timeout 120 "$TUNE" --no-progress --reps 3 \
+    --collectives allreduce,alltoall --sizes 8:64K --resume "$dir/s.json" ||
+    fail "--resume"
+after=$(grep -c '"collective"' "$dir/s.json")
+[ "$after" -ge "$before" ] && [ "$after" -gt 0 ] || fail "resume: $before -> $after points"
+"$TUNE" --table "$dir/s.json" > /dev/null || fail "resumed profile unreadable"
+
+# The quick profile drives AUTO: no warning, correct results.
+PAMI_COLL_PROFILE="$dir/p.json" PAMI_COLL_LOG=1 "$PAMIRUN" -n 3 --timeout 60 \
+    "$4" run > "$dir/run.txt" 2>&1 || { cat "$dir/run.txt"; fail "AUTO from the profile"; }
+grep -q 'select: geometry 0' "$dir/run.txt" || fail "no selection logged"
+
+if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
+    "$TUNE" --plot "$dir/p.json" -o "$dir/plots" || fail "--plot"
+    [ -s "$dir/plots/allreduce_3x3_contiguous_int32_sum.png" ] || fail "no plot"
+fi
+echo "tune_tool: ok ($before points before the stop, $after after --resume)"

@@ -1,0 +1,536 @@
+/*
+ * The sweep: for every shape (world and sub-geometries), collective,
+ * data type, algorithm the registry lists for the geometry (those that
+ * always work and those whose check accepts the call) and size: warm-up,
+ * then repetitions, each timed as the slowest member's time (one
+ * allreduce of the times per point). Every member takes the same
+ * decisions from agreed values (allreduce MAX of the warm-up time and
+ * the failure and stop flags), so all run the same calls.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tune.h"
+
+#define TUNE_GEOM_ID 4100 /* first sub-geometry id; one per shape */
+#define MAX_ALGOS 64
+#define SAVE_EVERY_S 5.0
+
+volatile sig_atomic_t tune_stop_signal;
+
+typedef struct {
+    pami_geometry_t g;
+    coll_shape_t    key;
+    const char     *name;
+    uint64_t        list; /* hash of the task list: each list once */
+} shape_t;
+
+typedef struct {
+    pami_client_t      client;
+    pami_context_t     ctx;
+    pami_task_t        me;
+    size_t             ntasks;
+    const uint32_t    *task_node;
+    size_t             num_nodes;
+    const tune_opts_t *o;
+    coll_profile_t    *prof;   /* results (task 0 keeps them) */
+    coll_profile_t     old;    /* --resume: points already measured */
+    double             t0, last_save;
+    size_t             total, ndone;
+    double             point_s; /* budget per point */
+    bool               stop;
+    unsigned char     *sbuf, *rbuf;
+    size_t            *vc, *vd; /* v collectives: counts, displacements */
+    double            *times;
+    size_t             cap_times;
+} run_t;
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void user_sum(void *inout, const void *in, size_t count, void *cookie)
+{
+    (void)cookie;
+    double *o = inout;
+    const double *i = in;
+    for (size_t k = 0; k < count; k++)
+        o[k] += i[k];
+}
+
+static coll_shape_t shape_key(const run_t *r, const pami_task_t *t, size_t n)
+{
+    coll_shape_t s = {.size = (uint32_t)n, .nodes = 1, .ppn = (uint32_t)n};
+    for (size_t i = 1; i < n; i++)
+        if (t[i] != t[0] + i)
+            s.layout = COLL_LAYOUT_STRIDED;
+    if (r->task_node == NULL)
+        return s;
+    uint32_t *cnt = calloc(r->num_nodes, sizeof(*cnt));
+    if (cnt == NULL)
+        return s;
+    s.nodes = s.ppn = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t nd = r->task_node[t[i]];
+        if (cnt[nd]++ == 0)
+            s.nodes++;
+        if (cnt[nd] > s.ppn)
+            s.ppn = cnt[nd];
+    }
+    free(cnt);
+    return s;
+}
+
+static pami_result_t wait_geometry(pami_context_t ctx, pami_geometry_t g)
+{
+    return pami_geometry_wait_ready(ctx, g);
+}
+
+/* Shapes asked for that this job has, each once; members get their
+ * geometry, others NULL. */
+static size_t make_shapes(run_t *r, shape_t *out)
+{
+    size_t n = r->ntasks, ns = 0;
+    pami_task_t *t = malloc(n * sizeof(*t));
+    if (t == NULL)
+        return 0;
+    pami_geometry_t world;
+    pami_geometry_world(r->ctx, &world);
+    for (unsigned bit = 0; bit < 5; bit++) {
+        if (!(r->o->shapes & (1u << bit)))
+            continue;
+        size_t k = 0;
+        const char *name = NULL;
+        switch (1u << bit) {
+        case TUNE_SHAPE_WORLD:
+            for (size_t i = 0; i < n; i++)
+                t[k++] = (pami_task_t)i;
+            name = "world";
+            break;
+        case TUNE_SHAPE_HALF:
+            for (size_t i = 0; n >= 4 && i < (n + 1) / 2; i++)
+                t[k++] = (pami_task_t)i;
+            name = "half";
+            break;
+        case TUNE_SHAPE_STRIDED:
+            for (size_t i = 0; n >= 4 && i < n; i += 2)
+                t[k++] = (pami_task_t)i;
+            name = "strided";
+            break;
+        case TUNE_SHAPE_SPREAD:
+            for (size_t i = 0; r->task_node && r->num_nodes > 1 && i < n;
+                 i++) {
+                bool first = true;
+                for (size_t j = 0; j < i && first; j++)
+                    first = r->task_node[j] != r->task_node[i];
+                if (first)
+                    t[k++] = (pami_task_t)i;
+            }
+            name = "spread";
+            break;
+        case TUNE_SHAPE_PACKED:
+            for (size_t i = 0; r->task_node && r->num_nodes > 1 && i < n; i++)
+                if (r->task_node[i] == r->task_node[0])
+                    t[k++] = (pami_task_t)i;
+            name = "packed";
+            break;
+        }
+        if (k < 2 && !(k == 1 && n == 1))
+            continue;
+        coll_shape_t key = shape_key(r, t, k);
+        uint64_t list = 0xcbf29ce484222325ull ^ k;
+        for (size_t i = 0; i < k; i++)
+            list = (list ^ t[i]) * 0x100000001b3ull;
+        bool dup = false;
+        for (size_t i = 0; i < ns; i++)
+            dup |= out[i].list == list;
+        if (dup)
+            continue;
+        out[ns] = (shape_t){.key = key, .name = name, .list = list};
+        if (k == n) {
+            out[ns].g = world;
+        } else {
+            pami_result_t rc = pami_geometry_create_tasklist(
+                r->ctx, world, TUNE_GEOM_ID + (uint32_t)ns, t, k, NULL,
+                &out[ns].g, NULL, NULL);
+            if (rc == PAMI_SUCCESS && out[ns].g != NULL)
+                rc = wait_geometry(r->ctx, out[ns].g);
+            if (rc != PAMI_SUCCESS) {
+                fprintf(stderr, "pami-tune: shape %s: %s\n", name,
+                        pami_error_text(rc));
+                out[ns].g = NULL;
+            }
+        }
+        ns++;
+    }
+    free(t);
+    return ns;
+}
+
+static const pami_type_t red_types[] = {PAMI_TYPE_INT32, PAMI_TYPE_INT64,
+                                        PAMI_TYPE_FLOAT, PAMI_TYPE_DOUBLE,
+                                        PAMI_TYPE_DOUBLE};
+
+/* The (type, op) pairs of kind: bytes for moves; for reductions sum on
+ * int32 .. double and a user op (sum on doubles), or int32 and double. */
+static size_t types_of(const run_t *r, unsigned kind, pami_type_t *t,
+                       unsigned *op)
+{
+    if (!coll_kind_reduces(kind)) {
+        t[0]  = PAMI_TYPE_BYTE;
+        op[0] = COLL_PROFILE_OP_NONE;
+        return 1;
+    }
+    if (!r->o->all_types) {
+        t[0] = PAMI_TYPE_INT32;
+        t[1] = PAMI_TYPE_DOUBLE;
+        op[0] = op[1] = PAMI_OP_SUM;
+        return 2;
+    }
+    for (size_t i = 0; i < 5; i++) {
+        t[i]  = red_types[i];
+        op[i] = i == 4 ? PAMI_OP_USER : PAMI_OP_SUM;
+    }
+    return 5;
+}
+
+static size_t sizes_of(const run_t *r, unsigned kind, uint64_t *b)
+{
+    if (kind == PAMI_XFER_BARRIER) {
+        b[0] = 0;
+        return 1;
+    }
+    size_t n = 0;
+    unsigned step = r->o->quick ? 8 : 2;
+    for (uint64_t x = r->o->min_bytes; x <= r->o->max_bytes && n < 48;
+         x *= step)
+        b[n++] = x;
+    return n;
+}
+
+/* Algorithms of kind on g: ids and metadata, both lists. */
+static size_t algos_of(pami_geometry_t g, unsigned kind, pami_algorithm_t *id,
+                       pami_algorithm_metadata_t *md)
+{
+    size_t na = 0, nc = 0;
+    if (pami_geometry_algorithms_num(g, kind, &na, &nc) != PAMI_SUCCESS ||
+        na + nc > MAX_ALGOS)
+        return 0;
+    pami_geometry_algorithms_query(g, kind, id, md, na, id + na, md + na, nc);
+    return na + nc;
+}
+
+static bool agree_max(run_t *r, pami_geometry_t g, double *v, size_t n)
+{
+    double *in = malloc(n * sizeof(*in));
+    if (in == NULL)
+        return false;
+    memcpy(in, v, n * sizeof(*in));
+    pami_result_t rc = pami_geometry_allreduce(r->ctx, g, in, v, n,
+                                               PAMI_TYPE_DOUBLE, PAMI_OP_MAX);
+    free(in);
+    return rc == PAMI_SUCCESS;
+}
+
+static void save(run_t *r, bool force)
+{
+    if (r->me != 0 || r->o->out == NULL)
+        return;
+    double t = now();
+    if (!force && t - r->last_save < SAVE_EVERY_S)
+        return;
+    r->last_save = t;
+    if (coll_profile_save(r->prof, r->o->out) != 0)
+        fprintf(stderr, "pami-tune: cannot write %s\n", r->o->out);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+typedef struct {
+    pami_geometry_t  g;
+    size_t           n; /* geometry size */
+    unsigned         kind;
+    pami_algorithm_t id;
+    const pami_algorithm_metadata_t *md;
+    pami_type_t      type;
+    unsigned         op;
+    uint64_t         bytes;
+    coll_shape_t     key;
+} point_t;
+
+static pami_xfer_t xfer_of(run_t *r, const point_t *p)
+{
+    size_t es = pami_type_size(p->type), count = es ? p->bytes / es : 0;
+    pami_xfer_t x = {.field_mask = PAMI_XFER_FIELD_ALGORITHM,
+                     .kind = (pami_xfer_type_t)p->kind, .geometry = p->g,
+                     .algorithm = p->id, .root = 0, .sbuf = r->sbuf,
+                     .rbuf = r->rbuf, .count = count, .dtype = p->type,
+                     .op = p->op == COLL_PROFILE_OP_NONE ? PAMI_OP_SUM
+                                                         : (pami_op_t)p->op};
+    if (p->op == PAMI_OP_USER) {
+        x.field_mask |= PAMI_XFER_FIELD_USER_OP;
+        x.user_fn = user_sum;
+        x.user_commutative = 1;
+    }
+    if (p->kind == PAMI_XFER_ALLGATHERV || p->kind == PAMI_XFER_GATHERV ||
+        p->kind == PAMI_XFER_SCATTERV || p->kind == PAMI_XFER_ALLTOALLV) {
+        for (size_t i = 0; i < p->n; i++) {
+            r->vc[i] = count;
+            r->vd[i] = i * count;
+        }
+        x.field_mask |= PAMI_XFER_FIELD_VCOUNTS;
+        x.rcounts = x.scounts = r->vc;
+        x.rdispls = x.sdispls = r->vd;
+    }
+    return x;
+}
+
+static coll_prof_entry_t entry_of(const point_t *p)
+{
+    coll_prof_entry_t e = {.kind = (uint8_t)p->kind, .type = (uint8_t)p->type,
+                           .op = (uint8_t)p->op, .bytes = p->bytes,
+                           .shape = p->key};
+    snprintf(e.algo, sizeof(e.algo), "%s", p->md->name);
+    return e;
+}
+
+static void record(run_t *r, coll_prof_entry_t *e)
+{
+    if (r->me != 0)
+        return;
+    coll_prof_entry_t *old = coll_profile_find(r->prof, e);
+    if (old != NULL)
+        *old = *e;
+    else if (!coll_profile_add(r->prof, e))
+        fprintf(stderr, "pami-tune: out of memory for results\n");
+}
+
+/* One point. Returns false when the algorithm should stop growing (it
+ * failed or passed the deadline here). */
+static bool measure(run_t *r, const point_t *p)
+{
+    coll_prof_entry_t e = entry_of(p);
+    pami_xfer_t x = xfer_of(r, p);
+    bool ok = true;
+    /* Warm-up: the first call builds, the second is timed. */
+    double t = 0;
+    pami_result_t rc = PAMI_SUCCESS;
+    for (int i = 0; i < 2 && rc == PAMI_SUCCESS; i++) {
+        double a = now();
+        rc = pami_collective_wait(r->ctx, &x);
+        t = now() - a;
+    }
+    bool limit = r->o->limit_s > 0 && now() - r->t0 > r->o->limit_s;
+    double v[3] = {t * 1e6, rc != PAMI_SUCCESS,
+                   tune_stop_signal != 0 || limit};
+    if (!agree_max(r, p->g, v, 3)) {
+        r->stop = true;
+        return false;
+    }
+    if (v[2] != 0) {
+        r->stop = true;
+        return false;
+    }
+    if (v[1] != 0 || v[0] > r->o->deadline_s * 1e6) {
+        e.failed = true;
+        snprintf(e.why, sizeof(e.why), "%s", v[1] != 0
+                 ? "the call failed" : "over the deadline");
+        record(r, &e);
+        return false;
+    }
+    unsigned reps = r->o->reps;
+    if (r->point_s > 0) {
+        double fit = r->point_s * 1e6 / (v[0] > 0.01 ? v[0] : 0.01);
+        reps = fit < 3 ? 3 : fit > 1000 ? 1000 : (unsigned)fit;
+    }
+    if (reps + 1 > r->cap_times) {
+        double *nt = realloc(r->times, (reps + 1) * sizeof(*nt));
+        if (nt == NULL) {
+            r->stop = true;
+            return false;
+        }
+        r->times = nt;
+        r->cap_times = reps + 1;
+    }
+    rc = PAMI_SUCCESS;
+    for (unsigned i = 0; i < reps; i++) {
+        pami_geometry_barrier(r->ctx, p->g);
+        double a = now();
+        if (rc == PAMI_SUCCESS)
+            rc = pami_collective_wait(r->ctx, &x);
+        r->times[i] = (now() - a) * 1e6;
+    }
+    r->times[reps] = rc != PAMI_SUCCESS;
+    if (!agree_max(r, p->g, r->times, reps + 1)) {
+        r->stop = true;
+        return false;
+    }
+    if (r->times[reps] != 0) {
+        e.failed = true;
+        snprintf(e.why, sizeof(e.why), "the call failed");
+        ok = false;
+    } else {
+        qsort(r->times, reps, sizeof(double), cmp_double);
+        e.min_us    = r->times[0];
+        e.max_us    = r->times[reps - 1];
+        e.median_us = reps % 2 ? r->times[reps / 2]
+                               : (r->times[reps / 2 - 1] +
+                                  r->times[reps / 2]) / 2;
+        e.count     = reps;
+        ok = e.median_us <= r->o->deadline_s * 1e6;
+    }
+    record(r, &e);
+    save(r, false);
+    return ok;
+}
+
+/* Points of one shape, in order; count only (run == false) or run. */
+static size_t sweep(run_t *r, const shape_t *s, bool run)
+{
+    pami_geometry_attr_t a = {.field_mask = PAMI_GEOMETRY_ATTR_SIZE};
+    if (s->g == NULL || pami_geometry_query(s->g, &a) != PAMI_SUCCESS)
+        return 0;
+    size_t points = 0;
+    pami_algorithm_t id[MAX_ALGOS];
+    pami_algorithm_metadata_t md[MAX_ALGOS];
+    for (unsigned k = 0; k < PAMI_XFER_COUNT && !r->stop; k++) {
+        if (!r->o->kinds[k])
+            continue;
+        size_t na = algos_of(s->g, k, id, md);
+        pami_type_t types[5];
+        unsigned ops[5];
+        size_t nt = types_of(r, k, types, ops);
+        uint64_t sizes[48];
+        size_t nb = sizes_of(r, k, sizes);
+        for (size_t ti = 0; ti < nt && !r->stop; ti++)
+            for (size_t ai = 0; ai < na && !r->stop; ai++) {
+                bool grow = true;
+                for (size_t bi = 0; bi < nb && !r->stop; bi++) {
+                    point_t p = {.g = s->g, .n = a.size, .kind = k,
+                                 .id = id[ai], .md = &md[ai],
+                                 .type = types[ti], .op = ops[ti],
+                                 .bytes = sizes[bi], .key = s->key};
+                    size_t es = pami_type_size(p.type);
+                    if (k != PAMI_XFER_BARRIER && p.bytes < es)
+                        continue;
+                    points++;
+                    if (!run)
+                        continue;
+                    coll_prof_entry_t e = entry_of(&p);
+                    char what[160];
+                    snprintf(what, sizeof(what), "%s %s %s %llu B",
+                             s->name, md[ai].name, coll_type_name(p.type),
+                             (unsigned long long)p.bytes);
+                    pami_xfer_t x = xfer_of(r, &p);
+                    bool done_before = coll_profile_find(&r->old, &e) != NULL;
+                    bool accepted = md[ai].check == NULL ||
+                                    md[ai].check(&x) == PAMI_SUCCESS;
+                    if (!done_before && accepted && grow)
+                        grow = measure(r, &p);
+                    else if (!done_before && accepted && r->me == 0) {
+                        e.failed = true;
+                        snprintf(e.why, sizeof(e.why),
+                                 "skipped after a smaller size failed");
+                        record(r, &e);
+                    }
+                    r->ndone++;
+                    if (r->me == 0)
+                        tune_progress(r->ndone, what);
+                }
+            }
+    }
+    return points;
+}
+
+int tune_run(pami_client_t client, pami_context_t ctx, const tune_opts_t *o,
+             coll_profile_t *prof)
+{
+    run_t r = {.client = client, .ctx = ctx, .o = o, .prof = prof};
+    pami_client_attr_t ca = {.field_mask = PAMI_CLIENT_ATTR_TASK |
+                                           PAMI_CLIENT_ATTR_SIZE |
+                                           PAMI_CLIENT_ATTR_NODES};
+    if (pami_client_query(client, &ca) != PAMI_SUCCESS)
+        return -1;
+    r.me = ca.task;
+    r.ntasks = ca.size;
+    r.task_node = ca.task_node;
+    r.num_nodes = ca.num_nodes;
+    r.t0 = r.last_save = now();
+    if (o->resume != NULL) {
+        char why[256];
+        if (!coll_profile_load(o->resume, NULL, &r.old, NULL, NULL, 0, why,
+                               sizeof(why))) {
+            fprintf(stderr, "pami-tune: --resume %s: %s\n", o->resume, why);
+            return -1;
+        }
+        /* Failed points are measured again. */
+        size_t k = 0;
+        for (size_t i = 0; i < r.old.n; i++)
+            if (!r.old.e[i].failed)
+                r.old.e[k++] = r.old.e[i];
+        r.old.n = k;
+        if (r.me == 0 && !coll_profile_merge(prof, &r.old))
+            return -1;
+    }
+    uint64_t biggest = o->max_bytes;
+    r.sbuf = malloc(biggest * r.ntasks + 64);
+    r.rbuf = malloc(biggest * r.ntasks + 64);
+    r.vc = malloc(r.ntasks * sizeof(size_t));
+    r.vd = malloc(r.ntasks * sizeof(size_t));
+    if (r.sbuf == NULL || r.rbuf == NULL || r.vc == NULL || r.vd == NULL) {
+        fprintf(stderr, "pami-tune: no memory for %llu-byte buffers\n",
+                (unsigned long long)(biggest * r.ntasks));
+        return -1;
+    }
+    for (size_t i = 0; i < biggest * r.ntasks + 64; i++)
+        r.sbuf[i] = (unsigned char)(i * 7 + r.me); /* small numbers */
+    memset(r.rbuf, 0, biggest * r.ntasks + 64);
+
+    shape_t shapes[5];
+    size_t ns = make_shapes(&r, shapes);
+    /* Task 0 is in every shape: its count is the job's. */
+    double total = 0;
+    for (size_t i = 0; i < ns; i++)
+        total += (double)sweep(&r, &shapes[i], false);
+    pami_geometry_t world;
+    pami_geometry_world(ctx, &world);
+    if (r.me != 0)
+        total = 0;
+    agree_max(&r, world, &total, 1);
+    r.total = (size_t)total;
+    if (o->budget_s > 0 && r.total > 0)
+        r.point_s = o->budget_s / (double)r.total;
+    if (r.me == 0)
+        tune_progress_start(r.total, o->progress);
+    for (size_t i = 0; i < ns; i++) {
+        if (!r.stop)
+            sweep(&r, &shapes[i], true);
+        /* Non-members and members meet here and agree to go on. */
+        double stop = r.stop;
+        agree_max(&r, world, &stop, 1);
+        r.stop = stop != 0;
+    }
+    if (r.me == 0)
+        tune_progress_end(r.ndone, r.stop);
+    for (size_t i = 0; i < ns; i++)
+        if (shapes[i].g != NULL && shapes[i].g != world)
+            pami_geometry_destroy(&shapes[i].g);
+    save(&r, true);
+    free(r.sbuf);
+    free(r.rbuf);
+    free(r.vc);
+    free(r.vd);
+    free(r.times);
+    coll_profile_free(&r.old);
+    return r.stop ? 1 : 0;
+}

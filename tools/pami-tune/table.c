@@ -1,0 +1,138 @@
+/*
+ * --table: the profile as a person reads it. Per collective, shape, type
+ * and op: ranges of measured sizes with the same best algorithm, the
+ * runner-up and by how much it trails (its median over the best's),
+ * the smallest margin of the range first.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tune.h"
+
+static void size_text(char *b, size_t n, uint64_t x)
+{
+    if (x >= (1u << 20) && x % (1u << 20) == 0)
+        snprintf(b, n, "%llu MiB", (unsigned long long)(x >> 20));
+    else if (x >= 1024 && x % 1024 == 0)
+        snprintf(b, n, "%llu KiB", (unsigned long long)(x >> 10));
+    else
+        snprintf(b, n, "%llu B", (unsigned long long)x);
+}
+
+static bool same_group(const coll_prof_entry_t *a, const coll_prof_entry_t *b)
+{
+    return a->kind == b->kind && a->type == b->type && a->op == b->op &&
+           memcmp(&a->shape, &b->shape, sizeof(a->shape)) == 0;
+}
+
+static int by_group(const void *x, const void *y)
+{
+    const coll_prof_entry_t *a = x, *b = y;
+#define C_(f) if (a->f != b->f) return a->f < b->f ? -1 : 1
+    C_(kind);
+    C_(shape.size);
+    C_(shape.nodes);
+    C_(shape.ppn);
+    C_(shape.layout);
+    C_(type);
+    C_(op);
+    C_(bytes);
+#undef C_
+    return strcmp(a->algo, b->algo);
+}
+
+typedef struct {
+    uint64_t    bytes;
+    const char *best, *second;
+    double      margin; /* second / best - 1; < 0: no runner-up */
+} pt_t;
+
+static void print_group(const coll_prof_entry_t *e, size_t n)
+{
+    printf("%s  %u tasks (%u node%s x %u, %s)", coll_kind_name(e->kind),
+           e->shape.size, e->shape.nodes, e->shape.nodes > 1 ? "s" : "",
+           e->shape.ppn,
+           e->shape.layout == COLL_LAYOUT_STRIDED ? "strided" : "contiguous");
+    if (e->op != COLL_PROFILE_OP_NONE)
+        printf("  %s %s", coll_type_name(e->type), coll_op_name(e->op));
+    printf("\n");
+    pt_t *pts = calloc(n, sizeof(*pts));
+    size_t np = 0, failed = 0;
+    if (pts == NULL)
+        return;
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        const coll_prof_entry_t *b1 = NULL, *b2 = NULL;
+        for (; j < n && e[j].bytes == e[i].bytes; j++) {
+            if (e[j].failed) {
+                failed++;
+                continue;
+            }
+            if (b1 == NULL || e[j].median_us < b1->median_us) {
+                b2 = b1;
+                b1 = &e[j];
+            } else if (b2 == NULL || e[j].median_us < b2->median_us) {
+                b2 = &e[j];
+            }
+        }
+        if (b1 != NULL)
+            pts[np++] = (pt_t){e[i].bytes, b1->algo, b2 ? b2->algo : NULL,
+                               b2 && b1->median_us > 0
+                                   ? b2->median_us / b1->median_us - 1
+                                   : b2 ? 0 : -1};
+        i = j;
+    }
+    for (size_t i = 0; i < np;) {
+        size_t j = i, low = i;
+        double hi = pts[i].margin;
+        while (j < np && strcmp(pts[j].best, pts[i].best) == 0) {
+            if (pts[j].margin >= 0 &&
+                (pts[low].margin < 0 || pts[j].margin < pts[low].margin))
+                low = j;
+            if (pts[j].margin > hi)
+                hi = pts[j].margin;
+            j++;
+        }
+        char a[24], b[24], r[56];
+        size_text(a, sizeof(a), pts[i].bytes);
+        size_text(b, sizeof(b), pts[j - 1].bytes);
+        snprintf(r, sizeof(r), j - 1 > i ? "%s - %s" : "%s", a, b);
+        printf("  %-20s %-34s", r, pts[i].best);
+        if (pts[low].second != NULL)
+            printf(" runner-up %-34s +%.0f%%", pts[low].second,
+                   100 * pts[low].margin);
+        if (j - 1 > i && hi > pts[low].margin)
+            printf(" (to +%.0f%%)", 100 * hi);
+        printf("\n");
+        i = j;
+    }
+    if (failed > 0)
+        printf("  (%zu failed points)\n", failed);
+    free(pts);
+}
+
+int tune_table(const char *path)
+{
+    coll_profile_t p;
+    char why[256];
+    size_t skipped = 0;
+    if (!coll_profile_load(path, NULL, &p, &skipped, NULL, 0, why,
+                           sizeof(why))) {
+        fprintf(stderr, "pami-tune: %s: %s\n", path, why);
+        return 1;
+    }
+    printf("profile %s: %zu points by %s on %s (%u cores, %u nodes x %u "
+           "tasks)\n\n", path, p.n, p.producer, p.machine.cpu,
+           p.machine.cores, p.machine.nodes, p.machine.ppn);
+    qsort(p.e, p.n, sizeof(*p.e), by_group);
+    for (size_t i = 0; i < p.n;) {
+        size_t j = i + 1;
+        while (j < p.n && same_group(&p.e[i], &p.e[j]))
+            j++;
+        print_group(&p.e[i], j - i);
+        i = j;
+    }
+    coll_profile_free(&p);
+    return 0;
+}
