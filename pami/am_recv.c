@@ -95,6 +95,9 @@ void pami_am_recv(void *arg, const void *hdr, size_t hdr_len, void *data,
         else if (h.dispatch == PAMI_DISPATCH_RNDV && ack)
             pami_rndv_recv(ctx, peer, (h.origin_task << 8) | h.origin_ctx,
                            ack_cookie, rest, rest_len);
+        else if (h.dispatch == PAMI_DISPATCH_RMA && !ack)
+            pami_rma_owner_recv(ctx, peer, h.origin_task, rest, rest_len,
+                                data, data_len);
         else {
             ctx->stats.dropped_unknown++;
             pami_warn("am", "dropped a message for core id %u", h.dispatch);

@@ -30,7 +30,10 @@
       "elsewhere) so a dead task fails its operations with PAMI_PEER_FAILED")                    \
     X(shutdown_timeout_ms, "PAMI_SHUTDOWN_TIMEOUT", size, "10000",           \
       "milliseconds createv waits for all tasks to connect, and destroy "   \
-      "for peers and pending operations")
+      "for peers and pending operations")                                   \
+    X(rma_owner, "PAMI_RMA_VIA_OWNER", bool, "0",                            \
+      "1 sends every put, get and rmw through its owner's checked path, "   \
+      "as over TCP, instead of CMA on this node or RDMA")
 
 typedef struct {
     int    log_level;
@@ -41,6 +44,7 @@ typedef struct {
     size_t rndv_threshold;
     int    peer_errors;
     size_t shutdown_timeout_ms;
+    int    rma_owner;
 } pami_config_t;
 
 /* Fills cfg from defaults and the environment. Returns 0, or -1 after

@@ -36,7 +36,8 @@
 #define PAMI_DISPATCH_BARRIER      (PAMI_DISPATCH_CORE_BASE + 1)
 #define PAMI_DISPATCH_MONITOR      (PAMI_DISPATCH_CORE_BASE + 2)
 #define PAMI_DISPATCH_RNDV         (PAMI_DISPATCH_CORE_BASE + 3)
-#define PAMI_DISPATCH_TABLE_SIZE   (PAMI_DISPATCH_CORE_BASE + 4)
+#define PAMI_DISPATCH_RMA          (PAMI_DISPATCH_CORE_BASE + 4)
+#define PAMI_DISPATCH_TABLE_SIZE   (PAMI_DISPATCH_CORE_BASE + 5)
 
 #define PAMI_HEADER_MAX 1024
 /* Period of the monitors' liveness checks: bounds how long a dead task can
@@ -105,6 +106,11 @@ struct pami_request {
     tp_mem_t        *rndv_mem;    /* origin: registration of the payload */
     tp_rkey_t       *rkey;        /* target: one-shot key of the payload */
     bool             rndv_cma;    /* target: read the origin directly */
+    bool             rma_owner;   /* one-sided through the owner: every
+                                     callback waits for its answer */
+    uint8_t          rma_type;    /* PAMI_RMA_MSG_* of that request */
+    void            *rma_dst;     /* where a get or fetch lands */
+    size_t           rma_len;     /* and how many bytes */
     uint64_t         rndv_base;   /* target: the origin's address */
     uint8_t          inline_hdr[PAMI_REQ_INLINE_HDR];
 };
@@ -155,6 +161,8 @@ typedef struct {
     bool                 hello_pending;
     bool                 task_dead;  /* the monitor reported its task */
     bool                 task_told;  /* protocols heard of it */
+    bool                 owner_used; /* one-sided ops through the owner's
+                                        path went here: fences ask it */
 } pami_peer_t;
 
 /* A protocol registered on a client (protocol.c). */
@@ -286,6 +294,9 @@ typedef struct pami_client {
     struct pami_context **contexts;
     size_t                num_contexts;
     bool                  tasks_failed; /* a monitor saw a task die */
+    bool                  cma_denied;   /* process_vm_* refused (EPERM) */
+    int                   rdma;         /* UCX has RDMA (rc/dc): 2 yes,
+                                           1 no, 0 not looked at yet */
     bool                  tp_leaked;    /* a worker was left to UCX */
 
     pami_protocol_slot_t  protocols[PAMI_PROTOCOL_MAX];
@@ -432,6 +443,54 @@ void pami_rndv_recv(struct pami_context *ctx, uint32_t peer,
                     const uint8_t *rest, size_t rest_len);
 void pami_rndv_start_get(struct pami_context *ctx, pami_peer_t *peer,
                          pami_request_t *req);
+
+/* ---- one-sided operations through the owner (rma_owner.c) ---- */
+#define PAMI_RMA_MSG_VERSION 1
+enum {
+    PAMI_RMA_MSG_PUT = 1,  /* origin -> owner, the data follows */
+    PAMI_RMA_MSG_GET,      /* origin -> owner */
+    PAMI_RMA_MSG_ATOMIC,   /* origin -> owner */
+    PAMI_RMA_MSG_REPLY,    /* owner -> origin, a get's data follows */
+    PAMI_RMA_MSG_FENCE     /* origin -> owner: answered once the earlier
+                              messages on the endpoint were applied */
+};
+/* Payload of a PAMI_DISPATCH_RMA message (docs/protocols/rma.md). */
+typedef struct {
+    uint8_t  version, type;
+    uint8_t  op;          /* ATOMIC: pami_rmw_op_t */
+    uint8_t  size;        /* ATOMIC: 4 or 8 */
+    int32_t  result;      /* REPLY: pami_result_t of the owner's checks */
+    uint64_t cookie;      /* the origin's request */
+    uint32_t owner_ctx, id, generation; /* of the region's copy */
+    uint32_t reserved;
+    uint64_t offset, bytes;
+    uint64_t operand;     /* ATOMIC: value; REPLY: the old value */
+    uint64_t compare;     /* ATOMIC CSWAP */
+} pami_rma_msg_t;
+_Static_assert(sizeof(pami_rma_msg_t) == 64, "one-sided message layout");
+/* Pure: checks len bytes (and the data_len that came with them). */
+pami_wire_check_t pami_rma_msg_decode(const void *buf, size_t len,
+                                      size_t data_len, pami_rma_msg_t *out);
+/* Sends m (type, op, size, region fields, offset, bytes, operands) to the
+ * owner; src is a put's data, dst receives dst_len bytes of a get or an
+ * atomic's old value. region: a local region the data uses, or -1. */
+pami_result_t pami_rma_owner_start(struct pami_context *ctx, uint32_t index,
+                                   const pami_rma_msg_t *m, const void *src,
+                                   void *dst, size_t dst_len,
+                                   pami_event_fn local_fn,
+                                   pami_event_fn remote_fn, void *cookie,
+                                   int32_t region);
+void pami_rma_owner_recv(struct pami_context *ctx, uint32_t peer,
+                         uint32_t origin_task, const void *buf, size_t len,
+                         const void *data, size_t data_len);
+/* put/get by process_vm_writev/readv to a task of this node; the outcome
+ * goes to the callbacks. PAMI_EAGAIN: not allowed here, use the owner's
+ * path. (rma_cma.c) */
+pami_result_t pami_rma_cma(struct pami_context *ctx, uint32_t index,
+                           bool put, void *local, size_t bytes,
+                           uint64_t raddr, pami_event_fn local_fn,
+                           pami_event_fn remote_fn, void *cookie,
+                           int32_t region);
 
 /* ---- memory regions (memregion.c) ---- */
 typedef enum {

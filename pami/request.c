@@ -64,6 +64,8 @@ pami_request_t *pami_request_get(struct pami_context *ctx)
     req->rndv_mem       = NULL;
     req->rkey           = NULL;
     req->rndv_cma       = false;
+    req->rma_owner      = false;
+    req->rma_dst        = NULL;
     ctx->inflight++;
     return req;
 }
@@ -201,7 +203,8 @@ unsigned pami_request_report(struct pami_context *ctx)
 
         /* An active-GET origin's buffer is free only when the target
          * says it has the data. */
-        bool origin_rndv = req->rndv && req->kind == REQ_SEND;
+        bool origin_rndv = (req->rndv || req->rma_owner) &&
+                           req->kind == REQ_SEND;
         if (!req->local_pending && req->local_fn != NULL &&
             !(origin_rndv && req->remote_pending)) {
             pami_event_fn fn = req->local_fn;

@@ -3,6 +3,7 @@
  * read-modify-write, and fences. Every remote access is checked against
  * the remote region's bounds before anything is issued.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -16,39 +17,91 @@ static inline bool in_bounds(uint64_t size, size_t offset, size_t bytes)
     return offset <= size && bytes <= size - offset;
 }
 
-/* Resolves the target of an operation: a live peer, and the remote key
- * and address of [offset, offset + bytes) in a region the peer owns. */
-static pami_result_t rma_target(struct pami_context *ctx, pami_endpoint_t dest,
-                                const pami_memregion_t *mr, size_t offset,
-                                size_t bytes, pami_peer_t **peer,
-                                tp_rkey_t **rkey, uint64_t *raddr)
+/* How an operation reaches the owner's memory (docs/protocols/rma.md,
+ * "Paths"). */
+typedef enum {
+    ROUTE_UCX,    /* UCX RMA/atomics on hardware that checks the key */
+    ROUTE_CMA,    /* process_vm_writev/readv on this node */
+    ROUTE_OWNER   /* a message the owner checks and applies itself */
+} rma_route_t;
+
+/* UCX does RMA and atomics in hardware only over its RDMA transports (rc,
+ * dc); over anything else it emulates them with messages to the owner. */
+static bool has_rdma(pami_client_impl_t *c)
 {
-    uint32_t      index;
-    pami_mr_view_t v;
-    pami_result_t rc = pami_peer_index(ctx, dest, &index);
+    if (c->rdma == 0) {
+        c->rdma = 1;
+        for (const char *t = c->tp_info.transports; *t != '\0';) {
+            if ((t[0] == 'r' || t[0] == 'd') && t[1] == 'c')
+                c->rdma = 2;
+            const char *comma = strchr(t, ',');
+            if (comma == NULL)
+                break;
+            t = comma + 1;
+        }
+    }
+    return c->rdma == 2;
+}
+
+static rma_route_t route(struct pami_context *ctx, uint32_t task, bool atomic)
+{
+    pami_client_impl_t *c = ctx->client;
+    if (unlikely(c->config.rma_owner))
+        return ROUTE_OWNER;
+    if (c->tasks[task].local)
+        return atomic || c->cma_denied ? ROUTE_OWNER : ROUTE_CMA;
+    return has_rdma(c) ? ROUTE_UCX : ROUTE_OWNER;
+}
+
+/* Checks the target of an operation: a live peer, and a region it owns
+ * (sealed by it) that holds [offset, offset + bytes). */
+static pami_result_t rma_check(struct pami_context *ctx, pami_endpoint_t dest,
+                               const pami_memregion_t *mr, size_t offset,
+                               size_t bytes, uint32_t *index,
+                               pami_mr_view_t *v)
+{
+    pami_result_t rc = pami_peer_index(ctx, dest, index);
     if (rc == PAMI_SUCCESS)
-        rc = pami_mr_decode(ctx, mr, &v);
+        rc = pami_mr_decode(ctx, mr, v);
     if (rc != PAMI_SUCCESS)
         return rc;
-    if (unlikely(v.owner_task != pami_ep_task(dest))) {
+    if (unlikely(v->owner_task != pami_ep_task(dest))) {
         pami_warn("rma", "region of task %u used toward task %u",
-                  v.owner_task, pami_ep_task(dest));
+                  v->owner_task, pami_ep_task(dest));
         return PAMI_INVAL;
     }
-    if (unlikely(!in_bounds(v.bytes, offset, bytes))) {
+    if (unlikely(!in_bounds(v->bytes, offset, bytes))) {
         pami_warn("rma", "access of %zu bytes at offset %zu is outside the "
                          "%llu-byte region of task %u", bytes, offset,
-                  (unsigned long long)v.bytes, v.owner_task);
+                  (unsigned long long)v->bytes, v->owner_task);
         return PAMI_INVAL;
     }
-    if (unlikely(ctx->peers[index].failed))
+    if (unlikely(ctx->peers[*index].failed))
         return PAMI_PEER_FAILED;
-    rc = pami_peer_by_index(ctx, index, peer);
+    return PAMI_SUCCESS;
+}
+
+/* The UCX side of a checked target: its endpoint and remote key. */
+static pami_result_t rma_ucx_target(struct pami_context *ctx, uint32_t index,
+                                    const pami_mr_view_t *v, size_t offset,
+                                    pami_peer_t **peer, tp_rkey_t **rkey,
+                                    uint64_t *raddr)
+{
+    pami_result_t rc = pami_peer_by_index(ctx, index, peer);
     if (rc != PAMI_SUCCESS)
         return rc; /* EAGAIN: no endpoint can be made inside a handler */
-    rc = pami_rkey_get(ctx, *peer, &v, rkey);
-    *raddr = v.base + offset;
+    rc = pami_rkey_get(ctx, *peer, v, rkey);
+    *raddr = v->base + offset;
     return rc;
+}
+
+/* The message the owner's path sends for an access to v. */
+static pami_rma_msg_t owner_msg(uint8_t type, const pami_mr_view_t *v,
+                                size_t offset, size_t bytes)
+{
+    return (pami_rma_msg_t){.type = type, .owner_ctx = v->owner_ctx,
+                            .id = v->id, .generation = v->generation,
+                            .offset = offset, .bytes = bytes};
 }
 
 /* A request that reports through local_fn when the transport is done. */
@@ -82,32 +135,45 @@ static pami_result_t rma_issued(pami_request_t *req, int trc)
     return pami_result_from_errno(trc);
 }
 
-static pami_result_t fence_peer(struct pami_context *ctx, pami_peer_t *peer,
-                                pami_event_fn fn, void *cookie)
-{
-    pami_request_t *req = rma_request(ctx, peer->index, fn, cookie);
-    if (req == NULL)
-        return PAMI_ENOMEM;
-    return rma_issued(req, ctx->tp->ep_flush(peer->ep, &req->tp));
-}
-
 static pami_result_t rma(struct pami_context *ctx, rma_dir_t dir,
                          pami_endpoint_t dest, void *local, size_t bytes,
                          const pami_memregion_t *rmr, size_t roff,
                          pami_event_fn local_fn, pami_event_fn remote_fn,
                          void *cookie, int32_t region)
 {
-    pami_peer_t  *peer;
-    tp_rkey_t    *rkey = NULL;
-    uint64_t      raddr;
-    pami_result_t rc = rma_target(ctx, dest, rmr, roff, bytes, &peer, &rkey,
-                                  &raddr);
+    uint32_t       index;
+    pami_mr_view_t v;
+    pami_result_t  rc = rma_check(ctx, dest, rmr, roff, bytes, &index, &v);
     if (unlikely(rc != PAMI_SUCCESS))
         return rc;
     if (unlikely(bytes > 0 && local == NULL)) {
         pami_warn("rma", "NULL local buffer for %zu bytes", bytes);
         return PAMI_INVAL;
     }
+    rma_route_t how = route(ctx, v.owner_task, false);
+    if (how == ROUTE_CMA) {
+        rc = pami_rma_cma(ctx, index, dir == RMA_PUT, local, bytes,
+                          v.base + roff, local_fn, remote_fn, cookie,
+                          region);
+        if (rc != PAMI_EAGAIN)
+            return rc;
+        how = ROUTE_OWNER;
+    }
+    if (how == ROUTE_OWNER) {
+        pami_rma_msg_t m = owner_msg(dir == RMA_PUT ? PAMI_RMA_MSG_PUT
+                                                    : PAMI_RMA_MSG_GET,
+                                     &v, roff, bytes);
+        return pami_rma_owner_start(ctx, index, &m, local,
+                                    dir == RMA_GET ? local : NULL,
+                                    dir == RMA_GET ? bytes : 0, local_fn,
+                                    remote_fn, cookie, region);
+    }
+    pami_peer_t *peer;
+    tp_rkey_t   *rkey = NULL;
+    uint64_t     raddr;
+    rc = rma_ucx_target(ctx, index, &v, roff, &peer, &rkey, &raddr);
+    if (unlikely(rc != PAMI_SUCCESS))
+        return rc;
     pami_request_t *req = rma_request(ctx, peer->index, local_fn, cookie);
     /* The flush behind remote_fn is taken first: once the put is out, an
      * error could no longer mean "nothing was sent". */
@@ -229,16 +295,33 @@ pami_result_t pami_rmw(pami_context_t ctx, const pami_rmw_t *p)
     PAMI_CHECK(p->result != NULL || p->op == PAMI_RMW_ADD, PAMI_INVAL, "rma",
                "rmw that fetches needs a result buffer");
 
-    pami_peer_t  *peer;
-    tp_rkey_t    *rkey = NULL;
-    uint64_t      raddr;
-    pami_result_t rc = rma_target(ctx, p->dest, p->remote_mr, p->remote_offset,
-                                  p->size, &peer, &rkey, &raddr);
+    uint32_t       index;
+    pami_mr_view_t v;
+    pami_result_t  rc = rma_check(ctx, p->dest, p->remote_mr,
+                                  p->remote_offset, p->size, &index, &v);
     if (rc != PAMI_SUCCESS)
         return rc;
-    PAMI_CHECK(raddr % p->size == 0, PAMI_INVAL, "rma",
+    PAMI_CHECK((v.base + p->remote_offset) % p->size == 0, PAMI_INVAL, "rma",
                "rmw at address 0x%llx is not aligned to %zu",
-               (unsigned long long)raddr, p->size);
+               (unsigned long long)(v.base + p->remote_offset), p->size);
+    if (route(ctx, v.owner_task, true) == ROUTE_OWNER) {
+        pami_rma_msg_t m = owner_msg(PAMI_RMA_MSG_ATOMIC, &v,
+                                     p->remote_offset, p->size);
+        m.op      = (uint8_t)p->op;
+        m.size    = (uint8_t)p->size;
+        m.operand = p->value;
+        m.compare = p->compare;
+        return pami_rma_owner_start(ctx, index, &m, NULL, p->result,
+                                    p->result != NULL ? p->size : 0,
+                                    p->done_fn, NULL, p->cookie, -1);
+    }
+    pami_peer_t *peer;
+    tp_rkey_t   *rkey = NULL;
+    uint64_t     raddr;
+    rc = rma_ucx_target(ctx, index, &v, p->remote_offset, &peer, &rkey,
+                        &raddr);
+    if (rc != PAMI_SUCCESS)
+        return rc;
     pami_request_t *req = rma_request(ctx, peer->index, p->done_fn, p->cookie);
     if (req == NULL)
         return PAMI_ENOMEM;
@@ -258,6 +341,87 @@ pami_result_t pami_rmw(pami_context_t ctx, const pami_rmw_t *p)
                                            rkey, &req->tp));
 }
 
+/* A fence of several parts (UCX's flush, and a FENCE through the owner's
+ * path to each endpoint that had operations on it): fn runs once, after
+ * the last part, with the first error. Parts complete from advance only,
+ * never inside the call that issued them. */
+typedef struct {
+    pami_event_fn fn;
+    void         *cookie;
+    unsigned      left;
+    pami_result_t result;
+} fence_join_t;
+
+static void fence_part_done(pami_context_t ctx, void *cookie,
+                            pami_result_t rc)
+{
+    fence_join_t *j = cookie;
+    if (rc != PAMI_SUCCESS && j->result == PAMI_SUCCESS)
+        j->result = rc;
+    if (--j->left > 0)
+        return;
+    if (j->fn != NULL)
+        j->fn(ctx, j->cookie, j->result);
+    free(j);
+}
+
+static void fence_owner(struct pami_context *ctx, uint32_t index,
+                        fence_join_t *j)
+{
+    pami_rma_msg_t m = {.type = PAMI_RMA_MSG_FENCE};
+    pami_result_t  rc = pami_rma_owner_start(ctx, index, &m, NULL, NULL, 0,
+                                             fence_part_done, NULL, j, -1);
+    if (rc == PAMI_SUCCESS)
+        j->left++;
+    else if (j->result == PAMI_SUCCESS)
+        j->result = rc;
+}
+
+/* fn after the transport's flush (req_issue: flush of one endpoint or of
+ * the worker) and the owner's answer on every endpoint of `which` (one
+ * index, or UINT32_MAX: all) that had operations through the owner. */
+static pami_result_t fence(struct pami_context *ctx, pami_peer_t *peer,
+                           uint32_t which, pami_event_fn fn, void *cookie)
+{
+    size_t n = ctx->client->size * ctx->client->num_contexts;
+    bool   owner = false;
+    for (size_t i = 0; i < n && !owner; i++)
+        owner = (which == UINT32_MAX || i == which) &&
+                ctx->peers[i].owner_used && !ctx->peers[i].failed;
+    if (!owner) {
+        pami_request_t *req = rma_request(ctx, which, fn, cookie);
+        if (req == NULL)
+            return PAMI_ENOMEM;
+        return rma_issued(req, peer != NULL
+                                   ? ctx->tp->ep_flush(peer->ep, &req->tp)
+                                   : ctx->tp->worker_flush(ctx->worker,
+                                                           &req->tp));
+    }
+    fence_join_t *j = calloc(1, sizeof(*j));
+    pami_request_t *req = j != NULL ? rma_request(ctx, which, fence_part_done,
+                                                  j)
+                                    : NULL;
+    if (req == NULL) {
+        free(j);
+        return PAMI_ENOMEM;
+    }
+    j->fn     = fn;
+    j->cookie = cookie;
+    pami_result_t rc = rma_issued(
+        req, peer != NULL ? ctx->tp->ep_flush(peer->ep, &req->tp)
+                          : ctx->tp->worker_flush(ctx->worker, &req->tp));
+    if (rc != PAMI_SUCCESS) {
+        free(j);
+        return rc;
+    }
+    j->left = 1;
+    for (size_t i = 0; i < n; i++)
+        if ((which == UINT32_MAX || i == which) && ctx->peers[i].owner_used &&
+            !ctx->peers[i].failed)
+            fence_owner(ctx, (uint32_t)i, j);
+    return PAMI_SUCCESS;
+}
+
 pami_result_t pami_fence_endpoint(pami_context_t ctx, pami_endpoint_t dest,
                                   pami_event_fn fn, void *cookie)
 {
@@ -272,15 +436,12 @@ pami_result_t pami_fence_endpoint(pami_context_t ctx, pami_endpoint_t dest,
     rc = pami_peer_by_index(ctx, index, &peer);
     if (rc != PAMI_SUCCESS)
         return rc;
-    return fence_peer(ctx, peer, fn, cookie);
+    return fence(ctx, peer, index, fn, cookie);
 }
 
 pami_result_t pami_fence_all(pami_context_t ctx, pami_event_fn fn,
                              void *cookie)
 {
     PAMI_CHECK(ctx != NULL, PAMI_INVAL, "rma", "fence on a NULL context");
-    pami_request_t *req = rma_request(ctx, UINT32_MAX, fn, cookie);
-    if (req == NULL)
-        return PAMI_ENOMEM;
-    return rma_issued(req, ctx->tp->worker_flush(ctx->worker, &req->tp));
+    return fence(ctx, NULL, UINT32_MAX, fn, cookie);
 }

@@ -5,8 +5,10 @@
  * must close that connection, never crash the launcher or answer with
  * more than it was given.
  *
- * Input: u8 job size, u8 connections (1..4), u8 rank that exits midway,
- * then per connection u16 length and that many bytes it sends.
+ * Input: u8 job size, u8 connections (1..4) and in bit 7 "connect as a
+ * stranger" (a process outside the ranks' process groups), u8 rank that
+ * exits midway, then per connection u16 length and that many bytes it
+ * sends.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -52,8 +54,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size)
     fz_t f = {in, size};
     pamirun_job_t job = {0};
     job.size       = fz_u8(&f) % 8 + 1u;
-    unsigned nconn = fz_u8(&f) % 4 + 1u;
+    unsigned how   = fz_u8(&f);
+    unsigned nconn = how % 4 + 1u;
     uint32_t gone  = fz_u8(&f);
+    /* Our connections come from our process group: rank 0's, unless the
+     * input asks to be a stranger. */
+    job.ranks = calloc(job.size, sizeof(*job.ranks));
+    if (job.ranks == NULL)
+        abort();
+    if (!(how & 0x80))
+        job.ranks[0].pid = getpgrp();
     job.loop       = ev_loop_new(EVFLAG_AUTO);
     snprintf(job.sock_path, sizeof(job.sock_path), "%s/s", dir);
     unlink(job.sock_path);
@@ -90,5 +100,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size)
         ev_run(job.loop, EVRUN_NOWAIT);
     server_stop(&job);
     ev_loop_destroy(job.loop);
+    free(job.ranks);
     return 0;
 }

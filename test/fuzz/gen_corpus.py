@@ -302,8 +302,9 @@ def bootstrap_seeds():
     yield "closed", bootstrap_input(2, 1, 0, 0, b"")
 
 
-def pamirun_input(size, gone, conns):
-    out = u8(size - 1) + u8(len(conns) - 1) + u8(gone)
+def pamirun_input(size, gone, conns, stranger=False):
+    out = u8(size - 1) + u8((len(conns) - 1) | (0x80 if stranger else 0)) + \
+        u8(gone)
     for c in conns:
         out += u16(len(c)) + c
     return out
@@ -329,6 +330,9 @@ def pamirun_seeds():
     yield "contrib-first", pamirun_input(2, 255, [wire(CONTRIB, length=4) +
                                                   b"abcd"])
     yield "garbage", pamirun_input(1, 255, [bytes(range(64))])
+    yield "stranger", pamirun_input(2, 255, [rank(0), rank(1)], stranger=True)
+    yield "strangers-silent", pamirun_input(2, 255, [b"", b"", b"", b""],
+                                            stranger=True)
 
 
 # ---- the collectives' profile file (docs/tuning.md) ----

@@ -1,0 +1,269 @@
+/*
+ * One-sided operations through the owner (docs/protocols/rma.md, "The
+ * owner's path"): put, get and atomics travel as core messages, and the
+ * owner applies each itself after checking the region's id, generation,
+ * liveness and bounds against its own table. Used where UCX would
+ * emulate the operation with messages whose handler touches the address
+ * unchecked (atomics on one node, anything over TCP): an access through a
+ * stale or forged copy then fails at the origin, with PAMI_INVAL on the
+ * operation's callback, and never touches the owner's memory.
+ */
+#include <string.h>
+
+#include "internal.h"
+
+pami_wire_check_t pami_rma_msg_decode(const void *buf, size_t len,
+                                      size_t data_len, pami_rma_msg_t *out)
+{
+    if (len < sizeof(*out))
+        return PAMI_WIRE_SHORT;
+    if (len != sizeof(*out))
+        return PAMI_WIRE_BAD_LENGTH;
+    memcpy(out, buf, sizeof(*out));
+    if (out->version != PAMI_RMA_MSG_VERSION)
+        return PAMI_WIRE_BAD_VERSION;
+    if (out->reserved != 0)
+        return PAMI_WIRE_BAD_FIELD;
+    switch (out->type) {
+    case PAMI_RMA_MSG_PUT:
+        return data_len == out->bytes ? PAMI_WIRE_OK : PAMI_WIRE_BAD_LENGTH;
+    case PAMI_RMA_MSG_GET:
+        return data_len == 0 ? PAMI_WIRE_OK : PAMI_WIRE_BAD_LENGTH;
+    case PAMI_RMA_MSG_ATOMIC:
+        if (data_len != 0)
+            return PAMI_WIRE_BAD_LENGTH;
+        if ((out->size != 4 && out->size != 8) || out->bytes != out->size ||
+            out->op > PAMI_RMW_ADD || out->offset % out->size != 0)
+            return PAMI_WIRE_BAD_FIELD;
+        return PAMI_WIRE_OK;
+    case PAMI_RMA_MSG_REPLY:
+        return out->result >= 0 && out->result < PAMI_RESULT_LAST
+                   ? PAMI_WIRE_OK : PAMI_WIRE_BAD_FIELD;
+    case PAMI_RMA_MSG_FENCE:
+        return data_len == 0 ? PAMI_WIRE_OK : PAMI_WIRE_BAD_LENGTH;
+    default:
+        return PAMI_WIRE_BAD_FIELD;
+    }
+}
+
+pami_result_t pami_rma_owner_start(struct pami_context *ctx, uint32_t index,
+                                   const pami_rma_msg_t *m, const void *src,
+                                   void *dst, size_t dst_len,
+                                   pami_event_fn local_fn,
+                                   pami_event_fn remote_fn, void *cookie,
+                                   int32_t region)
+{
+    pami_request_t *req = pami_request_get(ctx);
+    if (req == NULL)
+        return PAMI_ENOMEM;
+    pami_rma_msg_t msg = *m;
+    msg.version = PAMI_RMA_MSG_VERSION;
+    msg.cookie  = pami_request_cookie(req);
+    pami_am_hdr_t am = {.origin_task = ctx->client->task,
+                        .dispatch    = PAMI_DISPATCH_RMA,
+                        .origin_ctx  = (uint8_t)ctx->offset};
+    _Static_assert(sizeof(am) + sizeof(msg) <= PAMI_REQ_INLINE_HDR,
+                   "the request's header fits the request");
+    pami_request_set_header(req, sizeof(am) + sizeof(msg));
+    memcpy(req->hdr, &am, sizeof(am));
+    memcpy(req->hdr + sizeof(am), &msg, sizeof(msg));
+    req->kind       = REQ_SEND;
+    req->rma_owner  = true;
+    req->peer       = index;
+    req->local_fn   = local_fn;
+    req->remote_fn  = remote_fn;
+    req->cookie     = cookie;
+    req->ack_result = PAMI_SUCCESS;
+    req->data       = m->type == PAMI_RMA_MSG_PUT ? src : NULL;
+    req->data_len   = m->type == PAMI_RMA_MSG_PUT ? m->bytes : 0;
+    req->tp_flags   = TP_SEND_EAGER;
+    req->rma_type   = m->type;
+    req->rma_dst    = dst;
+    req->rma_len    = dst_len;
+    if (region >= 0) {
+        req->region = region;
+        ctx->regions[region].users++;
+    }
+    ctx->peers[index].owner_used = true;
+    /* Every callback waits for the owner's answer, which carries the
+     * result of its checks. */
+    pami_request_wait_ack(req);
+    pami_submit(ctx, req);
+    return PAMI_SUCCESS;
+}
+
+/* The owner's answer; data (a get's bytes) stays valid until sent: its
+ * region counts the reply as a user, so destroy waits for it. */
+static void reply(struct pami_context *ctx, uint32_t peer, uint64_t cookie,
+                  pami_result_t result, uint64_t old, const void *data,
+                  size_t len, int32_t region)
+{
+    pami_rma_msg_t m = {.version = PAMI_RMA_MSG_VERSION,
+                        .type = PAMI_RMA_MSG_REPLY, .result = (int32_t)result,
+                        .cookie = cookie, .bytes = len, .operand = old};
+    pami_request_t *req = pami_request_get(ctx);
+    if (req == NULL) {
+        pami_warn("rma", "no request for an answer to task %u; its "
+                         "operation fails when the task is found dead or "
+                         "the context is destroyed",
+                  peer / (uint32_t)ctx->client->num_contexts);
+        return;
+    }
+    pami_am_hdr_t am = {.origin_task = ctx->client->task,
+                        .dispatch    = PAMI_DISPATCH_RMA,
+                        .origin_ctx  = (uint8_t)ctx->offset};
+    pami_request_set_header(req, sizeof(am) + sizeof(m));
+    memcpy(req->hdr, &am, sizeof(am));
+    memcpy(req->hdr + sizeof(am), &m, sizeof(m));
+    req->kind     = REQ_ACK_SEND;
+    req->peer     = peer;
+    req->data     = data;
+    req->data_len = len;
+    req->tp_flags = TP_SEND_EAGER;
+    if (region >= 0) {
+        req->region = region;
+        ctx->regions[region].users++;
+    }
+    pami_submit(ctx, req);
+}
+
+static uint64_t apply_atomic(void *addr, const pami_rma_msg_t *m)
+{
+    if (m->size == 4) {
+        uint32_t *p = addr, v = (uint32_t)m->operand, old;
+        switch (m->op) {
+        case PAMI_RMW_SWAP:
+            return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);
+        case PAMI_RMW_CSWAP:
+            old = (uint32_t)m->compare;
+            __atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_SEQ_CST);
+            return old;
+        default:
+            return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
+        }
+    }
+    uint64_t *p = addr, v = m->operand, old;
+    switch (m->op) {
+    case PAMI_RMW_SWAP:
+        return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);
+    case PAMI_RMW_CSWAP:
+        old = m->compare;
+        __atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_SEQ_CST,
+                                    __ATOMIC_SEQ_CST);
+        return old;
+    default:
+        return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
+    }
+}
+
+/* The owner's side: the region must be a live one of this context, of
+ * the copy's generation, and hold the whole access. */
+static void serve(struct pami_context *ctx, uint32_t peer, uint32_t task,
+                  const pami_rma_msg_t *m, const void *data)
+{
+    if (m->type == PAMI_RMA_MSG_FENCE) {
+        /* Messages of one endpoint are handled in order: what came
+         * before is applied. */
+        reply(ctx, peer, m->cookie, PAMI_SUCCESS, 0, NULL, 0, -1);
+        return;
+    }
+    pami_region_t *r = NULL;
+    if (m->owner_ctx == ctx->offset && m->id < ctx->nregions &&
+        ctx->regions[m->id].live &&
+        ctx->regions[m->id].generation == m->generation)
+        r = &ctx->regions[m->id];
+    if (r == NULL || m->offset > r->bytes || m->bytes > r->bytes - m->offset ||
+        (m->type == PAMI_RMA_MSG_ATOMIC &&
+         (r->base + m->offset) % m->size != 0)) {
+        ctx->stats.bad_regions++;
+        pami_warn("rma", "refused a %s of %llu bytes at offset %llu from "
+                         "task %u: region %u/%u is not a live region of "
+                         "this context holding it",
+                  m->type == PAMI_RMA_MSG_PUT   ? "put"
+                  : m->type == PAMI_RMA_MSG_GET ? "get" : "atomic",
+                  (unsigned long long)m->bytes,
+                  (unsigned long long)m->offset, task, m->id,
+                  m->generation);
+        reply(ctx, peer, m->cookie, PAMI_INVAL, 0, NULL, 0, -1);
+        return;
+    }
+    uint8_t *addr = (uint8_t *)(uintptr_t)(r->base + m->offset);
+    switch (m->type) {
+    case PAMI_RMA_MSG_PUT:
+        if (m->bytes > 0)
+            memcpy(addr, data, m->bytes);
+        reply(ctx, peer, m->cookie, PAMI_SUCCESS, 0, NULL, 0, -1);
+        break;
+    case PAMI_RMA_MSG_GET:
+        reply(ctx, peer, m->cookie, PAMI_SUCCESS, 0, addr, m->bytes,
+              (int32_t)m->id);
+        break;
+    default:
+        reply(ctx, peer, m->cookie, PAMI_SUCCESS, apply_atomic(addr, m),
+              NULL, 0, -1);
+        break;
+    }
+}
+
+/* The origin's side: the answer completes the request it names, when it
+ * comes from the task the request went to and fits it. */
+static void answered(struct pami_context *ctx, uint32_t peer,
+                     const pami_rma_msg_t *m, const void *data,
+                     size_t data_len)
+{
+    pami_request_t *req = pami_request_by_cookie(ctx, m->cookie);
+    if (req == NULL || !req->rma_owner || req->peer != peer) {
+        ctx->stats.dropped_malformed++;
+        pami_warn("rma", "dropped an answer for no operation waiting on "
+                         "task %u", peer / (uint32_t)ctx->client->num_contexts);
+        return;
+    }
+    pami_result_t rc = (pami_result_t)m->result;
+    bool get = req->rma_type == PAMI_RMA_MSG_GET;
+    if (rc == PAMI_SUCCESS &&
+        (get ? data_len != req->rma_len : data_len != 0)) {
+        ctx->stats.dropped_malformed++;
+        pami_warn("rma", "an answer with %zu bytes of data for an operation "
+                         "waiting for %zu", data_len,
+                  get ? req->rma_len : 0);
+        rc = PAMI_ERROR;
+    } else if (rc == PAMI_SUCCESS && req->rma_dst != NULL) {
+        if (get) {
+            if (data_len > 0)
+                memcpy(req->rma_dst, data, data_len);
+        } else if (req->rma_len == 4) {
+            uint32_t v32 = (uint32_t)m->operand;
+            memcpy(req->rma_dst, &v32, 4);
+        } else {
+            memcpy(req->rma_dst, &m->operand, 8);
+        }
+    }
+    if (rc != PAMI_SUCCESS && req->result == PAMI_SUCCESS)
+        req->result = rc;
+    pami_request_acked(req, rc);
+}
+
+void pami_rma_owner_recv(struct pami_context *ctx, uint32_t peer,
+                         uint32_t origin_task, const void *buf, size_t len,
+                         const void *data, size_t data_len)
+{
+    pami_rma_msg_t    m;
+    pami_wire_check_t why = pami_rma_msg_decode(buf, len, data_len, &m);
+    if (why != PAMI_WIRE_OK) {
+        ctx->stats.dropped_malformed++;
+        pami_warn("rma", "dropped a malformed one-sided message from task %u "
+                         "(check %d, %zu + %zu bytes)", origin_task, (int)why,
+                  len, data_len);
+        /* A request whose answer can be addressed is answered, so its
+         * origin does not wait for nothing. */
+        if (len == sizeof(m) && m.type != PAMI_RMA_MSG_REPLY &&
+            why != PAMI_WIRE_SHORT)
+            reply(ctx, peer, m.cookie, PAMI_INVAL, 0, NULL, 0, -1);
+        return;
+    }
+    if (m.type == PAMI_RMA_MSG_REPLY)
+        answered(ctx, peer, &m, data, data_len);
+    else
+        serve(ctx, peer, origin_task, &m, data);
+}
