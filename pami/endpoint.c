@@ -165,6 +165,13 @@ size_t pami_monitors_start(struct pami_context *ctx)
     return started;
 }
 
+/* Whether the traffic endpoint of peer slot index is in peer-error mode:
+ * to tasks on other nodes, which UCX reaches over TCP anyway. */
+static bool peer_errors_on(const pami_client_impl_t *c, size_t index)
+{
+    return c->config.peer_errors && !c->tasks[index / c->num_contexts].local;
+}
+
 static pami_result_t peer_connect(struct pami_context *ctx, pami_peer_t *peer,
                                   uint32_t index)
 {
@@ -176,8 +183,7 @@ static pami_result_t peer_connect(struct pami_context *ctx, pami_peer_t *peer,
      * peer-error mode costs nothing there; without it UCX aborts this
      * process when that task dies while we still answer a get it asked of
      * us (UCX emulates gets over TCP with messages). */
-    bool remote = c->config.peer_errors &&
-                  !c->tasks[index / c->num_contexts].local;
+    bool remote = peer_errors_on(c, index);
     int rc = ctx->tp->ep_create(ctx->worker, addr,
                                 remote ? TP_EP_PEER_ERRORS : 0,
                                 remote ? peer_failed : NULL,
@@ -269,8 +275,14 @@ void pami_peers_close_failed(struct pami_context *ctx)
         if (!peer->failed || (peer->ep == NULL && peer->monitor == NULL))
             continue;
         /* Without error handling UCX would never end what it holds for
-         * the dead peer: end it here, then drop the endpoints. */
-        pami_requests_abandon(ctx, (uint32_t)i);
+         * the dead peer: end it here, then drop the endpoints. With it
+         * (tasks on other nodes) the forced close ends each of them once
+         * UCX let go of its buffer: a get's reply that is still on its way
+         * must not land in a buffer the program already got back. */
+        if (peer->ep != NULL && peer_errors_on(c, i))
+            pami_requests_peer_failed(ctx, (uint32_t)i);
+        else
+            pami_requests_abandon(ctx, (uint32_t)i);
         if (peer->hello_pending) {
             peer->hello_pending = false;
             ctx->local_inflight--;
