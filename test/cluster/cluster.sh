@@ -12,7 +12,7 @@
 #   cluster.sh mpirun NAME ARGS...   mpirun ARGS on the head of NAME
 #   cluster.sh exec NAME NODE CMD... CMD on NODE (what the agent runs)
 #   cluster.sh kill NAME NODE        SIGKILL every process on NODE
-#   cluster.sh cut NAME NODE         take NODE's link down at the switch
+#   cluster.sh cut NAME NODE         take NODE's link (its eth0) down
 #   cluster.sh mend NAME NODE        bring it back up
 #   cluster.sh pids NAME NODE        the processes on NODE
 #
@@ -235,10 +235,12 @@ cmd_pids() {
     ip netns pids "$(ns "$1" "$2")"
 }
 
+# The node's end of its veth: down, the node has no route to anywhere and
+# the bridge loses its port (no carrier); the processes run on.
 cmd_link() {
     need_node "$2" "$3"
     [ "$3" != head ] || die "the head's link is not for cutting"
-    ip -n "$(ns "$2" sw)" link set "n${3#node}" "$1"
+    ip -n "$(ns "$2" "$3")" link set eth0 "$1"
 }
 
 [ $# -ge 1 ] || die "usage: see the head of $0"

@@ -5,8 +5,9 @@
 # DETECT seconds of the fault, finish and exit by themselves. Skipped (77)
 # where no cluster can be made.
 #
-#   cluster_fault.sh kill|cut NODES PER NODE DETECT CLUSTER_FAULT
+#   cluster_fault.sh kill|cut NODES PER NODE DETECT CLUSTER_FAULT [mixed]
 #
+# mixed: the stream carries rendezvous messages too (default: eager only).
 # kill: every process of node NODE (its ranks and mpirun's daemon there)
 # gets SIGKILL. cut: NODE's port on the bridge goes down; everything keeps
 # running on both sides. NODES nodes of PER ranks each, ranks in blocks.
@@ -19,8 +20,8 @@ set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
 cluster=$here/cluster.sh
-[ $# -eq 6 ] || { echo "usage: see the head of $0" >&2; exit 2; }
-mode=$1 nodes=$2 per=$3 victim=$4 detect=$5 prog=$6
+[ $# -eq 6 ] || [ $# -eq 7 ] || { echo "usage: see the head of $0" >&2; exit 2; }
+mode=$1 nodes=$2 per=$3 victim=$4 detect=$5 prog=$6 stream=${7:-eager}
 case $mode in kill | cut) ;; *) echo "kill or cut" >&2; exit 2 ;; esac
 
 "$cluster" check || exit $?
@@ -43,6 +44,11 @@ fail() {
     echo "cluster_fault.sh ($mode node$victim, $nodes x $per): FAIL: $*" >&2
     echo "--- mpirun output:" >&2
     cat "$dir/out" >&2
+    for f in "$dir"/log-*; do
+        [ -s "$f" ] || continue
+        echo "--- output of task ${f##*-}:" >&2
+        cat "$f" >&2
+    done
     exit 1
 }
 
@@ -61,7 +67,7 @@ for v in $(env | sed -n 's/^\(\(PAMI\|ASAN\|UBSAN\|LSAN\)_[A-Z_]*\)=.*/\1/p'); d
 done
 # shellcheck disable=SC2086 # xs is a list of words
 "$cluster" mpirun "$name" --enable-recovery --timeout 120 -np "$n" \
-    --map-by "ppr:$per:node" $xs "$prog" "$dir" "$victim" \
+    --map-by "ppr:$per:node" $xs "$prog" "$dir" "$victim" "$mode" "$stream" \
     --expect-bootstrap=pmix --expect-size="$n" --expect-nodes="$list" \
     >"$dir/out" 2>&1 &
 job=$!
@@ -75,12 +81,12 @@ while [ "$(count ready)" -lt "$n" ]; do
 done
 sleep 0.3
 
-# Who lives on: everyone behind a cut, all but the node's ranks after a
-# kill.
+# The ranks of the other nodes must see the failure (see cluster_fault.c
+# for the cut node's own).
 survivors=""
 t=0
 while [ $t -lt $n ]; do
-    if [ "$mode" = cut ] || [ $((t / per)) -ne "$victim" ]; then
+    if [ $((t / per)) -ne "$victim" ]; then
         survivors="$survivors $t"
     fi
     t=$((t + 1))
