@@ -189,8 +189,11 @@ struct pami_geometry {
 #define COLL_AUTO_IDS 32  /* AUTO rule names resolved, per context */
 #define COLL_MAX_ALGOS 64 /* registry entries (ids fit the header's byte) */
 
+typedef struct coll_global coll_global_t;
+
 typedef struct coll_ctx {
     pami_client_t    client;
+    coll_global_t   *gl;       /* the client's ConnID count (coll_global.c) */
     pami_context_t   ctx;
     size_t           offset;
     pami_protocol_env_t env; /* from init: pami_protocol_send* on id 0 */
@@ -269,9 +272,32 @@ struct pami_geometry *coll_geometry_find(coll_ctx_t *cc, uint32_t id);
 void coll_geometry_created(coll_req_t *req);
 bool coll_task_in(const pami_task_t *tasks, size_t n, pami_task_t t);
 
-/* coll_connid.c */
+/* coll_global.c: the client-wide ConnID count. try reserves one unit
+ * below the threshold (false: at it), take one whatever the count, put
+ * gives one back. */
+coll_global_t *coll_global_join(coll_ctx_t *cc, unsigned threshold);
+void coll_global_leave(coll_ctx_t *cc);
+bool coll_global_try(coll_global_t *gl);
+void coll_global_take(coll_global_t *gl);
+void coll_global_put(coll_global_t *gl);
+void coll_global_waited(coll_global_t *gl);
+/* A unit over the threshold after COLL_GLOBAL_WAIT_S, with a warning. */
+#define COLL_GLOBAL_WAIT_S 2.0
+void coll_global_overrun(coll_ctx_t *cc);
+void coll_global_progress_others(coll_ctx_t *cc);
+void coll_global_stats(const coll_global_t *gl, uint64_t *in_use,
+                       uint64_t *high_water, uint64_t *waits,
+                       uint64_t *threshold, uint64_t *overruns);
+
+/* coll_connid.c: acquire waits until the geometry's count and the
+ * client's are below their thresholds and the next element is free, and
+ * reserves a unit of the client's count; lock takes the element (with
+ * that unit, or a new one: with_unit false); release gives both back;
+ * unreserve gives back a unit no element took. */
 pami_result_t coll_connid_acquire(struct pami_geometry *g);
-void coll_connid_lock(struct pami_geometry *g, coll_req_t *req);
+void coll_connid_lock(struct pami_geometry *g, coll_req_t *req,
+                      bool with_unit);
+void coll_connid_unreserve(struct pami_geometry *g);
 void coll_connid_release(struct pami_geometry *g, coll_req_t *req);
 void coll_deliver(struct pami_geometry *g, const coll_hdr_t *h,
                   pami_task_t origin, const void *data, size_t len,
@@ -374,6 +400,8 @@ pami_result_t coll_shm_quiesce(pami_context_t ctx); /* waits: queue empty */
 pami_result_t coll_shm_check(const pami_xfer_t *xfer);
 pami_result_t coll_shm_build(coll_req_t *req);
 bool coll_shm_auto(const pami_xfer_t *xfer); /* AUTO picks the shm one */
+/* PAMI_COLL_SHM_AUTO: AUTO may take them at all (a profile too). */
+bool coll_shm_auto_allowed(pami_context_t ctx);
 /* A call that failed its checks here: keeps the register aligned with
  * the members that run it (a round every member reads as a mismatch). */
 void coll_shm_poison(pami_context_t ctx, const pami_xfer_t *xfer);

@@ -451,9 +451,11 @@ static pami_result_t collective(pami_context_t context, const pami_xfer_t *x,
             coll_req_free(req); /* back to the cache */
         return rc;
     }
-    if (req == NULL && (req = build(cc, g, x, a, &rc)) == NULL)
+    if (req == NULL && (req = build(cc, g, x, a, &rc)) == NULL) {
+        coll_connid_unreserve(g);
         return rc;
-    coll_connid_lock(g, req);
+    }
+    coll_connid_lock(g, req, true);
     coll_claim_unexpected(req);
     cc->algo_calls[req->algo_id - 1]++;
     if (started != NULL)
@@ -637,6 +639,7 @@ static pami_result_t barrier_on_register(coll_ctx_t *cc,
     pami_result_t rc = coll_connid_acquire(g);
     if (rc != PAMI_SUCCESS)
         return rc;
+    coll_connid_unreserve(g); /* no element: nothing of it travels */
     g->next_seq++;
     g->started++;
     cc->st.started++;

@@ -15,21 +15,58 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "coll.h"
+
+static bool geometry_free(const struct pami_geometry *g)
+{
+    return g->in_use < g->threshold &&
+           g->slots[g->next_seq % PAMI_CONNID_BUFFER] == NULL;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 pami_result_t coll_connid_acquire(struct pami_geometry *g)
 {
     coll_ctx_t *cc = g->cc;
-    if (g->in_use < g->threshold &&
-        g->slots[g->next_seq % PAMI_CONNID_BUFFER] == NULL)
+    if (geometry_free(g) && coll_global_try(cc->gl))
         return PAMI_SUCCESS;
-    bool counted = false;
+    bool counted = false, counted_global = false;
+    double since = 0;
     pami_result_t rc = PAMI_SUCCESS;
     g->waiters++;
-    while (g->in_use >= g->threshold ||
-           g->slots[g->next_seq % PAMI_CONNID_BUFFER] != NULL) {
-        rc = pami_context_wait(cc->ctx, 100);
+    for (;;) {
+        bool mine = geometry_free(g);
+        if (mine && coll_global_try(cc->gl))
+            break;
+        if (!mine && !counted) {
+            counted = true;
+            g->waits++;
+            cc->st.waits++;
+        } else if (mine && !counted_global) {
+            counted_global = true;
+            since = now_s();
+            coll_global_waited(cc->gl);
+        }
+        /* The client's ConnIDs may all be held by collectives that wait
+         * for peers which wait for ours (tasks that start collectives of
+         * different geometries or contexts in different orders): after
+         * COLL_GLOBAL_WAIT_S the call goes over the threshold. */
+        if (mine && counted_global && now_s() - since > COLL_GLOBAL_WAIT_S) {
+            coll_global_overrun(cc);
+            break;
+        }
+        /* Held by this geometry: our progress frees it. Held by the
+         * client: maybe by other contexts, whose progress does. */
+        if (mine)
+            coll_global_progress_others(cc);
+        rc = pami_context_wait(cc->ctx, mine ? 1 : 100);
         if (rc == PAMI_IN_HANDLER) {
             cc->st.eagain++;
             rc = PAMI_EAGAIN;
@@ -38,19 +75,22 @@ pami_result_t coll_connid_acquire(struct pami_geometry *g)
         if (rc != PAMI_SUCCESS && rc != PAMI_TIMEOUT)
             break;
         rc = PAMI_SUCCESS;
-        if (!counted) {
-            counted = true;
-            g->waits++;
-            cc->st.waits++;
-        }
     }
     g->waiters--;
     return rc;
 }
 
-void coll_connid_lock(struct pami_geometry *g, coll_req_t *req)
+void coll_connid_unreserve(struct pami_geometry *g)
+{
+    coll_global_put(g->cc->gl);
+}
+
+void coll_connid_lock(struct pami_geometry *g, coll_req_t *req,
+                      bool with_unit)
 {
     coll_ctx_t *cc = g->cc;
+    if (!with_unit)
+        coll_global_take(cc->gl);
     req->seq    = g->next_seq++;
     req->connid = (uint16_t)(req->seq % PAMI_CONNID_BUFFER);
     g->slots[req->connid] = req;
@@ -69,6 +109,7 @@ void coll_connid_release(struct pami_geometry *g, coll_req_t *req)
     g->slots[req->connid] = NULL;
     g->in_use--;
     g->cc->st.in_use--;
+    coll_global_put(g->cc->gl);
 }
 
 /* A message for geometry g (sender already checked to be a member). */

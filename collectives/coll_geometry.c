@@ -289,7 +289,7 @@ pami_result_t pami_geometry_create_tasklist(
         coll_geometry_free(g);
         return PAMI_ENOMEM;
     }
-    coll_connid_lock(g, req);
+    coll_connid_lock(g, req, false); /* a creation never waits */
     coll_claim_unexpected(req);
     if (g->list_differs) {
         coll_warn("geometry %u: a member has another task list", id);

@@ -12,14 +12,20 @@
 #include "coll.h"
 
 #define COLL_THRESHOLD_DEFAULT 64
+#define COLL_GLOBAL_THRESHOLD_DEFAULT 4096
 #define COLL_PIECE (64u * 1024)
 #define COLL_PIECE_LOCAL (4u * 1024 * 1024)
 #define COLL_SPIN_US_DEFAULT 200
+#define COLL_MSG_MAX ((size_t)1 << 26) /* PAMI_COLL_PIECE*'s upper bound */
 
 static const pami_config_var_t coll_config[] = {
     {"PAMI_CONNID_THRESHOLD", "64",
      "collectives a task may have in flight on one geometry (ConnIDs in "
      "use) before a new call waits for one to complete; 1..256"},
+    {"PAMI_CONNID_GLOBAL_THRESHOLD", "4096",
+     "ConnIDs in use by collectives of every geometry and context of the "
+     "client before a new call waits for one to complete (seed 002's "
+     "global count); read by the client's first context; 1..2^20"},
     {"PAMI_COLL_PIECE", "65536",
      "bytes of one piece of a large collective message (each piece is "
      "fetched by its own get); at least the rendezvous threshold; "
@@ -95,6 +101,13 @@ static void on_message(pami_context_t ctx, void *cookie, const void *header,
     const char *why = coll_hdr_decode(header, header_size, data_size, &h);
     if (why != NULL) {
         drop(cc, why, origin);
+        return;
+    }
+    /* No sender makes a piece larger (PAMI_COLL_PIECE*'s bound, or an
+     * eager message below its threshold): a larger size is a forged one,
+     * and it would be allocated before the geometry is even known. */
+    if (data_size > COLL_MSG_MAX && data_size > cc->rndv_threshold) {
+        drop(cc, "payload larger than any piece", origin);
         return;
     }
     pami_task_t task;
@@ -207,6 +220,10 @@ static pami_result_t coll_init(const pami_protocol_env_t *env, void **state)
                                            COLL_THRESHOLD_DEFAULT, 1,
                                            PAMI_CONNID_BUFFER);
     cc->orphans_tail  = &cc->orphans;
+    cc->gl = coll_global_join(cc, (unsigned)read_setting(
+                                      "PAMI_CONNID_GLOBAL_THRESHOLD",
+                                      COLL_GLOBAL_THRESHOLD_DEFAULT, 1,
+                                      1u << 20));
 
     pami_task_t *all = malloc(cc->ntasks * sizeof(*all));
     if (all == NULL) {
@@ -222,6 +239,7 @@ static pami_result_t coll_init(const pami_protocol_env_t *env, void **state)
     if (rc != PAMI_SUCCESS) {
         if (cc->world != NULL)
             coll_geometry_free(cc->world);
+        coll_global_leave(cc);
         free(cc);
         return rc;
     }
@@ -247,6 +265,7 @@ static void coll_fini(pami_context_t context, void *state)
             m->dead = true; /* its get still writes into it */
     }
     coll_pool_fini(cc);
+    coll_global_leave(cc);
     free(cc);
 }
 
@@ -271,6 +290,9 @@ static void coll_peer_failed(pami_context_t context, void *state,
 static size_t coll_stats(void *state, pami_protocol_stat_t *out, size_t max)
 {
     coll_ctx_t *cc = state;
+    uint64_t g_in_use, g_high, g_waits, g_thr, g_over;
+    coll_global_stats(cc->gl, &g_in_use, &g_high, &g_waits, &g_thr,
+                      &g_over);
     const pami_protocol_stat_t all[] = {
         {"connid_in_use", cc->st.in_use},
         {"connid_high_water", cc->st.high_water},
@@ -293,6 +315,11 @@ static size_t coll_stats(void *state, pami_protocol_stat_t *out, size_t max)
         {"requests_high_water", cc->st.reqs_high_water},
         {"schedules_reused", cc->st.cache_hits},
         {"connid_threshold", cc->threshold},
+        {"connid_global_in_use", g_in_use},
+        {"connid_global_high_water", g_high},
+        {"connid_global_waits", g_waits},
+        {"connid_global_threshold", g_thr},
+        {"connid_global_overruns", g_over},
     };
     size_t n = sizeof(all) / sizeof(all[0]);
     for (size_t i = 0; i < n && i < max; i++)
@@ -301,6 +328,7 @@ static size_t coll_stats(void *state, pami_protocol_stat_t *out, size_t max)
 }
 
 const pami_protocol_ops_t coll_protocol_ops = {
+    PAMI_PROTOCOL_OPS_HEADER,
     .name         = "collectives",
     .version      = COLL_WIRE_VERSION,
     .num_dispatch = 1,

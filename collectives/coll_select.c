@@ -119,6 +119,9 @@ static unsigned runnable(void *arg, const char *name, unsigned kind,
     pami_xfer_t x = {.kind = (pami_xfer_type_t)kind, .geometry = g,
                      .count = 1, .dtype = types[tclass % 5],
                      .op = tclass >= 5 ? PAMI_OP_USER : PAMI_OP_SUM};
+    if (coll_algos[id - 1].build == coll_shm_build &&
+        !coll_shm_auto_allowed(g->cc->ctx))
+        return 0; /* PAMI_COLL_SHM_AUTO=0 keeps AUTO off them */
     return coll_algo_runs(&coll_algos[id - 1], &x, g) ? id : 0;
 }
 
@@ -349,6 +352,12 @@ pami_algorithm_t coll_auto_select(const pami_xfer_t *x,
 found:
     s.algorithm = id;
     s.name = id != 0 ? coll_algos[id - 1].name : NULL;
+    if (!call) { /* the query: the built-in rules' pick beside it */
+        s.builtin = s.reason == PAMI_SELECTED_BUILTIN ? id
+                                                      : coll_auto_builtin(x, g);
+        s.builtin_name = s.builtin != 0 ? coll_algos[s.builtin - 1].name
+                                        : NULL;
+    }
     if (sel.log && call)
         log_once(g, x, &s);
     if (out != NULL)
@@ -376,6 +385,9 @@ pami_result_t pami_geometry_algorithm_selected(
         out->reason    = PAMI_SELECTED_NAMED;
         out->why       = "the call names it";
         out->bytes     = call_bytes(x, x->geometry);
+        out->builtin   = coll_auto_builtin(x, x->geometry);
+        out->builtin_name = out->builtin != 0
+                                ? coll_algos[out->builtin - 1].name : NULL;
         return PAMI_SUCCESS;
     }
     coll_auto_select(x, x->geometry, out, false);
@@ -431,6 +443,7 @@ static const pami_config_var_t cs_config[] = {
 };
 
 static const pami_protocol_ops_t coll_select_ops = {
+    PAMI_PROTOCOL_OPS_HEADER,
     .name         = "coll_select",
     .version      = 1,
     .num_dispatch = 0,

@@ -148,6 +148,7 @@ bool coll_shm_wait_inline(pami_context_t ctx, const pami_xfer_t *x,
     *rc = coll_connid_acquire(g);
     if (*rc != PAMI_SUCCESS)
         return true;
+    coll_connid_unreserve(g); /* runs inline, locks no element */
     if (s->qlen > 0 || s->running) /* started while it waited */
         return false;
     g->next_seq++;
@@ -228,6 +229,12 @@ bool coll_shm_auto(const pami_xfer_t *x)
     default:
         return false;
     }
+}
+
+bool coll_shm_auto_allowed(pami_context_t ctx)
+{
+    cshm_t *s = cshm_of(ctx);
+    return s != NULL && s->auto_ok;
 }
 
 /* One step holding the whole collective; nothing at all for no data

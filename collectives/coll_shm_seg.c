@@ -430,6 +430,7 @@ static size_t cshm_stats(void *state, pami_protocol_stat_t *out, size_t max)
 }
 
 static const pami_protocol_ops_t cshm_ops = {
+    PAMI_PROTOCOL_OPS_HEADER,
     .name       = "coll_shm",
     .version    = CSHM_VERSION,
     .init       = cshm_init,

@@ -249,6 +249,9 @@ typedef struct {
     size_t point_bytes, range_lo, range_hi;
     size_t shape_size, shape_nodes, shape_tasks_per_node;
     size_t bytes; /* the call's size as the selection sees it */
+    /* What the built-in rules alone would pick for the call. */
+    pami_algorithm_t builtin;
+    const char      *builtin_name;
 } pami_algorithm_selection_t;
 
 /* What pami_collective would run for xfer (a call with AUTO, or naming

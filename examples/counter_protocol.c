@@ -145,6 +145,7 @@ static size_t counter_stats(void *state, pami_protocol_stat_t *out,
 }
 
 static const pami_protocol_ops_t counter_ops = {
+    PAMI_PROTOCOL_OPS_HEADER,
     .name         = "example.counter",
     .version      = COUNTER_VERSION,
     .num_dispatch = NUM_IDS,

@@ -108,6 +108,7 @@ static void client_free(pami_client_impl_t *c)
     if (c->bs_state != NULL)
         c->bs->fini(c->bs_state);
     pami_tasks_release(c);
+    pami_plugins_unload(c);
     free(c->local_tasks);
     free(c->task_node);
     free(c->tasks);
@@ -166,10 +167,16 @@ pami_result_t pami_client_create(const char *name,
         goto fail;
     }
 
+    /* Protocols before the task cards: they carry how loading the
+     * plug-ins went, so a failure fails creation on every task. */
+    rc = pami_protocols_builtin(c);
+    if (rc != PAMI_SUCCESS)
+        goto fail;
+    pami_plugins_load(c);
     rc = pami_tasks_exchange(c);
     if (rc != PAMI_SUCCESS)
         goto fail;
-    rc = pami_protocols_builtin(c);
+    rc = pami_plugins_agree(c);
     if (rc != PAMI_SUCCESS)
         goto fail;
 

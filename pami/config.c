@@ -61,6 +61,15 @@ static int parse_string(const char *text, char *out, size_t size)
     return 0;
 }
 
+static int parse_list(const char *text, char *out, size_t size)
+{
+    size_t len = strlen(text);
+    if (len >= size)
+        return -1;
+    memcpy(out, text, len + 1);
+    return 0;
+}
+
 /* One parse routine per kind, so the X-macro can pick by name. */
 #define PARSE_loglevel(text, field) \
     ((cfg->field = pami_log_level_parse(text)) >= 0 ? 0 : -1)
@@ -68,6 +77,8 @@ static int parse_string(const char *text, char *out, size_t size)
 #define PARSE_size(text, field)   pami_config_parse_size(text, &cfg->field)
 #define PARSE_string(text, field) \
     parse_string(text, cfg->field, sizeof(cfg->field))
+#define PARSE_list(text, field) \
+    parse_list(text, cfg->field, sizeof(cfg->field))
 
 static int load_one(const char *name, const char *text, int (*apply)(pami_config_t *, const char *),
                     pami_config_t *cfg)

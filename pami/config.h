@@ -11,7 +11,7 @@
 #include "pami.h"
 
 /* X(field, NAME, type, default, description); type is bool, size, int,
- * string, or loglevel. */
+ * string, list (a string that may be empty) or loglevel. */
 #define PAMI_FOREACH_CONFIG(X)                                                 \
     X(log_level, "PAMI_LOG_LEVEL", loglevel, "warn",                         \
       "log verbosity: error, warn, info, debug or trace")                    \
@@ -30,10 +30,17 @@
       "elsewhere) so a dead task fails its operations with PAMI_PEER_FAILED")                    \
     X(shutdown_timeout_ms, "PAMI_SHUTDOWN_TIMEOUT", size, "10000",           \
       "milliseconds createv waits for all tasks to connect, and destroy "   \
-      "for peers and pending operations")                                   \
+      "for peers and pending operations")                                    \
+    X(peer_timeout_ms, "PAMI_PEER_TIMEOUT", size, "10000",                   \
+      "milliseconds a task of this node may stay stopped (SIGSTOP, job "    \
+      "control; not a debugger's stop) before it counts as failed; 0: never" \
+      " (needs PAMI_PEER_ERRORS)")                                           \
     X(rma_owner, "PAMI_RMA_VIA_OWNER", bool, "0",                            \
       "1 sends every put, get and rmw through its owner's checked path, "   \
-      "as over TCP, instead of CMA on this node or RDMA")
+      "as over TCP, instead of CMA on this node or RDMA")                   \
+    X(protocols, "PAMI_PROTOCOLS", list, "",                                 \
+      "protocol plug-ins (shared objects) pami_client_create loads and "    \
+      "registers, in order, separated by ':'")
 
 typedef struct {
     int    log_level;
@@ -44,7 +51,9 @@ typedef struct {
     size_t rndv_threshold;
     int    peer_errors;
     size_t shutdown_timeout_ms;
+    size_t peer_timeout_ms;
     int    rma_owner;
+    char   protocols[4096];
 } pami_config_t;
 
 /* Fills cfg from defaults and the environment. Returns 0, or -1 after

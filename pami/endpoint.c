@@ -3,8 +3,11 @@
  * behind one is made on first use from the address exchanged at createv.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -85,7 +88,46 @@ void pami_tasks_watch(struct pami_context *ctx)
             continue;
         if (!pami_task_alive(c, t))
             pami_task_failed(ctx, t, -ESRCH);
+        else if (pami_task_hung(ctx, t, now))
+            pami_task_failed(ctx, t, -ETIMEDOUT);
     }
+}
+
+/* The state letter of /proc/PID/stat; '?' when it cannot be read. */
+static char proc_state(pid_t pid)
+{
+    char path[48], buf[512];
+    snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return '?';
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return '?';
+    buf[n] = '\0';
+    /* The name may hold ')': the state follows the last one. */
+    const char *p = strrchr(buf, ')');
+    return p != NULL && p[1] == ' ' ? p[2] : '?';
+}
+
+/* A stopped task (T: SIGSTOP, job control) answers probes, and TCP stays
+ * up for it, yet it will never send again until someone continues it.
+ * A debugger's stop (t) is left alone: a breakpoint is not a failure. */
+bool pami_task_hung(struct pami_context *ctx, uint32_t task, uint64_t now)
+{
+    pami_client_impl_t *c = ctx->client;
+    if (c->config.peer_timeout_ms == 0 || !c->tasks[task].local)
+        return false;
+    pami_peer_t *mon = &ctx->peers[task * c->num_contexts];
+    if (proc_state(c->tasks[task].pid) != 'T') {
+        mon->stopped_since_ns = 0;
+        return false;
+    }
+    if (mon->stopped_since_ns == 0)
+        mon->stopped_since_ns = now;
+    return now - mon->stopped_since_ns >=
+           c->config.peer_timeout_ms * 1000000ull;
 }
 
 /* A monitor, or the endpoint of a context on another node, saw its task

@@ -161,13 +161,18 @@ typedef struct {
     bool                 hello_pending;
     bool                 task_dead;  /* the monitor reported its task */
     bool                 task_told;  /* protocols heard of it */
+    uint64_t             stopped_since_ns; /* task seen stopped; 0: not */
     bool                 owner_used; /* one-sided ops through the owner's
                                         path went here: fences ask it */
 } pami_peer_t;
 
 /* A protocol registered on a client (protocol.c). */
 typedef struct {
-    const pami_protocol_ops_t *ops;
+    const pami_protocol_ops_t *ops;     /* &table */
+    const pami_protocol_ops_t *given;   /* the caller's, for identity */
+    /* The caller's table as this pami's struct: what it did not have
+     * (struct_size shorter than ours) stays zero. */
+    pami_protocol_ops_t        table;
     void                      *cookie;
     size_t                     base;    /* first dispatch id */
     bool                       builtin;
@@ -232,6 +237,7 @@ struct pami_context {
      * program, so that the holder's unlock wakes it. */
     evloop_io_t          *progress_io;
     bool                  progress_watching;
+    bool                  progressed; /* since the progress thread armed */
     atomic_int            progress_skipped;
 
     int                   closing;    /* endpoint closes in progress */
@@ -306,6 +312,14 @@ typedef struct pami_client {
      * PAMI_DISPATCH_USER_MAX), 0 elsewhere: an env checked in O(1). */
     uint8_t               protocol_at[PAMI_DISPATCH_PROTOCOL_MAX];
     uint64_t              protocol_sig;  /* names and order, for createv */
+    /* Plug-ins loaded from PAMI_PROTOCOLS (plugin.c), closed at destroy;
+     * how loading went here, and the first task where it failed (from
+     * the task cards), so every task fails client creation alike. */
+    struct pami_plugin   *plugins;
+    size_t                num_plugins;
+    pami_result_t         plugins_rc;
+    pami_result_t         plugins_failed_rc;
+    uint32_t              plugins_failed_task; /* UINT32_MAX: none */
 
     /* Progress thread (PAMI_ASYNC_PROGRESS=1). */
     pthread_t             progress_thread;
@@ -370,6 +384,9 @@ void pami_task_failed(struct pami_context *ctx, uint32_t task, int status);
 /* From pami_idle (nothing moved): looks at the tasks of this node at most
  * every PAMI_WATCH_MS, and ends a departure's grace. */
 void pami_tasks_watch(struct pami_context *ctx);
+/* True once task (of this node) has been seen stopped, without a break,
+ * for PAMI_PEER_TIMEOUT; each call is one look. */
+bool pami_task_hung(struct pami_context *ctx, uint32_t task, uint64_t now);
 /* Connects one watching endpoint per task on another node
  * (PAMI_PEER_ERRORS); returns how many. */
 size_t pami_monitors_start(struct pami_context *ctx);
@@ -546,6 +563,15 @@ pami_result_t pami_drain(struct pami_context **ctxs, size_t n,
 
 /* ---- protocols (protocol.c) ---- */
 pami_result_t pami_protocols_builtin(pami_client_impl_t *client);
+pami_result_t pami_protocols_add(pami_client_impl_t *client,
+                                 const pami_protocol_ops_t *ops, void *cookie,
+                                 bool builtin);
+/* plugin.c: loads PAMI_PROTOCOLS into plugins_rc (never fails alone:
+ * the task cards carry the result); agree returns what every task must
+ * return once the cards are in; unload closes the objects. */
+void pami_plugins_load(pami_client_impl_t *client);
+pami_result_t pami_plugins_agree(pami_client_impl_t *client);
+void pami_plugins_unload(pami_client_impl_t *client);
 pami_result_t pami_protocols_init(struct pami_context *ctx);
 void pami_protocols_fini(struct pami_context *ctx);
 void pami_protocols_peer_failed(struct pami_context *ctx, uint32_t task);

@@ -111,13 +111,17 @@ static pami_client_impl_t *jobs[8];
 
 void pami_mr_job_add(pami_client_impl_t *c)
 {
+    size_t i = 0, n = sizeof(jobs) / sizeof(jobs[0]);
     pthread_mutex_lock(&jobs_lock);
-    for (size_t i = 0; i < sizeof(jobs) / sizeof(jobs[0]); i++)
-        if (jobs[i] == NULL) {
-            jobs[i] = c;
-            break;
-        }
+    while (i < n && jobs[i] != NULL)
+        i++;
+    if (i < n)
+        jobs[i] = c;
     pthread_mutex_unlock(&jobs_lock);
+    if (i == n)
+        pami_warn("rma", "more than %zu clients at once: "
+                         "pami_memregion_query refuses the regions of client "
+                         "'%s'", n, c->name);
 }
 
 void pami_mr_job_remove(pami_client_impl_t *c)

@@ -43,7 +43,27 @@ typedef struct {
     uint64_t    value;
 } pami_protocol_stat_t;
 
+/* The version of this SDK's binary interface: the layout of
+ * pami_protocol_ops_t, pami_protocol_plugin_t and pami_protocol_case_t
+ * and the meaning of their fields. Growing a struct at its end keeps the
+ * version (struct_size tells what a table has); anything else bumps it,
+ * and pami refuses tables of another version. */
+#define PAMI_PROTOCOL_ABI_VERSION 1
+
+/* The first two fields of every ops table, written
+ *   static const pami_protocol_ops_t ops = {PAMI_PROTOCOL_OPS_HEADER,
+ *                                           .name = ..., ...};
+ * A table that does not set them is refused (PAMI_INVAL). */
+#define PAMI_PROTOCOL_OPS_HEADER                                             \
+    .struct_size = sizeof(pami_protocol_ops_t),                              \
+    .abi_version = PAMI_PROTOCOL_ABI_VERSION
+
 typedef struct pami_protocol_ops {
+    /* sizeof(pami_protocol_ops_t) where the table was compiled. Fields
+     * past it (added by a later pami) are taken as NULL / 0, so a
+     * protocol built against an older, shorter struct keeps loading. */
+    uint32_t    struct_size;
+    uint32_t    abi_version;  /* PAMI_PROTOCOL_ABI_VERSION */
     const char *name;         /* unique among a client's protocols */
     unsigned    version;      /* wire version, shown by pami-info */
     size_t      num_dispatch; /* 0 .. PAMI_PROTOCOL_DISPATCH_MAX */
@@ -158,6 +178,80 @@ static inline void pami_protocol_cpu_relax(void)
     __asm__ __volatile__("yield");
 #endif
 }
+
+/* Conformance cases a protocol's author ships with it (run by
+ * pami-conformance beside its generic suite). A case runs on every task
+ * of a job of min_tasks .. max_tasks tasks (max_tasks 0: no upper bound),
+ * all tasks at once, each with a client that has the protocol loaded and
+ * one context created. What the case gets: */
+typedef struct {
+    pami_client_t  client;
+    pami_context_t context;
+    pami_task_t    task;  /* this task, of */
+    size_t         size;  /* the job's tasks */
+    uint64_t       seed;  /* the runner's --seed: vary traffic by it */
+} pami_protocol_case_env_t;
+
+/* A case. run returns 0 when the case passed on this task; otherwise it
+ * writes what was expected and what was seen into why (why_len bytes,
+ * NUL-terminated) and returns non-zero. A case fails when it fails on any
+ * task. run may send, advance and wait on env->context; it must leave no
+ * operation in flight when it returns. */
+typedef struct pami_protocol_case {
+    const char *name;         /* unique within the plug-in: [A-Za-z0-9._-] */
+    const char *description;  /* one line: the behaviour it checks */
+    size_t      min_tasks;
+    size_t      max_tasks;
+    int (*run)(const pami_protocol_case_env_t *env, char *why,
+               size_t why_len);
+} pami_protocol_case_t;
+
+/* What a plug-in (a shared object) exports: one function named
+ * PAMI_PROTOCOL_PLUGIN_ENTRY, of type pami_protocol_plugin_fn, returning
+ * a description that lives as long as the object is loaded:
+ *
+ *   static const pami_protocol_plugin_t plugin = {
+ *       PAMI_PROTOCOL_PLUGIN_HEADER, .ops = &my_ops,
+ *       .cases = my_cases, .num_cases = 3};
+ *   PAMI_PROTOCOL_PLUGIN(plugin)
+ *
+ * PAMI_PROTOCOLS=a.so:b.so loads plug-ins at pami_client_create and
+ * registers their protocols, in that order, after the built-in ones. */
+#define PAMI_PROTOCOL_PLUGIN_ENTRY "pami_protocol_plugin"
+
+typedef struct pami_protocol_plugin {
+    uint32_t                          struct_size; /* sizeof(..._plugin_t) */
+    uint32_t                          abi_version; /* PAMI_PROTOCOL_ABI_VERSION */
+    const pami_protocol_ops_t        *ops;        /* the protocol */
+    /* Optional: its own cases; pointers, so the case struct can grow. */
+    const pami_protocol_case_t *const *cases;
+    size_t                            num_cases;
+} pami_protocol_plugin_t;
+
+typedef const pami_protocol_plugin_t *(*pami_protocol_plugin_fn)(void);
+
+#define PAMI_PROTOCOL_PLUGIN_HEADER                                          \
+    .struct_size = sizeof(pami_protocol_plugin_t),                           \
+    .abi_version = PAMI_PROTOCOL_ABI_VERSION
+
+/* Defines the entry point, with default visibility so the object exports
+ * it even when built with -fvisibility=hidden. */
+#define PAMI_PROTOCOL_PLUGIN(desc)                                           \
+    __attribute__((visibility("default")))                                   \
+    const pami_protocol_plugin_t *pami_protocol_plugin(void);                \
+    __attribute__((visibility("default")))                                   \
+    const pami_protocol_plugin_t *pami_protocol_plugin(void)                 \
+    {                                                                        \
+        return &(desc);                                                      \
+    }
+
+/* The plug-in a registered protocol came from (PAMI_PROTOCOLS), by the
+ * protocol's name: its description (cases and all) and the path it was
+ * loaded from. PAMI_NOT_FOUND when no loaded plug-in has that name. */
+pami_result_t pami_protocol_plugin_query(pami_client_t client,
+                                         const char *name,
+                                         const pami_protocol_plugin_t **plugin,
+                                         const char **path);
 
 /* Built-in protocols (those linked into libpami) register themselves on
  * every client with this one line at file scope. */

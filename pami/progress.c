@@ -58,6 +58,8 @@ static void sweep_local_tasks(struct pami_context *ctx)
             continue;
         if (!pami_task_alive(c, t))
             pami_task_failed(ctx, t, -ESRCH);
+        else if (pami_task_hung(ctx, t, now))
+            pami_task_failed(ctx, t, -ETIMEDOUT);
     }
 }
 
@@ -73,6 +75,8 @@ unsigned pami_progress_once(struct pami_context *ctx)
         sweep_local_tasks(ctx);
     struct pami_context *outer = pami_tls_progressing;
     pami_tls_progressing = ctx;
+    /* The progress thread's arm is spent: see pami_context_release. */
+    ctx->progressed = true;
     ctx->in_tp_progress = true;
     unsigned n = ctx->tp->progress(ctx->worker);
     ctx->in_tp_progress = false;
@@ -188,10 +192,16 @@ pami_result_t pami_context_post(pami_context_t ctx, pami_work_t *work,
  * completions to report, sends waiting for an endpoint, requests the
  * transport holds (a send UCX queued for lack of room in the peer's
  * queue moves only when this worker progresses), endpoint closes and
- * failures to handle. Read with the lock held. */
+ * failures to handle. Or whether it progressed the context (advance,
+ * wait, fence) since the progress thread armed it: an arm is good for one
+ * signal, and a thread that progresses or arms the worker may take that
+ * signal (UCX's arm reads it) and the message it announced, leaving the
+ * progress thread asleep on a worker that no longer signals. Read with
+ * the lock held. */
 static bool needs_progress(const struct pami_context *ctx)
 {
-    return ctx->done_head != NULL || ctx->deferred_head != NULL ||
+    return ctx->progressed || ctx->done_head != NULL ||
+           ctx->deferred_head != NULL ||
            ctx->inflight > ctx->zombies || ctx->local_inflight > 0 ||
            ctx->closing > 0 || ctx->peers_failed_pending;
 }
@@ -259,6 +269,8 @@ static void *progress_main(void *arg)
             else if (ctx->tp->arm(ctx->worker) != 0 ||
                      atomic_load(&ctx->post_pending) != 0)
                 busy = true;
+            else
+                ctx->progressed = false; /* armed by this thread */
             pthread_mutex_unlock(&ctx->lock);
         }
         if (busy)

@@ -3,6 +3,7 @@
  * blocks of dispatch ids, and their per-context state.
  */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,10 +66,47 @@ static pami_result_t init_one(struct pami_context *ctx, size_t i)
     return PAMI_SUCCESS;
 }
 
-static pami_result_t add(pami_client_impl_t *c, const pami_protocol_ops_t *ops,
-                         void *cookie, bool builtin)
+/* The size of the first ops table this ABI version had: every table
+ * must reach at least this far. */
+#define OPS_V1_SIZE (offsetof(pami_protocol_ops_t, num_config) + sizeof(size_t))
+
+/* Copies given into *out as this pami's struct, after checking its
+ * header. Built-in tables are compiled with libpami itself, so one
+ * without a header is taken as current. */
+static pami_result_t adopt(const pami_protocol_ops_t *given, bool builtin,
+                           pami_protocol_ops_t *out)
 {
-    PAMI_CHECK(ops != NULL && ops->name != NULL && ops->name[0] != '\0',
+    PAMI_CHECK(given != NULL, PAMI_INVAL, "protocol",
+               "register of a NULL table");
+    memset(out, 0, sizeof(*out));
+    if (builtin && given->struct_size == 0 && given->abi_version == 0) {
+        *out = *given;
+        return PAMI_SUCCESS;
+    }
+    PAMI_CHECK(given->abi_version == PAMI_PROTOCOL_ABI_VERSION, PAMI_INVAL,
+               "protocol", "a protocol table of ABI version %u (this pami "
+               "speaks %d%s)", given->abi_version, PAMI_PROTOCOL_ABI_VERSION,
+               given->abi_version == 0 ? "; the table lacks "
+                                         "PAMI_PROTOCOL_OPS_HEADER" : "");
+    PAMI_CHECK(given->struct_size >= OPS_V1_SIZE, PAMI_INVAL, "protocol",
+               "a protocol table of %u bytes; at least %zu",
+               given->struct_size, (size_t)OPS_V1_SIZE);
+    memcpy(out, given, given->struct_size < sizeof(*out) ? given->struct_size
+                                                         : sizeof(*out));
+    out->struct_size = sizeof(*out);
+    return PAMI_SUCCESS;
+}
+
+pami_result_t pami_protocols_add(pami_client_impl_t *c,
+                                 const pami_protocol_ops_t *given,
+                                 void *cookie, bool builtin)
+{
+    pami_protocol_ops_t table;
+    pami_result_t rc = adopt(given, builtin, &table);
+    if (rc != PAMI_SUCCESS)
+        return rc;
+    const pami_protocol_ops_t *ops = &table;
+    PAMI_CHECK(ops->name != NULL && ops->name[0] != '\0',
                PAMI_INVAL, "protocol", "register of a table without a name");
     PAMI_CHECK(ops->num_dispatch <= PAMI_PROTOCOL_DISPATCH_MAX, PAMI_INVAL,
                "protocol", "'%s' asks for %zu dispatch ids; at most %d",
@@ -87,11 +125,13 @@ static pami_result_t add(pami_client_impl_t *c, const pami_protocol_ops_t *ops,
 
     size_t i = c->num_protocols++;
     c->protocols[i] = (pami_protocol_slot_t){
-        .ops     = ops,
+        .given   = given,
+        .table   = table,
         .cookie  = cookie,
         .base    = PAMI_DISPATCH_USER_MAX + c->protocol_ids,
         .builtin = builtin,
     };
+    c->protocols[i].ops = ops = &c->protocols[i].table;
     if (ops->num_dispatch > 0)
         c->protocol_at[c->protocols[i].base - PAMI_DISPATCH_USER_MAX] =
             (uint8_t)(i + 1);
@@ -120,7 +160,7 @@ pami_result_t pami_protocols_builtin(pami_client_impl_t *c)
     memcpy(sorted, builtins, num_builtins * sizeof(*sorted));
     qsort(sorted, num_builtins, sizeof(*sorted), by_name);
     for (size_t i = 0; i < num_builtins; i++) {
-        pami_result_t rc = add(c, sorted[i], NULL, true);
+        pami_result_t rc = pami_protocols_add(c, sorted[i], NULL, true);
         if (rc != PAMI_SUCCESS)
             return rc;
     }
@@ -134,7 +174,7 @@ pami_result_t pami_protocol_register(pami_client_t c,
     PAMI_CHECK(c != NULL, PAMI_INVAL, "protocol", "register on a NULL client");
     PAMI_CHECK(pami_tls_progressing == NULL, PAMI_IN_HANDLER, "protocol",
                "pami_protocol_register called from a handler");
-    return add(c, ops, cookie, false);
+    return pami_protocols_add(c, ops, cookie, false);
 }
 
 pami_result_t pami_protocols_init(struct pami_context *ctx)
@@ -255,7 +295,7 @@ void *pami_protocol_state(pami_context_t ctx, const pami_protocol_ops_t *ops)
         return NULL;
     pami_client_impl_t *c = ctx->client;
     for (size_t i = 0; i < ctx->protocols_inited; i++)
-        if (c->protocols[i].ops == ops)
+        if (c->protocols[i].given == ops)
             return ctx->protocol_state[i];
     return NULL;
 }

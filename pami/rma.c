@@ -304,6 +304,14 @@ pami_result_t pami_rmw(pami_context_t ctx, const pami_rmw_t *p)
     PAMI_CHECK((v.base + p->remote_offset) % p->size == 0, PAMI_INVAL, "rma",
                "rmw at address 0x%llx is not aligned to %zu",
                (unsigned long long)(v.base + p->remote_offset), p->size);
+    /* For a compare-and-swap UCX wants the new value in the reply buffer,
+     * where the old value comes back; the owner's path writes it too, so
+     * *result means the same on every path. */
+    bool     cswap = p->op == PAMI_RMW_CSWAP;
+    uint32_t new32 = (uint32_t)p->value;
+    if (cswap)
+        memcpy(p->result, p->size == 4 ? (const void *)&new32
+                                       : (const void *)&p->value, p->size);
     if (route(ctx, v.owner_task, true) == ROUTE_OWNER) {
         pami_rma_msg_t m = owner_msg(PAMI_RMA_MSG_ATOMIC, &v,
                                      p->remote_offset, p->size);
@@ -325,17 +333,12 @@ pami_result_t pami_rmw(pami_context_t ctx, const pami_rmw_t *p)
     pami_request_t *req = rma_request(ctx, peer->index, p->done_fn, p->cookie);
     if (req == NULL)
         return PAMI_ENOMEM;
-    /* The operand lives in the request until UCX has taken it. For a
-     * compare-and-swap UCX wants the compare value as the operand and the
-     * new value in the reply buffer, where the old value comes back. */
-    bool     cswap   = p->op == PAMI_RMW_CSWAP;
+    /* The operand lives in the request until UCX has taken it; for a
+     * compare-and-swap it is the compare value. */
     uint64_t operand = cswap ? p->compare : p->value;
-    uint32_t op32    = (uint32_t)operand, new32 = (uint32_t)p->value;
+    uint32_t op32    = (uint32_t)operand;
     memcpy(req->inline_hdr, p->size == 4 ? (const void *)&op32
                                          : (const void *)&operand, p->size);
-    if (cswap)
-        memcpy(p->result, p->size == 4 ? (const void *)&new32
-                                       : (const void *)&p->value, p->size);
     return rma_issued(req, ctx->tp->atomic(peer->ep, tp_op[p->op], p->size,
                                            req->inline_hdr, p->result, raddr,
                                            rkey, &req->tp));

@@ -33,7 +33,7 @@ pami_wire_check_t pami_rma_msg_decode(const void *buf, size_t len,
         if (data_len != 0)
             return PAMI_WIRE_BAD_LENGTH;
         if ((out->size != 4 && out->size != 8) || out->bytes != out->size ||
-            out->op > PAMI_RMW_ADD || out->offset % out->size != 0)
+            out->op > PAMI_RMW_ADD)
             return PAMI_WIRE_BAD_FIELD;
         return PAMI_WIRE_OK;
     case PAMI_RMA_MSG_REPLY:

@@ -27,6 +27,7 @@ typedef struct {
     uint64_t  probe;
     cpu_set_t cpus;  /* where it may run */
     uint8_t   secret[PAMI_SIPHASH_KEY_LEN]; /* seals its memory regions */
+    int32_t   plugins_rc; /* how loading PAMI_PROTOCOLS went (plugin.c) */
 } task_card_t;
 
 /* A fresh secret per client: the kernel's random bytes, or none at all. */
@@ -91,7 +92,8 @@ static void number_nodes(pami_client_impl_t *c, const task_card_t *all)
 pami_result_t pami_tasks_exchange(pami_client_impl_t *c)
 {
     task_card_t  me = {.pid = (uint64_t)getpid(),
-                       .probe = (uint64_t)(uintptr_t)&alive_probe};
+                       .probe = (uint64_t)(uintptr_t)&alive_probe,
+                       .plugins_rc = (int32_t)c->plugins_rc};
     host_id(me.host);
     if (sched_getaffinity(0, sizeof(me.cpus), &me.cpus) != 0)
         CPU_ZERO(&me.cpus);
@@ -129,6 +131,11 @@ pami_result_t pami_tasks_exchange(pami_client_impl_t *c)
         c->tasks[t].pid   = (pid_t)all[t].pid;
         c->tasks[t].probe = all[t].probe;
     }
+    for (size_t t = c->size; t-- > 0;)
+        if (all[t].plugins_rc != PAMI_SUCCESS) {
+            c->plugins_failed_task = (uint32_t)t;
+            c->plugins_failed_rc   = (pami_result_t)all[t].plugins_rc;
+        }
     for (size_t t = 0; t < c->size; t++)
         memcpy(c->secrets + t * PAMI_SIPHASH_KEY_LEN, all[t].secret,
                PAMI_SIPHASH_KEY_LEN);

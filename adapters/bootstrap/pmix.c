@@ -412,8 +412,22 @@ static int pmix_fetch(pmix_state_t *st, const char *key, uint32_t rank,
     pmix_proc_t   peer;
     pmix_value_t *val = NULL;
 
+    /* The collecting fence brought every value here. One that is not
+     * was never put: its rank died and the launcher (mpirun
+     * --enable-recovery) let the fence end without it. Asking the
+     * launcher for it would wait forever. */
+    bool        yes = true;
+    pmix_info_t info;
+    PMIX_INFO_CONSTRUCT(&info);
+    PMIx_Info_load(&info, PMIX_IMMEDIATE, &yes, PMIX_BOOL);
     PMIX_LOAD_PROCID(&peer, st->me.nspace, rank);
-    pmix_status_t status = PMIx_Get(&peer, key, NULL, 0, &val);
+    pmix_status_t status = PMIx_Get(&peer, key, &info, 1, &val);
+    PMIX_INFO_DESTRUCT(&info);
+    if (status == PMIX_ERR_NOT_FOUND) {
+        pami_error("bootstrap", "rank %" PRIu32 " put nothing under %s: it "
+                   "died before the fence", rank, key);
+        return -ECONNRESET;
+    }
     if (status != PMIX_SUCCESS) {
         pami_error("bootstrap", "PMIx_Get(%s) from rank %" PRIu32
                    " failed: %s", key, rank, PMIx_Error_string(status));

@@ -126,6 +126,7 @@ static void bp_peer_failed(pami_context_t ctx, void *state, pami_task_t task)
 }
 
 static const pami_protocol_ops_t bp_ops = {
+    PAMI_PROTOCOL_OPS_HEADER,
     .name         = BP_NAME,
     .version      = BP_VERSION,
     .num_dispatch = 1,

@@ -572,6 +572,7 @@ static void shmb_peer_failed(pami_context_t context, void *state,
 }
 
 static const pami_protocol_ops_t shmb_ops = {
+    PAMI_PROTOCOL_OPS_HEADER,
     .name         = "shm_barrier",
     .version      = SHMB_VERSION,
     .num_dispatch = 1, /* the leaders' announcement (shm_hier.c) */

@@ -171,6 +171,7 @@ static void svd_peer_failed(pami_context_t context, void *state,
 }
 
 const pami_protocol_ops_t svd_ops = {
+    PAMI_PROTOCOL_OPS_HEADER,
     .name         = "svd",
     .version      = SVD_WIRE_VERSION,
     .num_dispatch = SVD_PKT_COUNT,

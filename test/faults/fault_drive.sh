@@ -25,7 +25,9 @@ export PAMI_PEER_TIMEOUT
 
 dir=$(mktemp -d /tmp/pf.XXXXXX) || exit 1
 lpid=
+dog=
 cleanup() {
+    [ -n "$dog" ] && kill "$dog" 2>/dev/null
     [ -n "$lpid" ] && kill -9 "$lpid" 2>/dev/null
     for f in "$dir"/ready-*; do
         [ -f "$f" ] && kill -9 "$(cut -d' ' -f1 "$f")" 2>/dev/null
@@ -66,6 +68,15 @@ mpirun)
    exit 2 ;;
 esac
 lpid=$!
+# Whatever happens, the launcher goes within 45 s (mpirun has no timeout
+# of its own); the checks below then report it.
+(
+    trap 'kill "$nap" 2>/dev/null; exit 0' TERM
+    sleep 45 &
+    nap=$!
+    wait "$nap" && kill -9 "$lpid"
+) >/dev/null 2>&1 &
+dog=$!
 
 alive() { kill -0 "$lpid" 2>/dev/null; }
 count() { ls "$dir" | grep -c "^$1-[0-9]*\$"; }

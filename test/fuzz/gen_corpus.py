@@ -128,6 +128,45 @@ def bp_seeds():
     yield "version", u16(4) + u8(0) + bp(version=2)
 
 
+def bp_record(frm, pkt, offset=0):
+    return u16(frm) + u8(offset) + u8(len(pkt)) + pkt
+
+
+def world_group(n):
+    """bp_group_seed(0, n) + the sum of bp_group_term(t) (bp_wire.h)."""
+    m = (1 << 64) - 1
+
+    def mix(x):
+        x = (x + 0x9e3779b97f4a7c15) & m
+        x = ((x ^ (x >> 30)) * 0xbf58476d1ce4e5b9) & m
+        x = ((x ^ (x >> 27)) * 0x94d049bb133111eb) & m
+        return x ^ (x >> 31)
+    g = mix(0x6270000000000000 ^ n)
+    for t in range(n):
+        g = (g + mix((t + 0x5851f42d4c957f2d) & m)) & m
+    return g
+
+
+def bp_state_seeds():
+    w = world_group(4)
+    yield "world-arrivals", u8(2) + b"".join(
+        bp_record(t, bp(size=4, group=w)) for t in (1, 2, 3))
+    yield "world-excess", u8(2) + b"".join(
+        bp_record(1, bp(size=4, group=w)) for _ in range(5))
+    yield "world-next-epoch", u8(2) + bp_record(1, bp(size=4, epoch=1,
+                                                      group=w))
+    yield "world-wrong-size", u8(2) + bp_record(1, bp(size=3, group=w))
+    yield "foreign", u8(2) + bp_record(1, bp(size=2, group=0x99)) + \
+        bp_record(1, bp(size=2, group=0x99)) + \
+        bp_record(2, bp(size=3, group=0x99))
+    yield "foreign-epoch1", u8(2) + bp_record(1, bp(size=2, epoch=1,
+                                                    group=0x98))
+    yield "from-self", u8(2) + bp_record(0, bp(size=4, group=w))
+    yield "other-offset", u8(2) + bp_record(1, bp(size=4, group=w), offset=1)
+    yield "many-groups", u8(2) + b"".join(
+        bp_record(1, bp(size=2, group=g)) for g in range(40))
+
+
 # ---- collectives ----
 KIND_CREATE = 15
 
@@ -374,7 +413,7 @@ def profile_seeds():
 
 TARGETS = {
     "am": am_seeds, "rndv": rndv_seeds, "memregion": memregion_seeds,
-    "bp": bp_seeds, "coll": coll_seeds, "svd": svd_seeds,
+    "bp": bp_seeds, "bp_state": bp_state_seeds, "coll": coll_seeds, "svd": svd_seeds,
     "shmb": shmb_seeds, "config": config_seeds,
     "bootstrap": bootstrap_seeds, "pamirun": pamirun_seeds,
     "profile": profile_seeds,

@@ -3,7 +3,7 @@
 # --coll-profile read it, a stopped sweep (SIGTERM to pamirun) leaves a
 # valid partial profile that --resume completes, AUTO runs from the
 # profile, and --plot draws when matplotlib is there.
-#   tune_tool.sh PAMIRUN PAMI_TUNE PAMI_INFO TUNE_SELECT
+#   tune_tool.sh PAMIRUN PAMI_TUNE PAMI_INFO TUNE_SELECT PAMI_BENCH
 set -eu
 PAMIRUN=$1 TUNE=$2 INFO=$3
 dir=$(mktemp -d /tmp/pami-tune-test.XXXXXX)
@@ -47,6 +47,25 @@ after=$(grep -c '"collective"' "$dir/s.json")
 PAMI_COLL_PROFILE="$dir/p.json" PAMI_COLL_LOG=1 "$PAMIRUN" -n 3 --timeout 60 \
     "$4" run > "$dir/run.txt" 2>&1 || { cat "$dir/run.txt"; fail "AUTO from the profile"; }
 grep -q 'select: geometry 0' "$dir/run.txt" || fail "no selection logged"
+
+# pami-bench auto_vs_best on the quick profile: one JSON line per point
+# with every field (the figures themselves are too noisy here to check).
+"$PAMIRUN" -n 3 --timeout 120 "$5" auto_vs_best --profile "$dir/p.json" \
+    --json --reps 3 --iters 3 --max-bytes 512 > "$dir/avb.json" ||
+    fail "auto_vs_best"
+python3 - "$dir/avb.json" <<'PY' || fail "auto_vs_best output"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+colls = {l["collective"] for l in lines}
+assert {"allreduce", "bcast", "alltoall", "barrier"} <= colls, colls
+for l in lines:
+    assert l["test"] == "auto_vs_best" and l["ranks"] == 3, l
+    for k in ("auto", "best", "builtin"):
+        assert isinstance(l[k], str) and l[k], l
+    assert l["auto_us"] > 0 and l["best_us"] > 0, l
+    assert abs(l["ratio"] - l["auto_us"] / l["best_us"]) < 1e-3, l
+    assert l["builtin_ratio"] is None or l["builtin_ratio"] > 0, l
+PY
 
 if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
     "$TUNE" --plot "$dir/p.json" -o "$dir/plots" || fail "--plot"

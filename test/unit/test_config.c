@@ -242,7 +242,9 @@ static void test_var_table(void **state)
         assert_non_null(v.default_value);
         assert_non_null(v.description);
         assert_true(strlen(v.name) > strlen("PAMI_"));
-        assert_true(strlen(v.default_value) > 0);
+        /* Only a list may be empty by default (no plug-ins). */
+        if (strcmp(v.name, "PAMI_PROTOCOLS") != 0)
+            assert_true(strlen(v.default_value) > 0);
         assert_true(strlen(v.description) > 0);
         if (strncmp(v.name, "PAMI_", 5) != 0)
             fail_msg("variable %u is named '%s'", n, v.name);

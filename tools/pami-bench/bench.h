@@ -35,6 +35,7 @@ typedef enum {
     T_ALLGATHER,
     T_ALLTOALL,
     T_REDUCE_SCATTER,
+    T_AUTO_VS_BEST,            /* AUTO against the best, from a profile */
     T_COUNT
 } test_id_t;
 
@@ -68,6 +69,7 @@ typedef struct {
                             message range */
     bool     coll_stats; /* collectives: each task's counter deltas per
                             line on stderr */
+    const char *profile; /* auto_vs_best: --profile (PAMI_COLL_PROFILE) */
 } opts_t;
 
 /* What task 1 is polling. */
@@ -203,6 +205,11 @@ int group_main(const opts_t *o, int *argc, char ***argv);
 /* One collective test (T_ALLREDUCE .. T_REDUCE_SCATTER): every algorithm
  * of the registry that can run each size, and AUTO. */
 void coll_bench_run(group_t *g, test_id_t test);
+
+/* ---- auto_bench.c ---- */
+/* auto_vs_best: AUTO beside the best algorithm at every size of the
+ * profile, measured interleaved. */
+void auto_vs_best_run(group_t *g);
 
 /* ---- mpi_side.c (pami-bench-mpi only) ---- */
 int bench_mpi_init(int *argc, char ***argv);

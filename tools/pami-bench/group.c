@@ -236,6 +236,8 @@ int group_main(const opts_t *o, int *argc, char ***argv)
     for (int t = T_ALLREDUCE; t <= T_REDUCE_SCATTER; t++)
         if (o->tests & (1u << t))
             coll_bench_run(&g, (test_id_t)t);
+    if (o->tests & (1u << T_AUTO_VS_BEST))
+        auto_vs_best_run(&g);
 
     bench_check(pami_dispatch_fence(g.client), "pami_dispatch_fence");
     bench_check(pami_client_destroy(&g.client), "pami_client_destroy");

@@ -95,6 +95,8 @@ static void usage(FILE *f)
         "  barrier     pami_barrier_wait with each algorithm\n"
         "  svd_update  pami_svd_update_wait to 1, 4, 7 users, 64 B .. 4 MiB\n"
         "  allreduce bcast allgather alltoall reduce_scatter\n"
+        "  auto_vs_best    (with --profile P) AUTO beside the best algorithm\n"
+        "                  at every size of the profile, interleaved\n"
         "              each registry algorithm that can run the call, and\n"
         "              AUTO, 8 B .. 4 MiB per rank (MPI_Allreduce, MPI_Bcast,\n"
         "              MPI_Allgather, MPI_Alltoall, MPI_Reduce_scatter_block)\n"
@@ -113,6 +115,7 @@ static void usage(FILE *f)
         "  --min-bytes B   smallest size of the sweeps (K, M suffixes)\n"
         "  --any-range     collectives: run an algorithm at every size its\n"
         "                  check accepts, also outside its message range\n"
+        "  --profile P     auto_vs_best: the profile (AUTO selects from it)\n"
         "  --coll-stats    collectives: each task prints on stderr how the\n"
         "                  collectives protocol's counters moved per line\n"
         "  --max-bytes B   largest size of the sweeps (default 64M)\n");
@@ -160,6 +163,10 @@ static int parse_opts(int argc, char **argv, opts_t *o)
             o->any_range = true;
         } else if (strcmp(a, "--coll-stats") == 0) {
             o->coll_stats = true;
+        } else if (strcmp(a, "--profile") == 0 && i + 1 < argc) {
+            /* AUTO selects from it: the client reads it when created. */
+            o->profile = argv[++i];
+            setenv("PAMI_COLL_PROFILE", o->profile, 1);
         } else if (strcmp(a, "--min-cpu") == 0 && i + 1 < argc) {
             char *end;
             o->min_cpu = strtod(argv[++i], &end);

@@ -26,6 +26,7 @@ static const struct {
     [T_ALLGATHER] = {"allgather", METRIC_LAT_US},
     [T_ALLTOALL] = {"alltoall", METRIC_LAT_US},
     [T_REDUCE_SCATTER] = {"reduce_scatter", METRIC_LAT_US},
+    [T_AUTO_VS_BEST] = {"auto_vs_best", METRIC_LAT_US},
 };
 
 const char *test_name(test_id_t t) { return tests[t].name; }

@@ -448,7 +448,11 @@ static void build(wf_t *w, int fam, pkt_t *p)
         am_header(p, w->me, PAMI_DISPATCH_RNDV, PAMI_AM_FLAG_ACK);
         append(p, &cookie, sizeof(cookie));
         bool cma = rnd_below(2);
-        pami_rndv_rts_t r = {.version = RNDV_VERSION, .dispatch = ID_FUZZ,
+        /* Large messages reach protocols too: half aim at one. */
+        size_t ids[] = {w->bp_base, w->coll_base, w->shmb_base,
+                        w->svd_base + rnd_below(SVD_PKT_COUNT)};
+        uint32_t id = (uint32_t)(rnd_below(2) ? ID_FUZZ : ids[rnd_below(4)]);
+        pami_rndv_rts_t r = {.version = RNDV_VERSION, .dispatch = id,
                              .bytes = 1 + rnd_below(sizeof(src_buf)),
                              .flags = cma ? RNDV_FLAG_CMA : 0,
                              .base = (uint64_t)(uintptr_t)src_buf};
@@ -457,9 +461,26 @@ static void build(wf_t *w, int fam, pkt_t *p)
             r.mr    = src_mr;
         }
         size_t at = p->hlen;
+        if (id == w->coll_base && rnd_below(4) == 0) {
+            /* A payload as large as an edge value, announced alike in
+             * the request and in the collectives header: what the
+             * target keeps for a geometry it does not know yet. */
+            r.bytes = mutant(r.bytes, 8);
+            r.flags = RNDV_FLAG_CMA;
+        }
         append(p, &r, sizeof(r));
-        fill(p->hdr + p->hlen, 16);
-        p->hlen += 16;
+        if (id == w->coll_base) {
+            uint32_t   seq = (uint32_t)rnd_below(4);
+            coll_hdr_t h = {.version = COLL_WIRE_VERSION,
+                            .type = COLL_MSG_DATA, .kind = PAMI_XFER_ALLREDUCE,
+                            .connid = (uint16_t)(seq % PAMI_CONNID_BUFFER),
+                            .geom_id = 1 + (uint32_t)rnd_below(4), .seq = seq,
+                            .total = r.bytes};
+            append(p, &h, sizeof(h));
+        } else {
+            fill(p->hdr + p->hlen, 16);
+            p->hlen += 16;
+        }
         add_field(p, 8, 8);
         add_field(p, at + offsetof(pami_rndv_rts_t, version), 4);
         add_field(p, at + offsetof(pami_rndv_rts_t, dispatch), 4);
@@ -739,6 +760,23 @@ static void check_traffic(wf_t *w)
             "%u of %d correct messages", w->check_ok, CHECK_MSGS);
 }
 
+/* Virtual memory of this process, kB: a forged size must not make the
+ * target reserve memory no real message could need. */
+static unsigned long vm_kb(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char  line[256];
+    unsigned long kb = 0;
+    while (f != NULL && fgets(line, sizeof(line), f) != NULL)
+        if (sscanf(line, "VmSize: %lu kB", &kb) == 1)
+            break;
+    if (f != NULL)
+        fclose(f);
+    return kb;
+}
+
+#define VM_GROWTH_MAX_KB (1024ul * 1024) /* 1 GiB */
+
 static uint64_t parse_u64(const char *s, const char *what)
 {
     char *end;
@@ -802,6 +840,7 @@ int main(int argc, char **argv)
 
     drops_t before, after;
     drops(&w, &before);
+    unsigned long vm_before = vm_kb();
     mp_sync(&w.job);
 
     uint64_t sent[F_COUNT] = {0};
@@ -841,6 +880,10 @@ int main(int argc, char **argv)
               (long long)out[0], (long long)out[1]);
 
     if (w.me == 1) {
+        unsigned long vm_after = vm_kb();
+        MP_EXPECT(vm_after < vm_before + VM_GROWTH_MAX_KB,
+                  "the forged packets grew the target from %lu to %lu kB",
+                  vm_before, vm_after);
         drops(&w, &after);
         printf("wire-fuzz: target task 1: %lu forged user messages handled "
                "(%lu landed)\n", w.fuzz_seen, w.fuzz_landed);

@@ -18,9 +18,11 @@ static pami_result_t no_init(const pami_protocol_env_t *env, void **state)
     return PAMI_SUCCESS;
 }
 
-static const pami_protocol_ops_t one = {.name = "test.one", .num_dispatch = 1,
+static const pami_protocol_ops_t one = {PAMI_PROTOCOL_OPS_HEADER,
+                                        .name = "test.one", .num_dispatch = 1,
                                         .init = no_init};
-static const pami_protocol_ops_t two = {.name = "test.two", .num_dispatch = 1,
+static const pami_protocol_ops_t two = {PAMI_PROTOCOL_OPS_HEADER,
+                                        .name = "test.two", .num_dispatch = 1,
                                         .init = no_init};
 
 int main(int argc, char **argv)

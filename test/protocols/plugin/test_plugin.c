@@ -67,9 +67,11 @@ static size_t probe_stats(void *state, pami_protocol_stat_t *out, size_t max)
 }
 
 static const pami_protocol_ops_t probe_a = {
+    PAMI_PROTOCOL_OPS_HEADER,
     .name = "test.probe_a", .version = 3, .num_dispatch = 4,
     .init = probe_init, .fini = probe_fini, .stats = probe_stats};
 static const pami_protocol_ops_t probe_b = {
+    PAMI_PROTOCOL_OPS_HEADER,
     .name = "test.probe_b", .version = 1, .num_dispatch = 2,
     .init = probe_init, .fini = probe_fini, .stats = probe_stats};
 
@@ -164,6 +166,42 @@ static void test_register_refused(void **state)
     assert_int_equal(rc, PAMI_ENOMEM);
     assert_true(i > 1);
     /* A small one still fits where a big one did not, or slots ran out. */
+    assert_int_equal(pami_client_destroy(&c), PAMI_SUCCESS);
+}
+
+/* The table's header: ABI version and size. A shorter table (built
+ * against an older, smaller struct) loads with what it lacks taken as
+ * absent; another ABI version, a missing header or a size below the
+ * first version's are refused. */
+static void test_abi_header(void **state)
+{
+    (void)state;
+    reset();
+    pami_client_t c;
+    assert_int_equal(pami_client_create("plugin", NULL, &c), PAMI_SUCCESS);
+    pami_protocol_ops_t bad = probe_a;
+    bad.abi_version = PAMI_PROTOCOL_ABI_VERSION + 1;
+    assert_int_equal(pami_protocol_register(c, &bad, NULL), PAMI_INVAL);
+    bad = probe_a;
+    bad.abi_version = 0;
+    bad.struct_size = 0;
+    assert_int_equal(pami_protocol_register(c, &bad, NULL), PAMI_INVAL);
+    bad = probe_a;
+    bad.struct_size = (uint32_t)offsetof(pami_protocol_ops_t, stats);
+    assert_int_equal(pami_protocol_register(c, &bad, NULL), PAMI_INVAL);
+
+    /* A larger table (from a later pami of the same ABI) is read as far
+     * as this one knows it. */
+    static pami_protocol_ops_t larger;
+    larger = probe_a;
+    larger.struct_size = sizeof(larger) + 64;
+    assert_int_equal(pami_protocol_register(c, &larger, NULL), PAMI_SUCCESS);
+    pami_protocol_info_t info;
+    size_t n = 0;
+    while (pami_protocol_query(c, n, &info) == PAMI_SUCCESS)
+        n++;
+    assert_string_equal(info.name, "test.probe_a");
+    assert_int_equal(info.num_dispatch, 4);
     assert_int_equal(pami_client_destroy(&c), PAMI_SUCCESS);
 }
 
@@ -432,6 +470,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_blocks_disjoint),
         cmocka_unit_test(test_register_refused),
+        cmocka_unit_test(test_abi_header),
         cmocka_unit_test(test_state_and_delivery),
         cmocka_unit_test(test_reserved_ids_refused),
         cmocka_unit_test(test_protocol_send),
