@@ -251,6 +251,7 @@ static void coll_fini(pami_context_t context, void *state)
 {
     (void)context;
     coll_ctx_t *cc = state;
+    coll_select_context_end(cc);
     for (struct pami_geometry *g = cc->geoms; g != NULL; g = g->next)
         for (size_t i = 0; i < PAMI_CONNID_BUFFER; i++)
             if (g->slots[i] != NULL)

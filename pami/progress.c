@@ -213,7 +213,9 @@ static bool needs_progress(const struct pami_context *ctx)
 int pami_context_release(struct pami_context *ctx)
 {
     pami_client_impl_t *c = ctx->client;
-    bool work = c->progress_running && needs_progress(ctx);
+    if (!c->progress_running)
+        return pthread_mutex_unlock(&ctx->lock);
+    bool work = needs_progress(ctx);
     int  rc   = pthread_mutex_unlock(&ctx->lock);
     if (rc != 0)
         return rc; /* not held by this thread: nothing was done under it */
@@ -222,7 +224,7 @@ int pami_context_release(struct pami_context *ctx)
     atomic_thread_fence(memory_order_seq_cst);
     bool skipped = atomic_load(&ctx->progress_skipped) != 0 &&
                    atomic_exchange(&ctx->progress_skipped, 0) != 0;
-    if (c->progress_running && (work || skipped))
+    if (work || skipped)
         evloop_libev_ops.wakeup(c->progress_loop);
     return 0;
 }

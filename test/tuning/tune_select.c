@@ -107,9 +107,11 @@ static const char *run_allreduce(const ct_geom_t *cg, size_t count)
     size_t nb;
     MP_CHECK(pami_protocol_stats(job.ctx[0], "coll_select", st, 128, &nb));
     const char *ran = NULL;
-    /* Counters 0..5 are the reasons and mismatches; algorithms follow. */
-    for (size_t i = 6; i < nb && i < COLL_CT_MAX; i++)
-        if (st[i].value != before[i]) {
+    /* The reasons and mismatches first; then one per algorithm. */
+    for (size_t i = 0; i < nb && i < COLL_CT_MAX; i++)
+        if (strncmp(st[i].name, "selected_", 9) != 0 &&
+            strncmp(st[i].name, "table_", 6) != 0 &&
+            st[i].value != before[i]) {
             if (ran != NULL || st[i].value != before[i] + 1)
                 mp_fail("allreduce of %zu: more than one algorithm counted",
                         count);
