@@ -67,14 +67,31 @@ void pami_task_failed(struct pami_context *ctx, uint32_t task, int status)
     ctx->peers_failed_pending = true;
 }
 
+/* The task whose message the core barrier (barrier.c, dissemination:
+ * round k hears from task - 2^k) waits for, or UINT32_MAX. */
+static uint32_t barrier_waits_for(const struct pami_context *ctx)
+{
+    const pami_client_impl_t *c = ctx->client;
+    size_t dist = (size_t)1 << ctx->bar_round;
+    if (dist >= c->size ||
+        (ctx->bar_seen[ctx->bar_epoch & 1] & (1ull << ctx->bar_round)))
+        return UINT32_MAX;
+    return (uint32_t)((c->task + c->size - dist) % c->size);
+}
+
 void pami_tasks_watch(struct pami_context *ctx)
 {
     pami_client_impl_t *c   = ctx->client;
     uint64_t            now = pami_time_ns();
-    /* A departed task is what the barrier still waits for. */
-    if (ctx->depart_deadline_ns != 0 && now >= ctx->depart_deadline_ns &&
-        ctx->shutdown_stage == 2)
-        c->tasks_failed = true;
+    /* The second barrier, idle, still waits for a task that is gone: what
+     * it sent before it left would have been taken in by now. A wait for
+     * a live task is only slow (a loaded machine), not a failure. */
+    if (ctx->shutdown_stage == 2 && ctx->depart_deadline_ns != 0 &&
+        now >= ctx->depart_deadline_ns) {
+        uint32_t from = barrier_waits_for(ctx);
+        if (from != UINT32_MAX && ctx->peers[from * c->num_contexts].task_dead)
+            c->tasks_failed = true;
+    }
     if (!c->config.peer_errors || c->num_local_tasks <= 1 ||
         now - ctx->last_sweep_ns < PAMI_WATCH_MS * 1000000ull)
         return;

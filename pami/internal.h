@@ -245,7 +245,8 @@ struct pami_context {
     /* Destroy's stage (shutdown.c): in the first barrier no task can have
      * left normally yet, so a death there fails at once; later, a task
      * found gone may have finished its barriers and left, and it counts as
-     * failed only if the barrier is still stuck PAMI_DEPART_GRACE_MS on. */
+     * failed only if the barrier, idle, still waits for its message
+     * PAMI_DEPART_GRACE_MS on. */
     uint8_t               shutdown_stage;
     uint64_t              depart_deadline_ns; /* 0: no departure pending */
     bool                  eps_closed;   /* no new endpoints from now on */
