@@ -10,9 +10,9 @@ FUZZ_TARGETS ?=
 DEB_PACKAGES = gcc pkg-config meson ninja-build libucx-dev ucx-utils \
                libev-dev libpmix-dev openmpi-bin libopenmpi-dev \
                libcmocka-dev libjson-c-dev clang libclang-rt-14-dev \
-               python3-matplotlib
+               python3-matplotlib abigail-tools
 
-.PHONY: all deps build demo test fuzz fuzz-build fuzz-smoke clean
+.PHONY: all deps build demo test fuzz fuzz-build fuzz-smoke clean abi-baseline
 
 all: build
 
@@ -45,6 +45,13 @@ test: build
 	meson test -C $(BUILD) --print-errorlogs --num-processes 2 || rc=1; \
 	$(MAKE) --no-print-directory fuzz-smoke || rc=1; \
 	exit $$rc
+
+# The public ABI baseline the abi-baseline test compares with (docs/abi.md):
+# regenerate it in the commit that changes the ABI on purpose. Needs
+# debug info (the default debugoptimized build has it).
+abi-baseline: build
+	abidw --headers-dir $(BUILD)/include/pami --no-show-locs \
+	  --no-corpus-path --out-file test/abi/libpami.abi $(BUILD)/libpami.so
 
 $(FUZZ_BUILD)/build.ninja:
 	CC=clang meson setup $(FUZZ_BUILD) -Dfuzz=true -Dtests=false \
