@@ -428,6 +428,8 @@ unsigned pami_request_report(struct pami_context *ctx);
 /* Ends every operation toward peer with PAMI_PEER_FAILED now, without
  * waiting for UCX, which may never answer for a dead peer. */
 void pami_requests_abandon(struct pami_context *ctx, uint32_t peer);
+/* Marks what UCX still holds for a failed peer as failed, for UCX to end. */
+void pami_requests_peer_failed(struct pami_context *ctx, uint32_t peer);
 /* Fails what is left (PAMI_SHUTDOWN) and runs its callbacks. */
 void pami_requests_destroy(struct pami_context *ctx);
 /* Frees the table; after the worker is gone. */
