@@ -12,7 +12,7 @@ DEB_PACKAGES = gcc pkg-config meson ninja-build libucx-dev ucx-utils \
                libcmocka-dev libjson-c-dev clang libclang-rt-14-dev \
                python3-matplotlib abigail-tools
 
-.PHONY: all deps build demo test fuzz fuzz-build fuzz-smoke clean abi-baseline
+.PHONY: all deps build demo test fuzz fuzz-build fuzz-smoke soak clean abi-baseline
 
 all: build
 
@@ -67,6 +67,12 @@ fuzz: fuzz-build
 
 fuzz-smoke: fuzz-build
 	test/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SMOKE_SECONDS) $(FUZZ_TARGETS)
+
+# The fault suite's whole matrix, SOAK_RUNS runs per cell, and a table of
+# detection and shutdown times (docs/faults.md).
+SOAK_RUNS ?= 5
+soak: build
+	SOAK_RUNS=$(SOAK_RUNS) sh test/faults/soak.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(FUZZ_BUILD)

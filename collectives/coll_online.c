@@ -66,11 +66,20 @@ static unsigned bucket_of(uint64_t b)
     return b == 0 ? 0 : 64 - (unsigned)__builtin_clzll(b);
 }
 
-/* The point of x (made on first use, with its candidates), or NULL. */
+/* The point of x, or NULL. Made (with its candidates) only when a call
+ * runs (create), so queries and peeks on one member never take a slot
+ * the others do not; otherwise a new point is filled into *tmp. */
 static coll_online_pt_t *point(struct pami_geometry *g, const pami_xfer_t *x,
-                               unsigned cls, uint64_t bytes)
+                               unsigned cls, uint64_t bytes, bool create,
+                               coll_online_pt_t *tmp)
 {
     if (g->online == NULL)
+        return NULL;
+    /* Only calls that can run make points: a call that fails its checks
+     * here (and maybe nowhere else) must not take one. */
+    if (x->kind != PAMI_XFER_BARRIER &&
+        (!coll_type_valid(x->dtype) ||
+         (coll_kind_reduces(x->kind) && !coll_op_valid(x->dtype, x->op))))
         return NULL;
     unsigned b = bucket_of(bytes);
     coll_online_pt_t *free_pt = NULL;
@@ -83,7 +92,9 @@ static coll_online_pt_t *point(struct pami_geometry *g, const pami_xfer_t *x,
     }
     if (free_pt == NULL)
         return NULL; /* all in use: built-in rules (the same everywhere) */
-    coll_online_pt_t *p = free_pt;
+    coll_online_pt_t *p = create ? free_pt : tmp;
+    if (p == NULL)
+        return NULL;
     memset(p, 0, sizeof(*p));
     p->used = true;
     p->kind = (uint8_t)x->kind;
@@ -112,7 +123,7 @@ pami_algorithm_t coll_online_peek(struct pami_geometry *g,
                                   uint64_t bytes, bool *exploring)
 {
     *exploring = false;
-    coll_online_pt_t *p = point(g, x, cls, bytes);
+    coll_online_pt_t tmp, *p = point(g, x, cls, bytes, false, &tmp);
     if (p == NULL || p->failed)
         return 0;
     if (p->chosen != 0)
@@ -139,7 +150,7 @@ int coll_online_commit(struct pami_geometry *g, const pami_xfer_t *x,
     bool exploring;
     if (coll_online_peek(g, x, cls, bytes, &exploring) != id || !exploring)
         return -1;
-    coll_online_pt_t *p = point(g, x, cls, bytes);
+    coll_online_pt_t *p = point(g, x, cls, bytes, true, NULL);
     int slot = (int)(p - g->online->pt) * 256 + (int)p->calls;
     p->calls++;
     if (req != NULL) {
@@ -204,7 +215,7 @@ pami_result_t coll_online_ready(coll_ctx_t *cc, struct pami_geometry *g,
         return PAMI_SUCCESS;
     uint64_t bytes = coll_select_bytes(x, g);
     unsigned cls = coll_tclass(x->kind, x->dtype, x->op);
-    coll_online_pt_t *p = point(g, x, cls, bytes);
+    coll_online_pt_t *p = point(g, x, cls, bytes, false, NULL);
     if (p == NULL || p->chosen != 0 || p->failed ||
         p->calls < (uint32_t)p->ncand * COLL_ONLINE_TRIES)
         return PAMI_SUCCESS;

@@ -104,16 +104,29 @@ def main():
     ap.add_argument("--expect-timeout", action="append", default=[])
     ap.add_argument("--expect-cases", type=int, default=None)
     ap.add_argument("--job-timeout", type=int, default=400)
+    ap.add_argument("--mpirun", action="store_true",
+                    help="PAMIRUN is Open MPI's mpirun (the pmix bootstrap)")
     argv = sys.argv[1:]
     cut = argv.index("--") if "--" in argv else len(argv)
     a = ap.parse_args(argv[:cut])
     rest = argv[cut + 1:]
     with tempfile.TemporaryDirectory() as tmp:
         junit = os.path.join(tmp, "out.xml")
-        cmd = [a.pamirun, "-n", str(a.n), "--timeout", str(a.job_timeout),
-               a.runner, "--tap", "--junit", junit] + rest
-        p = subprocess.run(cmd, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True)
+        if a.mpirun:
+            launch = [a.pamirun, "--allow-run-as-root", "--oversubscribe",
+                      "-np", str(a.n)]
+        else:
+            launch = [a.pamirun, "-n", str(a.n), "--timeout",
+                      str(a.job_timeout)]
+        cmd = launch + [a.runner, "--tap", "--junit", junit] + rest
+        try:
+            p = subprocess.run(cmd, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True,
+                               timeout=a.job_timeout + 30)
+        except subprocess.TimeoutExpired:
+            print("FAIL: the job did not end within %d s" %
+                  (a.job_timeout + 30))
+            return 1
         sys.stdout.write(p.stdout)
         errs = [l for l in p.stderr.splitlines() if "pami warn" not in l]
         if errs:

@@ -261,6 +261,22 @@ static void run_here(cf_channel_t *ch, const cf_run_args_t *a,
                  cf_channel_rank(ch));
     } else if (c.have_result) {
         *res = c.result;
+        /* A result, then a non-zero exit: a sanitizer's report at exit,
+         * or the process broke after the case. */
+        if (res->status == CF_PASSED && !(exited &&
+                                          WEXITSTATUS(wstatus) == 0)) {
+            res->status = CF_CRASHED;
+            if (exited)
+                snprintf(res->msg, sizeof(res->msg),
+                         "task %u: expected a clean exit after the case "
+                         "passed, seen exit code %d (see stderr)",
+                         cf_channel_rank(ch), WEXITSTATUS(wstatus));
+            else
+                snprintf(res->msg, sizeof(res->msg),
+                         "task %u: expected a clean exit after the case "
+                         "passed, seen signal %d (%s)", cf_channel_rank(ch),
+                         WTERMSIG(wstatus), strsignal(WTERMSIG(wstatus)));
+        }
     } else {
         res->status = CF_CRASHED;
         if (exited)
