@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The plug-in's table wrapped so init and fini are seen. */
 typedef struct {
@@ -31,12 +32,26 @@ static void log_call(char what, char who, size_t off, pami_context_t ctx)
     ncalls++;
 }
 
+/* The plug-in's block as init got it: the generic suite sends on it. */
+static pami_protocol_env_t plugin_env;
+static pami_task_t failed_task = (pami_task_t)-1;
+
 static pami_result_t wrap_init(const pami_protocol_env_t *env, void **state)
 {
     log_call('i', 'p', env->context_offset, env->context);
     if (env->context_offset < 4)
         ctx_of_offset[env->context_offset] = env->context;
+    if (env->context_offset == 0)
+        plugin_env = *env;
     return inner->init ? inner->init(env, state) : PAMI_SUCCESS;
+}
+
+static void wrap_peer_failed(pami_context_t ctx, void *state,
+                             pami_task_t task)
+{
+    failed_task = task;
+    if (inner->peer_failed)
+        inner->peer_failed(ctx, state, task);
 }
 
 static void wrap_fini(pami_context_t ctx, void *state)
@@ -75,6 +90,7 @@ static int tables(cf_env_t *e)
     wrap.struct_size = sizeof(wrap);
     wrap.init = wrap_init;
     wrap.fini = wrap_fini;
+    wrap.peer_failed = wrap_peer_failed;
     probe = (pami_protocol_ops_t){PAMI_PROTOCOL_OPS_HEADER,
                                   .name = "pami-conformance.probe",
                                   .version = 1, .num_dispatch = 2,
@@ -280,6 +296,129 @@ static void mismatched_sets(cf_env_t *e)
                      "task, seen task %zu succeed", t);
 }
 
+/* Sum of the plug-in's counters whose name says they count refusals. */
+static int drops(cf_env_t *e, const char *name, uint64_t *sum)
+{
+    pami_protocol_stat_t st[64];
+    size_t n = 0;
+    if (pami_protocol_stats(e->ctx, name, st, 64, &n) != PAMI_SUCCESS)
+        return -1;
+    int any = 0;
+    *sum = 0;
+    for (size_t i = 0; i < n && i < 64; i++)
+        if (st[i].name != NULL && (strstr(st[i].name, "drop") ||
+                                   strstr(st[i].name, "malformed") ||
+                                   strstr(st[i].name, "bad") ||
+                                   strstr(st[i].name, "invalid"))) {
+            *sum += st[i].value;
+            any = 1;
+        }
+    return any;
+}
+
+/* Seeded packets of random bytes and lengths on every id of the
+ * plug-in's block, to the next task. */
+static int send_garbage(cf_env_t *e, size_t count)
+{
+    uint64_t x = e->seed * 0x9e3779b97f4a7c15ull + e->task + 1;
+    pami_endpoint_t to = cf_ep(e, (pami_task_t)((e->task + 1) % e->size));
+    static uint8_t buf[512];
+    for (size_t i = 0; i < count && plugin_env.num_dispatch > 0; i++) {
+        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        for (size_t b = 0; b < sizeof(buf); b++)
+            buf[b] = cf_byte(x, i, 0, b);
+        size_t hl = (size_t)(x % 96), dl = (size_t)((x >> 8) % 400);
+        pami_send_immediate_t m = {
+            .dest = to, .dispatch = i % plugin_env.num_dispatch,
+            .header = hl ? buf : NULL, .header_len = hl,
+            .data = dl ? buf + 96 : NULL, .data_len = dl};
+        pami_result_t rc;
+        while ((rc = pami_protocol_send_immediate(&plugin_env, &m)) ==
+               PAMI_EAGAIN)
+            pami_context_advance(e->ctx, 1);
+        if (rc == PAMI_INVAL && hl + dl > 0) {
+            /* Beyond immediate_max: the same bytes by pami_protocol_send. */
+            pami_send_t l = {.send = m};
+            rc = pami_protocol_send(&plugin_env, &l);
+        }
+        if (rc != PAMI_SUCCESS) {
+            CF_FAIL(e, "expected a packet on the plug-in's id %zu to be sent, "
+                    "seen %s", m.dispatch, cf_rc_name(rc));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void malformed_packets(cf_env_t *e)
+{
+    if (tables(e) != 0)
+        return;
+    CF_OK(e, pami_protocol_register(e->client, &wrap, NULL));
+    CF_OK(e, pami_context_createv(e->client, NULL, 1, &e->ctx));
+    CF_OK(e, pami_dispatch_fence(e->client));
+    uint64_t before = 0, after = 0;
+    int counted = drops(e, wrap.name, &before);
+    CF_CHECK(e, counted >= 0, "expected the plug-in's counters by its name");
+    CF_OK(e, pami_dispatch_fence(e->client));
+    if (send_garbage(e, 64) != 0)
+        return;
+    /* Messages of one pair arrive in order: the fence's come after. */
+    CF_OK(e, pami_dispatch_fence(e->client));
+    drops(e, wrap.name, &after);
+    CF_CHECK(e, !counted || after > before,
+             "expected the plug-in's drop counters to rise after 64 seeded "
+             "malformed packets, seen %llu -> %llu",
+             (unsigned long long)before, (unsigned long long)after);
+}
+
+static void fini_pending(cf_env_t *e)
+{
+    if (tables(e) != 0)
+        return;
+    CF_OK(e, pami_protocol_register(e->client, &wrap, NULL));
+    CF_OK(e, pami_context_createv(e->client, NULL, 1, &e->ctx));
+    CF_OK(e, pami_dispatch_fence(e->client));
+    if (send_garbage(e, 32) != 0)
+        return;
+    /* No fence: the packets may still be on their way at fini. */
+    pami_context_t c = e->ctx;
+    CF_OK(e, pami_context_destroyv(&e->ctx, 1));
+    CF_CHECK(e, count('f', 'p', c) == 1, "expected fini once with packets "
+             "pending, seen %zu", count('f', 'p', c));
+}
+
+static void peer_dies(cf_env_t *e)
+{
+    if (tables(e) != 0)
+        return;
+    pami_task_t victim = (pami_task_t)(e->size - 1);
+    CF_OK(e, pami_protocol_register(e->client, &wrap, NULL));
+    CF_OK(e, pami_context_createv(e->client, NULL, 1, &e->ctx));
+    CF_OK(e, pami_dispatch_fence(e->client));
+    if (send_garbage(e, 16) != 0)
+        return;
+    /* Every task's packets were handled; then the last task goes. */
+    CF_OK(e, pami_dispatch_fence(e->client));
+    if (e->task == victim) {
+        cf_report_now(e);
+        _exit(0);
+    }
+    pami_result_t rc = pami_dispatch_fence(e->client);
+    CF_CHECK(e, rc == PAMI_PEER_FAILED, "expected the fence to report the "
+             "dead task (PAMI_PEER_FAILED), seen %s", cf_rc_name(rc));
+    CF_CHECK(e, failed_task == victim, "expected the protocol's peer_failed "
+             "for task %u, seen %d", victim, (int)failed_task);
+    pami_context_t c = e->ctx;
+    rc = pami_context_destroyv(&e->ctx, 1);
+    CF_CHECK(e, rc == PAMI_SUCCESS || rc == PAMI_PEER_FAILED,
+             "expected destroyv PAMI_SUCCESS or PAMI_PEER_FAILED after a "
+             "death, seen %s", cf_rc_name(rc));
+    CF_CHECK(e, count('f', 'p', c) == 1, "expected fini once after the "
+             "death, seen %zu", count('f', 'p', c));
+    e->no_destroy = 1; /* the client cannot leave a job with a dead task */
+}
+
 const cf_case_t cf_plugin_cases[] = {
     {"protocols", "register_before_createv", 1, 0, CF_OWN_CONTEXTS,
      register_before},
@@ -289,6 +428,10 @@ const cf_case_t cf_plugin_cases[] = {
     {"protocols", "loaded_by_environment", 1, 0, CF_LOAD_PLUGIN,
      by_environment},
     {"protocols", "mismatched_sets", 2, 0, CF_OWN_CONTEXTS, mismatched_sets},
+    {"protocols", "malformed_packets", 2, 0, CF_OWN_CONTEXTS,
+     malformed_packets},
+    {"protocols", "fini_pending", 2, 0, CF_OWN_CONTEXTS, fini_pending},
+    {"protocols", "peer_dies", 2, 0, CF_OWN_CONTEXTS, peer_dies},
 };
 const size_t cf_num_plugin_cases =
     sizeof(cf_plugin_cases) / sizeof(cf_plugin_cases[0]);
