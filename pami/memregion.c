@@ -39,11 +39,8 @@ _Static_assert(offsetof(mr_wire_t, seal) == MR_SEALED_HEAD,
 /* The seal covers the 40 bytes in front of it and the packed key. */
 static uint64_t mr_seal(const mr_wire_t *w, const uint8_t *secret)
 {
-    uint8_t msg[MR_SEALED_HEAD + sizeof(w->rkey)];
-    size_t  klen = w->rkey_len <= sizeof(w->rkey) ? w->rkey_len : 0;
-    memcpy(msg, w, MR_SEALED_HEAD);
-    memcpy(msg + MR_SEALED_HEAD, w->rkey, klen);
-    return pami_siphash24(secret, msg, MR_SEALED_HEAD + klen);
+    size_t klen = w->rkey_len <= sizeof(w->rkey) ? w->rkey_len : 0;
+    return pami_siphash24_2(secret, w, MR_SEALED_HEAD, w->rkey, klen);
 }
 
 pami_mr_verdict_t pami_mr_wire_decode(const void *buf, size_t len,
