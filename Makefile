@@ -10,9 +10,9 @@ FUZZ_TARGETS ?=
 DEB_PACKAGES = gcc pkg-config meson ninja-build libucx-dev ucx-utils \
                libev-dev libpmix-dev openmpi-bin libopenmpi-dev \
                libcmocka-dev libjson-c-dev clang libclang-rt-14-dev \
-               python3-matplotlib
+               python3-matplotlib abigail-tools
 
-.PHONY: all deps build demo test fuzz fuzz-build fuzz-smoke clean
+.PHONY: all deps build demo test fuzz fuzz-build fuzz-smoke soak clean abi-baseline
 
 all: build
 
@@ -46,6 +46,14 @@ test: build
 	$(MAKE) --no-print-directory fuzz-smoke || rc=1; \
 	exit $$rc
 
+# The public ABI baseline the abi-baseline test compares with (docs/abi.md):
+# regenerate it in the commit that changes the ABI on purpose. Needs
+# debug info (the default debugoptimized build has it).
+abi-baseline: build
+	abidw --headers-dir $(BUILD)/include/pami --no-show-locs \
+	  --no-corpus-path --type-id-style hash \
+	  --out-file test/abi/libpami.abi $(BUILD)/libpami.so
+
 $(FUZZ_BUILD)/build.ninja:
 	CC=clang meson setup $(FUZZ_BUILD) -Dfuzz=true -Dtests=false \
 	  -Db_sanitize=address,undefined -Db_lundef=false
@@ -59,6 +67,12 @@ fuzz: fuzz-build
 
 fuzz-smoke: fuzz-build
 	test/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SMOKE_SECONDS) $(FUZZ_TARGETS)
+
+# The fault suite's whole matrix, SOAK_RUNS runs per cell, and a table of
+# detection and shutdown times (docs/faults.md).
+SOAK_RUNS ?= 5
+soak: build
+	SOAK_RUNS=$(SOAK_RUNS) sh test/faults/soak.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(FUZZ_BUILD)

@@ -148,6 +148,8 @@ typedef struct coll_req {
     size_t        key_n, key_r;  /* geometry size and rank it was built for */
     bool          key_node;      /* and whether it was the node's tasks */
     uint64_t      key_list;      /* and its task list's hash (node layout) */
+    int           online_slot;   /* an online exploration call: its turn */
+    double        online_t0;     /* and when it started (us) */
 } coll_req_t;
 
 /* ---- geometries ---- */
@@ -181,6 +183,7 @@ struct pami_geometry {
     coll_shape_t          shape;
     struct coll_table    *table;
     bool                  agreed, agree_started;
+    struct coll_online   *online; /* PAMI_COLL_TUNE=online (coll_online.c) */
     uint64_t              agree_v[2]; /* world: {min h, min ~h} */
     uint64_t              logged[PAMI_XFER_COUNT];
 };
@@ -238,7 +241,7 @@ typedef struct coll_ctx {
     /* Calls per registry id (index id - 1) and AUTO's reasons
      * (pami_selected_reason_t), for the coll_select counters. */
     uint64_t         algo_calls[COLL_MAX_ALGOS];
-    uint64_t         selected[PAMI_SELECTED_BUILTIN + 1];
+    uint64_t         selected[PAMI_SELECTED_ONLINE + 1];
     uint64_t         table_mismatches;
 } coll_ctx_t;
 
@@ -436,6 +439,32 @@ pami_algorithm_t coll_auto_select(const pami_xfer_t *x,
                                   struct pami_geometry *g,
                                   pami_algorithm_selection_t *sel, bool call);
 void coll_select_free(struct pami_geometry *g);
+/* The size a call is selected by (equal on every member). */
+uint64_t coll_select_bytes(const pami_xfer_t *x, const struct pami_geometry *g);
+bool coll_select_online(void);
+bool coll_select_logging(void); /* PAMI_COLL_LOG=1 */
+/* At the end of a context: PAMI_COLL_PROFILE_OUT gets what it learnt. */
+void coll_select_context_end(coll_ctx_t *cc);
+
+/* coll_online.c: online refinement (PAMI_COLL_TUNE=online). peek: the
+ * algorithm for x (0: not decided here), *exploring when it is a trial;
+ * commit: the call runs id (a trial is timed: with req at its release,
+ * else the caller records the returned slot); ready: before a call at a
+ * point whose trials ended, wait for them and agree (PAMI_EAGAIN in a
+ * handler). */
+void coll_online_geometry(struct pami_geometry *g);
+void coll_online_free(struct pami_geometry *g);
+pami_algorithm_t coll_online_peek(struct pami_geometry *g,
+                                  const pami_xfer_t *x, unsigned cls,
+                                  uint64_t bytes, bool *exploring);
+int coll_online_commit(struct pami_geometry *g, const pami_xfer_t *x,
+                       pami_algorithm_t id, coll_req_t *req);
+void coll_online_record(struct pami_geometry *g, int slot, double us);
+void coll_online_done(coll_req_t *req);
+double coll_online_now_us(void);
+pami_result_t coll_online_ready(coll_ctx_t *cc, struct pami_geometry *g,
+                                const pami_xfer_t *x);
+void coll_online_collect(coll_ctx_t *cc, coll_profile_t *prof);
 
 /* coll_types.c */
 bool coll_type_valid(pami_type_t t);

@@ -428,8 +428,17 @@ static pami_result_t collective(pami_context_t context, const pami_xfer_t *x,
         if (arc != PAMI_SUCCESS)
             return arc;
     }
-    /* The same call as one that ended well: its schedule as built. */
-    coll_req_t *req = coll_cache_take(cc, g, x);
+    bool is_auto = !(x->field_mask & PAMI_XFER_FIELD_ALGORITHM) ||
+                   x->algorithm == PAMI_ALGORITHM_AUTO;
+    if (g->online != NULL && is_auto) {
+        pami_result_t orc = coll_select_ready(cc, g, x);
+        if (orc != PAMI_SUCCESS)
+            return orc;
+    }
+    /* The same call as one that ended well: its schedule as built (not
+     * while online tuning may pick another algorithm for it). */
+    coll_req_t *req = g->online != NULL && is_auto
+                          ? NULL : coll_cache_take(cc, g, x);
     const coll_algo_t *a = NULL;
     if (req == NULL) {
         const char *why = invalid(x, g);
@@ -458,6 +467,8 @@ static pami_result_t collective(pami_context_t context, const pami_xfer_t *x,
     coll_connid_lock(g, req, true);
     coll_claim_unexpected(req);
     cc->algo_calls[req->algo_id - 1]++;
+    if (g->online != NULL && is_auto)
+        coll_online_commit(g, x, req->algo_id, req);
     if (started != NULL)
         *started = req;
     coll_start_call(req, finish_inline);
@@ -589,7 +600,7 @@ pami_result_t pami_collective_wait(pami_context_t context,
     coll_ctx_t *xcc = coll_ctx_of(context);
     struct pami_geometry *xg = xfer->geometry;
     if (xcc != NULL && xg != NULL && xg->cc == xcc && xg->ready &&
-        !xg->agreed) {
+        (!xg->agreed || xg->online != NULL)) {
         if (pami_protocol_in_handler(context))
             return PAMI_IN_HANDLER;
         rc = coll_select_ready(xcc, xg, xfer);
@@ -660,7 +671,7 @@ pami_result_t pami_geometry_barrier(pami_context_t context,
     coll_ctx_t *cc = coll_ctx_of(context);
     struct pami_geometry *g = geometry;
     if (cc != NULL && g != NULL && g->cc == cc && g->ready) {
-        if (!g->agreed) {
+        if (!g->agreed || g->online != NULL) {
             if (pami_protocol_in_handler(context))
                 return PAMI_IN_HANDLER;
             pami_result_t rc = coll_select_ready(cc, g, &x);
@@ -668,14 +679,21 @@ pami_result_t pami_geometry_barrier(pami_context_t context,
                 return rc;
         }
         pami_algorithm_selection_t s;
-        pami_algorithm_t id = coll_auto_select(&x, g, &s, true);
+        pami_algorithm_t id = coll_auto_select(&x, g, &s, false);
         const char *name = id != 0 ? coll_algos[id - 1].name : "";
         bool shm = strcmp(name, "barrier_shm") == 0;
         if (shm || strcmp(name, "barrier_hier") == 0) {
+            coll_auto_select(&x, g, &s, true); /* logged */
             cc->selected[s.reason]++;
             cc->algo_calls[id - 1]++;
-            return barrier_on_register(cc, g, shm ? PAMI_BARRIER_SHM
-                                                  : PAMI_BARRIER_HIER);
+            int slot = coll_online_commit(g, &x, id, NULL);
+            double t0 = coll_online_now_us();
+            pami_result_t rc = barrier_on_register(
+                cc, g, shm ? PAMI_BARRIER_SHM : PAMI_BARRIER_HIER);
+            coll_online_record(g, slot, rc == PAMI_SUCCESS
+                                            ? coll_online_now_us() - t0
+                                            : 1e12);
+            return rc;
         }
     }
     return pami_collective_wait(context, &x);

@@ -110,6 +110,8 @@ void coll_connid_release(struct pami_geometry *g, coll_req_t *req)
     g->in_use--;
     g->cc->st.in_use--;
     coll_global_put(g->cc->gl);
+    if (req->online_slot >= 0)
+        coll_online_done(req); /* an online trial: its time */
 }
 
 /* A message for geometry g (sender already checked to be a member). */

@@ -91,6 +91,7 @@ coll_req_t *coll_req_new(struct pami_geometry *g, const pami_xfer_t *x,
     req->kind   = kind;
     req->status = PAMI_SUCCESS;
     req->dtsize = pami_type_size(req->x.dtype);
+    req->online_slot = -1;
     return req;
 }
 
@@ -156,6 +157,7 @@ coll_req_t *coll_cache_take(coll_ctx_t *cc, struct pami_geometry *g,
         req->rdv_pending = req->ext_pending = 0;
         req->early  = NULL;
         req->status = PAMI_SUCCESS;
+        req->online_slot = -1;
         req->in_advance = req->again = req->in_call = false;
         req->posted = req->completed = req->zombie = false;
         req->pool_next = NULL;

@@ -21,6 +21,9 @@ static struct {
     bool             log;
     pami_algorithm_t forced[PAMI_XFER_COUNT];
     coll_machine_t   here;
+    bool             online;  /* PAMI_COLL_TUNE=online */
+    const char      *out;     /* PAMI_COLL_PROFILE_OUT */
+    coll_profile_t   learnt;  /* what contexts that ended learnt */
 } sel = {.once = PTHREAD_ONCE_INIT};
 
 static pthread_mutex_t warn_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -87,6 +90,14 @@ static void load(void)
     coll_machine_local(&sel.here);
     const char *lg = getenv("PAMI_COLL_LOG");
     sel.log = lg != NULL && strcmp(lg, "1") == 0;
+    const char *tune = getenv("PAMI_COLL_TUNE");
+    sel.online = tune != NULL && strcmp(tune, "online") == 0;
+    if (tune != NULL && *tune != '\0' && !sel.online &&
+        strcmp(tune, "off") != 0)
+        coll_warn("PAMI_COLL_TUNE=%s is not online or off; off", tune);
+    sel.out = getenv("PAMI_COLL_PROFILE_OUT");
+    if (sel.out != NULL && *sel.out == '\0')
+        sel.out = NULL;
     load_forced();
     const char *list = getenv("PAMI_COLL_PROFILE");
     if (list == NULL || *list == '\0')
@@ -160,6 +171,8 @@ void coll_select_geometry(coll_ctx_t *cc, struct pami_geometry *g)
     pthread_once(&sel.once, load);
     g->shape = shape_of(cc, g);
     g->agreed = g->size == 1;
+    if (sel.online)
+        coll_online_geometry(g);
     if (!sel.have)
         return;
     runnable_arg_t arg = {g};
@@ -193,6 +206,37 @@ void coll_select_free(struct pami_geometry *g)
 {
     free(g->table);
     g->table = NULL;
+    coll_online_free(g);
+}
+
+bool coll_select_logging(void)
+{
+    return sel.log;
+}
+
+bool coll_select_online(void)
+{
+    pthread_once(&sel.once, load);
+    return sel.online;
+}
+
+void coll_select_context_end(coll_ctx_t *cc)
+{
+    if (!sel.online || sel.out == NULL || cc->me != 0)
+        return;
+    pthread_mutex_lock(&warn_lock);
+    coll_online_collect(cc, &sel.learnt);
+    if (sel.learnt.n > 0) {
+        snprintf(sel.learnt.producer, sizeof(sel.learnt.producer),
+                 "pami %d.%d.%d online", PAMI_VERSION_MAJOR,
+                 PAMI_VERSION_MINOR, PAMI_VERSION_PATCH);
+        sel.learnt.machine = sel.here;
+        sel.learnt.machine.nodes = cc->world->shape.nodes;
+        sel.learnt.machine.ppn = cc->world->shape.ppn;
+        if (coll_profile_save(&sel.learnt, sel.out) != 0)
+            coll_warn("PAMI_COLL_PROFILE_OUT: cannot write %s", sel.out);
+    }
+    pthread_mutex_unlock(&warn_lock);
 }
 
 static void agree_done(pami_context_t ctx, void *cookie, pami_result_t rc)
@@ -209,8 +253,23 @@ static void agree_done(pami_context_t ctx, void *cookie, pami_result_t rc)
  * its first collective call on the world. Only a member with a table
  * waits for the result, before its first AUTO decision: one without a
  * table uses the built-in rules whatever the others have. */
+static pami_result_t world_ready(coll_ctx_t *cc, struct pami_geometry *g,
+                                 const pami_xfer_t *x);
+
 pami_result_t coll_select_ready(coll_ctx_t *cc, struct pami_geometry *g,
                                 const pami_xfer_t *x)
+{
+    pami_result_t rc = world_ready(cc, g, x);
+    bool named = (x->field_mask & PAMI_XFER_FIELD_ALGORITHM) &&
+                 x->algorithm != PAMI_ALGORITHM_AUTO;
+    if (rc == PAMI_SUCCESS && g->online != NULL && !named &&
+        (unsigned)x->kind < PAMI_XFER_COUNT)
+        rc = coll_online_ready(cc, g, x);
+    return rc;
+}
+
+static pami_result_t world_ready(coll_ctx_t *cc, struct pami_geometry *g,
+                                 const pami_xfer_t *x)
 {
     if (g->agreed)
         return PAMI_SUCCESS;
@@ -257,7 +316,7 @@ pami_result_t coll_select_ready(coll_ctx_t *cc, struct pami_geometry *g,
 /* ---- per call ---- */
 
 /* The size a call is selected by: equal on every member. */
-static uint64_t call_bytes(const pami_xfer_t *x, const struct pami_geometry *g)
+uint64_t coll_select_bytes(const pami_xfer_t *x, const struct pami_geometry *g)
 {
     if (x->kind == PAMI_XFER_BARRIER || !coll_type_valid(x->dtype))
         return 0;
@@ -289,7 +348,7 @@ static unsigned bucket(uint64_t b)
 static const char *reason_name(pami_selected_reason_t r)
 {
     static const char *const n[] = {"named", "forced", "profile", "nearest",
-                                    "built-in"};
+                                    "built-in", "online"};
     return n[r];
 }
 
@@ -311,7 +370,7 @@ pami_algorithm_t coll_auto_select(const pami_xfer_t *x,
 {
     pami_algorithm_selection_t s = {.reason = PAMI_SELECTED_BUILTIN};
     pthread_once(&sel.once, load);
-    s.bytes = call_bytes(x, g);
+    s.bytes = coll_select_bytes(x, g);
     pami_algorithm_t id = sel.forced[x->kind];
     if (id != 0 && coll_algo_runs(&coll_algos[id - 1], x, g)) {
         s.reason = PAMI_SELECTED_FORCED;
@@ -336,6 +395,17 @@ pami_algorithm_t coll_auto_select(const pami_xfer_t *x,
             s.shape_size  = sp->shape.size;
             s.shape_nodes = sp->shape.nodes;
             s.shape_tasks_per_node = sp->shape.ppn;
+            goto found;
+        }
+    }
+    if (g->online != NULL) {
+        bool exploring;
+        unsigned cls = coll_tclass(x->kind, x->dtype, x->op);
+        id = coll_online_peek(g, x, cls, s.bytes, &exploring);
+        if (id != 0) {
+            s.reason = PAMI_SELECTED_ONLINE;
+            s.why = exploring ? "trying the candidates"
+                              : "the fastest the members measured";
             goto found;
         }
     }
@@ -384,7 +454,7 @@ pami_result_t pami_geometry_algorithm_selected(
         out->name      = coll_algos[x->algorithm - 1].name;
         out->reason    = PAMI_SELECTED_NAMED;
         out->why       = "the call names it";
-        out->bytes     = call_bytes(x, x->geometry);
+        out->bytes     = coll_select_bytes(x, x->geometry);
         out->builtin   = coll_auto_builtin(x, x->geometry);
         out->builtin_name = out->builtin != 0
                                 ? coll_algos[out->builtin - 1].name : NULL;
@@ -413,9 +483,9 @@ static size_t cs_stats(void *state, pami_protocol_stat_t *out, size_t max)
     coll_ctx_t *cc = coll_ctx_of((pami_context_t)state);
     static const char *const names[] = {
         "selected_named", "selected_forced", "selected_profile",
-        "selected_nearest", "selected_builtin"};
+        "selected_nearest", "selected_builtin", "selected_online"};
     size_t n = 0;
-    for (size_t i = 0; i < 5; i++, n++)
+    for (size_t i = 0; i < 6; i++, n++)
         if (n < max)
             out[n] = (pami_protocol_stat_t){names[i],
                                             cc ? cc->selected[i] : 0};
@@ -437,6 +507,13 @@ static const pami_config_var_t cs_config[] = {
     {"PAMI_COLL_LOG", "0",
      "1: log AUTO's first decision per geometry, collective and power of "
      "two of the size, with why"},
+    {"PAMI_COLL_TUNE", "off",
+     "online: AUTO calls the profile does not decide try the candidate "
+     "algorithms during their first calls at each point and keep the "
+     "fastest the members measured (docs/tuning.md)"},
+    {"PAMI_COLL_PROFILE_OUT", "(none)",
+     "with PAMI_COLL_TUNE=online: task 0 writes what was learnt there as "
+     "a profile when its contexts end"},
     {"PAMI_COLL_<COLLECTIVE>_ALGORITHM", "(none)",
      "forces AUTO calls of the collective (e.g. PAMI_COLL_ALLREDUCE_"
      "ALGORITHM=allreduce_ring) where the algorithm can run them"},

@@ -145,6 +145,7 @@ bool coll_shm_wait_inline(pami_context_t ctx, const pami_xfer_t *x,
         pami_protocol_in_handler(ctx))
         return false;
     struct pami_geometry *g = x->geometry;
+    int slot = -1;
     *rc = coll_connid_acquire(g);
     if (*rc != PAMI_SUCCESS)
         return true;
@@ -162,7 +163,10 @@ bool coll_shm_wait_inline(pami_context_t ctx, const pami_xfer_t *x,
         pami_algorithm_selection_t sel;
         coll_auto_select(x, g, &sel, true); /* counted and logged */
         cc->selected[sel.reason]++;
+        slot = coll_online_commit(g, x, (pami_algorithm_t)(a - coll_algos + 1),
+                                  NULL);
     }
+    double t0 = coll_online_now_us();
     s->running = true;
     cshm_count(s, CSHM_STAT_inline);
     cshm_op_setup(s, NULL, x, g, pami_type_size(x->dtype),
@@ -179,6 +183,8 @@ bool coll_shm_wait_inline(pami_context_t ctx, const pami_xfer_t *x,
             *rc = cshm_op_next(s, &done); /* one round: ends here */
     }
     s->running = false;
+    coll_online_record(g, slot, *rc == PAMI_SUCCESS
+                                    ? coll_online_now_us() - t0 : 1e12);
     if (*rc != PAMI_SUCCESS && *rc != PAMI_INVAL)
         cshm_seg_failed(s, *rc);
     if (*rc == PAMI_SUCCESS) {

@@ -29,6 +29,7 @@ typedef struct pami_geometry *pami_geometry_t;
 
 /* All tasks of the job, in task order, on context. Made when the context
  * is created; id 0; never destroyed by the program. */
+PAMI_EXPORT
 pami_result_t pami_geometry_world(pami_context_t context,
                                   pami_geometry_t *world);
 
@@ -56,6 +57,7 @@ typedef struct {
  * members passed different lists. Every task of the list must belong to
  * parent. An id may be used again once the geometry that had it is
  * destroyed. params may be NULL. */
+PAMI_EXPORT
 pami_result_t pami_geometry_create_tasklist(
     pami_context_t context, pami_geometry_t parent, uint32_t id,
     const pami_task_t *tasks, size_t ntasks,
@@ -63,6 +65,7 @@ pami_result_t pami_geometry_create_tasklist(
     pami_event_fn fn, void *cookie);
 
 /* The same with the members given as ranges of tasks, in order. */
+PAMI_EXPORT
 pami_result_t pami_geometry_create_taskrange(
     pami_context_t context, pami_geometry_t parent, uint32_t id,
     const pami_geometry_range_t *ranges, size_t nranges,
@@ -72,6 +75,7 @@ pami_result_t pami_geometry_create_taskrange(
 /* Local. PAMI_EAGAIN (nothing done) while collectives of this task, its
  * creation included, are still in flight on it or a caller waits for one
  * of its ConnIDs; PAMI_INVAL for the world geometry. Sets *geometry NULL. */
+PAMI_EXPORT
 pami_result_t pami_geometry_destroy(pami_geometry_t *geometry);
 
 enum {
@@ -97,6 +101,7 @@ typedef struct {
     uint64_t           collectives;       /* collectives started */
 } pami_geometry_attr_t;
 
+PAMI_EXPORT
 pami_result_t pami_geometry_query(pami_geometry_t geometry,
                                   pami_geometry_attr_t *attr);
 
@@ -129,6 +134,7 @@ typedef void (*pami_data_function)(void *inout, const void *in, size_t count,
                                    void *cookie);
 
 /* Size in bytes of one element (0 for an unknown type). */
+PAMI_EXPORT
 size_t pami_type_size(pami_type_t type);
 
 /* ------------------------------------------------------------------------ */
@@ -213,6 +219,7 @@ typedef struct {
 /* Algorithms of kind on geometry: those that always work, and those whose
  * check function must accept the call. Algorithms whose requirements the
  * geometry itself fails are in neither list. */
+PAMI_EXPORT
 pami_result_t pami_geometry_algorithms_num(pami_geometry_t geometry,
                                            pami_xfer_type_t kind,
                                            size_t *num_always,
@@ -220,6 +227,7 @@ pami_result_t pami_geometry_algorithms_num(pami_geometry_t geometry,
 
 /* Writes up to num_always (num_check) entries of each list; any array may
  * be NULL when its count is 0. */
+PAMI_EXPORT
 pami_result_t pami_geometry_algorithms_query(
     pami_geometry_t geometry, pami_xfer_type_t kind,
     pami_algorithm_t *always, pami_algorithm_metadata_t *always_md,
@@ -227,6 +235,7 @@ pami_result_t pami_geometry_algorithms_query(
     pami_algorithm_metadata_t *check_md, size_t num_check);
 
 /* PAMI_NOT_FOUND for a name no algorithm has. */
+PAMI_EXPORT
 pami_result_t pami_algorithm_by_name(const char *name,
                                      pami_algorithm_t *algorithm);
 
@@ -236,7 +245,8 @@ typedef enum {
     PAMI_SELECTED_FORCED,    /* PAMI_COLL_<COLLECTIVE>_ALGORITHM */
     PAMI_SELECTED_PROFILE,   /* a point of the profile, this very shape */
     PAMI_SELECTED_NEAREST,   /* a point of the profile's nearest shape */
-    PAMI_SELECTED_BUILTIN    /* the built-in rules (why says which case) */
+    PAMI_SELECTED_BUILTIN,   /* the built-in rules (why says which case) */
+    PAMI_SELECTED_ONLINE     /* PAMI_COLL_TUNE=online: tried or learnt here */
 } pami_selected_reason_t;
 
 typedef struct {
@@ -259,6 +269,7 @@ typedef struct {
  * world geometry's profile table is confirmed by its first collective
  * (members compare tables then): before it, the answer assumes they
  * agree. PAMI_INVAL for a NULL argument or a geometry not ready. */
+PAMI_EXPORT
 pami_result_t pami_geometry_algorithm_selected(
     const pami_xfer_t *xfer, pami_algorithm_selection_t *selection);
 
@@ -269,21 +280,26 @@ pami_result_t pami_geometry_algorithm_selected(
  * From a handler or callback of context it cannot wait and returns
  * PAMI_EAGAIN instead: call again later (e.g. from posted work).
  * PAMI_INVAL for bad arguments or an algorithm that cannot run the call. */
+PAMI_EXPORT
 pami_result_t pami_collective(pami_context_t context, const pami_xfer_t *xfer);
 
 /* Blocking: starts the collective and waits with pami_context_wait until
  * it completes (xfer->done_fn runs too); returns its result.
  * PAMI_IN_HANDLER from a handler or callback. */
+PAMI_EXPORT
 pami_result_t pami_collective_wait(pami_context_t context,
                                    const pami_xfer_t *xfer);
 
 /* Blocking shorthands over pami_collective_wait with AUTO. */
+PAMI_EXPORT
 pami_result_t pami_geometry_barrier(pami_context_t context,
                                     pami_geometry_t geometry);
+PAMI_EXPORT
 pami_result_t pami_geometry_broadcast(pami_context_t context,
                                       pami_geometry_t geometry, size_t root,
                                       void *buf, size_t count,
                                       pami_type_t dtype);
+PAMI_EXPORT
 pami_result_t pami_geometry_allreduce(pami_context_t context,
                                       pami_geometry_t geometry,
                                       const void *sbuf, void *rbuf,
@@ -291,6 +307,7 @@ pami_result_t pami_geometry_allreduce(pami_context_t context,
                                       pami_op_t op);
 
 /* Waits until the geometry's creation completed; its result. */
+PAMI_EXPORT
 pami_result_t pami_geometry_wait_ready(pami_context_t context,
                                        pami_geometry_t geometry);
 

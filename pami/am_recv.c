@@ -23,8 +23,8 @@ pami_result_t pami_dispatch_set(pami_context_t ctx, size_t id,
     return PAMI_SUCCESS;
 }
 
-static void recv_ack(struct pami_context *ctx, const uint8_t *payload,
-                     size_t len)
+static void recv_ack(struct pami_context *ctx, uint32_t peer,
+                     const uint8_t *payload, size_t len)
 {
     pami_ack_t    ack;
     pami_result_t r;
@@ -37,6 +37,13 @@ static void recv_ack(struct pami_context *ctx, const uint8_t *payload,
     if (req == NULL) {
         ctx->stats.dropped_malformed++;
         pami_warn("am", "dropped an ack for no waiting send");
+        return;
+    }
+    /* A cookie can be guessed: only the task the send went to answers. */
+    if (req->peer != peer) {
+        ctx->stats.dropped_malformed++;
+        pami_warn("am", "dropped an ack from endpoint %u for a send to "
+                        "endpoint %u", peer, req->peer);
         return;
     }
     pami_request_acked(req, r);
@@ -87,7 +94,7 @@ void pami_am_recv(void *arg, const void *hdr, size_t hdr_len, void *data,
 
     if (h.dispatch >= PAMI_DISPATCH_CORE_BASE) {
         if (h.dispatch == PAMI_DISPATCH_ACK)
-            recv_ack(ctx, rest, rest_len);
+            recv_ack(ctx, peer, rest, rest_len);
         else if (h.dispatch == PAMI_DISPATCH_BARRIER)
             pami_barrier_recv(ctx, rest, rest_len, h.origin_task);
         else if (h.dispatch == PAMI_DISPATCH_MONITOR)

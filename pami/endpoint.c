@@ -67,14 +67,31 @@ void pami_task_failed(struct pami_context *ctx, uint32_t task, int status)
     ctx->peers_failed_pending = true;
 }
 
+/* The task whose message the core barrier (barrier.c, dissemination:
+ * round k hears from task - 2^k) waits for, or UINT32_MAX. */
+static uint32_t barrier_waits_for(const struct pami_context *ctx)
+{
+    const pami_client_impl_t *c = ctx->client;
+    size_t dist = (size_t)1 << ctx->bar_round;
+    if (dist >= c->size ||
+        (ctx->bar_seen[ctx->bar_epoch & 1] & (1ull << ctx->bar_round)))
+        return UINT32_MAX;
+    return (uint32_t)((c->task + c->size - dist) % c->size);
+}
+
 void pami_tasks_watch(struct pami_context *ctx)
 {
     pami_client_impl_t *c   = ctx->client;
     uint64_t            now = pami_time_ns();
-    /* A departed task is what the barrier still waits for. */
-    if (ctx->depart_deadline_ns != 0 && now >= ctx->depart_deadline_ns &&
-        ctx->shutdown_stage == 2)
-        c->tasks_failed = true;
+    /* The second barrier, idle, still waits for a task that is gone: what
+     * it sent before it left would have been taken in by now. A wait for
+     * a live task is only slow (a loaded machine), not a failure. */
+    if (ctx->shutdown_stage == 2 && ctx->depart_deadline_ns != 0 &&
+        now >= ctx->depart_deadline_ns) {
+        uint32_t from = barrier_waits_for(ctx);
+        if (from != UINT32_MAX && ctx->peers[from * c->num_contexts].task_dead)
+            c->tasks_failed = true;
+    }
     if (!c->config.peer_errors || c->num_local_tasks <= 1 ||
         now - ctx->last_sweep_ns < PAMI_WATCH_MS * 1000000ull)
         return;
@@ -130,7 +147,8 @@ bool pami_task_hung(struct pami_context *ctx, uint32_t task, uint64_t now)
            c->config.peer_timeout_ms * 1000000ull;
 }
 
-/* A monitor saw its task die: every context of that task is gone. */
+/* A monitor, or the endpoint of a context on another node, saw its task
+ * die: every context of that task is gone. */
 static void peer_failed(void *arg, int status)
 {
     pami_peer_t *mon = arg;
@@ -150,8 +168,9 @@ static void monitor_sent(tp_req_t *req, int status)
     }
 }
 
-/* Traffic goes on endpoints without error handling, so UCX may use shared
- * memory; in UCX 1.13 error handling would restrict them to TCP. Instead
+/* Traffic to tasks on this node goes on endpoints without error handling,
+ * so UCX may use shared memory; in UCX 1.13 error handling would restrict
+ * them to TCP (traffic to other nodes has it: peer_connect). Besides,
  * each context keeps, per task on another node, one more endpoint in
  * UCX's peer-error mode that carries one message to get connected and then
  * only watches the task. It lives in the peer slot of the task's context
@@ -205,6 +224,13 @@ size_t pami_monitors_start(struct pami_context *ctx)
     return started;
 }
 
+/* Whether the traffic endpoint of peer slot index is in peer-error mode:
+ * to tasks on other nodes, which UCX reaches over TCP anyway. */
+static bool peer_errors_on(const pami_client_impl_t *c, size_t index)
+{
+    return c->config.peer_errors && !c->tasks[index / c->num_contexts].local;
+}
+
 static pami_result_t peer_connect(struct pami_context *ctx, pami_peer_t *peer,
                                   uint32_t index)
 {
@@ -212,7 +238,15 @@ static pami_result_t peer_connect(struct pami_context *ctx, pami_peer_t *peer,
     peer->ctx   = ctx;
     peer->index = index;
     const void *addr = c->addr_blob + (size_t)index * c->addr_stride;
-    int rc = ctx->tp->ep_create(ctx->worker, addr, 0, NULL, NULL, &peer->ep);
+    /* A task on another node is reached over TCP anyway, so UCX's
+     * peer-error mode costs nothing there; without it UCX aborts this
+     * process when that task dies while we still answer a get it asked of
+     * us (UCX emulates gets over TCP with messages). */
+    bool remote = peer_errors_on(c, index);
+    int rc = ctx->tp->ep_create(ctx->worker, addr,
+                                remote ? TP_EP_PEER_ERRORS : 0,
+                                remote ? peer_failed : NULL,
+                                remote ? peer : NULL, &peer->ep);
     if (rc != 0) {
         /* Marked failed so later sends fail fast instead of retrying. */
         peer->ep     = NULL;
@@ -300,8 +334,14 @@ void pami_peers_close_failed(struct pami_context *ctx)
         if (!peer->failed || (peer->ep == NULL && peer->monitor == NULL))
             continue;
         /* Without error handling UCX would never end what it holds for
-         * the dead peer: end it here, then drop the endpoints. */
-        pami_requests_abandon(ctx, (uint32_t)i);
+         * the dead peer: end it here, then drop the endpoints. With it
+         * (tasks on other nodes) the forced close ends each of them once
+         * UCX let go of its buffer: a get's reply that is still on its way
+         * must not land in a buffer the program already got back. */
+        if (peer->ep != NULL && peer_errors_on(c, i))
+            pami_requests_peer_failed(ctx, (uint32_t)i);
+        else
+            pami_requests_abandon(ctx, (uint32_t)i);
         if (peer->hello_pending) {
             peer->hello_pending = false;
             ctx->local_inflight--;

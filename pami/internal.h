@@ -247,7 +247,8 @@ struct pami_context {
     /* Destroy's stage (shutdown.c): in the first barrier no task can have
      * left normally yet, so a death there fails at once; later, a task
      * found gone may have finished its barriers and left, and it counts as
-     * failed only if the barrier is still stuck PAMI_DEPART_GRACE_MS on. */
+     * failed only if the barrier, idle, still waits for its message
+     * PAMI_DEPART_GRACE_MS on. */
     uint8_t               shutdown_stage;
     uint64_t              depart_deadline_ns; /* 0: no departure pending */
     bool                  eps_closed;   /* no new endpoints from now on */
@@ -429,6 +430,8 @@ unsigned pami_request_report(struct pami_context *ctx);
 /* Ends every operation toward peer with PAMI_PEER_FAILED now, without
  * waiting for UCX, which may never answer for a dead peer. */
 void pami_requests_abandon(struct pami_context *ctx, uint32_t peer);
+/* Marks what UCX still holds for a failed peer as failed, for UCX to end. */
+void pami_requests_peer_failed(struct pami_context *ctx, uint32_t peer);
 /* Fails what is left (PAMI_SHUTDOWN) and runs its callbacks. */
 void pami_requests_destroy(struct pami_context *ctx);
 /* Frees the table; after the worker is gone. */

@@ -17,6 +17,14 @@
 extern "C" {
 #endif
 
+/* Marks the functions libpami exports: it is built with hidden
+ * visibility, so nothing else leaves the library (docs/abi.md). */
+#if defined(__GNUC__)
+#define PAMI_EXPORT __attribute__((visibility("default")))
+#else
+#define PAMI_EXPORT
+#endif
+
 #define PAMI_VERSION_MAJOR 0
 #define PAMI_VERSION_MINOR 1
 #define PAMI_VERSION_PATCH 0
@@ -50,6 +58,7 @@ typedef enum {
 } pami_result_t;
 
 /* Never NULL; "unknown result" for values outside the list. */
+PAMI_EXPORT
 const char *pami_error_text(pami_result_t result);
 
 /* ------------------------------------------------------------------------ */
@@ -96,6 +105,7 @@ typedef struct {
     const char *description;
 } pami_config_var_t;
 
+PAMI_EXPORT
 pami_result_t pami_config_var(unsigned index, pami_config_var_t *var);
 
 /* ------------------------------------------------------------------------ */
@@ -138,11 +148,13 @@ typedef struct {
 
 /* Joins the job: finds the bootstrap, learns task id and size, and which
  * tasks share this node. Collective over all tasks. params may be NULL. */
+PAMI_EXPORT
 pami_result_t pami_client_create(const char *name,
                                  const pami_client_params_t *params,
                                  pami_client_t *client);
 
 /* Destroys the contexts that are left, then leaves the bootstrap. */
+PAMI_EXPORT
 pami_result_t pami_client_destroy(pami_client_t *client);
 
 enum {
@@ -196,6 +208,7 @@ typedef struct {
     size_t             num_nodes;
 } pami_client_attr_t;
 
+PAMI_EXPORT
 pami_result_t pami_client_query(pami_client_t client, pami_client_attr_t *attr);
 
 /* ------------------------------------------------------------------------ */
@@ -213,6 +226,7 @@ typedef struct {
  * PAMI_PEER_ERRORS=1 each context also connects a watching endpoint to
  * every other task (so a task's death is noticed) and the tasks meet in a
  * barrier before it returns. */
+PAMI_EXPORT
 pami_result_t pami_context_createv(pami_client_t client,
                                    const pami_context_params_t *params,
                                    size_t n, pami_context_t *contexts);
@@ -221,25 +235,31 @@ pami_result_t pami_context_createv(pami_client_t client,
  * PAMI_SHUTDOWN_TIMEOUT); any operation still pending afterwards completes
  * with PAMI_SHUTDOWN. To be sure a message was handled, wait for its
  * remote_fn before destroying. Sets every element of contexts to NULL. */
+PAMI_EXPORT
 pami_result_t pami_context_destroyv(pami_context_t *contexts, size_t n);
 
 /* Polls up to `max` times. PAMI_SUCCESS when something happened (UCX
  * reported an event, or a callback or posted work ran), PAMI_EAGAIN when
  * nothing did, PAMI_IN_HANDLER when called from a handler or callback of
  * this context. */
+PAMI_EXPORT
 pami_result_t pami_context_advance(pami_context_t context, size_t max);
 
 /* Like advance, but when nothing is happening it spins a bounded number of
  * times and then sleeps on the UCX event fd (through libev) until an event,
  * a pami_context_post(), or the timeout. timeout_ms < 0 waits forever.
  * PAMI_SUCCESS when something happened, PAMI_TIMEOUT otherwise. */
+PAMI_EXPORT
 pami_result_t pami_context_wait(pami_context_t context, int timeout_ms);
 
 /* The context lock (recursive). Calls on one context must not run
  * concurrently; with PAMI_ASYNC_PROGRESS=1 the progress thread takes this
  * lock around its advance, so the program holds it around its own calls. */
+PAMI_EXPORT
 pami_result_t pami_context_lock(pami_context_t context);
+PAMI_EXPORT
 pami_result_t pami_context_trylock(pami_context_t context); /* EAGAIN if held */
+PAMI_EXPORT
 pami_result_t pami_context_unlock(pami_context_t context);
 
 /* Storage for one posted work item; the program owns it until fn runs. */
@@ -253,6 +273,7 @@ typedef pami_result_t (*pami_work_fn)(pami_context_t context, void *cookie);
  * queues fn to run from advance/wait on this context, and wakes a context
  * sleeping in pami_context_wait. fn runs once; if it returns PAMI_EAGAIN
  * it is queued again. */
+PAMI_EXPORT
 pami_result_t pami_context_post(pami_context_t context, pami_work_t *work,
                                 pami_work_fn fn, void *cookie);
 
@@ -270,6 +291,7 @@ typedef struct {
                                    the wire) */
 } pami_context_stats_t;
 
+PAMI_EXPORT
 pami_result_t pami_context_stats(pami_context_t context,
                                  pami_context_stats_t *stats);
 
@@ -279,10 +301,12 @@ pami_result_t pami_context_stats(pami_context_t context,
 
 /* PAMI_INVAL when task >= size or offset >= PAMI_CONTEXT_MAX. The UCX
  * endpoint behind it is created on first use. */
+PAMI_EXPORT
 pami_result_t pami_endpoint_create(pami_client_t client, pami_task_t task,
                                    size_t context_offset,
                                    pami_endpoint_t *endpoint);
 
+PAMI_EXPORT
 pami_result_t pami_endpoint_query(pami_endpoint_t endpoint, pami_task_t *task,
                                   size_t *context_offset);
 
@@ -329,6 +353,7 @@ typedef struct {
  * Registration is local: a peer must not send to an id before the target
  * registered it (such messages are dropped and counted). Register, then
  * call pami_dispatch_fence() to make the registration safe job-wide. */
+PAMI_EXPORT
 pami_result_t pami_dispatch_set(pami_context_t context, size_t id,
                                 pami_dispatch_fn fn, void *cookie,
                                 const pami_dispatch_hint_t *hints);
@@ -340,6 +365,7 @@ pami_result_t pami_dispatch_set(pami_context_t context, size_t id,
  * meanwhile unless the progress thread runs); before createv it is the
  * bootstrap's barrier. PAMI_PEER_FAILED once a task is known dead. Must
  * not be called from a handler. */
+PAMI_EXPORT
 pami_result_t pami_dispatch_fence(pami_client_t client);
 
 /* ------------------------------------------------------------------------ */
@@ -359,6 +385,7 @@ typedef struct {
 /* Sends header + data (header_len + data_len <= immediate_max). Buffers
  * may be reused on return; no callbacks. PAMI_EAGAIN instead of blocking
  * when the transport has no room right now: advance and retry. */
+PAMI_EXPORT
 pami_result_t pami_send_immediate(pami_context_t context,
                                   const pami_send_immediate_t *params);
 
@@ -375,6 +402,7 @@ typedef struct {
 /* Any size. The header is copied before return; data must stay valid until
  * local_fn runs (or, without local_fn, until remote_fn runs; with neither,
  * until the context is destroyed). */
+PAMI_EXPORT
 pami_result_t pami_send(pami_context_t context, const pami_send_t *params);
 
 /* ------------------------------------------------------------------------ */
@@ -384,6 +412,7 @@ pami_result_t pami_send(pami_context_t context, const pami_send_t *params);
 /* Registers [addr, addr + bytes) with the context's UCX worker. bytes > 0
  * and addr != NULL, else PAMI_INVAL. The memory must stay valid until
  * pami_memregion_destroy. */
+PAMI_EXPORT
 pami_result_t pami_memregion_create(pami_context_t context, void *addr,
                                     size_t bytes, pami_memregion_t *mr);
 
@@ -391,9 +420,11 @@ pami_result_t pami_memregion_create(pami_context_t context, void *addr,
  * already. Operations still using the region locally complete first: the
  * call advances until they did (PAMI_TIMEOUT, region kept, if that takes
  * longer than PAMI_SHUTDOWN_TIMEOUT; PAMI_EAGAIN from a handler). */
+PAMI_EXPORT
 pami_result_t pami_memregion_destroy(pami_context_t context,
                                      pami_memregion_t *mr);
 
+PAMI_EXPORT
 pami_result_t pami_memregion_query(const pami_memregion_t *mr, void **base,
                                    size_t *bytes, pami_endpoint_t *owner);
 
@@ -414,7 +445,9 @@ typedef struct {
     void                   *cookie;
 } pami_rma_t;
 
+PAMI_EXPORT
 pami_result_t pami_put(pami_context_t context, const pami_rma_t *params);
+PAMI_EXPORT
 pami_result_t pami_get(pami_context_t context, const pami_rma_t *params);
 
 /* rput/rget: both sides are regions; the local side is checked too. */
@@ -430,7 +463,9 @@ typedef struct {
     void                   *cookie;
 } pami_rrma_t;
 
+PAMI_EXPORT
 pami_result_t pami_rput(pami_context_t context, const pami_rrma_t *params);
+PAMI_EXPORT
 pami_result_t pami_rget(pami_context_t context, const pami_rrma_t *params);
 
 typedef enum {
@@ -456,13 +491,16 @@ typedef struct {
     void                   *cookie;
 } pami_rmw_t;
 
+PAMI_EXPORT
 pami_result_t pami_rmw(pami_context_t context, const pami_rmw_t *params);
 
 /* fn runs when every put and rmw issued before on this context to dest
  * (or to every endpoint) is complete at its target. */
+PAMI_EXPORT
 pami_result_t pami_fence_endpoint(pami_context_t context,
                                   pami_endpoint_t dest, pami_event_fn fn,
                                   void *cookie);
+PAMI_EXPORT
 pami_result_t pami_fence_all(pami_context_t context, pami_event_fn fn,
                              void *cookie);
 

@@ -90,6 +90,7 @@ typedef struct pami_protocol_ops {
  * is created; after it, on every context at once, and the program must
  * call pami_dispatch_fence before any task uses it. PAMI_INVAL for a
  * duplicate name or a bad table, PAMI_ENOMEM when ids or slots run out. */
+PAMI_EXPORT
 pami_result_t pami_protocol_register(pami_client_t client,
                                      const pami_protocol_ops_t *ops,
                                      void *cookie);
@@ -97,6 +98,7 @@ pami_result_t pami_protocol_register(pami_client_t client,
 /* Sets (fn == NULL: clears) the handler of one of the protocol's own
  * ids, env->dispatch_base + index. Handlers of protocol ids follow the
  * same rules as pami_dispatch_fn. */
+PAMI_EXPORT
 pami_result_t pami_protocol_dispatch_set(const pami_protocol_env_t *env,
                                          size_t index, pami_dispatch_fn fn,
                                          void *cookie);
@@ -109,16 +111,20 @@ pami_result_t pami_protocol_dispatch_set(const pami_protocol_env_t *env,
  * kept in the protocol's state. PAMI_INVAL (and a log line) for an env
  * that is no protocol's block or an index outside it: a protocol cannot
  * send on the program's ids nor on another protocol's. */
+PAMI_EXPORT
 pami_result_t pami_protocol_send_immediate(const pami_protocol_env_t *env,
                                            const pami_send_immediate_t *params);
+PAMI_EXPORT
 pami_result_t pami_protocol_send(const pami_protocol_env_t *env,
                                  const pami_send_t *params);
 
 /* True while a handler, callback or posted work of context runs (where
  * advance and wait refuse): blocking forms check it before they start. */
+PAMI_EXPORT
 int pami_protocol_in_handler(pami_context_t context);
 
 /* The state init made for ops on context, or NULL. */
+PAMI_EXPORT
 void *pami_protocol_state(pami_context_t context,
                           const pami_protocol_ops_t *ops);
 
@@ -131,11 +137,13 @@ typedef struct {
     int         builtin;
 } pami_protocol_info_t;
 
+PAMI_EXPORT
 pami_result_t pami_protocol_query(pami_client_t client, size_t index,
                                   pami_protocol_info_t *info);
 
 /* Counters of the protocol called name on context. *n is set to how many
  * it has (at most max are written). PAMI_NOT_FOUND for an unknown name. */
+PAMI_EXPORT
 pami_result_t pami_protocol_stats(pami_context_t context, const char *name,
                                   pami_protocol_stat_t *out, size_t max,
                                   size_t *n);
@@ -149,6 +157,7 @@ typedef enum {
     PAMI_PROTOCOL_LOG_DEBUG = 3
 } pami_protocol_log_level_t;
 
+PAMI_EXPORT
 void pami_protocol_log(pami_protocol_log_level_t level, const char *subsys,
                        const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -164,8 +173,28 @@ typedef struct {
     uint64_t hash;
 } pami_protocol_job_key_t;
 
+PAMI_EXPORT
 pami_result_t pami_protocol_job_key(pami_client_t client,
                                     pami_protocol_job_key_t *key);
+
+/* 64-bit FNV-1a of len bytes at data, continuing from h
+ * (PAMI_PROTOCOL_HASH_INIT to start): the hash pami uses for job keys,
+ * its protocol signature and geometries' task lists. Not for secrets. */
+#define PAMI_PROTOCOL_HASH_INIT 0xcbf29ce484222325ull
+PAMI_EXPORT
+uint64_t pami_protocol_hash(uint64_t h, const void *data, size_t len);
+
+/* A protocol's setting from the environment variable name, parsed as
+ * pami parses its own (docs/config.md, "Value syntax"): a size is
+ * decimal digits with an optional k, m or g (x1024...), a bool is
+ * 1/y/yes/on/true or 0/n/no/off/false. Unset or empty: dflt. Set but
+ * malformed, or a size outside min..max: dflt, and a warning naming the
+ * variable under subsys. Read them in init (once per context). */
+PAMI_EXPORT
+uint64_t pami_protocol_env_size(const char *subsys, const char *name,
+                                uint64_t dflt, uint64_t min, uint64_t max);
+PAMI_EXPORT
+int pami_protocol_env_bool(const char *subsys, const char *name, int dflt);
 
 /* One pause in a loop that polls shared memory: the CPU's spin-wait hint
  * (x86 pause, arm yield), so the loop neither floods the memory system
@@ -248,6 +277,7 @@ typedef const pami_protocol_plugin_t *(*pami_protocol_plugin_fn)(void);
 /* The plug-in a registered protocol came from (PAMI_PROTOCOLS), by the
  * protocol's name: its description (cases and all) and the path it was
  * loaded from. PAMI_NOT_FOUND when no loaded plug-in has that name. */
+PAMI_EXPORT
 pami_result_t pami_protocol_plugin_query(pami_client_t client,
                                          const char *name,
                                          const pami_protocol_plugin_t **plugin,
@@ -255,6 +285,7 @@ pami_result_t pami_protocol_plugin_query(pami_client_t client,
 
 /* Built-in protocols (those linked into libpami) register themselves on
  * every client with this one line at file scope. */
+PAMI_EXPORT
 void pami_protocol_builtin(const pami_protocol_ops_t *ops);
 #define PAMI_PROTOCOL_BUILTIN(ops)                                           \
     __attribute__((constructor)) static void pami_builtin_##ops(void)        \

@@ -16,6 +16,7 @@ extern "C" {
 /* pami_send_immediate on any id of the program's or the protocols'
  * (0 .. dispatch_max + the protocol ids given out - 1), with the same
  * checks otherwise: a test's stand-in for a peer that forges packets. */
+PAMI_EXPORT
 pami_result_t pami_test_send_raw(pami_context_t context,
                                  const pami_send_immediate_t *params);
 

@@ -42,13 +42,13 @@ static unsigned run_posted(struct pami_context *ctx)
 
 /* Tasks on this node that die are found by reading a byte of them: a
  * socket of a dead task does not always tell UCX soon (it may be one UCX
- * only writes to). Every PAMI_KEEPALIVE_MS at most, checked every 1024
+ * only writes to). Every PAMI_WATCH_MS at most, checked every 1024
  * polls and whenever a wait wakes. */
 static void sweep_local_tasks(struct pami_context *ctx)
 {
     pami_client_impl_t *c = ctx->client;
     uint64_t now = pami_time_ns();
-    if (now - ctx->last_sweep_ns < PAMI_KEEPALIVE_MS * 1000000ull)
+    if (now - ctx->last_sweep_ns < PAMI_WATCH_MS * 1000000ull)
         return;
     ctx->last_sweep_ns = now;
     size_t n = c->num_contexts;
@@ -151,8 +151,8 @@ pami_result_t pami_context_wait(pami_context_t ctx, int timeout_ms)
             continue;
         ctx->stats.sleeps++;
         if (sweeping(ctx)) {
-            if (remaining < 0 || remaining > PAMI_KEEPALIVE_MS)
-                remaining = PAMI_KEEPALIVE_MS;
+            if (remaining < 0 || remaining > PAMI_WATCH_MS)
+                remaining = PAMI_WATCH_MS;
             evloop_libev_ops.run_once(ctx->loop, remaining);
             sweep_local_tasks(ctx);
         } else {

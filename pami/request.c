@@ -267,6 +267,17 @@ void pami_requests_abandon(struct pami_context *ctx, uint32_t peer)
         }
 }
 
+void pami_requests_peer_failed(struct pami_context *ctx, uint32_t peer)
+{
+    for (size_t c = 0; c < ctx->req_nchunks; c++)
+        for (size_t i = 0; i < REQ_CHUNK; i++) {
+            pami_request_t *req = &ctx->req_chunks[c][i];
+            if (req->kind != REQ_FREE && req->peer == peer &&
+                req->local_pending && req->result == PAMI_SUCCESS)
+                req->result = PAMI_PEER_FAILED;
+        }
+}
+
 void pami_requests_destroy(struct pami_context *ctx)
 {
     /* Nothing can answer any more: what still waits ends with SHUTDOWN. */

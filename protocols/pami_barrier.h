@@ -31,15 +31,18 @@ extern "C" {
  * of them and this task among them; NULL (ntasks 0) means every task.
  * PAMI_INVAL for a set that does not include this task, has duplicates or
  * names a task beyond the job. */
+PAMI_EXPORT
 pami_result_t pami_barrier_packets(pami_context_t context,
                                    const pami_task_t *tasks, size_t ntasks,
                                    pami_event_fn done_fn, void *cookie);
 
 /* Over the tasks of this node (pami_client_query's local_tasks). */
+PAMI_EXPORT
 pami_result_t pami_barrier_shm(pami_context_t context, pami_event_fn done_fn,
                                void *cookie);
 
 /* Over every task of the job. */
+PAMI_EXPORT
 pami_result_t pami_barrier_hier(pami_context_t context, pami_event_fn done_fn,
                                 void *cookie);
 
@@ -52,6 +55,7 @@ typedef enum {
 /* Blocking form: starts the barrier and waits through
  * pami_context_wait until it completes; returns its result.
  * PAMI_IN_HANDLER from a handler or callback of context. */
+PAMI_EXPORT
 pami_result_t pami_barrier_wait(pami_context_t context,
                                 pami_barrier_algo_t algo,
                                 const pami_task_t *tasks, size_t ntasks);

@@ -6,6 +6,7 @@
 #include "transport.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,31 +58,41 @@ static int status_to_errno(ucs_status_t status)
     }
 }
 
-static int ucx_init(const tp_params_t *params, tp_context_t **out)
+static void collect_transports(tp_context_t *ctx, char *out, size_t size);
+
+/* Sets UCX variable name unless the user set env. */
+static void config_default(ucp_config_t *config, const char *env,
+                           const char *name, const char *value)
 {
-    ucp_config_t *config;
-    ucs_status_t  status = ucp_config_read(NULL, NULL, &config);
-    if (status != UCS_OK) {
-        pami_error("ucx", "ucp_config_read failed: %s",
-                   ucs_status_string(status));
-        return -EIO;
-    }
+    if (getenv(env) == NULL && ucp_config_modify(config, name, value) != UCS_OK)
+        pami_warn("ucx", "cannot set UCX %s to %s", name, value);
+}
 
-    /* A dead peer whose socket UCX only writes to is noticed by keepalive
-     * alone; UCX's default period is long. The user's setting wins. */
-    if (params->keepalive_ms > 0 && getenv("UCX_KEEPALIVE_INTERVAL") == NULL) {
-        char value[32];
-        snprintf(value, sizeof(value), "%ums", params->keepalive_ms);
-        if (ucp_config_modify(config, "KEEPALIVE_INTERVAL", value) != UCS_OK)
-            pami_warn("ucx", "cannot set UCX keepalive to %s", value);
+/* Whether TCP is there and every transport that can reach another node is
+ * TCP (the others listed only move data within a node). */
+static bool network_is_tcp(tp_context_t *ctx)
+{
+    static const char *const local[] = {"self", "tcp", "sysv", "posix",
+                                        "cma", "knem", "xpmem", "cuda_copy",
+                                        "cuda_ipc", "rocm_copy", "rocm_ipc",
+                                        "gdr_copy"};
+    char list[256];
+    collect_transports(ctx, list, sizeof(list));
+    bool tcp = false;
+    for (char *tl = strtok(list, ","); tl != NULL; tl = strtok(NULL, ",")) {
+        bool known = false;
+        for (size_t i = 0; i < sizeof(local) / sizeof(local[0]); i++)
+            known = known || strcmp(tl, local[i]) == 0;
+        if (!known)
+            return false;
+        tcp = tcp || strcmp(tl, "tcp") == 0;
     }
+    return tcp;
+}
 
-    tp_context_t *ctx = calloc(1, sizeof(*ctx));
-    if (ctx == NULL) {
-        ucp_config_release(config);
-        return -ENOMEM;
-    }
-
+static ucs_status_t ucp_start(const tp_params_t *params, ucp_config_t *config,
+                              ucp_context_h *out)
+{
     ucp_params_t p = {
         .field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
                       UCP_PARAM_FIELD_NAME,
@@ -94,8 +105,53 @@ static int ucx_init(const tp_params_t *params, tp_context_t **out)
         p.field_mask |= UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
         p.estimated_num_eps = params->estimated_eps;
     }
+    return ucp_init(&p, config, out);
+}
 
-    status = ucp_init(&p, config, &ctx->ucp);
+static int ucx_init(const tp_params_t *params, tp_context_t **out)
+{
+    ucp_config_t *config;
+    ucs_status_t  status = ucp_config_read(NULL, NULL, &config);
+    if (status != UCS_OK) {
+        pami_error("ucx", "ucp_config_read failed: %s",
+                   ucs_status_string(status));
+        return -EIO;
+    }
+
+    /* A dead peer whose socket UCX only writes to is noticed by keepalive
+     * alone; UCX's default period is long. The user's setting wins. */
+    bool keepalive = params->keepalive_ms > 0;
+    if (keepalive) {
+        char value[32];
+        snprintf(value, sizeof(value), "%ums", params->keepalive_ms);
+        config_default(config, "UCX_KEEPALIVE_INTERVAL", "KEEPALIVE_INTERVAL",
+                       value);
+    }
+
+    tp_context_t *ctx = calloc(1, sizeof(*ctx));
+    if (ctx == NULL) {
+        ucp_config_release(config);
+        return -ENOMEM;
+    }
+    status = ucp_start(params, config, &ctx->ucp);
+    /* Over TCP, UCX's keepalive only writes to the socket: it sees no more
+     * than TCP does, and the data it leaves unacknowledged keeps TCP's own
+     * keepalive from ever probing, so a host that is gone (power, a cut
+     * link) goes unnoticed for TCP's retransmission time (15 minutes).
+     * When TCP is the only way to other nodes, that is left to TCP's
+     * keepalive on the quiet connections (the monitors): after 1 s of
+     * quiet, 3 probes a second apart. (UCX takes its TCP settings by their
+     * names in its TCP table.) */
+    if (status == UCS_OK && keepalive &&
+        getenv("UCX_KEEPALIVE_INTERVAL") == NULL && network_is_tcp(ctx)) {
+        ucp_cleanup(ctx->ucp);
+        config_default(config, "UCX_KEEPALIVE_INTERVAL", "KEEPALIVE_INTERVAL",
+                       "inf");
+        config_default(config, "UCX_TCP_KEEPIDLE", "KEEPIDLE", "1s");
+        config_default(config, "UCX_TCP_KEEPINTVL", "KEEPINTVL", "1s");
+        config_default(config, "UCX_TCP_KEEPCNT", "KEEPCNT", "3");
+        status = ucp_start(params, config, &ctx->ucp);
+    }
     ucp_config_release(config);
     if (status != UCS_OK) {
         pami_error("ucx", "ucp_init failed: %s", ucs_status_string(status));

@@ -101,6 +101,7 @@ typedef struct {
 /* Adds an entry owned by this task (version 1). PAMI_INVAL for a key
  * registered already or bad arguments. Entries live until the context is
  * destroyed. */
+PAMI_EXPORT
 pami_result_t pami_svd_register(pami_context_t context,
                                 const pami_svd_register_t *params);
 
@@ -133,12 +134,15 @@ typedef struct {
 
 /* Makes the next version of the entry (fields not in field_mask keep
  * their value) and sends it to the tasks using the key at this moment.
- * Updates of one key may overlap; users end with the newest. */
+ * Updates of one key may overlap; users end with the newest.
+ * PAMI_NOT_FOUND for a key this task does not own. */
+PAMI_EXPORT
 pami_result_t pami_svd_update(pami_context_t context,
                               const pami_svd_update_t *params);
 
 /* Blocking form: returns the update's result, or PAMI_TIMEOUT (the
  * update goes on; its result is then not reported). */
+PAMI_EXPORT
 pami_result_t pami_svd_update_wait(pami_context_t context,
                                    const pami_svd_update_t *params);
 
@@ -155,6 +159,7 @@ typedef struct {
 
 /* users (may be NULL) receives up to max_users of the tasks using the
  * key, ascending. PAMI_NOT_FOUND for a key this task does not own. */
+PAMI_EXPORT
 pami_result_t pami_svd_query(pami_context_t context, pami_svd_key_t key,
                              pami_svd_info_t *info, pami_task_t *users,
                              size_t max_users);
@@ -182,12 +187,14 @@ typedef struct {
  * already, else fetched from the owner, which records this task as a
  * user. An entry of this task's own is answered from the directory (no
  * user is recorded). done_fn runs from advance/wait in every case. */
+PAMI_EXPORT
 pami_result_t pami_svd_lookup(pami_context_t context,
                               const pami_svd_lookup_t *params);
 
 /* Blocking form: fills *entry (its data as pami_svd_entry_t says).
  * PAMI_TIMEOUT when timeout_ms passed first; the fetch goes on and the
  * task stays a user. */
+PAMI_EXPORT
 pami_result_t pami_svd_lookup_wait(pami_context_t context,
                                    const pami_svd_lookup_t *params,
                                    pami_svd_entry_t *entry);
@@ -198,10 +205,12 @@ pami_result_t pami_svd_lookup_wait(pami_context_t context,
  * already under way are still forwarded and acknowledged, without
  * callbacks. PAMI_NOT_FOUND when the task does not use the key,
  * PAMI_EAGAIN while its first lookup is still in flight. */
+PAMI_EXPORT
 pami_result_t pami_svd_release(pami_context_t context, pami_task_t owner,
                                pami_svd_key_t key);
 
 /* The change callback for keys whose lookup gave none (fn NULL: none). */
+PAMI_EXPORT
 pami_result_t pami_svd_set_change_fn(pami_context_t context,
                                      pami_svd_change_fn fn, void *cookie);
 

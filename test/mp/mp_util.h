@@ -52,9 +52,10 @@ typedef struct mp_job {
         atomic_uint    sent;
     } sync[PAMI_CONTEXT_MAX];
     /* Expectations from the command line (--expect-bootstrap=,
-     * --expect-size=). */
+     * --expect-size=, --expect-nodes=). */
     int             expect_bootstrap; /* -1: none */
     long            expect_size;      /* -1: none */
+    const char     *expect_nodes;     /* NULL: none */
 } mp_job_t;
 
 static const char *mp_test_name = "mp";
@@ -322,12 +323,46 @@ static inline void mp_parse_args(mp_job_t *job, int *argc, char **argv)
                 mp_fail("unknown bootstrap '%s'", b);
         } else if (strncmp(argv[i], "--expect-size=", 14) == 0) {
             job->expect_size = strtol(argv[i] + 14, NULL, 10);
+        } else if (strncmp(argv[i], "--expect-nodes=", 15) == 0) {
+            job->expect_nodes = argv[i] + 15;
         } else {
             argv[out++] = argv[i];
         }
     }
     *argc = out;
     argv[out] = NULL;
+}
+
+/* --expect-nodes=N0,N1,...: the node of every task as the launcher placed
+ * them (numbered by their lowest task, as pami numbers them); the node
+ * count, every task's node and this task's list of local tasks must match
+ * what the client reports. */
+static inline void mp_check_nodes(const mp_job_t *job, const char *list)
+{
+    const pami_client_attr_t *a = &job->attr;
+    size_t      nodes = 0, local = 0;
+    const char *p     = list;
+    for (size_t t = 0; t < job->size; t++) {
+        char *end;
+        unsigned long nd = strtoul(p, &end, 10);
+        MP_EXPECT(end != p && (*end == ',' || *end == '\0') &&
+                      (*end == ',') == (t + 1 < job->size),
+                  "--expect-nodes=%s does not list %zu nodes", list,
+                  job->size);
+        p = end + 1;
+        nodes = nd + 1 > nodes ? nd + 1 : nodes;
+        MP_EXPECT(a->task_node[t] == nd, "task %zu is on node %u, expected "
+                  "node %lu", t, a->task_node[t], nd);
+        if (a->task_node[t] != a->task_node[job->me])
+            continue;
+        MP_EXPECT(local < a->num_local_tasks && a->local_tasks[local] == t,
+                  "local task %zu of this node is not task %zu", local, t);
+        local++;
+    }
+    MP_EXPECT(a->num_nodes == nodes, "%zu nodes, expected %zu", a->num_nodes,
+              nodes);
+    MP_EXPECT(a->num_local_tasks == local, "%zu tasks on this node, expected "
+              "%zu", a->num_local_tasks, local);
 }
 
 /* Creates the client and nctx contexts, queries every attribute, registers
@@ -375,6 +410,8 @@ static inline void mp_init(mp_job_t *job, const char *name, int *argc,
     if (job->expect_size >= 0)
         MP_EXPECT(job->size == (size_t)job->expect_size,
                   "job size is %zu, expected %ld", job->size, job->expect_size);
+    if (job->expect_nodes != NULL)
+        mp_check_nodes(job, job->expect_nodes);
 
     /* With a progress thread, hold the lock around our own calls. */
     if (params != NULL &&

@@ -27,6 +27,7 @@
 #include "bp_wire.h"
 #include "coll.h"
 #include "svd_wire.h"
+#include "raw_send.h"
 
 #define ID_CHECK 7   /* correct traffic and the attacker's "done" */
 #define ID_FUZZ  8   /* the user id forged messages aim at */
@@ -278,48 +279,10 @@ static void on_check(pami_context_t ctx, void *cookie, const void *header,
 
 static struct pami_context *core(wf_t *w) { return w->ctx; }
 
-/* A forged core packet in flight: the transport reads hdr and data until
- * it calls back. */
-typedef struct {
-    tp_req_t tp;
-    pkt_t    p;
-} raw_req_t;
-
-static unsigned long raw_inflight;
-
-static void raw_done(tp_req_t *tp, int status)
-{
-    (void)status; /* a forged packet the transport refused is fine too */
-    free(container_of(tp, raw_req_t, tp));
-    raw_inflight--;
-}
-
 /* Straight to the transport: the AM header is whatever the packet says. */
 static void send_core(wf_t *w, const pkt_t *p)
 {
-    struct pami_context *c = core(w);
-    uint32_t     index;
-    pami_peer_t *peer;
-    MP_CHECK(pami_peer_index(c, mp_ep(&w->job, w->peer, 0), &index));
-    double deadline = mp_now() + MP_EAGAIN_S;
-    pami_result_t rc;
-    while ((rc = pami_peer_by_index(c, index, &peer)) == PAMI_EAGAIN) {
-        MP_EXPECT(mp_now() < deadline, "no endpoint to the target");
-        pami_context_advance(w->ctx, 16);
-    }
-    MP_CHECK(rc);
-    raw_req_t *r = malloc(sizeof(*r));
-    MP_EXPECT(r != NULL, "out of memory");
-    r->p     = *p;
-    r->tp.fn = raw_done;
-    raw_inflight++;
-    int trc = c->tp->am_send(peer->ep, r->p.hdr, r->p.hlen,
-                             r->p.dlen ? r->p.data : NULL, r->p.dlen,
-                             TP_SEND_EAGER, &r->tp);
-    if (trc != 1)
-        raw_done(&r->tp, trc);
-    MP_EXPECT(trc >= 0, "raw send of a %zu + %zu byte packet: %d", p->hlen,
-              p->dlen, trc);
+    raw_send(&w->job, w->ctx, w->peer, p->hdr, p->hlen, p->data, p->dlen);
 }
 
 static void send_protocol(wf_t *w, size_t id, const pkt_t *p)

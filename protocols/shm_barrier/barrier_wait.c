@@ -2,6 +2,9 @@
  * pami_barrier_wait: the blocking form of the three built-in barriers.
  * It starts the non-blocking one and sleeps in pami_context_wait until
  * its callback ran, so a task waiting for a late peer gives up its core.
+ * It lives with the shm barrier, whose blocking path polls the register
+ * inline (shm_barrier_inline.h); the packet barrier it reaches through
+ * the public pami_barrier_packets.
  */
 #include "pami_barrier.h"
 #include "pami_protocol.h"
