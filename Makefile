@@ -51,7 +51,8 @@ test: build
 # debug info (the default debugoptimized build has it).
 abi-baseline: build
 	abidw --headers-dir $(BUILD)/include/pami --no-show-locs \
-	  --no-corpus-path --out-file test/abi/libpami.abi $(BUILD)/libpami.so
+	  --no-corpus-path --type-id-style hash \
+	  --out-file test/abi/libpami.abi $(BUILD)/libpami.so
 
 $(FUZZ_BUILD)/build.ninja:
 	CC=clang meson setup $(FUZZ_BUILD) -Dfuzz=true -Dtests=false \

@@ -35,9 +35,8 @@ struct pami_geometry *coll_geometry_find(coll_ctx_t *cc, uint32_t id)
 
 static uint64_t list_hash(const pami_task_t *tasks, size_t n)
 {
-    uint64_t h = 0xcbf29ce484222325ull ^ n;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ tasks[i]) * 0x100000001b3ull;
+    uint64_t h = pami_protocol_hash(PAMI_PROTOCOL_HASH_INIT ^ n, tasks,
+                                    n * sizeof(*tasks));
     return h ^ (h >> 31);
 }
 

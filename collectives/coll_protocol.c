@@ -47,22 +47,8 @@ coll_ctx_t *coll_ctx_of(pami_context_t context)
 
 /* A whole number in lo..hi from the environment, else dflt (with a
  * warning when it was set but is not one). */
-static unsigned long read_setting(const char *name, unsigned long dflt,
-                                  unsigned long lo, unsigned long hi)
-{
-    const char *s = getenv(name);
-    if (s == NULL || *s == '\0')
-        return dflt;
-    char *end;
-    errno = 0;
-    unsigned long v = strtoul(s, &end, 10);
-    if (*end != '\0' || errno != 0 || *s == '-' || v < lo || v > hi) {
-        coll_warn("%s=%s is not in %lu..%lu; using %lu", name, s, lo, hi,
-                  dflt);
-        return dflt;
-    }
-    return v;
-}
+#define read_setting(name, dflt, lo, hi)                                     \
+    ((unsigned long)pami_protocol_env_size(COLL_SUBSYS, name, dflt, lo, hi))
 
 static void drop(coll_ctx_t *cc, const char *why, pami_endpoint_t origin)
 {

@@ -53,15 +53,10 @@ static const pami_config_var_t cshm_config[] = {
 
 static const pami_protocol_ops_t cshm_ops;
 
+/* Settings parse as pami's own (the SDK); the flags default to on. */
 static bool read_bool(const char *name)
 {
-    const char *text = getenv(name);
-    if (text == NULL || *text == '\0' || strcmp(text, "1") == 0)
-        return true;
-    if (strcmp(text, "0") != 0)
-        cshm_log(PAMI_PROTOCOL_LOG_WARN, "%s='%s' is not 0 or 1; using 1",
-                 name, text);
-    return strcmp(text, "0") != 0;
+    return pami_protocol_env_bool(CSHM_SUBSYS, name, 1) != 0;
 }
 
 cshm_t *cshm_of(pami_context_t ctx)
@@ -71,20 +66,9 @@ cshm_t *cshm_of(pami_context_t ctx)
 
 static size_t read_slot(void)
 {
-    const char *text = getenv("PAMI_COLL_SHM_SLOT");
-    size_t      v    = strtoull(SLOT_DEFAULT, NULL, 10);
-    if (text != NULL && *text != '\0') {
-        char *end = NULL;
-        errno = 0;
-        unsigned long long x = strtoull(text, &end, 10);
-        if (errno != 0 || *end != '\0' || text[0] == '-' || x < SLOT_MIN ||
-            x > SLOT_MAX)
-            cshm_log(PAMI_PROTOCOL_LOG_WARN, "PAMI_COLL_SHM_SLOT='%s' is not "
-                     "in %d..%zu; using %s", text, SLOT_MIN, SLOT_MAX,
-                     SLOT_DEFAULT);
-        else
-            v = (size_t)x;
-    }
+    size_t v = (size_t)pami_protocol_env_size(
+        CSHM_SUBSYS, "PAMI_COLL_SHM_SLOT", strtoull(SLOT_DEFAULT, NULL, 10),
+        SLOT_MIN, SLOT_MAX);
     return v / 64 * 64;
 }
 
@@ -129,11 +113,9 @@ static pami_result_t cshm_init(const pami_protocol_env_t *env, void **state)
     s->auto_ok  = read_bool("PAMI_COLL_SHM_AUTO");
     /* With more tasks than CPUs a round needs context switches: the
      * register's waits yield and sleep as that needs. */
-    const char *flag = getenv("PAMI_COLL_SHM_FLAG");
-    s->flag_ok  = flag != NULL && strcmp(flag, "2") == 0
-                      ? true
-                      : read_bool("PAMI_COLL_SHM_FLAG") &&
-                            s->nlocal <= s->ncpus;
+    uint64_t flag = pami_protocol_env_size(CSHM_SUBSYS, "PAMI_COLL_SHM_FLAG",
+                                           1, 0, 2); /* 2: even so */
+    s->flag_ok  = flag == 2 || (flag == 1 && s->nlocal <= s->ncpus);
     s->ring_ok  = read_bool("PAMI_COLL_SHM_EAGER");
     s->spin_ns  = SPIN_NS;
     pthread_mutex_init(&s->lock, NULL);

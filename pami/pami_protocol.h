@@ -177,6 +177,25 @@ PAMI_EXPORT
 pami_result_t pami_protocol_job_key(pami_client_t client,
                                     pami_protocol_job_key_t *key);
 
+/* 64-bit FNV-1a of len bytes at data, continuing from h
+ * (PAMI_PROTOCOL_HASH_INIT to start): the hash pami uses for job keys,
+ * its protocol signature and geometries' task lists. Not for secrets. */
+#define PAMI_PROTOCOL_HASH_INIT 0xcbf29ce484222325ull
+PAMI_EXPORT
+uint64_t pami_protocol_hash(uint64_t h, const void *data, size_t len);
+
+/* A protocol's setting from the environment variable name, parsed as
+ * pami parses its own (docs/config.md, "Value syntax"): a size is
+ * decimal digits with an optional k, m or g (x1024...), a bool is
+ * 1/y/yes/on/true or 0/n/no/off/false. Unset or empty: dflt. Set but
+ * malformed, or a size outside min..max: dflt, and a warning naming the
+ * variable under subsys. Read them in init (once per context). */
+PAMI_EXPORT
+uint64_t pami_protocol_env_size(const char *subsys, const char *name,
+                                uint64_t dflt, uint64_t min, uint64_t max);
+PAMI_EXPORT
+int pami_protocol_env_bool(const char *subsys, const char *name, int dflt);
+
 /* One pause in a loop that polls shared memory: the CPU's spin-wait hint
  * (x86 pause, arm yield), so the loop neither floods the memory system
  * nor starves a sibling hardware thread. */

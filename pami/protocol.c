@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fnv1a.h"
 #include "internal.h"
 #include "pami_protocol.h"
 
@@ -138,9 +139,8 @@ pami_result_t pami_protocols_add(pami_client_impl_t *c,
     c->protocol_ids += ops->num_dispatch;
     /* Order of registration decides the ids: fold it into the signature
      * createv compares across tasks. */
-    for (const char *s = ops->name; *s; s++)
-        c->protocol_sig = (c->protocol_sig ^ (uint8_t)*s) * 0x100000001b3ull;
-    c->protocol_sig = (c->protocol_sig ^ ops->num_dispatch) * 0x100000001b3ull;
+    c->protocol_sig = pami_fnv1a_str(c->protocol_sig, ops->name);
+    c->protocol_sig = (c->protocol_sig ^ ops->num_dispatch) * PAMI_FNV1A_PRIME;
 
     for (size_t k = 0; k < c->num_contexts; k++) {
         pami_result_t rc = init_one(c->contexts[k], i);
@@ -155,7 +155,7 @@ pami_result_t pami_protocols_add(pami_client_impl_t *c,
 
 pami_result_t pami_protocols_builtin(pami_client_impl_t *c)
 {
-    c->protocol_sig = 0xcbf29ce484222325ull;
+    c->protocol_sig = PAMI_FNV1A_INIT;
     const pami_protocol_ops_t *sorted[PAMI_PROTOCOL_MAX];
     memcpy(sorted, builtins, num_builtins * sizeof(*sorted));
     qsort(sorted, num_builtins, sizeof(*sorted), by_name);
@@ -359,10 +359,7 @@ pami_result_t pami_protocol_job_key(pami_client_t client,
     if (rc != PAMI_SUCCESS)
         return rc;
     const char *id = a.job_id != NULL ? a.job_id : "nojob";
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (const char *c = id; *c != '\0'; c++)
-        h = (h ^ (uint8_t)*c) * 0x100000001b3ull;
-    key->hash = h;
+    key->hash = pami_fnv1a_str(PAMI_FNV1A_INIT, id);
     size_t i = 0;
     for (; id[i] != '\0' && i + 1 < sizeof(key->name); i++) {
         char c = id[i];

@@ -17,6 +17,7 @@
 #include "bootstrap.h"
 #include "proc_card.h"
 
+#include "fnv1a.h"
 #include "log.h"
 
 #include <errno.h>
@@ -95,15 +96,6 @@ static int pmix_detect(void)
     return getenv("PMIX_RANK") != NULL && getenv("PMIX_NAMESPACE") != NULL;
 }
 
-static uint64_t pmix_fnv1a(const char *text)
-{
-    uint64_t hash = 0xcbf29ce484222325ull;
-
-    for (; *text != '\0'; text++)
-        hash = (hash ^ (uint8_t)*text) * 0x100000001b3ull;
-    return hash;
-}
-
 /* The namespace, with bytes unsafe in a file name turned into '_'. A long
  * namespace keeps its head and gets a hash of the whole, so two jobs whose
  * namespaces differ only at the end still get different ids. */
@@ -120,7 +112,7 @@ static void pmix_make_job_id(char dst[PMIX_JOB_ID_MAX + 1], const char *nspace)
     }
     if (keep < len)
         snprintf(dst + keep, PMIX_JOB_ID_MAX + 1 - keep, "-%016" PRIx64,
-                 pmix_fnv1a(nspace));
+                 pami_fnv1a_str(PAMI_FNV1A_INIT, nspace));
     else
         dst[keep] = '\0';
 }

@@ -25,6 +25,12 @@
 #define DEFAULT_BLOCK_US   "1000"
 #define DEFAULT_TIMEOUT_MS "30000"
 
+/* A setting in whole units (the defaults are strings for the config
+ * table); the SDK parses it as pami parses its own. */
+#define config_u64(name, dflt)                                               \
+    pami_protocol_env_size(SHMB_SUBSYS, name, strtoull(dflt, NULL, 10), 0,   \
+                           UINT64_MAX / 1000000)
+
 static const pami_config_var_t shmb_config[] = {
     {"PAMI_SHM_BARRIER_SPIN", DEFAULT_SPIN_US,
      "microseconds a task polls the shared-memory barrier register before "
@@ -38,21 +44,6 @@ static const pami_config_var_t shmb_config[] = {
      "leader and tasks before its barriers fail with PAMI_TIMEOUT"},
 };
 
-static uint64_t config_u64(const char *name, const char *dflt)
-{
-    const char *text = getenv(name);
-    char       *end  = NULL;
-    if (text != NULL && *text != '\0') {
-        errno = 0;
-        unsigned long long v = strtoull(text, &end, 10);
-        if (errno == 0 && *end == '\0' && text[0] != '-')
-            return v;
-        pami_protocol_log(PAMI_PROTOCOL_LOG_WARN, SHMB_SUBSYS,
-                          "%s='%s' is not a number; using %s", name, text,
-                          dflt);
-    }
-    return strtoull(dflt, NULL, 10);
-}
 
 /* ---- the queue ------------------------------------------------------- */
 

@@ -36,31 +36,9 @@ static const char *const svd_stat_names[] = {
 #undef SVD_STAT_NAME_
 };
 
-/* A size from the environment: digits with an optional k, m or g. */
-static size_t env_size(const char *name, size_t dflt, size_t min, size_t max)
-{
-    const char *s = getenv(name);
-    if (s == NULL || *s == '\0')
-        return dflt;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    unsigned long long mul = 1;
-    if (*end == 'k' || *end == 'K')
-        mul = 1ull << 10, end++;
-    else if (*end == 'm' || *end == 'M')
-        mul = 1ull << 20, end++;
-    else if (*end == 'g' || *end == 'G')
-        mul = 1ull << 30, end++;
-    if (errno != 0 || end == s || *end != '\0' || v > max / mul ||
-        v * mul < min) {
-        pami_protocol_log(PAMI_PROTOCOL_LOG_WARN, SVD_LOG,
-                          "%s=%s is not a size in %zu..%zu; using %zu", name,
-                          s, min, max, dflt);
-        return dflt;
-    }
-    return (size_t)(v * mul);
-}
+/* A size from the environment (digits with an optional k, m or g). */
+#define env_size(name, dflt, min, max)                                       \
+    ((size_t)pami_protocol_env_size(SVD_LOG, name, dflt, min, max))
 
 static void read_config(svd_config_t *c)
 {

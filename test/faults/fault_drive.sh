@@ -15,6 +15,7 @@
 # MODE: kill (SIGKILL), exit (the task _exit(0)s, by SIGUSR1), stop
 # (SIGSTOP: a hung task), none (nobody is killed; fault_run --no-fault).
 # Prints one line "fault: key=value ..." ending in "ok" or "FAIL: why".
+# FAULT_SLACK adds that many seconds to every time bound (default 0).
 #
 #   fault_drive.sh pamirun|mpirun PAMIRUN FAULT_RUN WORKLOAD MODE NTASKS SEED
 set -u
@@ -137,15 +138,19 @@ detect=$1 destroy=$2
 jobend=$(awk -v a="$released" -v b="$ended" 'BEGIN { printf "%.3f", b - a }')
 line="$line detect_s=$detect destroy_s=$destroy end_s=$jobend"
 
-limit=1
-[ "$mode" = stop ] && limit=$(awk -v t="$PAMI_PEER_TIMEOUT" \
-    'BEGIN { print t / 1000 + 1 }')
+# FAULT_SLACK (seconds, default 0) widens every bound: the short matrix
+# of make test shares two cores with whatever else runs.
+slack=${FAULT_SLACK:-0}
+limit=$(awk -v s="$slack" 'BEGIN { print 1 + s }')
+[ "$mode" = stop ] && limit=$(awk -v t="$PAMI_PEER_TIMEOUT" -v s="$slack" \
+    'BEGIN { print t / 1000 + 1 + s }')
 awk -v d="$detect" -v l="$limit" 'BEGIN { exit !(d > l) }' &&
     fail "a survivor saw the failure $detect s after the kill (limit $limit)"
-awk -v d="$destroy" 'BEGIN { exit !(d > 1) }' &&
-    fail "a destroy took $destroy s"
-awk -v d="$jobend" 'BEGIN { exit !(d > 2) }' &&
-    fail "the job ended $jobend s after the kill"
+awk -v d="$destroy" -v s="$slack" 'BEGIN { exit !(d > 1 + s) }' &&
+    fail "a destroy took $destroy s (slack $slack s)"
+[ "$mode" != none ] &&
+    awk -v d="$jobend" -v s="$slack" 'BEGIN { exit !(d > 2 + s) }' &&
+    fail "the job ended $jobend s after the kill (slack $slack s)"
 
 # Nothing left behind.
 for p in $pids; do

@@ -75,7 +75,9 @@ function mx(a, k,   i, m) { m = 0; for (i = 1; i <= k; i++) if (a[i] > m) m = a[
     c = v["launcher"] " " v["workload"] " " v["mode"]
     if (!(c in runs)) order[++cells] = c
     runs[c]++
-    if ($NF != "ok") { fails[c]++; bad[++nbad] = $0; next }
+    if ($NF != "ok") { fails[c]++; bad[++nbad] = $0 }
+    # A failed run counts in the figures too when it got as far as them.
+    if (!("detect_s" in v)) next
     k = ++ok[c]
     det[c, k] = v["detect_s"]; des[c, k] = v["destroy_s"]; end[c, k] = v["end_s"]
 }
@@ -91,7 +93,7 @@ END {
             med(b, k), mx(b, k), med(e, k), mx(e, k)
         total += runs[c]; tfail += fails[c]
     }
-    printf "\n%d runs, %d failed (times in seconds; stop: detection from the SIGSTOP, job end from the kill of the stopped task)\n", total, tfail
+    printf "\n%d runs, %d failed (times in seconds, over every run that got as far as measuring, failed ones included; stop: detection from the SIGSTOP, job end from the kill of the stopped task)\n", total, tfail
     for (i = 1; i <= nbad; i++) print "FAILED: " bad[i]
     exit tfail > 0
 }' "$log"

@@ -8,7 +8,10 @@
  *                         (query and counters), the built-in rule elsewhere
  *   tune_select differ    task 0's profile differs: every member falls
  *                         back to the built-in rules, results stay right
- *   tune_select bad       a file of garbage: one warning, built-in rules
+ *   tune_select bad KIND  a profile that cannot be used (KIND: garbage,
+ *                         empty, truncated, huge, negative, dup, unknown,
+ *                         dir, missing): one warning, built-in rules,
+ *                         collectives still right
  *   tune_select forced    PAMI_COLL_ALLREDUCE_ALGORITHM (set by meson)
  *                         wins over the profile
  *   tune_select run       the PAMI_COLL_PROFILE of the environment: AUTO
@@ -16,12 +19,14 @@
  */
 #include "../collectives/coll_util.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define COLL_CT_MAX 128
 
 static mp_job_t job;
 static char     path[128];
+static const char *bad_kind = "garbage";
 
 static long env_rank(void)
 {
@@ -45,7 +50,52 @@ static void write_profile(const char *best, const char *other, bool garbage)
     if (f == NULL)
         mp_fail("cannot write %s", path);
     if (garbage) {
-        fputs("{\"format_version\": 1, \"entries\": [\x01\x02 oops", f);
+        static const struct {
+            const char *kind, *text;
+        } bad[] = {
+            {"garbage", "{\"format_version\": 1, \"entries\": [\x01\x02 oops"},
+            {"empty", ""},
+            {"truncated", "{\"format_version\": 1, \"producer\": \"x\", "
+                          "\"machine\": {\"cpu\": \"x\", \"cores\""},
+            {"huge", "{\"format_version\": 99999999999999999999999}"},
+            {"negative", "{\"format_version\": 1, \"producer\": \"x\", "
+             "\"machine\": {\"cpu\": \"x\", \"cores\": 1, \"nodes\": 1, "
+             "\"tasks_per_node\": 1}, \"entries\": [{\"collective\": "
+             "\"barrier\", \"algorithm\": \"barrier_packets\", \"shape\": "
+             "{\"size\": 2, \"nodes\": 1, \"tasks_per_node\": 2}, "
+             "\"bytes\": -1, \"metrics\": {\"median_us\": 1, \"min_us\": 1, "
+             "\"max_us\": 1, \"count\": 1}}]}"},
+            {"dup", "{\"format_version\": 1, \"producer\": \"x\", "
+             "\"machine\": {\"cpu\": \"x\", \"cores\": 1, \"nodes\": 1, "
+             "\"tasks_per_node\": 1}, \"entries\": [{\"collective\": "
+             "\"barrier\", \"algorithm\": \"barrier_packets\", \"shape\": "
+             "{\"size\": 2, \"nodes\": 1, \"tasks_per_node\": 2}, "
+             "\"bytes\": 0, \"failed\": \"x\"}, {\"collective\": "
+             "\"barrier\", \"algorithm\": \"barrier_packets\", \"shape\": "
+             "{\"size\": 2, \"nodes\": 1, \"tasks_per_node\": 2}, "
+             "\"bytes\": 0, \"failed\": \"x\"}]}"},
+            {"unknown", "{\"format_version\": 1, \"producer\": \"x\", "
+             "\"machine\": {\"cpu\": \"x\", \"cores\": 1, \"nodes\": 1, "
+             "\"tasks_per_node\": 1}, \"entries\": [{\"collective\": "
+             "\"allfoo\", \"algorithm\": \"x\", \"shape\": "
+             "{\"size\": 2, \"nodes\": 1, \"tasks_per_node\": 2}, "
+             "\"bytes\": 0, \"failed\": \"x\"}]}"},
+        };
+        size_t k = 0;
+        while (k < sizeof(bad) / sizeof(bad[0]) &&
+               strcmp(bad[k].kind, bad_kind) != 0)
+            k++;
+        if (strcmp(bad_kind, "dir") == 0 || strcmp(bad_kind, "missing") == 0) {
+            fclose(f);
+            unlink(path);
+            if (strcmp(bad_kind, "dir") == 0 && mkdir(path, 0700) != 0)
+                mp_fail("cannot make %s", path);
+            setenv("PAMI_COLL_PROFILE", path, 1);
+            return;
+        }
+        if (k == sizeof(bad) / sizeof(bad[0]))
+            mp_fail("no bad profile %s", bad_kind);
+        fputs(bad[k].text, f);
     } else {
         long n = env_size();
         fprintf(f, "{\"format_version\": 1, \"producer\": \"tune_select\", "
@@ -252,8 +302,11 @@ int main(int argc, char **argv)
         path[0] = '\0';
     else if (strcmp(mode, "differ") == 0 && env_rank() == 0)
         write_profile("allreduce_ring", "allreduce_reduce_broadcast", false);
-    else if (strcmp(mode, "bad") == 0)
+    else if (strcmp(mode, "bad") == 0) {
+        if (argc > 2)
+            bad_kind = argv[2];
         write_profile("", "", true);
+    }
     else
         write_profile("allreduce_reduce_broadcast",
                       "allreduce_recursive_doubling", false);
@@ -271,8 +324,8 @@ int main(int argc, char **argv)
     else
         mp_fail("usage: tune_select slow | differ | bad | forced | run");
     mp_sync(&job);
-    if (path[0] != '\0')
-        unlink(path);
+    if (path[0] != '\0' && unlink(path) != 0)
+        rmdir(path);
     mp_finish(&job);
     return 0;
 }

@@ -205,6 +205,55 @@ static void test_abi_header(void **state)
     assert_int_equal(pami_client_destroy(&c), PAMI_SUCCESS);
 }
 
+/* The SDK's settings and hash: one parser with the core's (sizes with
+ * k/m/g, bools in words), defaults for unset, empty, malformed or out of
+ * range; the hash is FNV-1a and continues across calls. */
+static void test_sdk_env_and_hash(void **state)
+{
+    (void)state;
+    unsetenv("PAMI_TEST_SDK_VAR");
+    assert_int_equal(pami_protocol_env_size("t", "PAMI_TEST_SDK_VAR", 7, 0,
+                                            100), 7);
+    setenv("PAMI_TEST_SDK_VAR", "", 1);
+    assert_int_equal(pami_protocol_env_size("t", "PAMI_TEST_SDK_VAR", 7, 0,
+                                            100), 7);
+    setenv("PAMI_TEST_SDK_VAR", "42", 1);
+    assert_int_equal(pami_protocol_env_size("t", "PAMI_TEST_SDK_VAR", 7, 0,
+                                            100), 42);
+    setenv("PAMI_TEST_SDK_VAR", "2k", 1);
+    assert_int_equal(pami_protocol_env_size("t", "PAMI_TEST_SDK_VAR", 7, 0,
+                                            4096), 2048);
+    assert_int_equal(pami_protocol_env_size("t", "PAMI_TEST_SDK_VAR", 7, 0,
+                                            100), 7); /* above max */
+    assert_int_equal(pami_protocol_env_size("t", "PAMI_TEST_SDK_VAR", 7,
+                                            4096, 8192), 7); /* below min */
+    setenv("PAMI_TEST_SDK_VAR", "-1", 1);
+    assert_int_equal(pami_protocol_env_size("t", "PAMI_TEST_SDK_VAR", 7, 0,
+                                            100), 7);
+    setenv("PAMI_TEST_SDK_VAR", "12x", 1);
+    assert_int_equal(pami_protocol_env_size("t", "PAMI_TEST_SDK_VAR", 7, 0,
+                                            100), 7);
+    setenv("PAMI_TEST_SDK_VAR", "yes", 1);
+    assert_int_equal(pami_protocol_env_bool("t", "PAMI_TEST_SDK_VAR", 0), 1);
+    setenv("PAMI_TEST_SDK_VAR", "OFF", 1);
+    assert_int_equal(pami_protocol_env_bool("t", "PAMI_TEST_SDK_VAR", 1), 0);
+    setenv("PAMI_TEST_SDK_VAR", "maybe", 1);
+    assert_int_equal(pami_protocol_env_bool("t", "PAMI_TEST_SDK_VAR", 1), 1);
+    unsetenv("PAMI_TEST_SDK_VAR");
+    assert_int_equal(pami_protocol_env_bool("t", "PAMI_TEST_SDK_VAR", 0), 0);
+
+    /* FNV-1a's published values: "" is the offset basis, "a" and
+     * "foobar" as in the reference test vectors. */
+    assert_true(pami_protocol_hash(PAMI_PROTOCOL_HASH_INIT, "", 0) ==
+                0xcbf29ce484222325ull);
+    assert_true(pami_protocol_hash(PAMI_PROTOCOL_HASH_INIT, "a", 1) ==
+                0xaf63dc4c8601ec8cull);
+    assert_true(pami_protocol_hash(PAMI_PROTOCOL_HASH_INIT, "foobar", 6) ==
+                0x85944171f73967e8ull);
+    uint64_t h = pami_protocol_hash(PAMI_PROTOCOL_HASH_INIT, "foo", 3);
+    assert_true(pami_protocol_hash(h, "bar", 3) == 0x85944171f73967e8ull);
+}
+
 static void test_state_and_delivery(void **state)
 {
     (void)state;
@@ -471,6 +520,7 @@ int main(void)
         cmocka_unit_test(test_blocks_disjoint),
         cmocka_unit_test(test_register_refused),
         cmocka_unit_test(test_abi_header),
+        cmocka_unit_test(test_sdk_env_and_hash),
         cmocka_unit_test(test_state_and_delivery),
         cmocka_unit_test(test_reserved_ids_refused),
         cmocka_unit_test(test_protocol_send),
