@@ -24,6 +24,7 @@
 #include "internal.h"
 #include "pami_barrier.h"
 #include "pami_collectives.h"
+#include "pami_svd.h"
 #include "bp_wire.h"
 #include "coll.h"
 #include "svd_wire.h"
@@ -740,6 +741,41 @@ static unsigned long vm_kb(void)
 
 #define VM_GROWTH_MAX_KB (1024ul * 1024) /* 1 GiB */
 
+/* State for the forged packets to meet: SVD entries owned by each task
+ * (keys 0..3) and used by the other, and a geometry of both (id 1) that
+ * no check uses afterwards (forged but well-formed messages may be kept
+ * for it). */
+#define SVD_KEYS 4
+static uint64_t svd_data[SVD_KEYS];
+
+static void setup_state(wf_t *w, pami_geometry_t *geom)
+{
+    for (pami_svd_key_t k = 0; k < SVD_KEYS; k++) {
+        svd_data[k] = 1000 * w->me + k;
+        pami_svd_register_t r = {
+            .field_mask = PAMI_SVD_REGISTER_DATA, .key = k,
+            .addr = &svd_data[k], .size = sizeof(svd_data[k]),
+            .data = &svd_data[k], .data_size = sizeof(svd_data[k])};
+        MP_CHECK(pami_svd_register(w->ctx, &r));
+    }
+    mp_sync(&w->job);
+    for (pami_svd_key_t k = 0; k < SVD_KEYS; k++) {
+        pami_svd_lookup_t l = {.field_mask = PAMI_SVD_LOOKUP_TIMEOUT,
+                               .owner = w->peer, .key = k,
+                               .timeout_ms = 30000};
+        pami_svd_entry_t e;
+        MP_CHECK(pami_svd_lookup_wait(w->ctx, &l, &e));
+        MP_EXPECT(e.version == 1, "SVD key %llu at version %llu",
+                  (unsigned long long)k, (unsigned long long)e.version);
+    }
+    pami_geometry_t world;
+    pami_task_t     both[2] = {0, 1};
+    MP_CHECK(pami_geometry_world(w->ctx, &world));
+    MP_CHECK(pami_geometry_create_tasklist(w->ctx, world, 1, both, 2, NULL,
+                                           geom, NULL, NULL));
+    MP_CHECK(pami_geometry_wait_ready(w->ctx, *geom));
+}
+
 static uint64_t parse_u64(const char *s, const char *what)
 {
     char *end;
@@ -801,6 +837,9 @@ int main(int argc, char **argv)
     pami_memregion_t *mr = &src_mr;
     MP_CHECK(pami_memregion_create(w.ctx, src_buf, sizeof(src_buf), mr));
 
+    pami_geometry_t geom1 = NULL;
+    setup_state(&w, &geom1);
+
     drops_t before, after;
     drops(&w, &before);
     unsigned long vm_before = vm_kb();
@@ -841,6 +880,15 @@ int main(int argc, char **argv)
                                      PAMI_TYPE_INT64, PAMI_OP_SUM));
     MP_EXPECT(out[0] == 3 && out[1] == 14, "allreduce gave %lld %lld",
               (long long)out[0], (long long)out[1]);
+    /* The directory still updates: whether the other task still counts
+     * as a user after forged releases, the update ends, successfully. */
+    svd_data[0]++;
+    pami_svd_update_t u = {.field_mask = PAMI_SVD_UPDATE_DATA |
+                                         PAMI_SVD_UPDATE_TIMEOUT,
+                           .key = 0, .data = &svd_data[0],
+                           .data_size = sizeof(svd_data[0]),
+                           .timeout_ms = 30000};
+    MP_CHECK(pami_svd_update_wait(w.ctx, &u));
 
     if (w.me == 1) {
         unsigned long vm_after = vm_kb();
@@ -873,6 +921,7 @@ int main(int argc, char **argv)
         }
     }
     mp_sync(&w.job);
+    MP_CHECK(pami_geometry_destroy(&geom1));
     MP_CHECK(pami_memregion_destroy(w.ctx, mr));
     MP_CHECK(pami_client_destroy(&w.job.client));
     printf("wire-fuzz: task %u: ok\n", w.me);
