@@ -213,6 +213,8 @@ struct pami_context {
 
     pami_region_t        *regions;    /* memregion.c */
     size_t                nregions;
+    pami_memregion_t      mr_verified; /* the last copy whose seal held */
+    size_t                mr_verified_len; /* its bytes compared, or 0 */
     pami_rkey_entry_t    *rkeys;      /* open addressing, power of two */
     size_t                rkey_cap;
     size_t                rkey_count;

@@ -14,5 +14,10 @@
 /* The tag of msg[0 .. len) under key; pure, any alignment. */
 uint64_t pami_siphash24(const uint8_t key[PAMI_SIPHASH_KEY_LEN],
                         const void *msg, size_t len);
+/* The tag of a[0 .. alen) followed by b[0 .. blen), without copying them
+ * together; alen must be a multiple of 8. */
+uint64_t pami_siphash24_2(const uint8_t key[PAMI_SIPHASH_KEY_LEN],
+                          const void *a, size_t alen, const void *b,
+                          size_t blen);
 
 #endif

@@ -17,8 +17,8 @@
  *
  * Each task of another node then checks the points below. So do the tasks
  * of a cut node, but they are not required to: the test ends them once
- * the others are done (Linux does not count the keepalive probes that a
- * node's own dead link drops, so TCP there notices nothing for minutes).
+ * the others are done (TCP on a node whose own link is down may notice
+ * nothing for minutes; docs/cluster.md).
  *
  * The checks:
  *  - every task of the other side fails with PAMI_PEER_FAILED (a send's

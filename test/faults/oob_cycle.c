@@ -4,7 +4,7 @@
  * context, a message each way and a destroy.
  *
  *   oob_cycle calm   40 cycles, every one must succeed
- *   oob_cycle die    task 1 _exit(0)s after its 5th destroy; task 0's next
+ *   oob_cycle die    task 1 _exit(0)s after its 6th destroy; task 0's next
  *                    cycle must fail (its allgather sees the socket close)
  *                    within a second, and its destroys stay within 1 s
  */

@@ -51,10 +51,14 @@ static void test_vectors(void **state)
         for (int b = 0; b < 8; b++)
             le[b] = (uint8_t)(tag >> (8 * b));
         assert_memory_equal(le, vectors[len], 8);
-        /* The same bytes at an odd address give the same tag. */
+        /* The same bytes at an odd address give the same tag, and so do
+         * they in two parts (the first a multiple of 8 bytes). */
         uint8_t shifted[18];
         memcpy(shifted + 1, msg, len);
         assert_true(pami_siphash24(key, shifted + 1, len) == tag);
+        for (size_t cut = 0; cut <= len; cut += 8)
+            assert_true(pami_siphash24_2(key, msg, cut, msg + cut,
+                                         len - cut) == tag);
     }
 }
 

@@ -260,7 +260,7 @@ int main(int argc, char **argv)
             if (rep == 0)
                 snprintf(oc->id, sizeof(oc->id), "%s", cases[i].id);
             else
-                snprintf(oc->id, sizeof(oc->id), "%s#%ld", cases[i].id,
+                snprintf(oc->id, sizeof(oc->id), "%s@%ld", cases[i].id,
                          rep + 1);
             snprintf(oc->suite, sizeof(oc->suite), "%s", cases[i].suite);
             const cf_case_t *c = &cases[i].c;

@@ -6,7 +6,7 @@
 #include <stdio.h>
 
 typedef struct {
-    char   id[160];      /* suite.name, with "#k" for repeats after the first */
+    char   id[160];      /* suite.name, with "@k" for repeats after the first */
     char   suite[64];
     int    status;       /* CF_PASSED, CF_FAILED, CF_TIMEOUT, CF_CRASHED, CF_SKIPPED */
     double seconds;
