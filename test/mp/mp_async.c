@@ -80,9 +80,7 @@ static void on_msg(pami_context_t ctx, void *cookie, const void *hdr,
               (unsigned long long)h.seq, dlen);
     received++;
     if (data != NULL || dlen == 0) {
-        long bad = mp_verify(data, dlen, origin, h.seq, 8);
-        MP_EXPECT(bad < 0, "message %llu from task %u wrong at byte %ld",
-                  (unsigned long long)h.seq, origin, bad);
+        mp_expect_payload(data, dlen, origin, h.seq, 8);
         return;
     }
     mp_recv_into_new(recv, dlen, origin, h.seq, on_rndv_done);

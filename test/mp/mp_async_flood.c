@@ -118,9 +118,7 @@ static void on_msg(pami_context_t ctx, void *cookie, const void *hdr,
     if (h.stall_ms > 0)
         mp_sleep_ms(h.stall_ms);
     if (data != NULL || dlen == 0) {
-        long bad = mp_verify(data, dlen, origin, h.seq, 9);
-        MP_EXPECT(bad < 0, "message %llu from task %u wrong at byte %ld",
-                  (unsigned long long)h.seq, origin, bad);
+        mp_expect_payload(data, dlen, origin, h.seq, 9);
     } else {
         mp_recv_into_new(recv, dlen, origin, h.seq, on_rndv_done);
         atomic_fetch_add(&rndv_pending, 1);

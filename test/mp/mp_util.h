@@ -300,6 +300,16 @@ static inline long mp_verify(const void *buf, size_t len, uint32_t origin,
     return -1;
 }
 
+/* Fails the test unless buf holds message seq of origin (mp_fill). */
+static inline void mp_expect_payload(const void *buf, size_t len,
+                                     uint32_t origin, uint64_t seq,
+                                     uint32_t salt)
+{
+    long bad = mp_verify(buf, len, origin, seq, salt);
+    MP_EXPECT(bad < 0, "message %llu from task %u wrong at byte %ld",
+              (unsigned long long)seq, origin, bad);
+}
+
 /* A message received by rendezvous into a buffer of its own. */
 typedef struct {
     uint8_t    *buf;
@@ -331,9 +341,7 @@ static inline void mp_pending_end(mp_pending_t *p, pami_result_t rc,
                                   size_t len, uint32_t salt)
 {
     MP_EXPECT(rc == PAMI_SUCCESS, "receive: %s", pami_error_text(rc));
-    long bad = mp_verify(p->buf, len, p->origin, p->seq, salt);
-    MP_EXPECT(bad < 0, "message %llu from task %u wrong at byte %ld",
-              (unsigned long long)p->seq, p->origin, bad);
+    mp_expect_payload(p->buf, len, p->origin, p->seq, salt);
     free(p->buf);
     free(p);
 }
