@@ -254,9 +254,10 @@ static void test_sdk_env_and_hash(void **state)
     assert_true(pami_protocol_hash(h, "bar", 3) == 0x85944171f73967e8ull);
 }
 
-static void test_state_and_delivery(void **state)
+/* Two contexts of one task with probe_a registered (and probe_b too when
+ * both), as the delivery tests need them. */
+static world_t *probe_world(int both)
 {
-    (void)state;
     reset();
     world_t *w = calloc(1, sizeof(*w));
     assert_non_null(w);
@@ -264,9 +265,19 @@ static void test_state_and_delivery(void **state)
                      PAMI_SUCCESS);
     assert_int_equal(pami_protocol_register(w->client, &probe_a, NULL),
                      PAMI_SUCCESS);
+    if (both)
+        assert_int_equal(pami_protocol_register(w->client, &probe_b, NULL),
+                         PAMI_SUCCESS);
     assert_int_equal(pami_context_createv(w->client, NULL, 2, w->ctx),
                      PAMI_SUCCESS);
     w->n = 2;
+    return w;
+}
+
+static void test_state_and_delivery(void **state)
+{
+    (void)state;
+    world_t *w = probe_world(0);
     assert_int_equal(inits, 2);
 
     probe_state_t *s0 = pami_protocol_state(w->ctx[0], &probe_a);
@@ -347,16 +358,7 @@ static seen_t seen(world_t *w)
 static void test_reserved_ids_refused(void **state)
 {
     (void)state;
-    reset();
-    world_t *w = calloc(1, sizeof(*w));
-    assert_non_null(w);
-    assert_int_equal(pami_client_create("plugin", NULL, &w->client),
-                     PAMI_SUCCESS);
-    assert_int_equal(pami_protocol_register(w->client, &probe_a, NULL),
-                     PAMI_SUCCESS);
-    assert_int_equal(pami_context_createv(w->client, NULL, 2, w->ctx),
-                     PAMI_SUCCESS);
-    w->n = 2;
+    world_t *w = probe_world(0);
     pami_client_attr_t a = {.field_mask = PAMI_CLIENT_ATTR_DISPATCH_MAX};
     assert_int_equal(pami_client_query(w->client, &a), PAMI_SUCCESS);
     assert_int_equal(a.dispatch_max, 256);
@@ -404,18 +406,7 @@ static void test_reserved_ids_refused(void **state)
 static void test_protocol_send(void **state)
 {
     (void)state;
-    reset();
-    world_t *w = calloc(1, sizeof(*w));
-    assert_non_null(w);
-    assert_int_equal(pami_client_create("plugin", NULL, &w->client),
-                     PAMI_SUCCESS);
-    assert_int_equal(pami_protocol_register(w->client, &probe_a, NULL),
-                     PAMI_SUCCESS);
-    assert_int_equal(pami_protocol_register(w->client, &probe_b, NULL),
-                     PAMI_SUCCESS);
-    assert_int_equal(pami_context_createv(w->client, NULL, 2, w->ctx),
-                     PAMI_SUCCESS);
-    w->n = 2;
+    world_t *w = probe_world(1);
     probe_state_t *a0 = pami_protocol_state(w->ctx[0], &probe_a);
     probe_state_t *a1 = pami_protocol_state(w->ctx[1], &probe_a);
     probe_state_t *b0 = pami_protocol_state(w->ctx[0], &probe_b);
