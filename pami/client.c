@@ -274,7 +274,21 @@ pami_result_t pami_dispatch_fence(pami_client_t c)
      * wait; before createv only the bootstrap can do it. */
     if (c->num_contexts > 0) {
         uint64_t deadline = UINT64_MAX;
+        /* A task that finishes the fence and dies right away has sent us
+         * all we need: its death fails the next fence, not this one
+         * (pami_task_failed). The grace needs pami_idle's watch, which a
+         * progress thread's contexts do not run. */
+        bool grace = !c->progress_running;
+        for (size_t i = 0; i < c->num_contexts && grace; i++)
+            c->contexts[i]->in_fence = true;
         pami_result_t rc = pami_barrier(c->contexts, c->num_contexts, deadline);
+        for (size_t i = 0; i < c->num_contexts && grace; i++) {
+            c->contexts[i]->in_fence = false;
+            if (c->contexts[i]->depart_deadline_ns != 0) {
+                c->contexts[i]->depart_deadline_ns = 0;
+                c->tasks_failed = true;
+            }
+        }
         if (rc != PAMI_SUCCESS)
             pami_error("dispatch", "fence barrier failed: %s",
                        pami_error_text(rc));

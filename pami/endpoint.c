@@ -49,7 +49,9 @@ void pami_task_failed(struct pami_context *ctx, uint32_t task, int status)
      * first barrier no task can have finished, so it is a failure; later
      * the barrier gets a grace to take in what the task sent before it
      * left (pami_tasks_watch). */
-    if (!ctx->closing_down || ctx->shutdown_stage == 1)
+    bool may_have_left = ctx->closing_down ? ctx->shutdown_stage >= 2
+                                           : ctx->in_fence;
+    if (!may_have_left)
         ctx->client->tasks_failed = true;
     else if (ctx->depart_deadline_ns == 0)
         ctx->depart_deadline_ns = pami_time_ns() +
@@ -83,13 +85,17 @@ void pami_tasks_watch(struct pami_context *ctx)
 {
     pami_client_impl_t *c   = ctx->client;
     uint64_t            now = pami_time_ns();
-    /* The second barrier, idle, still waits for a task that is gone: what
-     * it sent before it left would have been taken in by now. A wait for
-     * a live task is only slow (a loaded machine), not a failure. */
-    if (ctx->shutdown_stage == 2 && ctx->depart_deadline_ns != 0 &&
-        now >= ctx->depart_deadline_ns) {
+    /* A barrier a task may have finished and left (destroy's second, a
+     * fence), idle, still waits for that task: what it sent before it left
+     * would have been taken in by now. A wait for a live task is only slow
+     * (a loaded machine), until it lasts so long that the live task is
+     * likely waiting for the dead one itself. */
+    if ((ctx->shutdown_stage == 2 || ctx->in_fence) &&
+        ctx->depart_deadline_ns != 0 && now >= ctx->depart_deadline_ns) {
         uint32_t from = barrier_waits_for(ctx);
-        if (from != UINT32_MAX && ctx->peers[from * c->num_contexts].task_dead)
+        if ((from != UINT32_MAX &&
+             ctx->peers[from * c->num_contexts].task_dead) ||
+            now >= ctx->depart_deadline_ns + PAMI_DEPART_WAIT_MS * 1000000ull)
             c->tasks_failed = true;
     }
     if (!c->config.peer_errors || c->num_local_tasks <= 1 ||

@@ -46,6 +46,9 @@
 /* How often a context that waits idle looks at the tasks of its node. */
 #define PAMI_WATCH_MS 100
 #define PAMI_DEPART_GRACE_MS 200
+/* After this much more, a barrier that still waits fails whoever it waits
+ * for: the dead task may hold a live one that waits for it. */
+#define PAMI_DEPART_WAIT_MS 800
 /* UCX's shared-memory and TCP transports carry 8 KiB in one fragment; an
  * immediate send must fit one, with pami's and UCX's headers. */
 #define PAMI_IMMEDIATE_LIMIT 4096
@@ -250,6 +253,9 @@ struct pami_context {
      * failed only if the barrier, idle, still waits for its message
      * PAMI_DEPART_GRACE_MS on. */
     uint8_t               shutdown_stage;
+    /* In pami_dispatch_fence's barrier (client.c), where a task may also
+     * finish and leave before we do: deaths get the same grace. */
+    bool                  in_fence;
     uint64_t              depart_deadline_ns; /* 0: no departure pending */
     bool                  eps_closed;   /* no new endpoints from now on */
     bool                  peers_failed_pending; /* failed eps to close */

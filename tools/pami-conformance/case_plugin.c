@@ -35,6 +35,9 @@ static void log_call(char what, char who, size_t off, pami_context_t ctx)
 /* The plug-in's block as init got it: the generic suite sends on it. */
 static pami_protocol_env_t plugin_env;
 static pami_task_t failed_task = (pami_task_t)-1;
+/* Every task the plug-in heard of: other tasks may leave, and be reported,
+ * once they are through with the case. */
+static uint64_t failed_tasks;
 
 static pami_result_t wrap_init(const pami_protocol_env_t *env, void **state)
 {
@@ -50,6 +53,8 @@ static void wrap_peer_failed(pami_context_t ctx, void *state,
                              pami_task_t task)
 {
     failed_task = task;
+    if (task < 64)
+        failed_tasks |= 1ull << task;
     if (inner->peer_failed)
         inner->peer_failed(ctx, state, task);
 }
@@ -407,8 +412,9 @@ static void peer_dies(cf_env_t *e)
     pami_result_t rc = pami_dispatch_fence(e->client);
     CF_CHECK(e, rc == PAMI_PEER_FAILED, "expected the fence to report the "
              "dead task (PAMI_PEER_FAILED), seen %s", cf_rc_name(rc));
-    CF_CHECK(e, failed_task == victim, "expected the protocol's peer_failed "
-             "for task %u, seen %d", victim, (int)failed_task);
+    CF_CHECK(e, victim >= 64 || (failed_tasks >> victim & 1),
+             "expected the protocol's peer_failed for task %u, last seen %d",
+             victim, (int)failed_task);
     pami_context_t c = e->ctx;
     rc = pami_context_destroyv(&e->ctx, 1);
     CF_CHECK(e, rc == PAMI_SUCCESS || rc == PAMI_PEER_FAILED,
