@@ -486,6 +486,68 @@ static void test_init_failure(void **state)
     assert_int_equal(finis, 2);
 }
 
+/* A protocol registered after createv whose init fails on the second
+ * context: refused without a trace (the first context stops it, its ids
+ * go back, it is not listed), so no fini meets a state init never made,
+ * and the next protocol gets the ids it would have had. */
+static int late_fini_null;
+
+static pami_result_t late_init(const pami_protocol_env_t *env, void **state)
+{
+    if (env->context_offset == 1)
+        return PAMI_ENOMEM;
+    return probe_init(env, state);
+}
+
+static void late_fini(pami_context_t ctx, void *state)
+{
+    if (state == NULL)
+        late_fini_null++;
+    probe_fini(ctx, state);
+}
+
+static const pami_protocol_ops_t probe_late = {
+    PAMI_PROTOCOL_OPS_HEADER,
+    .name = "test.probe_late", .version = 1, .num_dispatch = 3,
+    .init = late_init, .fini = late_fini};
+
+static void test_late_init_failure(void **state)
+{
+    (void)state;
+    world_t *w = probe_world(0);
+    late_fini_null = 0;
+    pami_protocol_info_t a = find(w->client, "test.probe_a");
+    size_t before = 0;
+    pami_protocol_info_t info;
+    while (pami_protocol_query(w->client, before, &info) == PAMI_SUCCESS)
+        before++;
+    assert_int_equal(pami_protocol_register(w->client, &probe_late, NULL),
+                     PAMI_ENOMEM);
+    assert_int_equal(inits, 3);
+    assert_int_equal(finis, 1); /* context 0 stopped it again */
+    assert_null(pami_protocol_state(w->ctx[0], &probe_late));
+    assert_null(pami_protocol_state(w->ctx[1], &probe_late));
+    assert_int_equal(pami_protocol_query(w->client, before, &info),
+                     PAMI_NOT_FOUND);
+    /* Its ids went back: probe_b starts where probe_late would have. */
+    assert_int_equal(pami_protocol_register(w->client, &probe_b, NULL),
+                     PAMI_SUCCESS);
+    pami_protocol_info_t b = find(w->client, "test.probe_b");
+    assert_true(b.dispatch_base >= a.dispatch_base + a.num_dispatch);
+    size_t top = 0;
+    for (size_t i = 0; pami_protocol_query(w->client, i, &info) ==
+                       PAMI_SUCCESS; i++)
+        if (strcmp(info.name, "test.probe_b") != 0 &&
+            info.dispatch_base + info.num_dispatch > top)
+            top = info.dispatch_base + info.num_dispatch;
+    assert_int_equal(b.dispatch_base, top);
+    probe_state_t *b1 = pami_protocol_state(w->ctx[1], &probe_b);
+    assert_non_null(b1);
+    world_down(w);
+    assert_int_equal(late_fini_null, 0);
+    assert_int_equal(finis, 1 + 2 * 2);
+}
+
 static void test_config_listed(void **state)
 {
     (void)state;
@@ -516,6 +578,7 @@ int main(void)
         cmocka_unit_test(test_reserved_ids_refused),
         cmocka_unit_test(test_protocol_send),
         cmocka_unit_test(test_init_failure),
+        cmocka_unit_test(test_late_init_failure),
         cmocka_unit_test(test_config_listed),
     };
     return cmocka_run_group_tests_name("plugin", tests, NULL, NULL);
