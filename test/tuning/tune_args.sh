@@ -1,7 +1,7 @@
 #!/bin/sh
 # Program input of the tools: pami-tune refuses sizes that are not powers
-# of two or that wrap when K or M scales them (exit 2 before anything
-# runs), and pami-info --coll-profile refuses a signed --shape and gives a
+# of two or that wrap when K or M scales them, and empty or unknown lists
+# (exit 2 before anything runs), and pami-info --coll-profile refuses a signed --shape and gives a
 # profile whose job is 2^24 nodes of 2^24 tasks the capped size, not the
 # product wrapped to 0.
 #   tune_args.sh PAMI_TUNE PAMI_INFO
@@ -23,6 +23,17 @@ for s in 8:4M 1:1 4K:1M 1099511627776:1099511627776; do
     rc=$?
     [ $rc -eq 1 ] || fail "--sizes $s: exit $rc, not 1 (no such file)"
 done
+
+for a in "--collectives ," "--collectives" "--collectives allreduce,nope" \
+         "--shapes ," "--shapes world,nope" "--reps 0" "--deadline 0"; do
+    # shellcheck disable=SC2086
+    "$TUNE" $a --table "$dir/none.json" >/dev/null 2>&1
+    rc=$?
+    [ $rc -eq 2 ] || fail "$a: exit $rc, not 2"
+done
+"$TUNE" --collectives barrier,allreduce --shapes world --table \
+    "$dir/none.json" >/dev/null 2>&1
+[ $? -eq 1 ] || fail "good lists refused"
 
 cat > "$dir/big.json" <<'JSON'
 {"format_version": 1, "producer": "tune_args",
