@@ -100,7 +100,10 @@ static coll_online_pt_t *point(struct pami_geometry *g, const pami_xfer_t *x,
     p->kind = (uint8_t)x->kind;
     p->cls = (uint8_t)cls;
     p->bucket = (uint8_t)b;
-    p->type = (uint8_t)x->dtype;
+    /* A barrier's dtype is never checked (any value may come in); the
+     * profile lists barriers as bytes. */
+    p->type = x->kind == PAMI_XFER_BARRIER ? (uint8_t)PAMI_TYPE_BYTE
+                                           : (uint8_t)x->dtype;
     p->op = coll_kind_reduces(x->kind) ? (uint8_t)x->op
                                        : COLL_PROFILE_OP_NONE;
     p->bytes = bytes;

@@ -145,7 +145,7 @@ static bool get_time(perr_t *e, json_object *o, const char *key, double *out)
     return true;
 }
 
-/* A string of at most cap - 1 bytes without control characters. */
+/* A string of at most cap - 1 bytes, without a NUL inside. */
 static bool get_str(perr_t *e, json_object *o, const char *key, char *out,
                     size_t cap, bool required)
 {

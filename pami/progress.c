@@ -284,6 +284,15 @@ static void *progress_main(void *arg)
     return NULL;
 }
 
+/* The loop frees the contexts' watchers with it: none may keep one. */
+static void progress_loop_drop(pami_client_impl_t *c)
+{
+    evloop_libev_ops.destroy(c->progress_loop);
+    c->progress_loop = NULL;
+    for (size_t i = 0; i < c->num_contexts; i++)
+        c->contexts[i]->progress_io = NULL;
+}
+
 pami_result_t pami_progress_thread_start(pami_client_impl_t *c)
 {
     c->progress_loop = evloop_libev_ops.create();
@@ -294,8 +303,7 @@ pami_result_t pami_progress_thread_start(pami_client_impl_t *c)
         ctx->progress_io = evloop_libev_ops.io_add(
             c->progress_loop, ctx->event_fd, progress_io, c);
         if (ctx->progress_io == NULL) {
-            evloop_libev_ops.destroy(c->progress_loop);
-            c->progress_loop = NULL;
+            progress_loop_drop(c);
             return PAMI_ENOMEM;
         }
         ctx->progress_watching = true;
@@ -306,8 +314,7 @@ pami_result_t pami_progress_thread_start(pami_client_impl_t *c)
     if (rc != 0) {
         pami_error("progress", "cannot start the progress thread: %s",
                    strerror(rc));
-        evloop_libev_ops.destroy(c->progress_loop);
-        c->progress_loop = NULL;
+        progress_loop_drop(c);
         return PAMI_ERROR;
     }
     c->progress_running = true;
@@ -324,8 +331,5 @@ void pami_progress_thread_stop(pami_client_impl_t *c)
     evloop_libev_ops.wakeup(c->progress_loop);
     pthread_join(c->progress_thread, NULL);
     c->progress_running = false;
-    evloop_libev_ops.destroy(c->progress_loop);
-    c->progress_loop = NULL;
-    for (size_t i = 0; i < c->num_contexts; i++)
-        c->contexts[i]->progress_io = NULL;
+    progress_loop_drop(c);
 }

@@ -14,6 +14,10 @@
 
 #include "log.h"
 
+/* libFuzzer's entry points, defined by each target. */
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size);
+
 typedef struct {
     const uint8_t *p;
     size_t         left;

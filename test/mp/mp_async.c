@@ -52,24 +52,12 @@ static void note_thread(void)
         on_main++;
 }
 
-typedef struct {
-    uint8_t    *buf;
-    uint64_t    seq;
-    pami_task_t origin;
-} pending_t;
-
 static void on_rndv_done(pami_context_t ctx, void *cookie, pami_result_t rc)
 {
     (void)ctx;
-    pending_t *p = cookie;
     note_thread();
-    MP_EXPECT(rc == PAMI_SUCCESS, "receive: %s", pami_error_text(rc));
-    long bad = mp_verify(p->buf, BIG, p->origin, p->seq, 8);
-    MP_EXPECT(bad < 0, "message %llu from task %u wrong at byte %ld",
-              (unsigned long long)p->seq, p->origin, bad);
+    mp_pending_end(cookie, rc, BIG, 8);
     rndv_pending--;
-    free(p->buf);
-    free(p);
 }
 
 static void on_msg(pami_context_t ctx, void *cookie, const void *hdr,
@@ -92,21 +80,10 @@ static void on_msg(pami_context_t ctx, void *cookie, const void *hdr,
               (unsigned long long)h.seq, dlen);
     received++;
     if (data != NULL || dlen == 0) {
-        long bad = mp_verify(data, dlen, origin, h.seq, 8);
-        MP_EXPECT(bad < 0, "message %llu from task %u wrong at byte %ld",
-                  (unsigned long long)h.seq, origin, bad);
+        mp_expect_payload(data, dlen, origin, h.seq, 8);
         return;
     }
-    MP_EXPECT(recv != NULL, "no data and no recv");
-    pending_t *p = malloc(sizeof(*p));
-    MP_EXPECT(p != NULL, "out of memory");
-    p->buf    = malloc(dlen);
-    p->seq    = h.seq;
-    p->origin = origin;
-    MP_EXPECT(p->buf != NULL, "out of memory");
-    recv->addr     = p->buf;
-    recv->local_fn = on_rndv_done;
-    recv->cookie   = p;
+    mp_recv_into_new(recv, dlen, origin, h.seq, on_rndv_done);
     rndv_pending++;
 }
 
@@ -124,28 +101,6 @@ static void on_remote(pami_context_t ctx, void *cookie, pami_result_t rc)
     note_thread();
     MP_EXPECT(rc == PAMI_SUCCESS, "remote_fn: %s", pami_error_text(rc));
     remotes++;
-}
-
-/* An immediate send that never advances: on EAGAIN, let go of the lock
- * and sleep while the progress thread makes room. */
-static void send_imm_no_advance(const pami_send_immediate_t *s)
-{
-    pami_context_t ctx = job.ctx[0];
-    double deadline = mp_now() + MP_EAGAIN_S;
-    for (;;) {
-        MP_CHECK(pami_context_lock(ctx));
-        pami_result_t rc = pami_send_immediate(ctx, s);
-        MP_CHECK(pami_context_unlock(ctx));
-        if (rc == PAMI_SUCCESS)
-            return;
-        MP_EXPECT(rc == PAMI_EAGAIN, "send_immediate: %s",
-                  pami_error_text(rc));
-        MP_EXPECT(mp_now() < deadline, "send_immediate kept returning "
-                                       "PAMI_EAGAIN for %.0f s with the "
-                                       "progress thread running",
-                  MP_EAGAIN_S);
-        mp_sleep_ms(0.2);
-    }
 }
 
 /* Sleeps until cond (evaluated under the context lock) holds. */
@@ -244,7 +199,7 @@ int main(int argc, char **argv)
                 .dispatch = ID_ASYNC, .header = &h, .header_len = sizeof(h),
                 .data = bufs[seq], .data_len = len};
             if (len == 0 && seq % 2 == 0) {
-                send_imm_no_advance(&s);
+                mp_send_imm_no_advance(job.ctx[0], &s);
                 continue;
             }
             bool remote = seq % 5 == 0;

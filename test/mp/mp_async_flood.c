@@ -91,23 +91,11 @@ static void note_thread(void)
         atomic_fetch_add(&on_main, 1);
 }
 
-typedef struct {
-    uint8_t    *buf;
-    uint64_t    seq;
-    pami_task_t origin;
-} pending_t;
-
 static void on_rndv_done(pami_context_t ctx, void *cookie, pami_result_t rc)
 {
     (void)ctx;
-    pending_t *p = cookie;
     note_thread();
-    MP_EXPECT(rc == PAMI_SUCCESS, "receive: %s", pami_error_text(rc));
-    long bad = mp_verify(p->buf, big, p->origin, p->seq, 9);
-    MP_EXPECT(bad < 0, "message %llu from task %u wrong at byte %ld",
-              (unsigned long long)p->seq, p->origin, bad);
-    free(p->buf);
-    free(p);
+    mp_pending_end(cookie, rc, big, 9);
     atomic_fetch_sub(&rndv_pending, 1);
 }
 
@@ -130,20 +118,9 @@ static void on_msg(pami_context_t ctx, void *cookie, const void *hdr,
     if (h.stall_ms > 0)
         mp_sleep_ms(h.stall_ms);
     if (data != NULL || dlen == 0) {
-        long bad = mp_verify(data, dlen, origin, h.seq, 9);
-        MP_EXPECT(bad < 0, "message %llu from task %u wrong at byte %ld",
-                  (unsigned long long)h.seq, origin, bad);
+        mp_expect_payload(data, dlen, origin, h.seq, 9);
     } else {
-        MP_EXPECT(recv != NULL, "no data and no recv");
-        pending_t *p = malloc(sizeof(*p));
-        MP_EXPECT(p != NULL, "out of memory");
-        p->buf    = malloc(dlen);
-        p->seq    = h.seq;
-        p->origin = origin;
-        MP_EXPECT(p->buf != NULL, "out of memory");
-        recv->addr     = p->buf;
-        recv->local_fn = on_rndv_done;
-        recv->cookie   = p;
+        mp_recv_into_new(recv, dlen, origin, h.seq, on_rndv_done);
         atomic_fetch_add(&rndv_pending, 1);
     }
     atomic_fetch_add(&received, 1);
@@ -218,20 +195,7 @@ static void send_one(pami_task_t to, send_mode_t mode, uint32_t stall_ms)
                                .header_len = sizeof(h), .data = buf,
                                .data_len = len};
     if (mode == SEND_IMM && sizeof(h) + len <= job.attr.immediate_max) {
-        double deadline = mp_now() + MP_EAGAIN_S;
-        for (;;) {
-            MP_CHECK(pami_context_lock(ctx));
-            pami_result_t rc = pami_send_immediate(ctx, &s);
-            MP_CHECK(pami_context_unlock(ctx));
-            if (rc == PAMI_SUCCESS)
-                break;
-            MP_EXPECT(rc == PAMI_EAGAIN, "send_immediate: %s",
-                      pami_error_text(rc));
-            MP_EXPECT(mp_now() < deadline, "send_immediate kept returning "
-                                           "PAMI_EAGAIN for %.0f s",
-                      MP_EAGAIN_S);
-            mp_sleep_ms(0.2);
-        }
+        mp_send_imm_no_advance(ctx, &s);
         free(buf);
         return;
     }

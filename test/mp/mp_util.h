@@ -218,6 +218,29 @@ static inline unsigned long mp_inject_imm(mp_job_t *job, pami_context_t ctx,
     return mp_send_imm_by(job, ctx, s, pami_test_send_raw);
 }
 
+/* An immediate send that never advances, for tests whose progress thread
+ * does: the lock is held only for the call; on PAMI_EAGAIN it sleeps while
+ * the thread makes room, and retries. */
+static inline void mp_send_imm_no_advance(pami_context_t ctx,
+                                          const pami_send_immediate_t *s)
+{
+    double deadline = mp_now() + MP_EAGAIN_S;
+    for (;;) {
+        MP_CHECK(pami_context_lock(ctx));
+        pami_result_t rc = pami_send_immediate(ctx, s);
+        MP_CHECK(pami_context_unlock(ctx));
+        if (rc == PAMI_SUCCESS)
+            return;
+        MP_EXPECT(rc == PAMI_EAGAIN, "send_immediate: %s",
+                  pami_error_text(rc));
+        MP_EXPECT(mp_now() < deadline, "send_immediate kept returning "
+                                       "PAMI_EAGAIN for %.0f s with the "
+                                       "progress thread running",
+                  MP_EAGAIN_S);
+        mp_sleep_ms(0.2);
+    }
+}
+
 /* An immediate send from a handler, where advancing is not allowed: falls
  * back to pami_send, which copies the header; data must be NULL or stay
  * valid (the callers pass static or header-only payloads). */
@@ -275,6 +298,52 @@ static inline long mp_verify(const void *buf, size_t len, uint32_t origin,
                 return (long)i;
     }
     return -1;
+}
+
+/* Fails the test unless buf holds message seq of origin (mp_fill). */
+static inline void mp_expect_payload(const void *buf, size_t len,
+                                     uint32_t origin, uint64_t seq,
+                                     uint32_t salt)
+{
+    long bad = mp_verify(buf, len, origin, seq, salt);
+    MP_EXPECT(bad < 0, "message %llu from task %u wrong at byte %ld",
+              (unsigned long long)seq, origin, bad);
+}
+
+/* A message received by rendezvous into a buffer of its own. */
+typedef struct {
+    uint8_t    *buf;
+    uint64_t    seq;
+    pami_task_t origin;
+} mp_pending_t;
+
+/* From a dispatch handler given no data: points recv at a new buffer of
+ * len bytes; done gets the mp_pending_t as its cookie. */
+static inline void mp_recv_into_new(pami_recv_t *recv, size_t len,
+                                    pami_task_t origin, uint64_t seq,
+                                    pami_event_fn done)
+{
+    MP_EXPECT(recv != NULL, "no data and no recv");
+    mp_pending_t *p = malloc(sizeof(*p));
+    MP_EXPECT(p != NULL, "out of memory");
+    p->buf    = malloc(len);
+    p->seq    = seq;
+    p->origin = origin;
+    MP_EXPECT(p->buf != NULL, "out of memory");
+    recv->addr     = p->buf;
+    recv->local_fn = done;
+    recv->cookie   = p;
+}
+
+/* From done: checks the receive's result and its len bytes (mp_fill's
+ * pattern with salt), then frees p. */
+static inline void mp_pending_end(mp_pending_t *p, pami_result_t rc,
+                                  size_t len, uint32_t salt)
+{
+    MP_EXPECT(rc == PAMI_SUCCESS, "receive: %s", pami_error_text(rc));
+    mp_expect_payload(p->buf, len, p->origin, p->seq, salt);
+    free(p->buf);
+    free(p);
 }
 
 /* ---- setup, message barrier, teardown ---- */

@@ -5,7 +5,9 @@
  * the candidates are tried. At the end: every point has converged (the
  * query says "online" with the same algorithm on every call since), and
  * every task ran each algorithm the same number of times (the counters
- * per algorithm, gathered).
+ * per algorithm, gathered). Barriers too, whose dtype is not looked at
+ * (here one no type has): with PAMI_COLL_PROFILE_OUT, task 0's profile
+ * then lists the barrier as bytes, and the whole file loads.
  */
 #include "../collectives/coll_util.h"
 
@@ -84,6 +86,11 @@ int main(int argc, char **argv)
             if (c == 1)
                 bcast(&w, 100, (size_t)i);
         }
+    for (int i = 0; i < CALLS; i++) {
+        pami_xfer_t b = ct_xfer(w.g, PAMI_XFER_BARRIER, NULL, NULL, NULL, 0,
+                                (pami_type_t)200, 0);
+        MP_CHECK(pami_collective_wait(job.ctx[0], &b));
+    }
     for (size_t c = 0; c < 3; c++) {
         expect_learnt(&w, PAMI_XFER_ALLREDUCE, counts[c], PAMI_TYPE_INT64);
         expect_learnt(&r, PAMI_XFER_ALLREDUCE, counts[c], PAMI_TYPE_INT64);
@@ -122,5 +129,25 @@ int main(int argc, char **argv)
     MP_CHECK(pami_geometry_destroy(&r.g));
     mp_sync(&job);
     mp_finish(&job);
+    /* Written when the context ended; every type in it must be one of
+     * the profile's names (a barrier's: byte). */
+    const char *out = getenv("PAMI_COLL_PROFILE_OUT");
+    if (job.me == 0 && out != NULL) {
+        FILE *f = fopen(out, "r");
+        MP_EXPECT(f != NULL, "no profile written to %s", out);
+        static char text[1 << 20];
+        size_t len = fread(text, 1, sizeof(text) - 1, f);
+        fclose(f);
+        text[len] = '\0';
+        MP_EXPECT(strstr(text, "\"collective\":\"barrier\"") != NULL,
+                  "%s: no barrier learnt", out);
+        for (const char *b = strstr(text, "\"collective\":\"barrier\"");
+             b != NULL; b = strstr(b + 1, "\"collective\":\"barrier\"")) {
+            const char *t = strstr(b, "\"type\":");
+            MP_EXPECT(t != NULL && strncmp(t, "\"type\":\"byte\"", 13) == 0,
+                      "%s: a barrier entry's type is not byte: %.40s", out,
+                      t != NULL ? t : "(none)");
+        }
+    }
     return 0;
 }

@@ -73,14 +73,23 @@ int coll_profile_info(pami_context_t ctx, const char *path,
     }
     arg_t a = {0};
     pami_geometry_world(ctx, &a.world);
-    unsigned long n = p.machine.nodes * p.machine.ppn, ppn = p.machine.ppn;
+    /* The profile's own job: its fields are each at most 2^24, so the
+     * product is taken in 64 bits and capped like any size. */
+    uint64_t n = (uint64_t)p.machine.nodes * p.machine.ppn,
+             ppn = p.machine.ppn;
+    if (n > COLL_PROFILE_MAX_TASKS)
+        n = COLL_PROFILE_MAX_TASKS;
+    if (ppn > n)
+        ppn = n;
     if (shape != NULL) {
         char *end;
-        n = strtoul(shape, &end, 10);
+        /* strtoull takes "-1" as a huge number: no sign is allowed. */
+        bool sign = strchr(shape, '-') != NULL || strchr(shape, '+') != NULL;
+        n = strtoull(shape, &end, 10);
         ppn = n;
         if (*end == 'x')
-            ppn = strtoul(end + 1, &end, 10);
-        if (*end != '\0' || n == 0 || ppn == 0 ||
+            ppn = strtoull(end + 1, &end, 10);
+        if (sign || *end != '\0' || n == 0 || ppn == 0 ||
             n > COLL_PROFILE_MAX_TASKS) {
             fprintf(stderr, "pami-info: --shape %s is not N or NxP\n", shape);
             coll_profile_free(&p);

@@ -44,13 +44,17 @@ static bool parse_size(const char *s, uint64_t *out)
     char *end;
     errno = 0;
     unsigned long long v = strtoull(s, &end, 10);
-    if (errno != 0 || end == s || *s == '-')
+    if (errno != 0 || end == s || *s == '-' || v > COLL_PROFILE_MAX_BYTES)
         return false;
+    /* Checked before the shift, which could wrap a huge count to a
+     * small one. */
     if (*end == 'K' || *end == 'k')
         v <<= 10, end++;
     else if (*end == 'M' || *end == 'm')
         v <<= 20, end++;
-    if (*end != '\0' || v == 0 || v > COLL_PROFILE_MAX_BYTES)
+    /* Powers of two, as the sweep doubles from MIN (docs/tuning.md). */
+    if (*end != '\0' || v == 0 || v > COLL_PROFILE_MAX_BYTES ||
+        (v & (v - 1)) != 0)
         return false;
     *out = v;
     return true;

@@ -48,13 +48,6 @@ typedef struct {
     size_t             cap_times;
 } run_t;
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void user_sum(void *inout, const void *in, size_t count, void *cookie)
 {
     (void)cookie;
@@ -242,7 +235,7 @@ static void save(run_t *r, bool force)
 {
     if (r->me != 0 || r->o->out == NULL)
         return;
-    double t = now();
+    double t = tune_now();
     if (!force && t - r->last_save < SAVE_EVERY_S)
         return;
     r->last_save = t;
@@ -326,11 +319,11 @@ static bool measure(run_t *r, const point_t *p)
     double t = 0;
     pami_result_t rc = PAMI_SUCCESS;
     for (int i = 0; i < 2 && rc == PAMI_SUCCESS; i++) {
-        double a = now();
+        double a = tune_now();
         rc = pami_collective_wait(r->ctx, &x);
-        t = now() - a;
+        t = tune_now() - a;
     }
-    bool limit = r->o->limit_s > 0 && now() - r->t0 > r->o->limit_s;
+    bool limit = r->o->limit_s > 0 && tune_now() - r->t0 > r->o->limit_s;
     double v[3] = {t * 1e6, rc != PAMI_SUCCESS,
                    tune_stop_signal != 0 || limit};
     if (!agree_max(r, p->g, v, 3)) {
@@ -365,10 +358,10 @@ static bool measure(run_t *r, const point_t *p)
     rc = PAMI_SUCCESS;
     for (unsigned i = 0; i < reps; i++) {
         pami_geometry_barrier(r->ctx, p->g);
-        double a = now();
+        double a = tune_now();
         if (rc == PAMI_SUCCESS)
             rc = pami_collective_wait(r->ctx, &x);
-        r->times[i] = (now() - a) * 1e6;
+        r->times[i] = (tune_now() - a) * 1e6;
     }
     r->times[reps] = rc != PAMI_SUCCESS;
     if (!agree_max(r, p->g, r->times, reps + 1)) {
@@ -465,7 +458,7 @@ int tune_run(pami_client_t client, pami_context_t ctx, const tune_opts_t *o,
     r.ntasks = ca.size;
     r.task_node = ca.task_node;
     r.num_nodes = ca.num_nodes;
-    r.t0 = r.last_save = now();
+    r.t0 = r.last_save = tune_now();
     if (o->resume != NULL) {
         char why[256];
         if (!coll_profile_load(o->resume, NULL, &r.old, NULL, NULL, 0, why,

@@ -16,7 +16,7 @@ static struct {
     int    last_pct;
 } pg;
 
-static double now(void)
+double tune_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -38,7 +38,7 @@ void tune_progress_start(size_t total, bool enabled)
     pg.total = total;
     pg.on = enabled;
     pg.tty = isatty(STDERR_FILENO);
-    pg.t0 = pg.last = now();
+    pg.t0 = pg.last = tune_now();
     pg.last_pct = -1;
     if (pg.on)
         fprintf(stderr, "pami-tune: %zu points\n", total);
@@ -48,7 +48,7 @@ void tune_progress(size_t done, const char *what)
 {
     if (!pg.on || pg.total == 0)
         return;
-    double t = now(), el = t - pg.t0;
+    double t = tune_now(), el = t - pg.t0;
     int pct = (int)(100.0 * (double)done / (double)pg.total);
     char left[32];
     fmt_time(left, sizeof(left),
@@ -78,7 +78,7 @@ void tune_progress_end(size_t done, bool stopped)
     if (!pg.on)
         return;
     char el[32];
-    fmt_time(el, sizeof(el), now() - pg.t0);
+    fmt_time(el, sizeof(el), tune_now() - pg.t0);
     fprintf(stderr, "%spami-tune: %s: %zu of %zu points in %s\n",
             pg.tty ? "\n" : "", stopped ? "stopped" : "done", done, pg.total,
             el);

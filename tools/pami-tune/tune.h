@@ -48,6 +48,8 @@ int tune_run(pami_client_t client, pami_context_t ctx, const tune_opts_t *o,
              coll_profile_t *prof);
 
 /* progress.c */
+/* Seconds on the monotonic clock. */
+double tune_now(void);
 void tune_progress_start(size_t total, bool enabled);
 void tune_progress(size_t done, const char *what);
 void tune_progress_end(size_t done, bool stopped);

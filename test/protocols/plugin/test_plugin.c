@@ -254,9 +254,10 @@ static void test_sdk_env_and_hash(void **state)
     assert_true(pami_protocol_hash(h, "bar", 3) == 0x85944171f73967e8ull);
 }
 
-static void test_state_and_delivery(void **state)
+/* Two contexts of one task with probe_a registered (and probe_b too when
+ * both), as the delivery tests need them. */
+static world_t *probe_world(int both)
 {
-    (void)state;
     reset();
     world_t *w = calloc(1, sizeof(*w));
     assert_non_null(w);
@@ -264,9 +265,19 @@ static void test_state_and_delivery(void **state)
                      PAMI_SUCCESS);
     assert_int_equal(pami_protocol_register(w->client, &probe_a, NULL),
                      PAMI_SUCCESS);
+    if (both)
+        assert_int_equal(pami_protocol_register(w->client, &probe_b, NULL),
+                         PAMI_SUCCESS);
     assert_int_equal(pami_context_createv(w->client, NULL, 2, w->ctx),
                      PAMI_SUCCESS);
     w->n = 2;
+    return w;
+}
+
+static void test_state_and_delivery(void **state)
+{
+    (void)state;
+    world_t *w = probe_world(0);
     assert_int_equal(inits, 2);
 
     probe_state_t *s0 = pami_protocol_state(w->ctx[0], &probe_a);
@@ -347,16 +358,7 @@ static seen_t seen(world_t *w)
 static void test_reserved_ids_refused(void **state)
 {
     (void)state;
-    reset();
-    world_t *w = calloc(1, sizeof(*w));
-    assert_non_null(w);
-    assert_int_equal(pami_client_create("plugin", NULL, &w->client),
-                     PAMI_SUCCESS);
-    assert_int_equal(pami_protocol_register(w->client, &probe_a, NULL),
-                     PAMI_SUCCESS);
-    assert_int_equal(pami_context_createv(w->client, NULL, 2, w->ctx),
-                     PAMI_SUCCESS);
-    w->n = 2;
+    world_t *w = probe_world(0);
     pami_client_attr_t a = {.field_mask = PAMI_CLIENT_ATTR_DISPATCH_MAX};
     assert_int_equal(pami_client_query(w->client, &a), PAMI_SUCCESS);
     assert_int_equal(a.dispatch_max, 256);
@@ -404,18 +406,7 @@ static void test_reserved_ids_refused(void **state)
 static void test_protocol_send(void **state)
 {
     (void)state;
-    reset();
-    world_t *w = calloc(1, sizeof(*w));
-    assert_non_null(w);
-    assert_int_equal(pami_client_create("plugin", NULL, &w->client),
-                     PAMI_SUCCESS);
-    assert_int_equal(pami_protocol_register(w->client, &probe_a, NULL),
-                     PAMI_SUCCESS);
-    assert_int_equal(pami_protocol_register(w->client, &probe_b, NULL),
-                     PAMI_SUCCESS);
-    assert_int_equal(pami_context_createv(w->client, NULL, 2, w->ctx),
-                     PAMI_SUCCESS);
-    w->n = 2;
+    world_t *w = probe_world(1);
     probe_state_t *a0 = pami_protocol_state(w->ctx[0], &probe_a);
     probe_state_t *a1 = pami_protocol_state(w->ctx[1], &probe_a);
     probe_state_t *b0 = pami_protocol_state(w->ctx[0], &probe_b);
@@ -495,6 +486,68 @@ static void test_init_failure(void **state)
     assert_int_equal(finis, 2);
 }
 
+/* A protocol registered after createv whose init fails on the second
+ * context: refused without a trace (the first context stops it, its ids
+ * go back, it is not listed), so no fini meets a state init never made,
+ * and the next protocol gets the ids it would have had. */
+static int late_fini_null;
+
+static pami_result_t late_init(const pami_protocol_env_t *env, void **state)
+{
+    if (env->context_offset == 1)
+        return PAMI_ENOMEM;
+    return probe_init(env, state);
+}
+
+static void late_fini(pami_context_t ctx, void *state)
+{
+    if (state == NULL)
+        late_fini_null++;
+    probe_fini(ctx, state);
+}
+
+static const pami_protocol_ops_t probe_late = {
+    PAMI_PROTOCOL_OPS_HEADER,
+    .name = "test.probe_late", .version = 1, .num_dispatch = 3,
+    .init = late_init, .fini = late_fini};
+
+static void test_late_init_failure(void **state)
+{
+    (void)state;
+    world_t *w = probe_world(0);
+    late_fini_null = 0;
+    pami_protocol_info_t a = find(w->client, "test.probe_a");
+    size_t before = 0;
+    pami_protocol_info_t info;
+    while (pami_protocol_query(w->client, before, &info) == PAMI_SUCCESS)
+        before++;
+    assert_int_equal(pami_protocol_register(w->client, &probe_late, NULL),
+                     PAMI_ENOMEM);
+    assert_int_equal(inits, 3);
+    assert_int_equal(finis, 1); /* context 0 stopped it again */
+    assert_null(pami_protocol_state(w->ctx[0], &probe_late));
+    assert_null(pami_protocol_state(w->ctx[1], &probe_late));
+    assert_int_equal(pami_protocol_query(w->client, before, &info),
+                     PAMI_NOT_FOUND);
+    /* Its ids went back: probe_b starts where probe_late would have. */
+    assert_int_equal(pami_protocol_register(w->client, &probe_b, NULL),
+                     PAMI_SUCCESS);
+    pami_protocol_info_t b = find(w->client, "test.probe_b");
+    assert_true(b.dispatch_base >= a.dispatch_base + a.num_dispatch);
+    size_t top = 0;
+    for (size_t i = 0; pami_protocol_query(w->client, i, &info) ==
+                       PAMI_SUCCESS; i++)
+        if (strcmp(info.name, "test.probe_b") != 0 &&
+            info.dispatch_base + info.num_dispatch > top)
+            top = info.dispatch_base + info.num_dispatch;
+    assert_int_equal(b.dispatch_base, top);
+    probe_state_t *b1 = pami_protocol_state(w->ctx[1], &probe_b);
+    assert_non_null(b1);
+    world_down(w);
+    assert_int_equal(late_fini_null, 0);
+    assert_int_equal(finis, 1 + 2 * 2);
+}
+
 static void test_config_listed(void **state)
 {
     (void)state;
@@ -525,6 +578,7 @@ int main(void)
         cmocka_unit_test(test_reserved_ids_refused),
         cmocka_unit_test(test_protocol_send),
         cmocka_unit_test(test_init_failure),
+        cmocka_unit_test(test_late_init_failure),
         cmocka_unit_test(test_config_listed),
     };
     return cmocka_run_group_tests_name("plugin", tests, NULL, NULL);
