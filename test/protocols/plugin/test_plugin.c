@@ -208,39 +208,41 @@ static void test_abi_header(void **state)
 /* The SDK's settings and hash: one parser with the core's (sizes with
  * k/m/g, bools in words), defaults for unset, empty, malformed or out of
  * range; the hash is FNV-1a and continues across calls. */
+/* PAMI_TEST_SDK_VAR set to v (unset for NULL), read as a size with the
+ * default 7 and as a bool with the default dflt. */
+static size_t env_size(const char *v, size_t min, size_t max)
+{
+    if (v == NULL)
+        unsetenv("PAMI_TEST_SDK_VAR");
+    else
+        setenv("PAMI_TEST_SDK_VAR", v, 1);
+    return pami_protocol_env_size("t", "PAMI_TEST_SDK_VAR", 7, min, max);
+}
+
+static int env_bool(const char *v, int dflt)
+{
+    if (v == NULL)
+        unsetenv("PAMI_TEST_SDK_VAR");
+    else
+        setenv("PAMI_TEST_SDK_VAR", v, 1);
+    return pami_protocol_env_bool("t", "PAMI_TEST_SDK_VAR", dflt);
+}
+
 static void test_sdk_env_and_hash(void **state)
 {
     (void)state;
-    unsetenv("PAMI_TEST_SDK_VAR");
-    assert_int_equal(pami_protocol_env_size("t", "PAMI_TEST_SDK_VAR", 7, 0,
-                                            100), 7);
-    setenv("PAMI_TEST_SDK_VAR", "", 1);
-    assert_int_equal(pami_protocol_env_size("t", "PAMI_TEST_SDK_VAR", 7, 0,
-                                            100), 7);
-    setenv("PAMI_TEST_SDK_VAR", "42", 1);
-    assert_int_equal(pami_protocol_env_size("t", "PAMI_TEST_SDK_VAR", 7, 0,
-                                            100), 42);
-    setenv("PAMI_TEST_SDK_VAR", "2k", 1);
-    assert_int_equal(pami_protocol_env_size("t", "PAMI_TEST_SDK_VAR", 7, 0,
-                                            4096), 2048);
-    assert_int_equal(pami_protocol_env_size("t", "PAMI_TEST_SDK_VAR", 7, 0,
-                                            100), 7); /* above max */
-    assert_int_equal(pami_protocol_env_size("t", "PAMI_TEST_SDK_VAR", 7,
-                                            4096, 8192), 7); /* below min */
-    setenv("PAMI_TEST_SDK_VAR", "-1", 1);
-    assert_int_equal(pami_protocol_env_size("t", "PAMI_TEST_SDK_VAR", 7, 0,
-                                            100), 7);
-    setenv("PAMI_TEST_SDK_VAR", "12x", 1);
-    assert_int_equal(pami_protocol_env_size("t", "PAMI_TEST_SDK_VAR", 7, 0,
-                                            100), 7);
-    setenv("PAMI_TEST_SDK_VAR", "yes", 1);
-    assert_int_equal(pami_protocol_env_bool("t", "PAMI_TEST_SDK_VAR", 0), 1);
-    setenv("PAMI_TEST_SDK_VAR", "OFF", 1);
-    assert_int_equal(pami_protocol_env_bool("t", "PAMI_TEST_SDK_VAR", 1), 0);
-    setenv("PAMI_TEST_SDK_VAR", "maybe", 1);
-    assert_int_equal(pami_protocol_env_bool("t", "PAMI_TEST_SDK_VAR", 1), 1);
-    unsetenv("PAMI_TEST_SDK_VAR");
-    assert_int_equal(pami_protocol_env_bool("t", "PAMI_TEST_SDK_VAR", 0), 0);
+    assert_int_equal(env_size(NULL, 0, 100), 7);
+    assert_int_equal(env_size("", 0, 100), 7);
+    assert_int_equal(env_size("42", 0, 100), 42);
+    assert_int_equal(env_size("2k", 0, 4096), 2048);
+    assert_int_equal(env_size("2k", 0, 100), 7);        /* above max */
+    assert_int_equal(env_size("2k", 4096, 8192), 7);    /* below min */
+    assert_int_equal(env_size("-1", 0, 100), 7);
+    assert_int_equal(env_size("12x", 0, 100), 7);
+    assert_int_equal(env_bool("yes", 0), 1);
+    assert_int_equal(env_bool("OFF", 1), 0);
+    assert_int_equal(env_bool("maybe", 1), 1);
+    assert_int_equal(env_bool(NULL, 0), 0);
 
     /* FNV-1a's published values: "" is the offset basis, "a" and
      * "foobar" as in the reference test vectors. */
