@@ -69,18 +69,27 @@ static void am_drop(struct pami_context *ctx, pami_wire_check_t why,
                   m->h.origin_ctx, m->h.flags, hdr_len);
 }
 
-void pami_am_recv(void *arg, const void *hdr, size_t hdr_len, void *data,
-                  size_t data_len, void *desc)
+/* Decodes and delivers; self: the message comes from this context's
+ * own queue of sends to itself (self.c), so it runs now. */
+static void am_deliver(struct pami_context *ctx, const void *hdr,
+                       size_t hdr_len, void *data, size_t data_len,
+                       void *desc, bool self)
 {
-    struct pami_context *ctx = arg;
-    pami_client_impl_t  *c   = ctx->client;
-    pami_am_msg_t        m;
+    pami_client_impl_t *c = ctx->client;
+    pami_am_msg_t       m;
 
     pami_wire_check_t why = pami_am_decode(hdr, hdr_len, data, data_len,
                                            desc, (uint32_t)c->size,
                                            (uint32_t)c->num_contexts, &m);
     if (unlikely(why != PAMI_WIRE_OK)) {
         am_drop(ctx, why, &m, hdr_len, data_len);
+        return;
+    }
+    /* UCX's self transport delivers a send to the own endpoint inside the
+     * send call; its handler must run from advance/wait instead. */
+    if (unlikely(!self && m.h.origin_task == c->task &&
+                 m.h.origin_ctx == ctx->offset)) {
+        pami_self_queue(ctx, hdr, hdr_len, data, data_len);
         return;
     }
     pami_am_hdr_t  h          = m.h;
@@ -128,4 +137,16 @@ void pami_am_recv(void *arg, const void *hdr, size_t hdr_len, void *data,
     d->fn(ctx, d->cookie, rest, rest_len, data, data_len, origin, NULL);
     if (ack)
         pami_send_ack(ctx, peer, ack_cookie, PAMI_SUCCESS);
+}
+
+void pami_am_recv(void *arg, const void *hdr, size_t hdr_len, void *data,
+                  size_t data_len, void *desc)
+{
+    am_deliver(arg, hdr, hdr_len, data, data_len, desc, false);
+}
+
+void pami_am_recv_self(struct pami_context *ctx, const void *hdr,
+                       size_t hdr_len, void *data, size_t data_len)
+{
+    am_deliver(ctx, hdr, hdr_len, data, data_len, NULL, true);
 }

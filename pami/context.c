@@ -26,6 +26,7 @@ static pami_result_t context_open(pami_client_impl_t *c, size_t offset,
     ctx->tp        = c->tp;
     ctx->done_tail = &ctx->done_head;
     ctx->deferred_tail = &ctx->deferred_head;
+    ctx->self_tail = &ctx->self_head;
     ctx->post_tail = &ctx->post_head;
     ctx->event_fd  = -1;
     /* Recursive, so a program holding its context's lock (as it must with
@@ -63,6 +64,7 @@ static pami_result_t context_open(pami_client_impl_t *c, size_t offset,
 static void context_close(struct pami_context *ctx)
 {
     pami_requests_destroy(ctx);
+    pami_self_discard(ctx);
     if (ctx->loop_io != NULL)
         evloop_libev_ops.io_del(ctx->loop, ctx->loop_io);
     evloop_libev_ops.destroy(ctx->loop);

@@ -190,6 +190,8 @@ typedef struct pami_post_item {
 _Static_assert(sizeof(pami_post_item_t) <= sizeof(pami_work_t),
                "pami_work_t too small");
 
+typedef struct pami_self_msg pami_self_msg_t;
+
 struct pami_context {
     struct pami_client   *client;
     size_t                offset;
@@ -212,6 +214,10 @@ struct pami_context {
     pami_request_t       *deferred_head;
     pami_request_t      **deferred_tail;
     bool                  in_tp_progress;
+    /* Messages to the own endpoint, delivered from progress (self.c). */
+    pami_self_msg_t      *self_head;
+    pami_self_msg_t     **self_tail;
+    size_t                self_count;
     size_t                bounced;    /* REQ_IMM requests in flight */
 
     pami_region_t        *regions;    /* memregion.c */
@@ -452,6 +458,18 @@ pami_result_t pami_send_internal(struct pami_context *ctx, uint32_t peer,
                                  uint16_t dispatch, const void *payload,
                                  size_t len, pami_req_kind_t kind);
 unsigned pami_send_deferred(struct pami_context *ctx);
+/* Delivers a message of this context to itself, taken from its queue. */
+void pami_am_recv_self(struct pami_context *ctx, const void *hdr,
+                       size_t hdr_len, void *data, size_t data_len);
+
+/* ---- sends to the own endpoint (self.c) ---- */
+/* Keeps a copy of a message this context sent itself, for progress. */
+void pami_self_queue(struct pami_context *ctx, const void *hdr,
+                     size_t hdr_len, const void *data, size_t data_len);
+/* Delivers those queued before the call; returns how many. */
+unsigned pami_self_deliver(struct pami_context *ctx);
+/* Frees what is left, at context close. */
+void pami_self_discard(struct pami_context *ctx);
 /* pami_send_immediate / pami_send with params->dispatch anywhere in the
  * user's and the protocols' ids: for the protocol SDK, which checks first
  * that the id is the calling protocol's own. */

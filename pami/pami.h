@@ -329,7 +329,8 @@ typedef struct {
     size_t        mr_offset;
 } pami_recv_t;
 
-/* Active-message handler. Runs inside advance/wait of the target context.
+/* Active-message handler. Runs inside advance/wait of the target context,
+ * also for a send to the own endpoint (never inside the send call).
  *  - header: valid only during the call.
  *  - data != NULL: the whole payload, valid only during the call; recv is
  *    NULL.

@@ -1,8 +1,9 @@
 /*
- * For pami's own tests only; not installed. Tests that check how a
- * protocol handles forged or malformed packets must put packets on the
- * protocol's ids, which the program's pami_send* refuse (dispatch_max and
- * up) and pami_protocol_send* keep to the sending protocol's own block.
+ * For conformance tests (installed with the other public headers, see
+ * docs/abi.md). Tests that check how a protocol handles forged or
+ * malformed packets must put packets on the protocol's ids, which the
+ * program's pami_send* refuse (dispatch_max and up) and
+ * pami_protocol_send* keep to the sending protocol's own block.
  */
 #ifndef PAMI_TEST_H
 #define PAMI_TEST_H

@@ -80,6 +80,8 @@ unsigned pami_progress_once(struct pami_context *ctx)
     ctx->in_tp_progress = true;
     unsigned n = ctx->tp->progress(ctx->worker);
     ctx->in_tp_progress = false;
+    if (unlikely(ctx->self_head != NULL))
+        n += pami_self_deliver(ctx);
     if (unlikely(ctx->peers_failed_pending))
         pami_peers_close_failed(ctx);
     if (unlikely(ctx->deferred_head != NULL))
@@ -145,7 +147,7 @@ pami_result_t pami_context_wait(pami_context_t ctx, int timeout_ms)
         }
         /* Arm, then sleep only if nothing slipped in between: UCX says
          * EAGAIN when events are pending, the post flag covers posts. */
-        if (ctx->tp->arm(ctx->worker) != 0)
+        if (ctx->self_head != NULL || ctx->tp->arm(ctx->worker) != 0)
             continue;
         if (atomic_load(&ctx->post_pending) != 0)
             continue;
@@ -201,7 +203,7 @@ pami_result_t pami_context_post(pami_context_t ctx, pami_work_t *work,
 static bool needs_progress(const struct pami_context *ctx)
 {
     return ctx->progressed || ctx->done_head != NULL ||
-           ctx->deferred_head != NULL ||
+           ctx->deferred_head != NULL || ctx->self_head != NULL ||
            ctx->inflight > ctx->zombies || ctx->local_inflight > 0 ||
            ctx->closing > 0 || ctx->peers_failed_pending;
 }
@@ -266,7 +268,7 @@ static void *progress_main(void *arg)
             }
             atomic_store(&ctx->progress_skipped, 0);
             progress_watch(c, ctx, true);
-            if (pami_progress_once(ctx) > 0)
+            if (pami_progress_once(ctx) > 0 || ctx->self_head != NULL)
                 busy = true;
             else if (ctx->tp->arm(ctx->worker) != 0 ||
                      atomic_load(&ctx->post_pending) != 0)

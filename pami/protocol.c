@@ -98,6 +98,29 @@ static pami_result_t adopt(const pami_protocol_ops_t *given, bool builtin,
     return PAMI_SUCCESS;
 }
 
+/* The last protocol registered, whose init failed on context started:
+ * stopped again on the contexts before it, and given up (slot, ids,
+ * signature), so a failed register leaves no trace. */
+static void drop_last(pami_client_impl_t *c, size_t started, uint64_t sig)
+{
+    size_t                i = c->num_protocols - 1;
+    pami_protocol_slot_t *p = &c->protocols[i];
+    size_t                n = p->ops->num_dispatch;
+    for (size_t k = started; k-- > 0;) {
+        struct pami_context *ctx = c->contexts[k];
+        if (p->ops->fini != NULL)
+            p->ops->fini(ctx, ctx->protocol_state[i]);
+        ctx->protocol_state[i] = NULL;
+        ctx->protocols_inited  = i;
+        memset(&ctx->dispatch[p->base], 0, n * sizeof(ctx->dispatch[0]));
+    }
+    if (n > 0)
+        c->protocol_at[p->base - PAMI_DISPATCH_USER_MAX] = 0;
+    c->protocol_ids -= n;
+    c->protocol_sig  = sig;
+    c->num_protocols = i;
+}
+
 pami_result_t pami_protocols_add(pami_client_impl_t *c,
                                  const pami_protocol_ops_t *given,
                                  void *cookie, bool builtin)
@@ -124,7 +147,8 @@ pami_result_t pami_protocols_add(pami_client_impl_t *c,
                "(%zu of %d taken)", ops->name, c->protocol_ids,
                PAMI_DISPATCH_PROTOCOL_MAX);
 
-    size_t i = c->num_protocols++;
+    uint64_t sig = c->protocol_sig;
+    size_t   i   = c->num_protocols++;
     c->protocols[i] = (pami_protocol_slot_t){
         .given   = given,
         .table   = table,
@@ -144,8 +168,10 @@ pami_result_t pami_protocols_add(pami_client_impl_t *c,
 
     for (size_t k = 0; k < c->num_contexts; k++) {
         pami_result_t rc = init_one(c->contexts[k], i);
-        if (rc != PAMI_SUCCESS)
+        if (rc != PAMI_SUCCESS) {
+            drop_last(c, k, sig);
             return rc;
+        }
     }
     pami_debug("protocol", "'%s' v%u: dispatch ids %zu..%zu", ops->name,
                ops->version, c->protocols[i].base,

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Program input of the tools: pami-tune refuses sizes that are not powers
-# of two or that wrap when K or M scales them (exit 2 before anything
-# runs), and pami-info --coll-profile refuses a signed --shape and gives a
+# of two or that wrap when K or M scales them, and empty or unknown lists
+# (exit 2 before anything runs); pami-info refuses unknown arguments, a
+# --coll-profile without its file and a signed --shape, and gives a
 # profile whose job is 2^24 nodes of 2^24 tasks the capped size, not the
 # product wrapped to 0.
 #   tune_args.sh PAMI_TUNE PAMI_INFO
@@ -24,6 +25,17 @@ for s in 8:4M 1:1 4K:1M 1099511627776:1099511627776; do
     [ $rc -eq 1 ] || fail "--sizes $s: exit $rc, not 1 (no such file)"
 done
 
+for a in "--collectives ," "--collectives" "--collectives allreduce,nope" \
+         "--shapes ," "--shapes world,nope" "--reps 0" "--deadline 0"; do
+    # shellcheck disable=SC2086
+    "$TUNE" $a --table "$dir/none.json" >/dev/null 2>&1
+    rc=$?
+    [ $rc -eq 2 ] || fail "$a: exit $rc, not 2"
+done
+"$TUNE" --collectives barrier,allreduce --shapes world --table \
+    "$dir/none.json" >/dev/null 2>&1
+[ $? -eq 1 ] || fail "good lists refused"
+
 cat > "$dir/big.json" <<'JSON'
 {"format_version": 1, "producer": "tune_args",
  "machine": {"cpu": "x", "cores": 2, "nodes": 16777216,
@@ -38,6 +50,13 @@ JSON
     fail "pami-info on the big job: exit $?"
 grep -q 'geometry of 16777216 tasks on 1 node(s)' "$dir/out.txt" ||
     fail "pami-info: $(sed -n 2p "$dir/out.txt")"
+for a in --bogus --coll-profile "--coll-profile $dir/big.json --shape" \
+         "--coll-profile $dir/big.json --size 4"; do
+    # shellcheck disable=SC2086
+    "$INFO" $a >/dev/null 2>&1
+    rc=$?
+    [ $rc -eq 2 ] || fail "pami-info $a: exit $rc, not 2"
+done
 for s in 4x-1 -4 +4 4x 0 4x0 16777217; do
     "$INFO" --coll-profile "$dir/big.json" --shape "$s" >/dev/null 2>&1
     rc=$?

@@ -137,7 +137,16 @@ int main(int argc, char **argv)
                "gets from the profile\n");
         return 0;
     }
-    if (argc > 2 && strcmp(argv[1], "--coll-profile") == 0) {
+    /* Anything else, --coll-profile without its file too, is a mistake
+     * the full listing would hide. */
+    if (argc > 1 && (strcmp(argv[1], "--coll-profile") != 0 || argc < 3)) {
+        fprintf(stderr, "pami-info: %s %s\nusage: pami-info | pami-info "
+                "--coll-profile PROFILE.json [--shape N[xP]] | pami-info "
+                "--help\n", strcmp(argv[1], "--coll-profile") == 0
+                ? "no profile after" : "unknown argument", argv[1]);
+        return 2;
+    }
+    if (argc > 2) {
         const char *shape = NULL;
         if (argc == 5 && strcmp(argv[3], "--shape") == 0)
             shape = argv[4];

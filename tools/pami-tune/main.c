@@ -88,7 +88,11 @@ static bool parse_list(const char *s, tune_opts_t *o, bool shapes)
         }
     }
     free(copy);
-    return ok;
+    /* An empty list (or only commas) would measure nothing. */
+    bool any = shapes ? o->shapes != 0 : false;
+    for (unsigned k = 0; !shapes && k < PAMI_XFER_COUNT; k++)
+        any = any || o->kinds[k];
+    return ok && any;
 }
 
 static double minutes(const char *s)

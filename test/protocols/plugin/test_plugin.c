@@ -208,39 +208,41 @@ static void test_abi_header(void **state)
 /* The SDK's settings and hash: one parser with the core's (sizes with
  * k/m/g, bools in words), defaults for unset, empty, malformed or out of
  * range; the hash is FNV-1a and continues across calls. */
+/* PAMI_TEST_SDK_VAR set to v (unset for NULL), read as a size with the
+ * default 7 and as a bool with the default dflt. */
+static size_t env_size(const char *v, size_t min, size_t max)
+{
+    if (v == NULL)
+        unsetenv("PAMI_TEST_SDK_VAR");
+    else
+        setenv("PAMI_TEST_SDK_VAR", v, 1);
+    return pami_protocol_env_size("t", "PAMI_TEST_SDK_VAR", 7, min, max);
+}
+
+static int env_bool(const char *v, int dflt)
+{
+    if (v == NULL)
+        unsetenv("PAMI_TEST_SDK_VAR");
+    else
+        setenv("PAMI_TEST_SDK_VAR", v, 1);
+    return pami_protocol_env_bool("t", "PAMI_TEST_SDK_VAR", dflt);
+}
+
 static void test_sdk_env_and_hash(void **state)
 {
     (void)state;
-    unsetenv("PAMI_TEST_SDK_VAR");
-    assert_int_equal(pami_protocol_env_size("t", "PAMI_TEST_SDK_VAR", 7, 0,
-                                            100), 7);
-    setenv("PAMI_TEST_SDK_VAR", "", 1);
-    assert_int_equal(pami_protocol_env_size("t", "PAMI_TEST_SDK_VAR", 7, 0,
-                                            100), 7);
-    setenv("PAMI_TEST_SDK_VAR", "42", 1);
-    assert_int_equal(pami_protocol_env_size("t", "PAMI_TEST_SDK_VAR", 7, 0,
-                                            100), 42);
-    setenv("PAMI_TEST_SDK_VAR", "2k", 1);
-    assert_int_equal(pami_protocol_env_size("t", "PAMI_TEST_SDK_VAR", 7, 0,
-                                            4096), 2048);
-    assert_int_equal(pami_protocol_env_size("t", "PAMI_TEST_SDK_VAR", 7, 0,
-                                            100), 7); /* above max */
-    assert_int_equal(pami_protocol_env_size("t", "PAMI_TEST_SDK_VAR", 7,
-                                            4096, 8192), 7); /* below min */
-    setenv("PAMI_TEST_SDK_VAR", "-1", 1);
-    assert_int_equal(pami_protocol_env_size("t", "PAMI_TEST_SDK_VAR", 7, 0,
-                                            100), 7);
-    setenv("PAMI_TEST_SDK_VAR", "12x", 1);
-    assert_int_equal(pami_protocol_env_size("t", "PAMI_TEST_SDK_VAR", 7, 0,
-                                            100), 7);
-    setenv("PAMI_TEST_SDK_VAR", "yes", 1);
-    assert_int_equal(pami_protocol_env_bool("t", "PAMI_TEST_SDK_VAR", 0), 1);
-    setenv("PAMI_TEST_SDK_VAR", "OFF", 1);
-    assert_int_equal(pami_protocol_env_bool("t", "PAMI_TEST_SDK_VAR", 1), 0);
-    setenv("PAMI_TEST_SDK_VAR", "maybe", 1);
-    assert_int_equal(pami_protocol_env_bool("t", "PAMI_TEST_SDK_VAR", 1), 1);
-    unsetenv("PAMI_TEST_SDK_VAR");
-    assert_int_equal(pami_protocol_env_bool("t", "PAMI_TEST_SDK_VAR", 0), 0);
+    assert_int_equal(env_size(NULL, 0, 100), 7);
+    assert_int_equal(env_size("", 0, 100), 7);
+    assert_int_equal(env_size("42", 0, 100), 42);
+    assert_int_equal(env_size("2k", 0, 4096), 2048);
+    assert_int_equal(env_size("2k", 0, 100), 7);        /* above max */
+    assert_int_equal(env_size("2k", 4096, 8192), 7);    /* below min */
+    assert_int_equal(env_size("-1", 0, 100), 7);
+    assert_int_equal(env_size("12x", 0, 100), 7);
+    assert_int_equal(env_bool("yes", 0), 1);
+    assert_int_equal(env_bool("OFF", 1), 0);
+    assert_int_equal(env_bool("maybe", 1), 1);
+    assert_int_equal(env_bool(NULL, 0), 0);
 
     /* FNV-1a's published values: "" is the offset basis, "a" and
      * "foobar" as in the reference test vectors. */
@@ -486,6 +488,68 @@ static void test_init_failure(void **state)
     assert_int_equal(finis, 2);
 }
 
+/* A protocol registered after createv whose init fails on the second
+ * context: refused without a trace (the first context stops it, its ids
+ * go back, it is not listed), so no fini meets a state init never made,
+ * and the next protocol gets the ids it would have had. */
+static int late_fini_null;
+
+static pami_result_t late_init(const pami_protocol_env_t *env, void **state)
+{
+    if (env->context_offset == 1)
+        return PAMI_ENOMEM;
+    return probe_init(env, state);
+}
+
+static void late_fini(pami_context_t ctx, void *state)
+{
+    if (state == NULL)
+        late_fini_null++;
+    probe_fini(ctx, state);
+}
+
+static const pami_protocol_ops_t probe_late = {
+    PAMI_PROTOCOL_OPS_HEADER,
+    .name = "test.probe_late", .version = 1, .num_dispatch = 3,
+    .init = late_init, .fini = late_fini};
+
+static void test_late_init_failure(void **state)
+{
+    (void)state;
+    world_t *w = probe_world(0);
+    late_fini_null = 0;
+    pami_protocol_info_t a = find(w->client, "test.probe_a");
+    size_t before = 0;
+    pami_protocol_info_t info;
+    while (pami_protocol_query(w->client, before, &info) == PAMI_SUCCESS)
+        before++;
+    assert_int_equal(pami_protocol_register(w->client, &probe_late, NULL),
+                     PAMI_ENOMEM);
+    assert_int_equal(inits, 3);
+    assert_int_equal(finis, 1); /* context 0 stopped it again */
+    assert_null(pami_protocol_state(w->ctx[0], &probe_late));
+    assert_null(pami_protocol_state(w->ctx[1], &probe_late));
+    assert_int_equal(pami_protocol_query(w->client, before, &info),
+                     PAMI_NOT_FOUND);
+    /* Its ids went back: probe_b starts where probe_late would have. */
+    assert_int_equal(pami_protocol_register(w->client, &probe_b, NULL),
+                     PAMI_SUCCESS);
+    pami_protocol_info_t b = find(w->client, "test.probe_b");
+    assert_true(b.dispatch_base >= a.dispatch_base + a.num_dispatch);
+    size_t top = 0;
+    for (size_t i = 0; pami_protocol_query(w->client, i, &info) ==
+                       PAMI_SUCCESS; i++)
+        if (strcmp(info.name, "test.probe_b") != 0 &&
+            info.dispatch_base + info.num_dispatch > top)
+            top = info.dispatch_base + info.num_dispatch;
+    assert_int_equal(b.dispatch_base, top);
+    probe_state_t *b1 = pami_protocol_state(w->ctx[1], &probe_b);
+    assert_non_null(b1);
+    world_down(w);
+    assert_int_equal(late_fini_null, 0);
+    assert_int_equal(finis, 1 + 2 * 2);
+}
+
 static void test_config_listed(void **state)
 {
     (void)state;
@@ -516,6 +580,7 @@ int main(void)
         cmocka_unit_test(test_reserved_ids_refused),
         cmocka_unit_test(test_protocol_send),
         cmocka_unit_test(test_init_failure),
+        cmocka_unit_test(test_late_init_failure),
         cmocka_unit_test(test_config_listed),
     };
     return cmocka_run_group_tests_name("plugin", tests, NULL, NULL);
