@@ -360,8 +360,13 @@ static pami_result_t flag_wait_inline(cshm_t *s)
     if (done == 0)
         cshm_count(s, CSHM_STAT_flag_sleeps);
     while (done == 0) {
-        if (s->dead)
-            return PAMI_PEER_FAILED;
+        if (s->dead) {
+            /* A flag it set before it died still counts. */
+            done = cshm_flags_at(s, target);
+            if (done == 0)
+                return PAMI_PEER_FAILED;
+            break;
+        }
         pami_context_advance(s->ctx, 1);
         done = cshm_sleep(s, target, 1000000);
     }
@@ -560,6 +565,9 @@ pami_result_t cshm_ring_inline(cshm_t *s)
         pami_context_advance(s->ctx, 1);
         ready = cshm_sleep_ring(s, what, 1000000);
     }
+    /* A root that wrote its entry and then died: the entry is whole. */
+    if (ready == 0)
+        ready = cshm_ring_ready(s, what);
     return ring_finish(s, ready);
 }
 
@@ -587,6 +595,8 @@ static pami_result_t ring_engine(cshm_t *s)
         return PAMI_SUCCESS;
     }
     s->flag_since = 0;
+    if (ready == 0) /* dead: what it wrote before is still read */
+        ready = cshm_ring_ready(s, what);
     pami_result_t rc = ring_finish(s, ready);
     if (rc != PAMI_SUCCESS && rc != PAMI_INVAL)
         cshm_seg_failed(s, rc);
@@ -626,6 +636,8 @@ pami_result_t cshm_flag_engine(pami_context_t ctx, void *cookie)
         return PAMI_SUCCESS;
     }
     s->flag_since = 0;
+    if (done == 0) /* dead: its flag may have been set before it died */
+        done = cshm_flags_at(s, target);
     on_barrier(ctx, s, done > 0 ? PAMI_SUCCESS
                                 : done < 0 ? flags_ahead(s)
                                            : PAMI_PEER_FAILED);
