@@ -522,8 +522,12 @@ static pami_result_t ring_read(cshm_t *s, int ready)
     return rc;
 }
 
+/* Ends a ring wait; ready == 0 only once a death was seen. A root that
+ * wrote its entry and then died left it whole: look once more. */
 static pami_result_t ring_finish(cshm_t *s, int ready)
 {
+    if (ready == 0)
+        ready = cshm_ring_ready(s, ring_what(s));
     if (ready == 0)
         return PAMI_PEER_FAILED;
     return s->op.rank == s->op.root ? ring_write(s) : ring_read(s, ready);
@@ -565,9 +569,6 @@ pami_result_t cshm_ring_inline(cshm_t *s)
         pami_context_advance(s->ctx, 1);
         ready = cshm_sleep_ring(s, what, 1000000);
     }
-    /* A root that wrote its entry and then died: the entry is whole. */
-    if (ready == 0)
-        ready = cshm_ring_ready(s, what);
     return ring_finish(s, ready);
 }
 
@@ -595,8 +596,6 @@ static pami_result_t ring_engine(cshm_t *s)
         return PAMI_SUCCESS;
     }
     s->flag_since = 0;
-    if (ready == 0) /* dead: what it wrote before is still read */
-        ready = cshm_ring_ready(s, what);
     pami_result_t rc = ring_finish(s, ready);
     if (rc != PAMI_SUCCESS && rc != PAMI_INVAL)
         cshm_seg_failed(s, rc);

@@ -103,6 +103,12 @@ void pami_tasks_watch(struct pami_context *ctx)
         return;
     /* Shared with progress' own sweep, which runs only every 1024 polls:
      * a context sleeping in a wait takes seconds to get there. */
+    pami_sweep_local_tasks(ctx, now);
+}
+
+void pami_sweep_local_tasks(struct pami_context *ctx, uint64_t now)
+{
+    pami_client_impl_t *c = ctx->client;
     ctx->last_sweep_ns = now;
     size_t n = c->num_contexts;
     for (size_t i = 0; i < c->num_local_tasks; i++) {

@@ -399,6 +399,8 @@ void pami_task_failed(struct pami_context *ctx, uint32_t task, int status);
 /* From pami_idle (nothing moved): looks at the tasks of this node at most
  * every PAMI_WATCH_MS, and ends a departure's grace. */
 void pami_tasks_watch(struct pami_context *ctx);
+/* Checks this node's other tasks (dead, or stopped too long) now. */
+void pami_sweep_local_tasks(struct pami_context *ctx, uint64_t now);
 /* True once task (of this node) has been seen stopped, without a break,
  * for PAMI_PEER_TIMEOUT; each call is one look. */
 bool pami_task_hung(struct pami_context *ctx, uint32_t task, uint64_t now);

@@ -46,21 +46,9 @@ static unsigned run_posted(struct pami_context *ctx)
  * polls and whenever a wait wakes. */
 static void sweep_local_tasks(struct pami_context *ctx)
 {
-    pami_client_impl_t *c = ctx->client;
     uint64_t now = pami_time_ns();
-    if (now - ctx->last_sweep_ns < PAMI_WATCH_MS * 1000000ull)
-        return;
-    ctx->last_sweep_ns = now;
-    size_t n = c->num_contexts;
-    for (size_t i = 0; i < c->num_local_tasks; i++) {
-        pami_task_t t = c->local_tasks[i];
-        if (t == c->task || ctx->peers[t * n].task_dead)
-            continue;
-        if (!pami_task_alive(c, t))
-            pami_task_failed(ctx, t, -ESRCH);
-        else if (pami_task_hung(ctx, t, now))
-            pami_task_failed(ctx, t, -ETIMEDOUT);
-    }
+    if (now - ctx->last_sweep_ns >= PAMI_WATCH_MS * 1000000ull)
+        pami_sweep_local_tasks(ctx, now);
 }
 
 static inline bool sweeping(struct pami_context *ctx)
