@@ -3,7 +3,7 @@
  * messages to every other (cluster_fault.sh drives it on a simulated
  * cluster, docs/cluster.md).
  *
- *   cluster_fault DIR NODE kill|cut eager|mixed
+ *   cluster_fault DIR NODE kill|cut|stop eager|mixed
  *
  * Every task sends to every other task without pause: a window of sends
  * per peer, small ones (immediate, and pami_send of 1 KiB) and, with
@@ -292,10 +292,11 @@ int main(int argc, char **argv)
     mp_init(&job, "cluster_fault", &argc, argv, NULL, 1, false);
     MP_EXPECT(argc == 5 &&
                   (strcmp(argv[3], "kill") == 0 ||
-                   strcmp(argv[3], "cut") == 0) &&
+                   strcmp(argv[3], "cut") == 0 ||
+                   strcmp(argv[3], "stop") == 0) &&
                   (strcmp(argv[4], "eager") == 0 ||
                    strcmp(argv[4], "mixed") == 0),
-              "usage: cluster_fault DIR NODE kill|cut eager|mixed");
+              "usage: cluster_fault DIR NODE kill|cut|stop eager|mixed");
     mixed = strcmp(argv[4], "mixed") == 0;
     const char *dir    = argv[1];
     uint32_t    victim = (uint32_t)strtoul(argv[2], NULL, 10);
