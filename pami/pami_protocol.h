@@ -210,6 +210,14 @@ static inline pami_result_t pami_protocol_job_key(pami_client_t client,
 PAMI_EXPORT
 uint64_t pami_protocol_hash(uint64_t h, const void *data, size_t len);
 
+/* SipHash-2-4 of len bytes at data under a 16-byte key: a keyed MAC for
+ * what a protocol must tell apart from forgeries (pami's own seal of
+ * regions uses it). Keep the key secret; NULL data hashes nothing. */
+#define PAMI_PROTOCOL_MAC_KEY_LEN 16
+PAMI_EXPORT
+uint64_t pami_protocol_mac(const uint8_t key[PAMI_PROTOCOL_MAC_KEY_LEN],
+                           const void *data, size_t len);
+
 /* A protocol's setting from the environment variable name, parsed as
  * pami parses its own (docs/config.md, "Value syntax"): a size is
  * decimal digits with an optional k, m or g (x1024...), a bool is

@@ -28,7 +28,7 @@ typedef enum {
 
 /* UCX does RMA and atomics in hardware only over its RDMA transports (rc,
  * dc); over anything else it emulates them with messages to the owner. */
-static bool has_rdma(pami_client_impl_t *c)
+bool pami_client_has_rdma(pami_client_impl_t *c)
 {
     if (c->rdma == 0) {
         c->rdma = 1;
@@ -51,7 +51,7 @@ static rma_route_t route(struct pami_context *ctx, uint32_t task, bool atomic)
         return ROUTE_OWNER;
     if (c->tasks[task].local)
         return atomic || c->cma_denied ? ROUTE_OWNER : ROUTE_CMA;
-    return has_rdma(c) ? ROUTE_UCX : ROUTE_OWNER;
+    return pami_client_has_rdma(c) ? ROUTE_UCX : ROUTE_OWNER;
 }
 
 /* Checks the target of an operation: a live peer, and a region it owns
