@@ -38,6 +38,9 @@
     X(rma_owner, "PAMI_RMA_VIA_OWNER", bool, "0",                            \
       "1 sends every put, get and rmw through its owner's checked path, "   \
       "as over TCP, instead of CMA on this node or RDMA")                   \
+    X(rndv_via_origin, "PAMI_RNDV_VIA_ORIGIN", bool, "0",                    \
+      "1 has the origin serve every large pami_send in chunk messages, "    \
+      "as over TCP, instead of CMA on this node or a UCX get over RDMA")    \
     X(protocols, "PAMI_PROTOCOLS", list, "",                                 \
       "protocol plug-ins (shared objects) pami_client_create loads and "    \
       "registers, in order, separated by ':'")
@@ -53,6 +56,7 @@ typedef struct {
     size_t shutdown_timeout_ms;
     size_t peer_timeout_ms;
     int    rma_owner;
+    int    rndv_via_origin;
     char   protocols[4096];
 } pami_config_t;
 

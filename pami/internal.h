@@ -37,8 +37,9 @@
 #define PAMI_DISPATCH_MONITOR      (PAMI_DISPATCH_CORE_BASE + 2)
 #define PAMI_DISPATCH_RNDV         (PAMI_DISPATCH_CORE_BASE + 3)
 #define PAMI_DISPATCH_RMA          (PAMI_DISPATCH_CORE_BASE + 4)
-#define PAMI_DISPATCH_PROBE        (PAMI_DISPATCH_CORE_BASE + 5)
-#define PAMI_DISPATCH_TABLE_SIZE   (PAMI_DISPATCH_CORE_BASE + 6)
+#define PAMI_DISPATCH_RNDV_CHUNK   (PAMI_DISPATCH_CORE_BASE + 5)
+#define PAMI_DISPATCH_PROBE        (PAMI_DISPATCH_CORE_BASE + 6)
+#define PAMI_DISPATCH_TABLE_SIZE   (PAMI_DISPATCH_CORE_BASE + 7)
 
 #define PAMI_HEADER_MAX 1024
 /* Period of the monitors' liveness checks: bounds how long a dead task can
@@ -118,7 +119,18 @@ struct pami_request {
     uint8_t          rma_type;    /* PAMI_RMA_MSG_* of that request */
     void            *rma_dst;     /* where a get or fetch lands */
     size_t           rma_len;     /* and how many bytes */
-    uint64_t         rndv_base;   /* target: the origin's address */
+    uint64_t         rndv_base;   /* target: the origin's address;
+                                     origin (rndv_msg): the payload's */
+    /* Origin-served rendezvous (rndv_msg.c). */
+    bool             rndv_msg;    /* the origin serves it in chunks */
+    uint32_t         rndv_out;    /* chunk messages of it not yet ended:
+                                     it reports only after them */
+    pami_request_t  *rndv_src;    /* a chunk message: the transfer it
+                                     belongs to */
+    uint64_t         rndv_bytes;  /* origin: the payload's length */
+    uint64_t         rndv_next;   /* target: next chunk to ask for */
+    uint64_t         rndv_lo;     /* target: first chunk not yet here */
+    uint64_t         rndv_got;    /* target: chunks lo.. that are here */
     uint8_t          inline_hdr[PAMI_REQ_INLINE_HDR];
 };
 
@@ -528,6 +540,22 @@ void pami_rndv_recv(struct pami_context *ctx, uint32_t peer,
                     const uint8_t *rest, size_t rest_len);
 void pami_rndv_start_get(struct pami_context *ctx, pami_peer_t *peer,
                          pami_request_t *req);
+
+/* ---- origin-served rendezvous (rndv_msg.c) ---- */
+/* Whether a large send to task goes by chunk messages the origin serves. */
+bool pami_rndv_msg_wanted(struct pami_context *ctx, uint32_t task);
+/* Target: asks for the first window of chunks of req. */
+void pami_rndv_msg_start(struct pami_context *ctx, pami_request_t *req);
+/* A PAMI_DISPATCH_RNDV_CHUNK message from endpoint peer. */
+void pami_rndv_msg_recv(struct pami_context *ctx, uint32_t peer,
+                        uint32_t origin_task, const void *buf, size_t len,
+                        const void *data, size_t data_len);
+/* A chunk message (req->rndv_src set) has reported: its transfer may. */
+void pami_rndv_msg_part_done(pami_request_t *req);
+/* UCX has RDMA (rc/dc) toward other nodes (rma.c). */
+bool pami_client_has_rdma(pami_client_impl_t *c);
+/* Any request of this context that cookie names, or NULL. */
+pami_request_t *pami_request_at(struct pami_context *ctx, uint64_t cookie);
 
 /* ---- one-sided operations through the owner (rma_owner.c) ---- */
 #define PAMI_RMA_MSG_VERSION 1

@@ -66,6 +66,9 @@ pami_request_t *pami_request_get(struct pami_context *ctx)
     req->rndv_cma       = false;
     req->rma_owner      = false;
     req->rma_dst        = NULL;
+    req->rndv_msg       = false;
+    req->rndv_out       = 0;
+    req->rndv_src       = NULL;
     ctx->inflight++;
     return req;
 }
@@ -101,6 +104,17 @@ void pami_request_put(pami_request_t *req)
     req->next = ctx->req_free;
     ctx->req_free = req;
     ctx->inflight--;
+}
+
+pami_request_t *pami_request_at(struct pami_context *ctx, uint64_t cookie)
+{
+    uint32_t index = (uint32_t)cookie, generation = (uint32_t)(cookie >> 32);
+    size_t chunk = index >> REQ_CHUNK_SHIFT;
+    if (chunk >= ctx->req_nchunks)
+        return NULL;
+    pami_request_t *req = &ctx->req_chunks[chunk][index & (REQ_CHUNK - 1)];
+    return req->generation == generation && req->kind != REQ_FREE ? req
+                                                                  : NULL;
 }
 
 pami_request_t *pami_request_by_cookie(struct pami_context *ctx,
@@ -200,6 +214,10 @@ unsigned pami_request_report(struct pami_context *ctx)
             ctx->done_tail = &ctx->done_head;
         req->queued = false;
         n++;
+        /* Chunk messages of an origin-served transfer still out: it
+         * reports after them (rndv_msg.c queues it again). */
+        if (req->rndv_out > 0)
+            continue;
 
         /* An active-GET origin's buffer is free only when the target
          * says it has the data. */
@@ -213,6 +231,8 @@ unsigned pami_request_report(struct pami_context *ctx)
         }
         if (req->local_pending || req->remote_pending)
             continue;
+        if (req->rndv_src != NULL)
+            pami_rndv_msg_part_done(req);
         if (req->remote_fn != NULL) {
             pami_result_t r = req->result != PAMI_SUCCESS ? req->result
                                                           : req->ack_result;
@@ -262,7 +282,8 @@ void pami_requests_abandon(struct pami_context *ctx, uint32_t peer)
                 !req->local_pending)
                 continue;
             pami_request_local_end(req);
-            req->abandoned = true;
+            /* An origin-served transfer is pami's own: UCX holds none. */
+            req->abandoned = !(req->rndv_msg && req->kind == REQ_RECV);
             pami_request_fail(req, PAMI_PEER_FAILED);
         }
 }

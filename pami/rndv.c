@@ -15,7 +15,9 @@
 
 #include "internal.h"
 
-/* RNDV_VERSION, RNDV_FLAG_CMA and pami_rndv_rts_t: wire.h. */
+/* RNDV_VERSION, RNDV_FLAG_CMA/MSG and pami_rndv_rts_t: wire.h. Without
+ * RDMA to the target (TCP) the origin serves the payload in chunk
+ * messages instead of being read (rndv_msg.c). */
 
 /* Builds a region for a one-shot buffer: no table slot, its key is
  * unpacked once by the target and never cached (id UINT32_MAX). */
@@ -51,7 +53,15 @@ pami_result_t pami_rndv_send(struct pami_context *ctx, uint32_t index,
      * shared-memory messages; reading directly is one copy and needs no
      * registration. */
     uint32_t task = index / (uint32_t)ctx->client->num_contexts;
-    if (ctx->client->tasks[task].local) {
+    if (pami_rndv_msg_wanted(ctx, task)) {
+        /* No RDMA (TCP): this task serves the chunks itself
+         * (rndv_msg.c). */
+        rts.flags |= RNDV_FLAG_MSG;
+        rts.base        = 0;
+        req->rndv_msg   = true;
+        req->rndv_base  = (uint64_t)(uintptr_t)s->data;
+        req->rndv_bytes = s->data_len;
+    } else if (ctx->client->tasks[task].local) {
         rts.flags |= RNDV_FLAG_CMA;
     } else {
         pami_result_t rc = pack_buffer(ctx, s->data, s->data_len, &rts.mr,
@@ -176,6 +186,7 @@ void pami_rndv_recv(struct pami_context *ctx, uint32_t peer,
     req->kind       = REQ_RECV;
     req->rndv       = true;
     req->rndv_cma   = cma;
+    req->rndv_msg   = (rts.flags & RNDV_FLAG_MSG) != 0;
     req->rndv_base  = rts.base;
     req->tp.fn      = pami_request_tp_done;
     req->local_fn   = r.local_fn;
@@ -243,6 +254,10 @@ void pami_rndv_start_get(struct pami_context *ctx, pami_peer_t *peer,
     pami_client_impl_t *c = ctx->client;
     if (req->rndv_cma) {
         cma_get(ctx, req);
+        return;
+    }
+    if (req->rndv_msg) {
+        pami_rndv_msg_start(ctx, req);
         return;
     }
     pami_mr_view_t v;

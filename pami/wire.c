@@ -103,10 +103,18 @@ pami_wire_check_t pami_rndv_rts_decode(const void *buf, size_t len,
     memcpy(out, buf, sizeof(*out));
     if (out->version != RNDV_VERSION)
         return PAMI_WIRE_BAD_VERSION;
-    if ((out->flags & ~RNDV_FLAG_CMA) != 0)
+    if ((out->flags & ~(RNDV_FLAG_CMA | RNDV_FLAG_MSG)) != 0 ||
+        out->flags == (RNDV_FLAG_CMA | RNDV_FLAG_MSG))
         return PAMI_WIRE_BAD_FIELD;
     if (out->flags & RNDV_FLAG_CMA)
         return PAMI_WIRE_OK;
+    if (out->flags & RNDV_FLAG_MSG) {
+        /* Nothing of the origin's memory is described: all zero. */
+        static const pami_memregion_t zero;
+        return out->base == 0 && out->bytes > 0 &&
+                       memcmp(&out->mr, &zero, sizeof(zero)) == 0
+                   ? PAMI_WIRE_OK : PAMI_WIRE_BAD_FIELD;
+    }
     pami_mr_view_t v;
     if (pami_mr_wire_decode(&out->mr, sizeof(out->mr), secrets, ntasks, &v) !=
         PAMI_MR_OK)
@@ -115,4 +123,34 @@ pami_wire_check_t pami_rndv_rts_decode(const void *buf, size_t len,
         v.base != out->base)
         return PAMI_WIRE_BAD_FIELD;
     return PAMI_WIRE_OK;
+}
+
+pami_wire_check_t pami_rndv_chunk_decode(const void *buf, size_t len,
+                                         size_t data_len,
+                                         pami_rndv_chunk_t *out)
+{
+    if (len < sizeof(*out))
+        return PAMI_WIRE_SHORT;
+    if (len != sizeof(*out))
+        return PAMI_WIRE_BAD_LENGTH;
+    memcpy(out, buf, sizeof(*out));
+    if (out->version != RNDV_VERSION)
+        return PAMI_WIRE_BAD_VERSION;
+    if (out->reserved != 0 || out->bytes == 0 ||
+        out->bytes > RNDV_CHUNK_MAX || out->offset > UINT64_MAX - out->bytes)
+        return PAMI_WIRE_BAD_FIELD;
+    switch (out->type) {
+    case RNDV_CHUNK_FETCH:
+        if (out->result != PAMI_SUCCESS)
+            return PAMI_WIRE_BAD_FIELD;
+        return data_len == 0 ? PAMI_WIRE_OK : PAMI_WIRE_BAD_LENGTH;
+    case RNDV_CHUNK_DATA:
+        if (out->result < 0 || out->result >= PAMI_RESULT_LAST)
+            return PAMI_WIRE_BAD_FIELD;
+        if (out->result != PAMI_SUCCESS)
+            return data_len == 0 ? PAMI_WIRE_OK : PAMI_WIRE_BAD_LENGTH;
+        return data_len == out->bytes ? PAMI_WIRE_OK : PAMI_WIRE_BAD_LENGTH;
+    default:
+        return PAMI_WIRE_BAD_FIELD;
+    }
 }

@@ -99,6 +99,10 @@ pami_wire_check_t pami_probe_decode(const void *buf, size_t len,
 /* Origin and target share a node: the target reads the origin's memory
  * itself (process_vm_readv, one copy); mr is unused and not registered. */
 #define RNDV_FLAG_CMA 0x1u
+/* The origin serves the payload itself in chunk messages the target asks
+ * for (PAMI_DISPATCH_RNDV_CHUNK, rndv_msg.c): no registration, no UCX
+ * RMA toward a peer that may die; mr and base are zero. */
+#define RNDV_FLAG_MSG 0x2u
 
 /* The rendezvous request (RTS), after the AM header and ack cookie. */
 typedef struct {
@@ -120,5 +124,34 @@ pami_wire_check_t pami_rndv_rts_decode(const void *buf, size_t len,
                                        uint32_t origin_task,
                                        const uint8_t *secrets, size_t ntasks,
                                        pami_rndv_rts_t *out);
+
+/* A message of the origin-served rendezvous (RNDV_FLAG_MSG), core id
+ * PAMI_DISPATCH_RNDV_CHUNK; the whole of the AM header part after the
+ * AM header. FETCH (target to origin) asks for [offset, offset + bytes)
+ * of the send named by send_cookie; DATA (origin to target) answers it
+ * for the transfer named by recv_cookie, with the bytes as AM data, or
+ * with result != PAMI_SUCCESS and no data when the origin refuses. */
+typedef struct {
+    uint32_t version;     /* RNDV_VERSION */
+    uint32_t type;        /* RNDV_CHUNK_FETCH or RNDV_CHUNK_DATA */
+    int32_t  result;      /* DATA: PAMI_SUCCESS or why refused; FETCH: 0 */
+    uint32_t reserved;    /* 0 */
+    uint64_t send_cookie; /* the origin's send request (the RTS's cookie) */
+    uint64_t recv_cookie; /* the target's transfer request */
+    uint64_t offset;
+    uint64_t bytes;
+} pami_rndv_chunk_t;
+
+#define RNDV_CHUNK_FETCH 1u
+#define RNDV_CHUNK_DATA  2u
+/* Largest chunk a FETCH may ask for. */
+#define RNDV_CHUNK_MAX   (4u << 20)
+
+/* A chunk message and its AM data: exact size, version, type, reserved,
+ * 1..RNDV_CHUNK_MAX bytes whose range does not overflow, the result a
+ * known code, data only on a successful DATA and then exactly bytes. */
+pami_wire_check_t pami_rndv_chunk_decode(const void *buf, size_t len,
+                                         size_t data_len,
+                                         pami_rndv_chunk_t *out);
 
 #endif

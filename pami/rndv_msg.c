@@ -1,0 +1,207 @@
+/*
+ * Origin-served rendezvous (docs/protocols/rendezvous.md, "The transfer
+ * by chunk messages"): where UCX has no RDMA to the peer (TCP), its get
+ * would be emulated with messages whose handler reads the origin's memory
+ * unchecked, and an endpoint that dies under it aborts the process. So
+ * the target asks the origin for the payload chunk by chunk, a window of
+ * requests in flight, and the origin answers each from the send it names
+ * after checking the cookie, the asking endpoint and the range; the
+ * target checks every answer against what it asked. A dead peer ends
+ * both sides through the ordinary peer-failure path (PAMI_PEER_FAILED).
+ */
+#include <string.h>
+
+#include "internal.h"
+
+/* Chunk the target asks for, and how many it keeps in flight: a window of
+ * 2 MiB keeps a TCP link busy (docs/PERFORMANCE.md). */
+#define CHUNK  (256u * 1024)
+#define WINDOW 8u
+
+_Static_assert(CHUNK <= RNDV_CHUNK_MAX, "a chunk the origin accepts");
+_Static_assert(WINDOW <= 64, "the window fits rndv_got");
+
+bool pami_rndv_msg_wanted(struct pami_context *ctx, uint32_t task)
+{
+    pami_client_impl_t *c = ctx->client;
+    if (unlikely(c->config.rndv_via_origin))
+        return true;
+    return !c->tasks[task].local && !pami_client_has_rdma(c);
+}
+
+static uint64_t nchunks(uint64_t bytes)
+{
+    return bytes / CHUNK + (bytes % CHUNK != 0);
+}
+
+/* Sends one chunk message to endpoint peer for transfer src; data (DATA
+ * only) stays valid until it ends: src waits for it (rndv_out). */
+static int chunk_send(struct pami_context *ctx, uint32_t peer,
+                      pami_request_t *src, pami_req_kind_t kind,
+                      const pami_rndv_chunk_t *m, const void *data)
+{
+    pami_request_t *req = pami_request_get(ctx);
+    if (req == NULL)
+        return -1;
+    pami_am_hdr_t am = {.origin_task = ctx->client->task,
+                        .dispatch    = PAMI_DISPATCH_RNDV_CHUNK,
+                        .origin_ctx  = (uint8_t)ctx->offset};
+    _Static_assert(sizeof(am) + sizeof(*m) <= PAMI_REQ_INLINE_HDR,
+                   "the request's header fits the request");
+    pami_request_set_header(req, sizeof(am) + sizeof(*m));
+    memcpy(req->hdr, &am, sizeof(am));
+    memcpy(req->hdr + sizeof(am), m, sizeof(*m));
+    req->kind     = (uint8_t)kind;
+    req->peer     = peer;
+    req->data     = data;
+    req->data_len = data != NULL ? m->bytes : 0;
+    req->tp_flags = TP_SEND_EAGER;
+    if (src != NULL) {
+        req->rndv_src = src;
+        src->rndv_out++;
+    }
+    pami_submit(ctx, req);
+    return 0;
+}
+
+/* Ends the target's transfer: the handler's callback, then the ack. */
+static void finish(pami_request_t *req, pami_result_t rc)
+{
+    if (!req->local_pending)
+        return;
+    pami_request_local_end(req);
+    pami_request_done(req, rc);
+}
+
+/* Keeps WINDOW chunks asked for. */
+static void fetch_more(struct pami_context *ctx, pami_request_t *req)
+{
+    uint64_t n = nchunks(req->data_len);
+    while (req->rndv_next < n && req->rndv_next - req->rndv_lo < WINDOW) {
+        uint64_t          off = req->rndv_next * CHUNK;
+        uint64_t          len = req->data_len - off;
+        pami_rndv_chunk_t m   = {.version     = RNDV_VERSION,
+                                 .type        = RNDV_CHUNK_FETCH,
+                                 .send_cookie = req->ack_cookie,
+                                 .recv_cookie = pami_request_cookie(req),
+                                 .offset      = off,
+                                 .bytes       = len < CHUNK ? len : CHUNK};
+        if (chunk_send(ctx, req->peer, req, REQ_SEND, &m, NULL) != 0) {
+            finish(req, PAMI_ENOMEM);
+            return;
+        }
+        req->rndv_next++;
+    }
+}
+
+void pami_rndv_msg_start(struct pami_context *ctx, pami_request_t *req)
+{
+    req->rndv_next = 0;
+    req->rndv_lo   = 0;
+    req->rndv_got  = 0;
+    pami_request_local_start(req);
+    fetch_more(ctx, req);
+}
+
+void pami_rndv_msg_part_done(pami_request_t *part)
+{
+    pami_request_t *src = part->rndv_src;
+    part->rndv_src = NULL;
+    src->rndv_out--;
+    /* A request that could not leave ends its transfer (a dead peer ends
+     * it through the peer-failure path as well). */
+    if (part->result != PAMI_SUCCESS && src->kind == REQ_RECV)
+        finish(src, part->result);
+    if (src->rndv_out == 0 && !src->local_pending && !src->remote_pending)
+        pami_request_done(src, PAMI_SUCCESS); /* report it now */
+}
+
+/* The origin: a FETCH for one of its sends waiting for the target. */
+static void serve(struct pami_context *ctx, uint32_t peer, uint32_t task,
+                  const pami_rndv_chunk_t *m)
+{
+    pami_request_t   *req = pami_request_by_cookie(ctx, m->send_cookie);
+    pami_rndv_chunk_t a   = *m;
+    a.type = RNDV_CHUNK_DATA;
+    if (req == NULL || !req->rndv || !req->rndv_msg || req->peer != peer ||
+        m->offset > req->rndv_bytes ||
+        m->bytes > req->rndv_bytes - m->offset) {
+        ctx->stats.dropped_malformed++;
+        pami_warn("rndv", "refused a request from task %u for %llu bytes at "
+                          "offset %llu: no large send to it holds them",
+                  task, (unsigned long long)m->bytes,
+                  (unsigned long long)m->offset);
+        a.result = PAMI_INVAL;
+        req = NULL;
+    }
+    const void *data = req != NULL ? (const uint8_t *)(uintptr_t)
+                                         req->rndv_base + m->offset
+                                   : NULL;
+    if (chunk_send(ctx, peer, req, REQ_ACK_SEND, &a, data) != 0)
+        pami_warn("rndv", "no request for a chunk to task %u; its transfer "
+                          "fails when the task is found dead or the context "
+                          "is destroyed", task);
+}
+
+/* The target: a DATA for one of its transfers. */
+static void take(struct pami_context *ctx, uint32_t peer, uint32_t task,
+                 const pami_rndv_chunk_t *m, const void *data)
+{
+    pami_request_t *req = pami_request_at(ctx, m->recv_cookie);
+    if (req == NULL || req->kind != REQ_RECV || !req->rndv_msg ||
+        !req->local_pending || req->peer != peer ||
+        req->ack_cookie != m->send_cookie) {
+        ctx->stats.dropped_malformed++;
+        pami_warn("rndv", "dropped a chunk from task %u for no transfer "
+                          "waiting for it", task);
+        return;
+    }
+    if (m->result != PAMI_SUCCESS) {
+        pami_warn("rndv", "task %u refused a chunk of a large message: %s",
+                  task, pami_error_text((pami_result_t)m->result));
+        finish(req, (pami_result_t)m->result);
+        return;
+    }
+    /* It must be a chunk asked for and not yet here, whole. */
+    uint64_t k = m->offset / CHUNK, left = req->data_len - k * CHUNK;
+    if (m->offset % CHUNK != 0 || k < req->rndv_lo || k >= req->rndv_next ||
+        (req->rndv_got >> (k - req->rndv_lo)) & 1u ||
+        m->bytes != (left < CHUNK ? left : CHUNK)) {
+        ctx->stats.dropped_malformed++;
+        pami_warn("rndv", "dropped a chunk from task %u of %llu bytes at "
+                          "offset %llu that was not asked for; the message "
+                          "fails", task, (unsigned long long)m->bytes,
+                  (unsigned long long)m->offset);
+        finish(req, PAMI_INVAL);
+        return;
+    }
+    memcpy((uint8_t *)req->data + m->offset, data, m->bytes);
+    req->rndv_got |= 1ull << (k - req->rndv_lo);
+    while (req->rndv_got & 1u) {
+        req->rndv_got >>= 1;
+        req->rndv_lo++;
+    }
+    if (req->rndv_lo == nchunks(req->data_len))
+        finish(req, PAMI_SUCCESS);
+    else
+        fetch_more(ctx, req);
+}
+
+void pami_rndv_msg_recv(struct pami_context *ctx, uint32_t peer,
+                        uint32_t origin_task, const void *buf, size_t len,
+                        const void *data, size_t data_len)
+{
+    pami_rndv_chunk_t m;
+    pami_wire_check_t why = pami_rndv_chunk_decode(buf, len, data_len, &m);
+    if (why != PAMI_WIRE_OK) {
+        ctx->stats.dropped_malformed++;
+        pami_warn("rndv", "dropped a malformed chunk message from task %u "
+                          "(check %d, %zu + %zu bytes)", origin_task,
+                  (int)why, len, data_len);
+        return;
+    }
+    if (m.type == RNDV_CHUNK_FETCH)
+        serve(ctx, peer, origin_task, &m);
+    else
+        take(ctx, peer, origin_task, &m, data);
+}
