@@ -116,7 +116,7 @@ static pami_result_t barrier(cshm_t *s, int step)
 /* Rank's data of parity p: its slot, or for a tiny call the rest of
  * its control line, so that a reader's one cache miss brings the
  * signature and the data. */
-static unsigned char *slot_of(cshm_t *s, size_t rank, uint32_t p)
+unsigned char *cshm_slot_of(cshm_t *s, size_t rank, uint32_t p)
 {
     if (s->op.tiny)
         return (unsigned char *)cshm_ctl(s, s->idx[rank], p) + CSHM_TINY_OFF;
@@ -127,8 +127,8 @@ static unsigned char *slot_of(cshm_t *s, size_t rank, uint32_t p)
  * left to right from rank 0, user ops from the top (inout = in op inout
  * with in from the lower rank) so no copy is needed. dst may be the
  * first (built-in) or last (user) slot itself. */
-static void fold(cshm_t *s, unsigned char *dst, uint32_t p, size_t off,
-                 size_t count)
+void cshm_fold(cshm_t *s, unsigned char *dst, uint32_t p, size_t off,
+               size_t count)
 {
     const cshm_op_t *op = &s->op;
     const pami_xfer_t *x = op->x;
@@ -136,19 +136,19 @@ static void fold(cshm_t *s, unsigned char *dst, uint32_t p, size_t off,
     if (count == 0)
         return;
     if (!op->user) {
-        const unsigned char *first = slot_of(s, 0, p) + off;
+        const unsigned char *first = cshm_slot_of(s, 0, p) + off;
         if (dst != first)
             memcpy(dst, first, bytes);
         for (size_t r = 1; r < op->n; r++)
-            coll_reduce_builtin(x->dtype, x->op, dst, slot_of(s, r, p) + off,
-                                count);
+            coll_reduce_builtin(x->dtype, x->op, dst,
+                                cshm_slot_of(s, r, p) + off, count);
         return;
     }
-    const unsigned char *last = slot_of(s, op->n - 1, p) + off;
+    const unsigned char *last = cshm_slot_of(s, op->n - 1, p) + off;
     if (dst != last)
         memcpy(dst, last, bytes);
     for (size_t r = op->n - 1; r-- > 0;)
-        x->user_fn(dst, slot_of(s, r, p) + off, count, x->user_cookie);
+        x->user_fn(dst, cshm_slot_of(s, r, p) + off, count, x->user_cookie);
 }
 
 /* Elements of part j of a round of len bytes: [*off, *off + *cnt). */
@@ -176,11 +176,14 @@ static void write_round(cshm_t *s, uint32_t p, bool ghost)
     cshm_count(s, CSHM_STAT_rounds);
     if (ghost)
         return;
-    if (op->kind == CSHM_BCAST) {
+    if (op->kind == CSHM_ALLTOALL || op->kind == CSHM_REDSCAT) {
+        cshm_blocks_write(s, p);
+    } else if (op->kind == CSHM_BCAST) {
         if (op->rank == op->root)
-            memcpy(slot_of(s, op->root, p), op->out + op->pos, op->len);
+            memcpy(cshm_slot_of(s, op->root, p), op->out + op->pos,
+                   op->len);
     } else {
-        memcpy(slot_of(s, op->rank, p), op->in + op->pos, op->len);
+        memcpy(cshm_slot_of(s, op->rank, p), op->in + op->pos, op->len);
     }
 }
 
@@ -215,7 +218,8 @@ static uint32_t signature(const pami_xfer_t *x, size_t algo_id)
     uint64_t v[] = {(uint64_t)x->kind << 32 | algo_id,
                     (uint64_t)x->dtype << 32 | (uint32_t)x->root,
                     x->kind == PAMI_XFER_ALLREDUCE ||
-                            x->kind == PAMI_XFER_REDUCE
+                            x->kind == PAMI_XFER_REDUCE ||
+                            x->kind == PAMI_XFER_REDUCE_SCATTER
                         ? (uint64_t)x->op << 1 | (x->op == PAMI_OP_USER &&
                                                   x->user_commutative)
                         : 0,
@@ -258,6 +262,10 @@ void cshm_op_setup(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
     case PAMI_XFER_BROADCAST:
         op->kind = CSHM_BCAST;
         break;
+    case PAMI_XFER_ALLTOALL:
+    case PAMI_XFER_REDUCE_SCATTER:
+        cshm_blocks_setup(s);
+        break;
     default: /* PAMI_XFER_ALLGATHER */
         op->kind = CSHM_ALLGATHER;
         op->in   = op->in_place ? op->out + op->rank * op->total : x->sbuf;
@@ -272,11 +280,13 @@ void cshm_op_setup(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
         cshm_count(s, CSHM_STAT_ring_calls);
         return;
     }
-    op->tiny = op->total <= CSHM_TINY; /* one round whatever the kind */
+    /* Alltoall and reduce_scatter write a slice of every block. */
+    size_t all = cshm_blocks_kind(op->kind) ? op->total * op->n : op->total;
+    op->tiny = all <= CSHM_TINY; /* one round whatever the kind */
     /* From the call and the node alone: every task decides alike. One
      * round up to CSHM_FLAG_MAX (the data in the slots above CSHM_TINY). */
     op->flag = s->flag_ok &&
-               (op->tiny || (op->total <= CSHM_FLAG_MAX &&
+               (op->tiny || (all <= CSHM_FLAG_MAX &&
                              op->total <= op->chunk &&
                              op->kind != CSHM_AR_LARGE &&
                              op->kind != CSHM_RED_LARGE));
@@ -703,15 +713,15 @@ pami_result_t cshm_op_next(cshm_t *s, bool *done)
     case CSHM_AR_SMALL:
     case CSHM_RED_SMALL:
         if (!ghost && (op->kind == CSHM_AR_SMALL || op->rank == op->root))
-            fold(s, op->out + op->pos, p, 0, op->len / op->es);
+            cshm_fold(s, op->out + op->pos, p, 0, op->len / op->es);
         break;
     case CSHM_AR_LARGE:
     case CSHM_RED_LARGE:
         part(op, op->rank, &off, &cnt);
         if (op->stage == 0) {
-            unsigned char *acc = slot_of(s, res, p) + off;
+            unsigned char *acc = cshm_slot_of(s, res, p) + off;
             if (!ghost) {
-                fold(s, acc, p, off, cnt);
+                cshm_fold(s, acc, p, off, cnt);
                 if (op->kind == CSHM_AR_LARGE || op->rank == op->root)
                     memcpy(op->out + op->pos + off, acc, cnt * op->es);
             }
@@ -723,19 +733,24 @@ pami_result_t cshm_op_next(cshm_t *s, bool *done)
                 if (j == op->rank)
                     continue;
                 part(op, j, &off, &cnt);
-                memcpy(op->out + op->pos + off, slot_of(s, res, p) + off,
+                memcpy(op->out + op->pos + off, cshm_slot_of(s, res, p) + off,
                        cnt * op->es);
             }
         break;
     case CSHM_BCAST:
         if (!ghost && op->rank != op->root)
-            memcpy(op->out + op->pos, slot_of(s, op->root, p), op->len);
+            memcpy(op->out + op->pos, cshm_slot_of(s, op->root, p), op->len);
+        break;
+    case CSHM_ALLTOALL:
+    case CSHM_REDSCAT:
+        if (!ghost)
+            cshm_blocks_read(s, p);
         break;
     case CSHM_ALLGATHER:
         for (size_t r = 0; r < op->n && !ghost; r++) {
             if (r == op->rank && op->in_place)
                 continue;
-            memcpy(op->out + r * op->total + op->pos, slot_of(s, r, p),
+            memcpy(op->out + r * op->total + op->pos, cshm_slot_of(s, r, p),
                    op->len);
         }
         break;

@@ -412,6 +412,10 @@ const coll_algo_t coll_algos[] = {
     {"reduce_shm", PAMI_XFER_REDUCE, 0, ANY, coll_shm_check, coll_shm_build},
     {"allgather_shm", PAMI_XFER_ALLGATHER, 0, ANY, coll_shm_check,
      coll_shm_build},
+    {"alltoall_shm", PAMI_XFER_ALLTOALL, 0, ANY, coll_shm_blocks_check,
+     coll_shm_build},
+    {"reduce_scatter_shm", PAMI_XFER_REDUCE_SCATTER, 0, ANY,
+     coll_shm_blocks_check, coll_shm_build},
 };
 
 const size_t coll_num_algos = sizeof(coll_algos) / sizeof(coll_algos[0]);

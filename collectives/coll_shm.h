@@ -76,7 +76,8 @@ typedef struct {
 
 /* The data collectives the engine runs. */
 enum { CSHM_AR_SMALL, CSHM_AR_LARGE, CSHM_RED_SMALL, CSHM_RED_LARGE,
-       CSHM_BCAST, CSHM_ALLGATHER };
+       CSHM_BCAST, CSHM_ALLGATHER,
+       CSHM_ALLTOALL, CSHM_REDSCAT /* coll_alg_shm_blocks.c */ };
 
 typedef struct {
     coll_req_t          *req;
@@ -181,6 +182,21 @@ void cshm_seg_failed(cshm_t *s, pami_result_t rc);
 void cshm_op_setup(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
                    struct pami_geometry *g, size_t es, size_t algo_id);
 pami_result_t cshm_op_next(cshm_t *s, bool *done);
+/* Rank's data of parity p (its slot, or its control line's tail for a
+ * tiny call); dst <- slots at off of every rank folded in rank order. */
+unsigned char *cshm_slot_of(cshm_t *s, size_t rank, uint32_t p);
+void cshm_fold(cshm_t *s, unsigned char *dst, uint32_t p, size_t off,
+               size_t count);
+
+/* coll_alg_shm_blocks.c: alltoall and reduce_scatter, whose rounds carry
+ * one slice of every block (s->op.total is one block's bytes). */
+static inline bool cshm_blocks_kind(int kind)
+{
+    return kind == CSHM_ALLTOALL || kind == CSHM_REDSCAT;
+}
+void cshm_blocks_setup(cshm_t *s);               /* after the common part */
+void cshm_blocks_write(cshm_t *s, uint32_t p);   /* this task's slices */
+void cshm_blocks_read(cshm_t *s, uint32_t p);    /* its block from all */
 
 /* coll_alg_shm.c: a flag round of the blocking call, inline;
  * PAMI_INVAL after the barrier that keeps a mismatch aligned. */

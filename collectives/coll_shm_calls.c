@@ -100,8 +100,12 @@ static bool inline_fits(cshm_t *s, coll_ctx_t *cc, const pami_xfer_t *x,
     if (g == NULL || g->cc != cc || !g->ready || s->qlen > 0 || s->running ||
         s->setup != CSHM_SETUP_READY || coll_shm_check(x) != PAMI_SUCCESS)
         return false;
-    bool red = x->kind == PAMI_XFER_ALLREDUCE || x->kind == PAMI_XFER_REDUCE;
-    if (!red && x->kind != PAMI_XFER_BROADCAST &&
+    /* Alltoall and reduce_scatter write a block per rank. */
+    bool blk = x->kind == PAMI_XFER_ALLTOALL ||
+               x->kind == PAMI_XFER_REDUCE_SCATTER;
+    bool red = x->kind == PAMI_XFER_ALLREDUCE || x->kind == PAMI_XFER_REDUCE ||
+               x->kind == PAMI_XFER_REDUCE_SCATTER;
+    if (!red && !blk && x->kind != PAMI_XFER_BROADCAST &&
         x->kind != PAMI_XFER_ALLGATHER)
         return false;
     bool named = (x->field_mask & PAMI_XFER_FIELD_ALGORITHM) &&
@@ -110,8 +114,10 @@ static bool inline_fits(cshm_t *s, coll_ctx_t *cc, const pami_xfer_t *x,
     if (a == NULL)
         return false;
     size_t es = coll_type_valid(x->dtype) ? pami_type_size(x->dtype) : 0;
-    if (es == 0 || x->count == 0 || x->count > CSHM_SMALL_MAX / es ||
-        x->count * es > s->slot || x->rbuf == NULL || IN_PLACE(x->rbuf) ||
+    size_t per = blk ? g->size : 1;
+    if (es == 0 || x->count == 0 || x->count > CSHM_SMALL_MAX / es / per ||
+        x->count * es > s->slot / per || x->rbuf == NULL ||
+        IN_PLACE(x->rbuf) ||
         x->root >= g->size)
         return false;
     bool root = x->root == g->rank;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "params.h"
 
 static void loop_io_noop(void *arg, int fd)
 {
@@ -298,11 +299,26 @@ pami_result_t pami_context_unlock(pami_context_t ctx)
     return pami_context_release(ctx) == 0 ? PAMI_SUCCESS : PAMI_ERROR;
 }
 
-pami_result_t pami_context_stats(pami_context_t ctx,
-                                 pami_context_stats_t *stats)
+/* Any prefix of whole counters (params.h): a program built when there
+ * were fewer gets those it knows. */
+PAMI_PARAMS_LAYOUTS(stats_layouts, pami_context_stats_t,
+                    PAMI_PARAMS_PREFIX(pami_context_stats_t, sends),
+                    PAMI_PARAMS_PREFIX(pami_context_stats_t, receives),
+                    PAMI_PARAMS_PREFIX(pami_context_stats_t, dropped_unknown),
+                    PAMI_PARAMS_PREFIX(pami_context_stats_t, dropped_malformed),
+                    PAMI_PARAMS_PREFIX(pami_context_stats_t, peer_failures),
+                    PAMI_PARAMS_PREFIX(pami_context_stats_t, posted),
+                    PAMI_PARAMS_PREFIX(pami_context_stats_t, sleeps));
+
+pami_result_t pami_context_stats_sized(pami_context_t ctx,
+                                       pami_context_stats_t *stats,
+                                       size_t size)
 {
     PAMI_CHECK(ctx != NULL && stats != NULL, PAMI_INVAL, "context",
                "stats with a NULL context or output");
-    *stats = ctx->stats;
+    pami_result_t rc = pami_params_out(&stats_layouts, size);
+    if (rc != PAMI_SUCCESS)
+        return rc;
+    memcpy(stats, &ctx->stats, size);
     return PAMI_SUCCESS;
 }

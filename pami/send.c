@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "params.h"
 #include "pami_test.h"
 
 /* limit: the first id the caller may not send on; PAMI_DISPATCH_USER_MAX
@@ -238,13 +239,46 @@ static inline pami_result_t send_immediate(struct pami_context *ctx,
     return rc;
 }
 
-pami_result_t pami_send_immediate(pami_context_t ctx,
-                                  const pami_send_immediate_t *p)
+/* The layouts a program may pass (params.h): the fields up to dispatch
+ * are required; a later field missing is taken as zero. pami_send_t
+ * holds a whole pami_send_immediate_t and may lack its callbacks. */
+PAMI_PARAMS_LAYOUTS(send_immediate_layouts, pami_send_immediate_t,
+                    PAMI_PARAMS_PREFIX(pami_send_immediate_t, dispatch),
+                    PAMI_PARAMS_PREFIX(pami_send_immediate_t, header),
+                    PAMI_PARAMS_PREFIX(pami_send_immediate_t, header_len),
+                    PAMI_PARAMS_PREFIX(pami_send_immediate_t, data));
+PAMI_PARAMS_LAYOUTS(send_layouts, pami_send_t,
+                    PAMI_PARAMS_PREFIX(pami_send_t, send),
+                    PAMI_PARAMS_PREFIX(pami_send_t, local_fn),
+                    PAMI_PARAMS_PREFIX(pami_send_t, remote_fn));
+
+pami_result_t pami_send_immediate_import(const pami_send_immediate_t *p,
+                                         size_t size,
+                                         pami_send_immediate_t *buf,
+                                         const pami_send_immediate_t **out)
+{
+    return pami_params_in(&send_immediate_layouts, p, size, buf,
+                          (const void **)out);
+}
+
+pami_result_t pami_send_import(const pami_send_t *p, size_t size,
+                               pami_send_t *buf, const pami_send_t **out)
+{
+    return pami_params_in(&send_layouts, p, size, buf, (const void **)out);
+}
+
+pami_result_t pami_send_immediate_sized(pami_context_t ctx,
+                                        const pami_send_immediate_t *p,
+                                        size_t size)
 {
     if (unlikely(ctx == NULL || p == NULL)) {
         pami_warn("send", "send_immediate with a NULL context or params");
         return PAMI_INVAL;
     }
+    pami_send_immediate_t buf;
+    pami_result_t rc = pami_send_immediate_import(p, size, &buf, &p);
+    if (unlikely(rc != PAMI_SUCCESS))
+        return rc;
     return send_immediate(ctx, p, PAMI_DISPATCH_USER_MAX);
 }
 
@@ -310,12 +344,17 @@ static pami_result_t send_any(struct pami_context *ctx, const pami_send_t *p,
     return PAMI_SUCCESS;
 }
 
-pami_result_t pami_send(pami_context_t ctx, const pami_send_t *p)
+pami_result_t pami_send_sized(pami_context_t ctx, const pami_send_t *p,
+                              size_t size)
 {
     if (unlikely(ctx == NULL || p == NULL)) {
         pami_warn("send", "send with a NULL context or params");
         return PAMI_INVAL;
     }
+    pami_send_t   buf;
+    pami_result_t rc = pami_send_import(p, size, &buf, &p);
+    if (unlikely(rc != PAMI_SUCCESS))
+        return rc;
     return send_any(ctx, p, PAMI_DISPATCH_USER_MAX);
 }
 

@@ -39,7 +39,7 @@ void svd_owned_rechoose(svd_state_t *st, svd_owned_t *o)
         o->htype = o->force_htype;
     if (o->force_sched)
         o->sched = o->force_sched;
-    if (o->nusers * sizeof(uint32_t) + o->rec->len >= st->eager_max)
+    if (o->nusers * SVD_USER_BYTES + o->rec->len >= st->eager_max)
         o->htype = PAMI_SVD_HEADER_GET;
 }
 
@@ -142,7 +142,7 @@ static pami_result_t update_start(svd_state_t *st, const pami_svd_update_t *p,
     unsigned s = (m & PAMI_SVD_UPDATE_SCHEDULE) ? p->schedule : 0;
     OWNER_CHECK(valid_htype(h) && valid_sched(s), PAMI_INVAL,
                 "update: unknown header type %u or schedule %u", h, s);
-    OWNER_CHECK(o->nusers * sizeof(uint32_t) < st->eager_max, PAMI_UNIMPL,
+    OWNER_CHECK(o->nusers * SVD_USER_BYTES < st->eager_max, PAMI_UNIMPL,
                 "update: the list of %zu users does not fit one eager "
                 "notification (PAMI_RNDV_THRESHOLD %zu)", o->nusers,
                 st->eager_max);
@@ -205,7 +205,7 @@ static pami_result_t update_start(svd_state_t *st, const pami_svd_update_t *p,
     /* A notification travels whole (eager): a record that would not fit
      * goes by GET, forced or not. */
     if (b->htype == PAMI_SVD_HEADER_INLINE &&
-        o->nusers * sizeof(uint32_t) + rec->len >= st->eager_max)
+        o->nusers * SVD_USER_BYTES + rec->len >= st->eager_max)
         b->htype = PAMI_SVD_HEADER_GET;
     st->stats[b->htype == PAMI_SVD_HEADER_INLINE ? SVD_STAT_hdr_inline
                                                  : SVD_STAT_hdr_get]++;
@@ -215,13 +215,23 @@ static pami_result_t update_start(svd_state_t *st, const pami_svd_update_t *p,
     b->node = 0;
     svd_bcast_layout(b);
 
-    /* What NOTIFY carries: the users, then the record when inline. */
-    size_t tl = b->ntasks * sizeof(uint32_t);
+    /* What NOTIFY carries: the users, their tags, then the record when
+     * inline. */
+    size_t tl = b->ntasks * SVD_USER_BYTES;
     b->payload_len = tl + (b->htype == PAMI_SVD_HEADER_INLINE ? rec->len : 0);
     b->payload = malloc(b->payload_len);
     pami_result_t rc = b->payload != NULL ? PAMI_SUCCESS : PAMI_ENOMEM;
     if (rc == PAMI_SUCCESS) {
-        memcpy(b->payload, b->tasks, tl);
+        memcpy(b->payload, b->tasks, b->ntasks * sizeof(uint32_t));
+        svd_notify_hdr_t th = {.htype = b->htype, .sched = b->sched,
+                               .key = b->key, .owner = b->owner,
+                               .entry_version = b->version,
+                               .rec_len = b->rec_len};
+        for (size_t i = 0; i < b->ntasks; i++) {
+            uint64_t tag = svd_notify_tag(o->secrets[i], o->users[i], &th);
+            memcpy(b->payload + b->ntasks * sizeof(uint32_t) +
+                       i * sizeof(tag), &tag, sizeof(tag));
+        }
         if (b->htype == PAMI_SVD_HEADER_INLINE)
             memcpy(b->payload + tl, rec->bytes, rec->len);
         else if ((rc = pami_memregion_create(st->ctx, rec->bytes, rec->len,
@@ -361,23 +371,34 @@ static size_t user_pos(const svd_owned_t *o, pami_task_t t, bool *found)
     return lo;
 }
 
-static bool user_add(svd_state_t *st, svd_owned_t *o, pami_task_t t)
+static bool user_add(svd_state_t *st, svd_owned_t *o, pami_task_t t,
+                     const uint8_t secret[SVD_SECRET_LEN])
 {
     bool   found;
     size_t i = user_pos(o, t, &found);
-    if (found)
+    if (found) {
+        memcpy(o->secrets[i], secret, SVD_SECRET_LEN);
         return true;
+    }
     if (o->nusers == o->cap) {
         size_t cap = o->cap ? o->cap * 2 : 8;
         pami_task_t *u = realloc(o->users, cap * sizeof(*u));
         if (u == NULL)
             return false;
         o->users = u;
-        o->cap   = cap;
+        uint8_t (*sc)[SVD_SECRET_LEN] = realloc(o->secrets,
+                                                cap * sizeof(*sc));
+        if (sc == NULL)
+            return false;
+        o->secrets = sc;
+        o->cap     = cap;
     }
     memmove(&o->users[i + 1], &o->users[i],
             (o->nusers - i) * sizeof(pami_task_t));
+    memmove(&o->secrets[i + 1], &o->secrets[i],
+            (o->nusers - i) * sizeof(o->secrets[0]));
     o->users[i] = t;
+    memcpy(o->secrets[i], secret, SVD_SECRET_LEN);
     o->nusers++;
     svd_owned_rechoose(st, o);
     return true;
@@ -391,6 +412,8 @@ static bool user_remove(svd_state_t *st, svd_owned_t *o, pami_task_t t)
         return false;
     memmove(&o->users[i], &o->users[i + 1],
             (o->nusers - i - 1) * sizeof(pami_task_t));
+    memmove(&o->secrets[i], &o->secrets[i + 1],
+            (o->nusers - i - 1) * sizeof(o->secrets[0]));
     o->nusers--;
     svd_owned_rechoose(st, o);
     return true;
@@ -426,7 +449,7 @@ void svd_on_fetch(pami_context_t ctx, void *cookie, const void *hdr,
     e.req     = f.req;
     e.key     = f.key;
     svd_owned_t *o = svd_owned_find(st, f.key);
-    if (o == NULL || from == st->me || !user_add(st, o, from)) {
+    if (o == NULL || from == st->me || !user_add(st, o, from, f.secret)) {
         st->stats[SVD_STAT_fetch_not_found]++;
         e.status = SVD_ST_NOT_FOUND;
         svd_send_ctl(st, from, SVD_PKT_ENTRY, &e, sizeof(e));
@@ -561,6 +584,7 @@ void svd_owned_free_all(svd_state_t *st)
             st->owned[b] = o->next;
             svd_blob_put(o->rec);
             free(o->users);
+            free(o->secrets);
             free(o);
         }
 }

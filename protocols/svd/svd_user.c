@@ -116,6 +116,7 @@ static pami_result_t send_fetch(svd_state_t *st, svd_cached_t *c)
     f.type    = SVD_PKT_FETCH;
     f.req     = c->req;
     f.key     = c->key;
+    svd_user_secret(st, c->owner, c->key, f.secret);
     st->stats[SVD_STAT_fetch_sent]++;
     return svd_send_ctl(st, c->owner, SVD_PKT_FETCH, &f, sizeof(f));
 }

@@ -240,6 +240,7 @@ def coll_seeds():
 
 
 # ---- SVD ----
+SVD_V = 2  # svd_wire.h SVD_WIRE_VERSION
 PKT = dict(FETCH=0, ENTRY=1, RELEASE=2, NOTIFY=3, ACK=4, CHUNK=5, FETCHED=6)
 REC_HDR = 40 + MR_SIZE
 
@@ -248,7 +249,7 @@ def record(data=b"runtime data", version=3, flags=0, dsize=None):
     if dsize is None:
         dsize = len(data)
     mr = memregion() if flags & 1 else bytes(MR_SIZE)
-    return struct.pack("<BBHIQQQQ", 1, flags, 0, 0, 0x20000, 4096, version,
+    return struct.pack("<BBHIQQQQ", SVD_V, flags, 0, 0, 0x20000, 4096, version,
                        dsize) + mr + data
 
 
@@ -257,7 +258,7 @@ def notify(htype=1, sched=1, fanout=2, owner=0, ntasks=2, rec_len=None,
     rec = record(version=version)
     if rec_len is None:
         rec_len = len(rec)
-    h = struct.pack("<BBBBHHQIIQQQQQ", 1, PKT["NOTIFY"], htype, sched, fanout,
+    h = struct.pack("<BBBBHHQIIQQQQQ", SVD_V, PKT["NOTIFY"], htype, sched, fanout,
                     0, 42, owner, ntasks, version, rec_len, chunk, ready, 0)
     return h + (memregion() if htype == 2 else bytes(MR_SIZE)), rec
 
@@ -269,7 +270,8 @@ def svd_input(ptype, hdr, data=b"", ntasks=4, me=1, maxrec=1 << 20):
 
 def svd_seeds():
     h, rec = notify()
-    tasks = u32(2) + u32(3)
+    # two users: their task ids, then their tags
+    tasks = u32(2) + u32(3) + bytes(range(16))
     yield "notify-inline", svd_input(3, h, tasks + rec)
     h, _ = notify(htype=2, sched=3, chunk=4096, ready=100, rec_len=REC_HDR + 5000)
     yield "notify-get-pipeline", svd_input(3, h, tasks)
@@ -279,17 +281,18 @@ def svd_seeds():
     yield "notify-rec-short", svd_input(3, h, tasks + rec)
     h, rec = notify(ntasks=0x40000000)
     yield "notify-ntasks-huge", svd_input(3, h, tasks + rec)
-    yield "fetch", svd_input(0, struct.pack("<BBHIQ", 1, 0, 0, 9, 42))
-    yield "release", svd_input(2, struct.pack("<BBHIQ", 1, 2, 0, 0, 42))
-    yield "ack", svd_input(4, struct.pack("<BBBBIQQ", 1, 4, 0, 0, 0, 42, 3))
-    yield "chunk", svd_input(5, struct.pack("<BBBBIQQQ", 1, 5, 0, 0, 0, 42,
+    yield "fetch", svd_input(0, struct.pack("<BBHIQ", SVD_V, 0, 0, 9, 42) +
+                            bytes(range(16)))
+    yield "release", svd_input(2, struct.pack("<BBHIQ", SVD_V, 2, 0, 0, 42))
+    yield "ack", svd_input(4, struct.pack("<BBBBIQQ", SVD_V, 4, 0, 0, 0, 42, 3))
+    yield "chunk", svd_input(5, struct.pack("<BBBBIQQQ", SVD_V, 5, 0, 0, 0, 42,
                                             3, 100))
-    yield "fetched", svd_input(6, struct.pack("<BBHIQQ", 1, 6, 0, 9, 42, 3))
-    entry = struct.pack("<BBBBIQQQ", 1, 1, 0, 0, 9, 42, 3,
+    yield "fetched", svd_input(6, struct.pack("<BBHIQQ", SVD_V, 6, 0, 9, 42, 3))
+    entry = struct.pack("<BBBBIQQQ", SVD_V, 1, 0, 0, 9, 42, 3,
                         len(record())) + bytes(MR_SIZE)
     yield "entry-record", svd_input(1, entry, record())
     yield "entry-bad-record", svd_input(1, entry, record(dsize=1000))
-    yield "wrong-type", svd_input(0, struct.pack("<BBHIQ", 1, 3, 0, 9, 42))
+    yield "wrong-type", svd_input(0, struct.pack("<BBHIQ", SVD_V, 3, 0, 9, 42))
     yield "short", svd_input(3, b"\1\3")
 
 
