@@ -158,9 +158,12 @@ pami_result_t pami_context_createv(pami_client_t c,
                                    const pami_context_params_t *params,
                                    size_t n, pami_context_t *contexts)
 {
-    (void)params;
     PAMI_CHECK(c != NULL && contexts != NULL, PAMI_INVAL, "context",
                "createv with a NULL client or output");
+    if (params != NULL &&
+        pami_params_mask("pami_context_params_t", params->field_mask,
+                         PAMI_CONTEXT_PARAM_KNOWN) != PAMI_SUCCESS)
+        return PAMI_INVAL;
     PAMI_CHECK(n >= 1 && n <= PAMI_CONTEXT_MAX, PAMI_INVAL, "context",
                "createv of %zu contexts; 1 to %d allowed", n, PAMI_CONTEXT_MAX);
     PAMI_CHECK(c->num_contexts == 0, PAMI_INVAL, "context",

@@ -38,6 +38,19 @@ pami_result_t pami_params_in(const pami_params_layouts_t *l, const void *p,
     return PAMI_SUCCESS;
 }
 
+pami_result_t pami_params_mask(const char *name, uint64_t mask,
+                               uint64_t known)
+{
+    if (likely((mask & ~known) == 0))
+        return PAMI_SUCCESS;
+    pami_warn("params", "%s.field_mask has bits 0x%llx this pami does not "
+                        "know (known: 0x%llx): built against a newer pami.h, "
+                        "or not initialised",
+              name, (unsigned long long)(mask & ~known),
+              (unsigned long long)known);
+    return PAMI_INVAL;
+}
+
 pami_result_t pami_params_out(const pami_params_layouts_t *l, size_t given)
 {
     return known(l, given) ? PAMI_SUCCESS : refuse(l, given);

@@ -42,6 +42,27 @@ pami_result_t pami_params_in(const pami_params_layouts_t *l, const void *p,
  * (then exactly `given` bytes of the current struct are written). */
 pami_result_t pami_params_out(const pami_params_layouts_t *l, size_t given);
 
+/* The field_mask bits this pami knows, per struct. */
+#define PAMI_CLIENT_PARAM_KNOWN                                              \
+    (PAMI_CLIENT_PARAM_BOOTSTRAP | PAMI_CLIENT_PARAM_OOB |                   \
+     PAMI_CLIENT_PARAM_ASYNC_PROGRESS | PAMI_CLIENT_PARAM_WAIT_SPIN)
+#define PAMI_CLIENT_ATTR_KNOWN                                               \
+    (PAMI_CLIENT_ATTR_TASK | PAMI_CLIENT_ATTR_SIZE |                         \
+     PAMI_CLIENT_ATTR_LOCAL_TASKS | PAMI_CLIENT_ATTR_DISPATCH_MAX |          \
+     PAMI_CLIENT_ATTR_HEADER_MAX | PAMI_CLIENT_ATTR_IMMEDIATE_MAX |          \
+     PAMI_CLIENT_ATTR_RNDV_THRESHOLD | PAMI_CLIENT_ATTR_NUM_CONTEXTS |       \
+     PAMI_CLIENT_ATTR_NAME | PAMI_CLIENT_ATTR_BOOTSTRAP |                    \
+     PAMI_CLIENT_ATTR_TRANSPORT | PAMI_CLIENT_ATTR_JOB_ID |                  \
+     PAMI_CLIENT_ATTR_LOCAL_CPUS | PAMI_CLIENT_ATTR_NODES)
+#define PAMI_CONTEXT_PARAM_KNOWN 0u
+#define PAMI_DISPATCH_HINT_KNOWN 0u
+
+/* PAMI_INVAL and a log line naming the struct when mask has a bit this
+ * pami does not know (a program built against a newer pami.h, or a
+ * stray value): such a field would be ignored without a word. */
+pami_result_t pami_params_mask(const char *name, uint64_t mask,
+                               uint64_t known);
+
 /* The two send structs as pami_params_in takes them (send.c); shared
  * by the program's sends and the protocols'. */
 pami_result_t pami_send_immediate_import(const pami_send_immediate_t *p,

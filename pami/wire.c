@@ -154,3 +154,17 @@ pami_wire_check_t pami_rndv_chunk_decode(const void *buf, size_t len,
         return PAMI_WIRE_BAD_FIELD;
     }
 }
+
+bool pami_rndv_chunk_wanted(uint64_t total, uint64_t chunk, uint64_t lo,
+                            uint64_t next, uint64_t got, uint64_t offset,
+                            uint64_t bytes, uint64_t *index)
+{
+    if (chunk == 0 || offset % chunk != 0 || offset >= total)
+        return false;
+    uint64_t k = offset / chunk, left = total - offset;
+    if (k < lo || k >= next || k - lo >= 64 || ((got >> (k - lo)) & 1u) ||
+        bytes != (left < chunk ? left : chunk))
+        return false;
+    *index = k;
+    return true;
+}

@@ -154,4 +154,13 @@ pami_wire_check_t pami_rndv_chunk_decode(const void *buf, size_t len,
                                          size_t data_len,
                                          pami_rndv_chunk_t *out);
 
+/* Whether a DATA of bytes at offset is a chunk the target asked for and
+ * has not had yet: a payload of total bytes in chunks of chunk bytes,
+ * chunks [lo, next) asked for (next - lo <= 64), bit i of got set when
+ * chunk lo + i is here. Then *index is its chunk, and [offset, offset +
+ * bytes) lies within total. */
+bool pami_rndv_chunk_wanted(uint64_t total, uint64_t chunk, uint64_t lo,
+                            uint64_t next, uint64_t got, uint64_t offset,
+                            uint64_t bytes, uint64_t *index);
+
 #endif

@@ -4,7 +4,8 @@
  * its own sizeof. Simulated here by passing the size of a prefix of
  * today's struct, whose bytes past the prefix are garbage that pami must
  * not read (nor, for structs pami fills, write). A size that is no layout
- * of the struct is refused with PAMI_INVAL and a log line.
+ * of the struct is refused with PAMI_INVAL and a log line, and so is a
+ * field_mask bit pami does not know, in every struct that has one.
  *
  * One process, task 0 of 1 (no launcher), one context sending to itself.
  */
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include <pami.h>
+#include <pami_collectives.h>
 #include <pami_protocol.h>
 
 #define WAIT_MS 5000
@@ -350,6 +352,79 @@ static void bad_sizes(void)
     }
 }
 
+/* field_mask bits pami does not know: PAMI_INVAL and a log line. */
+#define UNKNOWN_BIT (1ull << 40)
+static pami_client_t the_client;
+
+static pami_result_t call_mask(void *arg)
+{
+    int kind = *(int *)arg;
+    pami_geometry_t world = NULL;
+    if (kind >= 3 && pami_geometry_world(ctx, &world) != PAMI_SUCCESS)
+        return PAMI_ERROR;
+    switch (kind) {
+    case 0: {
+        pami_client_attr_t a = {.field_mask = PAMI_CLIENT_ATTR_TASK |
+                                              UNKNOWN_BIT};
+        return pami_client_query(the_client, &a);
+    }
+    case 1: {
+        pami_dispatch_hint_t h = {.field_mask = UNKNOWN_BIT};
+        return pami_dispatch_set(ctx, 2, handler, NULL, &h);
+    }
+    case 2: {
+        pami_client_params_t p = {.field_mask = UNKNOWN_BIT};
+        pami_client_t c = NULL;
+        pami_result_t rc = pami_client_create("mask", &p, &c);
+        if (c != NULL)
+            pami_client_destroy(&c);
+        return rc;
+    }
+    case 3: {
+        pami_geometry_attr_t a = {.field_mask = PAMI_GEOMETRY_ATTR_SIZE |
+                                                UNKNOWN_BIT};
+        return pami_geometry_query(world, &a);
+    }
+    case 4: {
+        pami_xfer_t x = {.field_mask = UNKNOWN_BIT, .kind = PAMI_XFER_BARRIER,
+                         .geometry = world};
+        return pami_collective(ctx, &x);
+    }
+    case 5: {
+        pami_xfer_t x = {.field_mask = UNKNOWN_BIT, .kind = PAMI_XFER_BARRIER,
+                         .geometry = world};
+        return pami_collective_wait(ctx, &x);
+    }
+    case 6: {
+        pami_geometry_params_t p = {.field_mask = UNKNOWN_BIT};
+        pami_task_t     t = 0;
+        pami_geometry_t g = NULL;
+        return pami_geometry_create_tasklist(ctx, world, 7, &t, 1, &p, &g,
+                                             NULL, NULL);
+    }
+    default: return PAMI_ERROR;
+    }
+}
+
+static void unknown_bits(void)
+{
+    static const char *const what[] = {
+        "pami_client_attr_t", "pami_dispatch_hint_t", "pami_client_params_t",
+        "pami_geometry_attr_t", "pami_xfer_t", "pami_xfer_t",
+        "pami_geometry_params_t"};
+    for (int k = 0; k < (int)(sizeof(what) / sizeof(what[0])); k++) {
+        pami_result_t rc = with_log(call_mask, &k);
+        CHECK(rc == PAMI_INVAL, "%s with an unknown field_mask bit: %s "
+              "(want PAMI_INVAL)", what[k], pami_error_text(rc));
+        CHECK(strstr(logged, what[k]) != NULL && strstr(logged, "field_mask"),
+              "no log line naming %s.field_mask (log: '%s')", what[k], logged);
+    }
+    /* The known bits still work. */
+    pami_client_attr_t a = {.field_mask = PAMI_CLIENT_ATTR_SIZE};
+    CHECK(pami_client_query(the_client, &a) == PAMI_SUCCESS && a.size == 1,
+          "client_query with known bits");
+}
+
 int main(void)
 {
     setenv("PAMI_LOG_LEVEL", "warn", 0);
@@ -375,6 +450,8 @@ int main(void)
     old_rma();
     old_outputs(client);
     bad_sizes();
+    the_client = client;
+    unknown_bits();
 
     CHECK(pami_memregion_destroy(ctx, &lmr) == PAMI_SUCCESS, "destroy lmr");
     CHECK(pami_memregion_destroy(ctx, &mr) == PAMI_SUCCESS, "destroy mr");
