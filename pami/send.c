@@ -82,6 +82,8 @@ void pami_submit(struct pami_context *ctx, pami_request_t *req)
                            ? PAMI_EAGAIN
                            : pami_peer_by_index(ctx, req->peer, &peer);
     if (likely(rc == PAMI_SUCCESS)) {
+        if (req->kind != REQ_ACK_SEND)
+            pami_live_sent(ctx, req->peer);
         if (req->rndv && req->kind == REQ_RECV)
             pami_rndv_start_get(ctx, peer, req);
         else
@@ -227,6 +229,7 @@ static inline pami_result_t send_immediate(struct pami_context *ctx,
         }
         if (likely(trc == 0)) {
             ctx->stats.sends++;
+            pami_live_sent(ctx, index);
             return PAMI_SUCCESS;
         }
         rc = pami_result_from_errno(trc);
