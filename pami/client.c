@@ -142,6 +142,9 @@ pami_result_t pami_client_create(const char *name,
     }
 
     bootstrap_args_t args = {0};
+    /* A task stopped in a bootstrap collective fails it like one stopped
+     * in pami's own waits (pmix; pamirun reads the same variable). */
+    args.stall_ms = c->config.peer_errors ? c->config.peer_timeout_ms : 0;
     pami_result_t rc = apply_params(c, params, &args);
     if (rc != PAMI_SUCCESS)
         goto fail;

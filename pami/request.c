@@ -9,7 +9,7 @@
 
 #include "internal.h"
 
-#define REQ_CHUNK_SHIFT 8
+#define REQ_CHUNK_SHIFT PAMI_REQ_CHUNK_SHIFT
 #define REQ_CHUNK       (1u << REQ_CHUNK_SHIFT)
 #define REQ_MAX_CHUNKS  (1u << 16) /* 16M requests in flight per context */
 

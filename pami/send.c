@@ -82,6 +82,8 @@ void pami_submit(struct pami_context *ctx, pami_request_t *req)
                            ? PAMI_EAGAIN
                            : pami_peer_by_index(ctx, req->peer, &peer);
     if (likely(rc == PAMI_SUCCESS)) {
+        if (req->kind != REQ_ACK_SEND)
+            pami_live_sent(ctx, req->peer);
         if (req->rndv && req->kind == REQ_RECV)
             pami_rndv_start_get(ctx, peer, req);
         else
@@ -227,6 +229,7 @@ static inline pami_result_t send_immediate(struct pami_context *ctx,
         }
         if (likely(trc == 0)) {
             ctx->stats.sends++;
+            pami_live_sent(ctx, index);
             return PAMI_SUCCESS;
         }
         rc = pami_result_from_errno(trc);
@@ -400,12 +403,20 @@ pami_result_t pami_send_ack(struct pami_context *ctx, uint32_t peer,
 }
 
 /* pami_test.h: tests forge protocol packets through this. */
-pami_result_t pami_test_send_raw(pami_context_t ctx,
-                                 const pami_send_immediate_t *p)
+pami_result_t pami_test_send_raw_sized(pami_context_t ctx,
+                                       const pami_send_immediate_t *p,
+                                       size_t size)
 {
     if (ctx == NULL || p == NULL) {
         pami_warn("send", "send_raw with a NULL context or params");
         return PAMI_INVAL;
     }
+    pami_send_immediate_t buf;
+    pami_result_t rc = pami_send_immediate_import(p, size, &buf, &p);
+    if (unlikely(rc != PAMI_SUCCESS))
+        return rc;
+    /* Protocol ids not given out stay refused; the core's are open. */
+    if (p->dispatch >= PAMI_DISPATCH_CORE_BASE)
+        return send_immediate(ctx, p, PAMI_DISPATCH_TABLE_SIZE);
     return pami_send_immediate_protocol(ctx, p);
 }

@@ -80,6 +80,21 @@ typedef struct {
 pami_wire_check_t pami_barrier_msg_decode(const void *buf, size_t len,
                                           pami_barrier_msg_t *out);
 
+/* Payload of a PAMI_DISPATCH_PROBE message (docs/protocols/am.md):
+ * a probe asks a task on another node whether it still runs progress,
+ * its answer echoes seq. */
+#define PAMI_PROBE_ASK    1u
+#define PAMI_PROBE_ANSWER 2u
+typedef struct {
+    uint8_t  kind;
+    uint8_t  reserved[3];
+    uint32_t seq;
+} pami_probe_msg_t;
+
+/* A probe message: exactly its size, a known kind, reserved bytes 0. */
+pami_wire_check_t pami_probe_decode(const void *buf, size_t len,
+                                    pami_probe_msg_t *out);
+
 #define RNDV_VERSION 1
 /* Origin and target share a node: the target reads the origin's memory
  * itself (process_vm_readv, one copy); mr is unused and not registered. */

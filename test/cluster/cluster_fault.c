@@ -3,7 +3,7 @@
  * messages to every other (cluster_fault.sh drives it on a simulated
  * cluster, docs/cluster.md).
  *
- *   cluster_fault DIR NODE kill|cut eager|mixed|rndv
+ *   cluster_fault DIR NODE kill|cut|stop eager|mixed|rndv
  *
  * Every task sends to every other task without pause: a window of sends
  * per peer, small ones (immediate, and pami_send of 1 KiB) and, with
@@ -311,11 +311,12 @@ int main(int argc, char **argv)
     mp_init(&job, "cluster_fault", &argc, argv, NULL, 1, false);
     MP_EXPECT(argc == 5 &&
                   (strcmp(argv[3], "kill") == 0 ||
-                   strcmp(argv[3], "cut") == 0) &&
+                   strcmp(argv[3], "cut") == 0 ||
+                   strcmp(argv[3], "stop") == 0) &&
                   (strcmp(argv[4], "eager") == 0 ||
                    strcmp(argv[4], "mixed") == 0 ||
                    strcmp(argv[4], "rndv") == 0),
-              "usage: cluster_fault DIR NODE kill|cut eager|mixed|rndv");
+              "usage: cluster_fault DIR NODE kill|cut|stop eager|mixed|rndv");
     mixed = strcmp(argv[4], "mixed") == 0;
     rndv  = strcmp(argv[4], "rndv") == 0;
     const char *dir    = argv[1];

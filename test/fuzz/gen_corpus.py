@@ -32,12 +32,13 @@ def memregion(owner=1, ctx=0, base=0x10000, nbytes=4096, rkey_len=16,
     return (head + key).ljust(MR_SIZE, b"\0")[:MR_SIZE]
 
 
-# ---- core: AM header, ack, barrier, rendezvous request ----
+# ---- core: AM header, ack, barrier, probe, rendezvous request ----
 def am_hdr(task, dispatch, ctx=0, flags=0):
     return struct.pack("<IHBB", task, dispatch, ctx, flags)
 
 
-ACK, BARRIER, MONITOR, RNDV = 512, 513, 514, 515
+ACK, BARRIER, MONITOR, RNDV, RMA, RNDV_CHUNK, PROBE = (512, 513, 514, 515,
+                                                   516, 517, 518)
 
 
 def rts(dispatch=5, nbytes=4096, flags=0, base=0x10000, owner=1, mr=None):
@@ -66,6 +67,16 @@ def am_seeds():
     yield "barrier-round64", am_input(am_hdr(3, BARRIER) +
                                       struct.pack("<II", 4, 64))
     yield "monitor", am_input(am_hdr(1, MONITOR))
+    # Liveness probes (pami/liveness.c): an ask, an answer, and forged ones.
+    yield "probe-ask", am_input(am_hdr(1, PROBE) + struct.pack("<B3xI", 1, 7))
+    yield "probe-answer", am_input(am_hdr(2, PROBE) +
+                                   struct.pack("<B3xI", 2, 7))
+    yield "probe-bad-kind", am_input(am_hdr(1, PROBE) +
+                                     struct.pack("<B3xI", 9, 7))
+    yield "probe-reserved", am_input(am_hdr(1, PROBE) +
+                                     struct.pack("<BBBBI", 1, 0, 5, 0, 7))
+    yield "probe-long", am_input(am_hdr(1, PROBE) +
+                                 struct.pack("<B3xII", 1, 7, 0))
     yield "rndv", am_input(am_hdr(1, RNDV, flags=1) + cookie + rts() + b"uh")
     yield "rndv-cma", am_input(am_hdr(1, RNDV, flags=1) + cookie +
                                rts(flags=1, mr=bytes(MR_SIZE)))
