@@ -343,6 +343,15 @@ size_t coll_kept_count(const coll_ctx_t *cc);
 /* coll_pool.c */
 bool coll_grow(coll_ctx_t *cc, void **arr, size_t *cap, size_t need,
                size_t elem);
+/* The program's xfer as far as its field_mask says (coll_xfer.c): the
+ * struct grows by fields with a bit, so a bit that is clear means the
+ * field may not be there at all. */
+#define COLL_XFER_FIELDS_KNOWN                                               \
+    (PAMI_XFER_FIELD_ALGORITHM | PAMI_XFER_FIELD_USER_OP |                   \
+     PAMI_XFER_FIELD_VCOUNTS)
+const char *coll_xfer_mask_invalid(uint64_t mask); /* NULL: fine */
+void coll_xfer_copy(pami_xfer_t *dst, const pami_xfer_t *x);
+
 coll_req_t *coll_req_new(struct pami_geometry *g, const pami_xfer_t *x,
                          uint16_t kind);
 void  coll_req_free(coll_req_t *req);

@@ -219,6 +219,10 @@ pami_result_t pami_geometry_create_tasklist(
     else if (id == 0)
         why = "id 0 is the world's";
     else if (params != NULL &&
+             (params->field_mask & ~(uint64_t)PAMI_GEOMETRY_PARAM_CONNID_THRESHOLD))
+        why = "pami_geometry_params_t.field_mask has bits this pami does "
+              "not know";
+    else if (params != NULL &&
              (params->field_mask & PAMI_GEOMETRY_PARAM_CONNID_THRESHOLD) &&
              (params->connid_threshold < 1 ||
               params->connid_threshold > PAMI_CONNID_BUFFER))
@@ -370,6 +374,15 @@ pami_result_t pami_geometry_query(pami_geometry_t g,
         return PAMI_INVAL;
     }
     uint64_t m = attr->field_mask;
+    const uint64_t known = PAMI_GEOMETRY_ATTR_ID | PAMI_GEOMETRY_ATTR_SIZE |
+                           PAMI_GEOMETRY_ATTR_RANK | PAMI_GEOMETRY_ATTR_TASKS |
+                           PAMI_GEOMETRY_ATTR_READY | PAMI_GEOMETRY_ATTR_CONNID;
+    if (m & ~known) {
+        coll_warn("geometry_query: pami_geometry_attr_t.field_mask has bits "
+                  "0x%llx this pami does not know",
+                  (unsigned long long)(m & ~known));
+        return PAMI_INVAL;
+    }
     if (m & PAMI_GEOMETRY_ATTR_ID)
         attr->id = g->id;
     if (m & PAMI_GEOMETRY_ATTR_SIZE)

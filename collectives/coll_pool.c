@@ -87,7 +87,7 @@ coll_req_t *coll_req_new(struct pami_geometry *g, const pami_xfer_t *x,
     req->g  = g;
     req->cc = cc;
     if (x != NULL)
-        req->x = *x;
+        coll_xfer_copy(&req->x, x);
     req->kind   = kind;
     req->status = PAMI_SUCCESS;
     req->dtsize = pami_type_size(req->x.dtype);

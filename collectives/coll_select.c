@@ -445,6 +445,11 @@ pami_result_t pami_geometry_algorithm_selected(
                   "or unknown kind or type");
         return PAMI_INVAL;
     }
+    const char *mask_why = coll_xfer_mask_invalid(x->field_mask);
+    if (mask_why != NULL) {
+        coll_warn("algorithm_selected: pami_xfer_t %s", mask_why);
+        return PAMI_INVAL;
+    }
     if ((x->field_mask & PAMI_XFER_FIELD_ALGORITHM) &&
         x->algorithm != PAMI_ALGORITHM_AUTO) {
         if (x->algorithm > coll_num_algos)

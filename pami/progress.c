@@ -59,7 +59,8 @@ static inline bool sweeping(struct pami_context *ctx)
 
 unsigned pami_progress_once(struct pami_context *ctx)
 {
-    if (unlikely((++ctx->polls & 1023) == 0) && sweeping(ctx))
+    bool look = unlikely((++ctx->polls & 1023) == 0);
+    if (look && sweeping(ctx))
         sweep_local_tasks(ctx);
     struct pami_context *outer = pami_tls_progressing;
     pami_tls_progressing = ctx;
@@ -68,6 +69,11 @@ unsigned pami_progress_once(struct pami_context *ctx)
     ctx->in_tp_progress = true;
     unsigned n = ctx->tp->progress(ctx->worker);
     ctx->in_tp_progress = false;
+    /* Tasks on other nodes, once what they answered has been taken in. */
+    if (unlikely(look || ctx->live_check)) {
+        ctx->live_check = false;
+        pami_liveness_tick(ctx, pami_time_ns());
+    }
     if (unlikely(ctx->self_head != NULL))
         n += pami_self_deliver(ctx);
     if (unlikely(ctx->peers_failed_pending))
@@ -140,11 +146,14 @@ pami_result_t pami_context_wait(pami_context_t ctx, int timeout_ms)
         if (atomic_load(&ctx->post_pending) != 0)
             continue;
         ctx->stats.sleeps++;
-        if (sweeping(ctx)) {
+        bool live = pami_liveness_wanted(ctx);
+        if (sweeping(ctx) || live) {
             if (remaining < 0 || remaining > PAMI_WATCH_MS)
                 remaining = PAMI_WATCH_MS;
             evloop_libev_ops.run_once(ctx->loop, remaining);
-            sweep_local_tasks(ctx);
+            if (sweeping(ctx))
+                sweep_local_tasks(ctx);
+            ctx->live_check = live;
         } else {
             evloop_libev_ops.run_once(ctx->loop, remaining);
         }

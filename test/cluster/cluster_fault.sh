@@ -1,16 +1,19 @@
 #!/bin/sh
-# A node dies, or its link is cut, in the middle of cluster_fault's
-# message stream on a simulated cluster (cluster.sh); checks that the
+# A node dies, its link is cut, or its ranks stop (SIGSTOP), in the middle
+# of cluster_fault's message stream on a simulated cluster (cluster.sh);
+# checks that the
 # tasks that live on see PAMI_PEER_FAILED for the other side within
 # DETECT seconds of the fault, finish and exit by themselves. Skipped (77)
 # where no cluster can be made.
 #
-#   cluster_fault.sh kill|cut NODES PER NODE DETECT CLUSTER_FAULT [mixed]
+#   cluster_fault.sh kill|cut|stop NODES PER NODE DETECT CLUSTER_FAULT [mixed]
 #
 # mixed: the stream carries rendezvous messages too (default: eager only).
 # kill: every process of node NODE (its ranks and mpirun's daemon there)
 # gets SIGKILL. cut: NODE's port on the bridge goes down; everything keeps
-# running on both sides. NODES nodes of PER ranks each, ranks in blocks.
+# running on both sides. stop: every rank of NODE gets SIGSTOP (a hung
+# node: the kernel still answers TCP for it); DETECT should then be
+# PAMI_PEER_TIMEOUT + 1 s. NODES nodes of PER ranks each, ranks in blocks.
 #
 # mpirun runs with --enable-recovery so that it lets the others run on
 # after a death instead of killing them; Open MPI 4.1's mpirun then does
@@ -22,7 +25,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 cluster=$here/cluster.sh
 [ $# -eq 6 ] || [ $# -eq 7 ] || { echo "usage: see the head of $0" >&2; exit 2; }
 mode=$1 nodes=$2 per=$3 victim=$4 detect=$5 prog=$6 stream=${7:-eager}
-case $mode in kill | cut) ;; *) echo "kill or cut" >&2; exit 2 ;; esac
+case $mode in kill | cut | stop) ;; *) echo "kill, cut or stop" >&2; exit 2 ;; esac
 
 "$cluster" check || exit $?
 
@@ -60,8 +63,10 @@ count() {
     ls "$dir" | grep -c "^$1-[0-9]*\$"
 }
 
+# The ranks get the caller's PAMI_, UCX_ (UCX_LOG_LEVEL to look into a
+# run) and sanitizer variables.
 xs=""
-for v in $(env | sed -n 's/^\(\(PAMI\|ASAN\|UBSAN\|LSAN\)_[A-Z_]*\)=.*/\1/p'); do
+for v in $(env | sed -n 's/^\(\(UCX\|PAMI\|ASAN\|UBSAN\|LSAN\)_[A-Z_]*\)=.*/\1/p'); do
     case $v in PAMI_CLUSTER_*) continue ;; esac
     xs="$xs -x $v"
 done
@@ -95,6 +100,14 @@ done
 fault=$(now)
 if [ "$mode" = kill ]; then
     "$cluster" kill "$name" "node$victim"
+elif [ "$mode" = stop ]; then
+    t=0
+    while [ $t -lt $n ]; do
+        if [ $((t / per)) -eq "$victim" ]; then
+            kill -STOP "$(cat "$dir/ready-$t")" || exit 1
+        fi
+        t=$((t + 1))
+    done
 else
     "$cluster" cut "$name" "node$victim"
 fi || fail "cannot $mode node$victim"

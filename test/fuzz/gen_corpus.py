@@ -32,12 +32,13 @@ def memregion(owner=1, ctx=0, base=0x10000, nbytes=4096, rkey_len=16,
     return (head + key).ljust(MR_SIZE, b"\0")[:MR_SIZE]
 
 
-# ---- core: AM header, ack, barrier, rendezvous request ----
+# ---- core: AM header, ack, barrier, probe, rendezvous request ----
 def am_hdr(task, dispatch, ctx=0, flags=0):
     return struct.pack("<IHBB", task, dispatch, ctx, flags)
 
 
-ACK, BARRIER, MONITOR, RNDV = 512, 513, 514, 515
+ACK, BARRIER, MONITOR, RNDV, RMA, RNDV_CHUNK, PROBE = (512, 513, 514, 515,
+                                                   516, 517, 518)
 
 
 def rts(dispatch=5, nbytes=4096, flags=0, base=0x10000, owner=1, mr=None):
@@ -66,6 +67,16 @@ def am_seeds():
     yield "barrier-round64", am_input(am_hdr(3, BARRIER) +
                                       struct.pack("<II", 4, 64))
     yield "monitor", am_input(am_hdr(1, MONITOR))
+    # Liveness probes (pami/liveness.c): an ask, an answer, and forged ones.
+    yield "probe-ask", am_input(am_hdr(1, PROBE) + struct.pack("<B3xI", 1, 7))
+    yield "probe-answer", am_input(am_hdr(2, PROBE) +
+                                   struct.pack("<B3xI", 2, 7))
+    yield "probe-bad-kind", am_input(am_hdr(1, PROBE) +
+                                     struct.pack("<B3xI", 9, 7))
+    yield "probe-reserved", am_input(am_hdr(1, PROBE) +
+                                     struct.pack("<BBBBI", 1, 0, 5, 0, 7))
+    yield "probe-long", am_input(am_hdr(1, PROBE) +
+                                 struct.pack("<B3xII", 1, 7, 0))
     yield "rndv", am_input(am_hdr(1, RNDV, flags=1) + cookie + rts() + b"uh")
     yield "rndv-cma", am_input(am_hdr(1, RNDV, flags=1) + cookie +
                                rts(flags=1, mr=bytes(MR_SIZE)))
@@ -87,9 +98,55 @@ def rndv_seeds():
     yield "wrong-owner", rndv_input(2, rts(owner=1))
     yield "owner-outside", rndv_input(9, rts(owner=9))
     yield "bad-version", rndv_input(1, struct.pack("<I", 2) + rts()[4:])
-    yield "unknown-flag", rndv_input(1, rts(flags=2))
+    yield "unknown-flag", rndv_input(1, rts(flags=4))
+    yield "msg", rndv_input(1, rts(flags=2, base=0, mr=bytes(MR_SIZE)) +
+                            b"user header")
+    yield "msg-with-mr", rndv_input(1, rts(flags=2, owner=1))
+    yield "msg-and-cma", rndv_input(1, rts(flags=3, base=0,
+                                           mr=bytes(MR_SIZE)))
+    yield "msg-empty", rndv_input(1, rts(flags=2, nbytes=0, base=0,
+                                         mr=bytes(MR_SIZE)))
     yield "bytes-differ", rndv_input(1, rts(mr=memregion(nbytes=1)))
     yield "short", rndv_input(1, rts()[:100])
+
+
+# The origin-served rendezvous: FETCH and DATA (rendezvous.md).
+def chunk(ctype=1, result=0, send=0x0000000500000002, recv=0x0000000900000004,
+          offset=0, nbytes=262144, version=1, reserved=0):
+    return struct.pack("<IIiIQQQQ", version, ctype, result, reserved, send,
+                       recv, offset, nbytes)
+
+
+def chunk_input(msg, data=b"", total=1 << 20, chunk_kib=256, lo=0, ahead=4,
+                got=0):
+    return (u8(1 if data else 0) + u64(total) + u8(chunk_kib - 1) + u16(lo) +
+            u8(ahead) + u64(got) + msg + data)
+
+
+def rndv_chunk_seeds():
+    yield "fetch", chunk_input(chunk())
+    yield "fetch-last", chunk_input(chunk(offset=786432, nbytes=262144))
+    yield "data", chunk_input(chunk(2, nbytes=1024, offset=0), b"d" * 1024,
+                              total=1024, chunk_kib=1)
+    yield "data-second", chunk_input(chunk(2, nbytes=1024, offset=1024),
+                                     b"e" * 1024, total=2048 + 7,
+                                     chunk_kib=1, got=0)
+    yield "data-tail", chunk_input(chunk(2, nbytes=7, offset=2048), b"t" * 7,
+                                   total=2048 + 7, chunk_kib=1, ahead=3)
+    yield "data-here-already", chunk_input(chunk(2, nbytes=1024, offset=0),
+                                           b"d" * 1024, total=4096,
+                                           chunk_kib=1, got=1)
+    yield "data-refused", chunk_input(chunk(2, result=3))
+    yield "data-bad-result", chunk_input(chunk(2, result=9999))
+    yield "data-short-data", chunk_input(chunk(2, nbytes=64), b"x" * 10)
+    yield "fetch-with-data", chunk_input(chunk(1, nbytes=8), b"y" * 8)
+    yield "fetch-overflow", chunk_input(chunk(offset=(1 << 64) - 16,
+                                              nbytes=4096))
+    yield "fetch-too-big", chunk_input(chunk(nbytes=(4 << 20) + 1))
+    yield "bad-version", chunk_input(chunk(version=2))
+    yield "bad-type", chunk_input(chunk(ctype=3))
+    yield "reserved", chunk_input(chunk(reserved=1))
+    yield "short", chunk_input(chunk()[:40])
 
 
 def mr_input(mr, seal=True, ntasks=4):
@@ -415,7 +472,8 @@ def profile_seeds():
 
 
 TARGETS = {
-    "am": am_seeds, "rndv": rndv_seeds, "memregion": memregion_seeds,
+    "am": am_seeds, "rndv": rndv_seeds, "rndv_chunk": rndv_chunk_seeds,
+    "memregion": memregion_seeds,
     "bp": bp_seeds, "bp_state": bp_state_seeds, "coll": coll_seeds, "svd": svd_seeds,
     "shmb": shmb_seeds, "config": config_seeds,
     "bootstrap": bootstrap_seeds, "pamirun": pamirun_seeds,
