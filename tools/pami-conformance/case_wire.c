@@ -468,4 +468,5 @@ const cf_case_t cf_wire_cases[] = {
     {"protocols", "wire_collectives", 2, 0, 0, wire_collectives},
     {"protocols", "wire_core", 2, 0, 0, wire_core},
 };
-const size_t cf_num_wire_cases = sizeof(cf_wire_cases) / sizeof(cf_wire_cases[0]);
+const size_t cf_num_wire_cases =
+    sizeof(cf_wire_cases) / sizeof(cf_wire_cases[0]);
