@@ -59,8 +59,10 @@ static void claim_orphans(coll_ctx_t *cc, struct pami_geometry *g)
                 g->list_differs = true; /* the creation will fail */
                 if (m->complete)
                     coll_msg_free(m);
-                else
+                else {
+                    coll_kept_release(m);
                     m->dead = true;
+                }
                 continue;
             }
             cc->st.malformed++;
@@ -69,8 +71,10 @@ static void claim_orphans(coll_ctx_t *cc, struct pami_geometry *g)
                       m->hdr.src_rank);
             if (m->complete)
                 coll_msg_free(m);
-            else
+            else {
+                coll_kept_release(m);
                 m->dead = true;
+            }
             continue;
         }
         *g->unexp_tail = m;
@@ -142,8 +146,10 @@ void coll_geometry_free(struct pami_geometry *g)
         n = m->next;
         if (m->complete)
             coll_msg_free(m);
-        else
+        else {
+            coll_kept_release(m);
             m->dead = true;
+        }
     }
     coll_select_free(g);
     free(g->tasks);

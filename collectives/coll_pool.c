@@ -352,6 +352,7 @@ void coll_msg_destroy(coll_msg_t *m)
 void coll_msg_free(coll_msg_t *m)
 {
     coll_ctx_t *cc = m->cc;
+    coll_kept_release(m);
     cc->st.kept_live--;
     if (m->cap > COLL_KEEP_MSG && keep_large(cc, m->cap)) {
         m->next     = cc->msg_big;

@@ -275,6 +275,26 @@ static void old_outputs(pami_client_t client)
     CHECK(c.raw[old] == GARBAGE && c.raw[sizeof(c.raw) - 1] == GARBAGE,
           "config_var wrote past the old layout");
 
+    /* pami_collectives.h: the selection of an AUTO barrier on the world */
+    pami_geometry_t world;
+    CHECK(pami_geometry_world(ctx, &world) == PAMI_SUCCESS, "world");
+    pami_xfer_t x = {.kind = PAMI_XFER_BARRIER, .geometry = world};
+    union {
+        pami_algorithm_selection_t s;
+        unsigned char              raw[sizeof(pami_algorithm_selection_t)];
+    } sel;
+    old = PREFIX(pami_algorithm_selection_t, why);
+    memset(sel.raw, GARBAGE, sizeof(sel.raw));
+    rc = pami_geometry_algorithm_selected_sized(&x, &sel.s, old);
+    CHECK(rc == PAMI_SUCCESS && sel.s.name != NULL && sel.s.why != NULL,
+          "algorithm_selected with the old layout: %s", pami_error_text(rc));
+    for (size_t i = old; i < sizeof(sel.raw); i++)
+        if (sel.raw[i] != GARBAGE) {
+            CHECK(0, "algorithm_selected wrote byte %zu past the old "
+                     "layout's %zu", i, old);
+            break;
+        }
+
     union {
         pami_protocol_info_t i;
         unsigned char        raw[sizeof(pami_protocol_info_t)];
@@ -297,7 +317,7 @@ typedef struct {
 static pami_result_t call_bad(void *arg)
 {
     const bad_t *b = arg;
-    static unsigned char big[1024];
+    static uint64_t big[128]; /* aligned for any of the structs */
     pami_send_immediate_t si = {.dest = self, .dispatch = 1};
     pami_send_t           s  = {.send = si};
     switch (b->kind) {
@@ -313,6 +333,14 @@ static pami_result_t call_bad(void *arg)
                                         b->size);
     case 8:
         return pami_config_var_sized(0, (pami_config_var_t *)big, b->size);
+    case 9: {
+        pami_geometry_t world;
+        if (pami_geometry_world(ctx, &world) != PAMI_SUCCESS)
+            return PAMI_ERROR;
+        pami_xfer_t x = {.kind = PAMI_XFER_BARRIER, .geometry = world};
+        return pami_geometry_algorithm_selected_sized(
+            &x, (pami_algorithm_selection_t *)big, b->size);
+    }
     default: return PAMI_ERROR;
     }
 }
@@ -333,6 +361,7 @@ static void bad_sizes(void)
         {"pami_rmw_t", sizeof(pami_rmw_t), 6},
         {"pami_context_stats_t", sizeof(pami_context_stats_t), 7},
         {"pami_config_var_t", sizeof(pami_config_var_t), 8},
+        {"pami_algorithm_selection_t", sizeof(pami_algorithm_selection_t), 9},
     };
     for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++) {
         /* newer (longer), inside a field, and nothing at all */
