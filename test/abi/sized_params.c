@@ -21,6 +21,7 @@
 #include <pami.h>
 #include <pami_collectives.h>
 #include <pami_protocol.h>
+#include <pami_test.h>
 
 #define WAIT_MS 5000
 
@@ -341,6 +342,8 @@ static pami_result_t call_bad(void *arg)
         return pami_geometry_algorithm_selected_sized(
             &x, (pami_algorithm_selection_t *)big, b->size);
     }
+    case 10: return pami_test_send_raw_sized(ctx, &si, b->size);
+    case 11: return pami_test_send_raw_msg_sized(ctx, &s, b->size);
     default: return PAMI_ERROR;
     }
 }
@@ -362,6 +365,8 @@ static void bad_sizes(void)
         {"pami_context_stats_t", sizeof(pami_context_stats_t), 7},
         {"pami_config_var_t", sizeof(pami_config_var_t), 8},
         {"pami_algorithm_selection_t", sizeof(pami_algorithm_selection_t), 9},
+        {"pami_send_immediate_t", sizeof(pami_send_immediate_t), 10},
+        {"pami_send_t", sizeof(pami_send_t), 11},
     };
     for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++) {
         /* newer (longer), inside a field, and nothing at all */
