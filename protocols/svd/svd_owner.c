@@ -84,6 +84,13 @@ pami_result_t pami_svd_register(pami_context_t context,
     OWNER_CHECK(st != NULL && p != NULL, PAMI_INVAL,
                 "register: no SVD on this context or NULL params");
     uint64_t m = p->field_mask;
+    /* A bit this pami does not know names a field it would ignore. */
+    OWNER_CHECK((m & ~(uint64_t)(PAMI_SVD_REGISTER_MR |
+                                 PAMI_SVD_REGISTER_DATA |
+                                 PAMI_SVD_REGISTER_HEADER |
+                                 PAMI_SVD_REGISTER_SCHEDULE)) == 0,
+                PAMI_INVAL, "register: pami_svd_register_t.field_mask has "
+                "bits this pami does not know");
     OWNER_CHECK(svd_owned_find(st, p->key) == NULL, PAMI_INVAL,
                 "register: key %llu is registered already",
                 (unsigned long long)p->key);
@@ -126,6 +133,13 @@ static pami_result_t update_start(svd_state_t *st, const pami_svd_update_t *p,
                                   svd_bcast_t **out)
 {
     uint64_t m = p->field_mask;
+    OWNER_CHECK((m & ~(uint64_t)(PAMI_SVD_UPDATE_ADDR | PAMI_SVD_UPDATE_MR |
+                                 PAMI_SVD_UPDATE_DATA |
+                                 PAMI_SVD_UPDATE_HEADER |
+                                 PAMI_SVD_UPDATE_SCHEDULE |
+                                 PAMI_SVD_UPDATE_TIMEOUT)) == 0,
+                PAMI_INVAL, "update: pami_svd_update_t.field_mask has bits "
+                "this pami does not know");
     svd_owned_t *o = svd_owned_find(st, p->key);
     OWNER_CHECK(o != NULL, PAMI_NOT_FOUND,
                 "update: key %llu is not owned by this task",

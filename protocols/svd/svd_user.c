@@ -190,12 +190,18 @@ static pami_result_t lookup_start(svd_state_t *st, const pami_svd_lookup_t *p,
     return PAMI_SUCCESS;
 }
 
+/* The field_mask bits of pami_svd_lookup_t this pami knows. */
+#define LOOKUP_KNOWN (PAMI_SVD_LOOKUP_CHANGE | PAMI_SVD_LOOKUP_TIMEOUT)
+
 pami_result_t pami_svd_lookup(pami_context_t context,
                               const pami_svd_lookup_t *p)
 {
     svd_state_t *st = svd_state(context);
     USER_CHECK(st != NULL && p != NULL && p->done_fn != NULL, PAMI_INVAL,
                "lookup: no SVD on this context, NULL params or no done_fn");
+    USER_CHECK((p->field_mask & ~(uint64_t)LOOKUP_KNOWN) == 0, PAMI_INVAL,
+               "lookup: pami_svd_lookup_t.field_mask has bits this pami "
+               "does not know");
     return lookup_start(st, p, p->done_fn, p->cookie, false);
 }
 
@@ -235,6 +241,9 @@ pami_result_t pami_svd_lookup_wait(pami_context_t context,
     svd_state_t *st = svd_state(context);
     USER_CHECK(st != NULL && p != NULL && entry != NULL, PAMI_INVAL,
                "lookup_wait: no SVD on this context or NULL argument");
+    USER_CHECK((p->field_mask & ~(uint64_t)LOOKUP_KNOWN) == 0, PAMI_INVAL,
+               "lookup_wait: pami_svd_lookup_t.field_mask has bits this "
+               "pami does not know");
     USER_CHECK(p->owner < st->size, PAMI_INVAL,
                "lookup_wait: owner task %u is beyond the job's %zu",
                p->owner, st->size);

@@ -21,6 +21,8 @@
 #include <pami.h>
 #include <pami_collectives.h>
 #include <pami_protocol.h>
+#include <pami_svd.h>
+#include <pami_test.h>
 
 #define WAIT_MS 5000
 
@@ -341,6 +343,8 @@ static pami_result_t call_bad(void *arg)
         return pami_geometry_algorithm_selected_sized(
             &x, (pami_algorithm_selection_t *)big, b->size);
     }
+    case 10: return pami_test_send_raw_sized(ctx, &si, b->size);
+    case 11: return pami_test_send_raw_msg_sized(ctx, &s, b->size);
     default: return PAMI_ERROR;
     }
 }
@@ -362,6 +366,8 @@ static void bad_sizes(void)
         {"pami_context_stats_t", sizeof(pami_context_stats_t), 7},
         {"pami_config_var_t", sizeof(pami_config_var_t), 8},
         {"pami_algorithm_selection_t", sizeof(pami_algorithm_selection_t), 9},
+        {"pami_send_immediate_t", sizeof(pami_send_immediate_t), 10},
+        {"pami_send_t", sizeof(pami_send_t), 11},
     };
     for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++) {
         /* newer (longer), inside a field, and nothing at all */
@@ -431,6 +437,22 @@ static pami_result_t call_mask(void *arg)
         return pami_geometry_create_tasklist(ctx, world, 7, &t, 1, &p, &g,
                                              NULL, NULL);
     }
+    case 7: {
+        static uint64_t var;
+        pami_svd_register_t r = {.field_mask = UNKNOWN_BIT, .key = 9,
+                                 .addr = &var, .size = sizeof(var)};
+        return pami_svd_register(ctx, &r);
+    }
+    case 8: {
+        pami_svd_update_t u = {.field_mask = UNKNOWN_BIT, .key = 9};
+        return pami_svd_update(ctx, &u);
+    }
+    case 9: {
+        pami_svd_lookup_t l = {.field_mask = UNKNOWN_BIT, .owner = 0,
+                               .key = 9};
+        pami_svd_entry_t  en;
+        return pami_svd_lookup_wait(ctx, &l, &en);
+    }
     default: return PAMI_ERROR;
     }
 }
@@ -440,7 +462,8 @@ static void unknown_bits(void)
     static const char *const what[] = {
         "pami_client_attr_t", "pami_dispatch_hint_t", "pami_client_params_t",
         "pami_geometry_attr_t", "pami_xfer_t", "pami_xfer_t",
-        "pami_geometry_params_t"};
+        "pami_geometry_params_t", "pami_svd_register_t", "pami_svd_update_t",
+        "pami_svd_lookup_t"};
     for (int k = 0; k < (int)(sizeof(what) / sizeof(what[0])); k++) {
         pami_result_t rc = with_log(call_mask, &k);
         CHECK(rc == PAMI_INVAL, "%s with an unknown field_mask bit: %s "
