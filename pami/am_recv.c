@@ -104,6 +104,8 @@ static void am_deliver(struct pami_context *ctx, const void *hdr,
     data     = m.data;
     data_len = m.data_len;
     uint32_t peer = h.origin_task * (uint32_t)c->num_contexts + h.origin_ctx;
+    /* Anything from a task shows it alive (liveness.c). */
+    ctx->peers[h.origin_task * (uint32_t)c->num_contexts].live_heard = true;
 
     if (h.dispatch >= PAMI_DISPATCH_CORE_BASE) {
         if (h.dispatch == PAMI_DISPATCH_ACK)

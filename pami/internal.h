@@ -187,12 +187,15 @@ typedef struct {
      * context 0: the tick that last found work pending with it, since
      * when it owes an answer, and the probe it must answer. */
     uint64_t             live_tick;
-    uint64_t             quiet_since_ns;  /* 0: not watched */
-    uint64_t             probe_sent_ns;   /* last probe; 0: none out */
+    uint64_t             quiet_since_ns;  /* last heard of; 0: unwatched */
+    uint64_t             probe_sent_ns;   /* last probe; 0: none yet */
+    uint64_t             ask_since_ns;    /* oldest probe unanswered; 0 */
     uint32_t             probe_seq;
     uint32_t             probe_index;     /* the slot probes go to */
     bool                 live_sent;  /* the program sent here since the
                                         last liveness tick */
+    bool                 live_heard; /* in the task's slot of context 0:
+                                        a message came from it since */
 } pami_peer_t;
 
 /* A protocol registered on a client (protocol.c). */

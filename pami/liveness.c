@@ -4,8 +4,10 @@
  * keepalive ever fails it, and /proc (tasks.c) only shows this node's
  * tasks. So while work is pending with a task on another node, a context
  * asks it now and then (PAMI_DISPATCH_PROBE, docs/protocols/am.md) and the
- * task answers from its progress; one that stays silent for
- * PAMI_PEER_TIMEOUT fails like a dead one. An idle context sends nothing.
+ * task answers from its progress. One that left a probe unanswered, and
+ * sent nothing at all, for PAMI_PEER_TIMEOUT fails like a dead one: a
+ * live task whose answer waits behind its other messages in our socket
+ * is not failed. An idle context sends nothing.
  */
 #include <errno.h>
 #include <string.h>
@@ -104,6 +106,8 @@ static void send_probe(struct pami_context *ctx, pami_peer_t *mon,
         return;
     pami_probe_msg_t m = {.kind = PAMI_PROBE_ASK, .seq = ++mon->probe_seq};
     mon->probe_sent_ns = now;
+    if (mon->ask_since_ns == 0)
+        mon->ask_since_ns = now;
     /* A send that fails here fails for the task's other traffic too. */
     (void)pami_send_internal(ctx, mon->probe_index, PAMI_DISPATCH_PROBE, &m,
                              sizeof(m), REQ_ACK_SEND);
@@ -129,19 +133,28 @@ void pami_liveness_tick(struct pami_context *ctx, uint64_t now)
         pami_peer_t *mon = &ctx->peers[(size_t)t * n];
         if (t == c->task || c->tasks[t].local || mon->task_dead)
             continue;
+        bool heard = mon->live_heard;
+        mon->live_heard = false;
         if (mon->live_tick != tick) {
             /* Nothing pending with it: no longer owes an answer. */
             mon->quiet_since_ns = 0;
             mon->probe_sent_ns  = 0;
+            mon->ask_since_ns   = 0;
             continue;
         }
-        if (mon->quiet_since_ns == 0 || restart)
+        if (mon->quiet_since_ns == 0 || restart || heard)
             mon->quiet_since_ns = now;
-        if (now - mon->quiet_since_ns >= timeout) {
+        if (restart)
+            mon->ask_since_ns = 0;
+        if (mon->ask_since_ns != 0 && now - mon->ask_since_ns >= timeout &&
+            now - mon->quiet_since_ns >= timeout) {
             pami_task_failed(ctx, t, -ETIMEDOUT);
             continue;
         }
-        if (mon->probe_sent_ns == 0 || now - mon->probe_sent_ns >= interval)
+        /* A task that went quiet is asked at once; one that talks, every
+         * interval; never more than one probe a tick. */
+        if (mon->probe_sent_ns == 0 || now - mon->probe_sent_ns >= interval ||
+            (!heard && mon->ask_since_ns == 0))
             send_probe(ctx, mon, now);
     }
 }
@@ -171,6 +184,10 @@ void pami_probe_recv(struct pami_context *ctx, uint32_t peer,
                               "which was not asked", origin_task, m.seq);
         return;
     }
-    if (mon->quiet_since_ns != 0)
-        mon->quiet_since_ns = pami_time_ns();
+    if (mon->quiet_since_ns == 0)
+        return;
+    mon->quiet_since_ns = pami_time_ns();
+    /* All asked so far are answered, or (an older one) from the last on:
+     * its send time is the latest that can be owed. */
+    mon->ask_since_ns = m.seq == mon->probe_seq ? 0 : mon->probe_sent_ns;
 }

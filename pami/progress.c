@@ -69,8 +69,11 @@ unsigned pami_progress_once(struct pami_context *ctx)
     ctx->in_tp_progress = true;
     unsigned n = ctx->tp->progress(ctx->worker);
     ctx->in_tp_progress = false;
-    /* Tasks on other nodes, once what they answered has been taken in. */
-    if (unlikely(look || ctx->live_check)) {
+    /* Tasks on other nodes, once what they answered has been taken in;
+     * a busy context that never sleeps looks every 64 polls (the tick
+     * itself waits PAMI_WATCH_MS between two looks). */
+    if (unlikely(look || ctx->live_check ||
+                 ((ctx->polls & 63) == 0 && pami_liveness_wanted(ctx)))) {
         ctx->live_check = false;
         pami_liveness_tick(ctx, pami_time_ns());
     }
