@@ -450,13 +450,12 @@ int cshm_ring_ready(const cshm_t *s, uint64_t what)
                              k + 1);
     if (st != 0)
         return st; /* there, or ahead (the read fails) */
-    /* Every other task done with call k (its root too, whether it could
-     * write the entry or not): the entry will not come. */
-    bool all_done = true;
-    for (size_t i = 0; i < s->nlocal && all_done; i++)
-        all_done = i == s->my_index ||
-                   atomic_load(&cshm_ring_task(s, i)->done) >= k + 1;
-    if (all_done) /* the root stores done after seq: look again */
+    /* The root done with call k (it wrote the entry, or could not claim
+     * it): the entry will not come. It stores done after seq: look at
+     * seq once more. */
+    size_t root = s->idx[s->op.root];
+    if (root < s->nlocal &&
+        atomic_load(&cshm_ring_task(s, root)->done) >= k + 1)
         return cshm_line_state(atomic_load_explicit(&e->seq,
                                                     memory_order_acquire),
                                k + 1) == 1 ? 1 : -1;
