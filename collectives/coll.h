@@ -351,6 +351,9 @@ bool coll_grow(coll_ctx_t *cc, void **arr, size_t *cap, size_t need,
      PAMI_XFER_FIELD_VCOUNTS)
 const char *coll_xfer_mask_invalid(uint64_t mask); /* NULL: fine */
 void coll_xfer_copy(pami_xfer_t *dst, const pami_xfer_t *x);
+/* pami_geometry_algorithm_selected on the current struct (coll_select.c). */
+pami_result_t coll_algorithm_selected(const pami_xfer_t *x,
+                                      pami_algorithm_selection_t *out);
 
 coll_req_t *coll_req_new(struct pami_geometry *g, const pami_xfer_t *x,
                          uint16_t kind);

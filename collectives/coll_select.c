@@ -435,8 +435,8 @@ found:
     return id;
 }
 
-pami_result_t pami_geometry_algorithm_selected(
-    const pami_xfer_t *x, pami_algorithm_selection_t *out)
+pami_result_t coll_algorithm_selected(const pami_xfer_t *x,
+                                      pami_algorithm_selection_t *out)
 {
     if (x == NULL || out == NULL || x->geometry == NULL ||
         !x->geometry->ready || (unsigned)x->kind >= PAMI_XFER_COUNT ||

@@ -254,7 +254,7 @@ static void *progress_main(void *arg)
 {
     pami_client_impl_t *c = arg;
     while (!atomic_load(&c->progress_stop)) {
-        bool busy = false, all_armed = true;
+        bool busy = false, all_armed = true, live = false;
         for (size_t i = 0; i < c->num_contexts; i++) {
             struct pami_context *ctx = c->contexts[i];
             atomic_store(&ctx->progress_skipped, 1);
@@ -265,6 +265,13 @@ static void *progress_main(void *arg)
             }
             atomic_store(&ctx->progress_skipped, 0);
             progress_watch(c, ctx, true);
+            /* Work pending with tasks on other nodes: their liveness is
+             * looked at from here too (at most every PAMI_WATCH_MS), and
+             * the sleep below is that short. */
+            if (pami_liveness_wanted(ctx)) {
+                live            = true;
+                ctx->live_check = true;
+            }
             if (pami_progress_once(ctx) > 0 || ctx->self_head != NULL)
                 busy = true;
             else if (ctx->tp->arm(ctx->worker) != 0 ||
@@ -276,7 +283,8 @@ static void *progress_main(void *arg)
         }
         if (busy)
             continue;
-        evloop_libev_ops.run_once(c->progress_loop, all_armed ? -1 : 10);
+        evloop_libev_ops.run_once(c->progress_loop,
+                                  !all_armed ? 10 : live ? PAMI_WATCH_MS : -1);
     }
     return NULL;
 }

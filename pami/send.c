@@ -420,3 +420,19 @@ pami_result_t pami_test_send_raw_sized(pami_context_t ctx,
         return send_immediate(ctx, p, PAMI_DISPATCH_TABLE_SIZE);
     return pami_send_immediate_protocol(ctx, p);
 }
+
+pami_result_t pami_test_send_raw_msg_sized(pami_context_t ctx,
+                                           const pami_send_t *p, size_t size)
+{
+    if (ctx == NULL || p == NULL) {
+        pami_warn("send", "send_raw_msg with a NULL context or params");
+        return PAMI_INVAL;
+    }
+    pami_send_t   buf;
+    pami_result_t rc = pami_send_import(p, size, &buf, &p);
+    if (unlikely(rc != PAMI_SUCCESS))
+        return rc;
+    if (p->send.dispatch >= PAMI_DISPATCH_CORE_BASE)
+        return send_any(ctx, p, PAMI_DISPATCH_TABLE_SIZE);
+    return pami_send_protocol(ctx, p);
+}

@@ -84,6 +84,13 @@ pami_result_t pami_svd_register(pami_context_t context,
     OWNER_CHECK(st != NULL && p != NULL, PAMI_INVAL,
                 "register: no SVD on this context or NULL params");
     uint64_t m = p->field_mask;
+    /* A bit this pami does not know names a field it would ignore. */
+    OWNER_CHECK((m & ~(uint64_t)(PAMI_SVD_REGISTER_MR |
+                                 PAMI_SVD_REGISTER_DATA |
+                                 PAMI_SVD_REGISTER_HEADER |
+                                 PAMI_SVD_REGISTER_SCHEDULE)) == 0,
+                PAMI_INVAL, "register: pami_svd_register_t.field_mask has "
+                "bits this pami does not know");
     OWNER_CHECK(svd_owned_find(st, p->key) == NULL, PAMI_INVAL,
                 "register: key %llu is registered already",
                 (unsigned long long)p->key);
@@ -126,6 +133,13 @@ static pami_result_t update_start(svd_state_t *st, const pami_svd_update_t *p,
                                   svd_bcast_t **out)
 {
     uint64_t m = p->field_mask;
+    OWNER_CHECK((m & ~(uint64_t)(PAMI_SVD_UPDATE_ADDR | PAMI_SVD_UPDATE_MR |
+                                 PAMI_SVD_UPDATE_DATA |
+                                 PAMI_SVD_UPDATE_HEADER |
+                                 PAMI_SVD_UPDATE_SCHEDULE |
+                                 PAMI_SVD_UPDATE_TIMEOUT)) == 0,
+                PAMI_INVAL, "update: pami_svd_update_t.field_mask has bits "
+                "this pami does not know");
     svd_owned_t *o = svd_owned_find(st, p->key);
     OWNER_CHECK(o != NULL, PAMI_NOT_FOUND,
                 "update: key %llu is not owned by this task",
@@ -332,9 +346,9 @@ pami_result_t pami_svd_update_wait(pami_context_t context,
     return box.result;
 }
 
-pami_result_t pami_svd_query(pami_context_t context, pami_svd_key_t key,
-                             pami_svd_info_t *info, pami_task_t *users,
-                             size_t max_users)
+static pami_result_t query(pami_context_t context, pami_svd_key_t key,
+                           pami_svd_info_t *info, pami_task_t *users,
+                           size_t max_users)
 {
     svd_state_t *st = svd_state(context);
     OWNER_CHECK(st != NULL && info != NULL, PAMI_INVAL,
@@ -587,4 +601,29 @@ void svd_owned_free_all(svd_state_t *st)
             free(o->secrets);
             free(o);
         }
+}
+
+/* Writes only the program's layout of the info (pami_svd.h). */
+pami_result_t pami_svd_query_sized(pami_context_t context, pami_svd_key_t key,
+                                   pami_svd_info_t *out, pami_task_t *users,
+                                   size_t max_users, size_t size)
+{
+    static const size_t sizes[] = {
+        SVD_PREFIX(pami_svd_info_t, version),
+        SVD_PREFIX(pami_svd_info_t, num_users),
+        SVD_PREFIX(pami_svd_info_t, record_size),
+        SVD_PREFIX(pami_svd_info_t, header),
+        SVD_PREFIX(pami_svd_info_t, schedule), sizeof(pami_svd_info_t)};
+    bool known = false;
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+        known |= sizes[i] == size;
+    OWNER_CHECK(known, PAMI_INVAL, "query: pami_svd_info_t of %zu bytes is "
+                "no layout of this pami (%zu bytes now)", size,
+                sizeof(pami_svd_info_t));
+    OWNER_CHECK(out != NULL, PAMI_INVAL, "query: NULL info");
+    pami_svd_info_t info;
+    pami_result_t   rc = query(context, key, &info, users, max_users);
+    if (rc == PAMI_SUCCESS)
+        memcpy(out, &info, size);
+    return rc;
 }

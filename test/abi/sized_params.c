@@ -21,6 +21,8 @@
 #include <pami.h>
 #include <pami_collectives.h>
 #include <pami_protocol.h>
+#include <pami_svd.h>
+#include <pami_test.h>
 
 #define WAIT_MS 5000
 
@@ -275,6 +277,54 @@ static void old_outputs(pami_client_t client)
     CHECK(c.raw[old] == GARBAGE && c.raw[sizeof(c.raw) - 1] == GARBAGE,
           "config_var wrote past the old layout");
 
+    /* pami_collectives.h: the selection of an AUTO barrier on the world */
+    pami_geometry_t world;
+    CHECK(pami_geometry_world(ctx, &world) == PAMI_SUCCESS, "world");
+    pami_xfer_t x = {.kind = PAMI_XFER_BARRIER, .geometry = world};
+    union {
+        pami_algorithm_selection_t s;
+        unsigned char              raw[sizeof(pami_algorithm_selection_t)];
+    } sel;
+    old = PREFIX(pami_algorithm_selection_t, why);
+    memset(sel.raw, GARBAGE, sizeof(sel.raw));
+    rc = pami_geometry_algorithm_selected_sized(&x, &sel.s, old);
+    CHECK(rc == PAMI_SUCCESS && sel.s.name != NULL && sel.s.why != NULL,
+          "algorithm_selected with the old layout: %s", pami_error_text(rc));
+    for (size_t i = old; i < sizeof(sel.raw); i++)
+        if (sel.raw[i] != GARBAGE) {
+            CHECK(0, "algorithm_selected wrote byte %zu past the old "
+                     "layout's %zu", i, old);
+            break;
+        }
+
+    /* pami_svd.h: query and lookup_wait of an entry of this task's */
+    static uint64_t var;
+    pami_svd_register_t reg = {.key = 11, .addr = &var, .size = sizeof(var)};
+    CHECK(pami_svd_register(ctx, &reg) == PAMI_SUCCESS, "svd register");
+    union {
+        pami_svd_info_t i;
+        unsigned char   raw[sizeof(pami_svd_info_t)];
+    } si;
+    old = PREFIX(pami_svd_info_t, record_size);
+    memset(si.raw, GARBAGE, sizeof(si.raw));
+    rc = pami_svd_query_sized(ctx, 11, &si.i, NULL, 0, old);
+    CHECK(rc == PAMI_SUCCESS && si.i.version == 1,
+          "svd_query with the old layout: %s", pami_error_text(rc));
+    CHECK(si.raw[old] == GARBAGE && si.raw[sizeof(si.raw) - 1] == GARBAGE,
+          "svd_query wrote past the old layout");
+    union {
+        pami_svd_entry_t e;
+        unsigned char    raw[sizeof(pami_svd_entry_t)];
+    } se;
+    old = PREFIX(pami_svd_entry_t, mr);
+    memset(se.raw, GARBAGE, sizeof(se.raw));
+    pami_svd_lookup_t lk = {.owner = 0, .key = 11};
+    rc = pami_svd_lookup_wait_sized(ctx, &lk, &se.e, old);
+    CHECK(rc == PAMI_SUCCESS && se.e.version == 1 && se.e.key == 11,
+          "svd_lookup_wait with the old layout: %s", pami_error_text(rc));
+    CHECK(se.raw[old] == GARBAGE && se.raw[sizeof(se.raw) - 1] == GARBAGE,
+          "svd_lookup_wait wrote past the old layout");
+
     union {
         pami_protocol_info_t i;
         unsigned char        raw[sizeof(pami_protocol_info_t)];
@@ -297,7 +347,7 @@ typedef struct {
 static pami_result_t call_bad(void *arg)
 {
     const bad_t *b = arg;
-    static unsigned char big[1024];
+    static uint64_t big[128]; /* aligned for any of the structs */
     pami_send_immediate_t si = {.dest = self, .dispatch = 1};
     pami_send_t           s  = {.send = si};
     switch (b->kind) {
@@ -313,6 +363,24 @@ static pami_result_t call_bad(void *arg)
                                         b->size);
     case 8:
         return pami_config_var_sized(0, (pami_config_var_t *)big, b->size);
+    case 9: {
+        pami_geometry_t world;
+        if (pami_geometry_world(ctx, &world) != PAMI_SUCCESS)
+            return PAMI_ERROR;
+        pami_xfer_t x = {.kind = PAMI_XFER_BARRIER, .geometry = world};
+        return pami_geometry_algorithm_selected_sized(
+            &x, (pami_algorithm_selection_t *)big, b->size);
+    }
+    case 10: return pami_test_send_raw_sized(ctx, &si, b->size);
+    case 12:
+        return pami_svd_query_sized(ctx, 11, (pami_svd_info_t *)big, NULL, 0,
+                                    b->size);
+    case 13: {
+        pami_svd_lookup_t lk = {.owner = 0, .key = 11};
+        return pami_svd_lookup_wait_sized(ctx, &lk, (pami_svd_entry_t *)big,
+                                          b->size);
+    }
+    case 11: return pami_test_send_raw_msg_sized(ctx, &s, b->size);
     default: return PAMI_ERROR;
     }
 }
@@ -333,6 +401,11 @@ static void bad_sizes(void)
         {"pami_rmw_t", sizeof(pami_rmw_t), 6},
         {"pami_context_stats_t", sizeof(pami_context_stats_t), 7},
         {"pami_config_var_t", sizeof(pami_config_var_t), 8},
+        {"pami_algorithm_selection_t", sizeof(pami_algorithm_selection_t), 9},
+        {"pami_send_immediate_t", sizeof(pami_send_immediate_t), 10},
+        {"pami_send_t", sizeof(pami_send_t), 11},
+        {"pami_svd_info_t", sizeof(pami_svd_info_t), 12},
+        {"pami_svd_entry_t", sizeof(pami_svd_entry_t), 13},
     };
     for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++) {
         /* newer (longer), inside a field, and nothing at all */
@@ -402,6 +475,22 @@ static pami_result_t call_mask(void *arg)
         return pami_geometry_create_tasklist(ctx, world, 7, &t, 1, &p, &g,
                                              NULL, NULL);
     }
+    case 7: {
+        static uint64_t var;
+        pami_svd_register_t r = {.field_mask = UNKNOWN_BIT, .key = 9,
+                                 .addr = &var, .size = sizeof(var)};
+        return pami_svd_register(ctx, &r);
+    }
+    case 8: {
+        pami_svd_update_t u = {.field_mask = UNKNOWN_BIT, .key = 9};
+        return pami_svd_update(ctx, &u);
+    }
+    case 9: {
+        pami_svd_lookup_t l = {.field_mask = UNKNOWN_BIT, .owner = 0,
+                               .key = 9};
+        pami_svd_entry_t  en;
+        return pami_svd_lookup_wait(ctx, &l, &en);
+    }
     default: return PAMI_ERROR;
     }
 }
@@ -411,7 +500,8 @@ static void unknown_bits(void)
     static const char *const what[] = {
         "pami_client_attr_t", "pami_dispatch_hint_t", "pami_client_params_t",
         "pami_geometry_attr_t", "pami_xfer_t", "pami_xfer_t",
-        "pami_geometry_params_t"};
+        "pami_geometry_params_t", "pami_svd_register_t", "pami_svd_update_t",
+        "pami_svd_lookup_t"};
     for (int k = 0; k < (int)(sizeof(what) / sizeof(what[0])); k++) {
         pami_result_t rc = with_log(call_mask, &k);
         CHECK(rc == PAMI_INVAL, "%s with an unknown field_mask bit: %s "

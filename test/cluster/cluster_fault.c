@@ -3,7 +3,7 @@
  * messages to every other (cluster_fault.sh drives it on a simulated
  * cluster, docs/cluster.md).
  *
- *   cluster_fault DIR NODE kill|cut|stop eager|mixed|rndv
+ *   cluster_fault DIR NODE kill|cut|stop|stop1 eager|mixed|rndv
  *
  * Every task sends to every other task without pause: a window of sends
  * per peer, small ones (immediate, and pami_send of 1 KiB) and, with
@@ -312,11 +312,13 @@ int main(int argc, char **argv)
     MP_EXPECT(argc == 5 &&
                   (strcmp(argv[3], "kill") == 0 ||
                    strcmp(argv[3], "cut") == 0 ||
-                   strcmp(argv[3], "stop") == 0) &&
+                   strcmp(argv[3], "stop") == 0 ||
+                   strcmp(argv[3], "stop1") == 0) &&
                   (strcmp(argv[4], "eager") == 0 ||
                    strcmp(argv[4], "mixed") == 0 ||
                    strcmp(argv[4], "rndv") == 0),
-              "usage: cluster_fault DIR NODE kill|cut|stop eager|mixed|rndv");
+              "usage: cluster_fault DIR NODE kill|cut|stop|stop1 "
+              "eager|mixed|rndv");
     mixed = strcmp(argv[4], "mixed") == 0;
     rndv  = strcmp(argv[4], "rndv") == 0;
     const char *dir    = argv[1];
@@ -334,12 +336,18 @@ int main(int argc, char **argv)
     peers = calloc(job.size, sizeof(*peers));
     MP_EXPECT(peers != NULL, "out of memory");
     uint32_t my_node   = job.attr.task_node[job.me];
-    bool     on_victim = my_node == victim;
+    /* stop1: the side of the fault is the first task of NODE alone. */
+    bool     one       = strcmp(argv[3], "stop1") == 0;
+    size_t   lead      = 0;
+    while (job.attr.task_node[lead] != victim)
+        lead++;
+    bool     on_victim = one ? job.me == lead : my_node == victim;
     size_t others = 0, same = 0;
     for (size_t t = 0; t < job.size; t++) {
         if (t == job.me)
             continue;
-        peers[t].other = (job.attr.task_node[t] == victim) != on_victim;
+        bool faulty    = one ? t == lead : job.attr.task_node[t] == victim;
+        peers[t].other = faulty != on_victim;
         others += peers[t].other;
         same += !peers[t].other;
     }

@@ -6,14 +6,15 @@
 # DETECT seconds of the fault, finish and exit by themselves. Skipped (77)
 # where no cluster can be made.
 #
-#   cluster_fault.sh kill|cut|stop NODES PER NODE DETECT CLUSTER_FAULT [mixed]
+#   cluster_fault.sh kill|cut|stop|stop1 NODES PER NODE DETECT CLUSTER_FAULT [mixed]
 #
 # mixed: the stream carries rendezvous messages too (default: eager only).
 # kill: every process of node NODE (its ranks and mpirun's daemon there)
 # gets SIGKILL. cut: NODE's port on the bridge goes down; everything keeps
 # running on both sides. stop: every rank of NODE gets SIGSTOP (a hung
 # node: the kernel still answers TCP for it); DETECT should then be
-# PAMI_PEER_TIMEOUT + 1 s. NODES nodes of PER ranks each, ranks in blocks.
+# PAMI_PEER_TIMEOUT + 1 s. stop1: only NODE's first rank gets SIGSTOP;
+# the others, its own node's included, must see it fail. NODES nodes of PER ranks each, ranks in blocks.
 #
 # mpirun runs with --enable-recovery so that it lets the others run on
 # after a death instead of killing them; Open MPI 4.1's mpirun then does
@@ -25,7 +26,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 cluster=$here/cluster.sh
 [ $# -eq 6 ] || [ $# -eq 7 ] || { echo "usage: see the head of $0" >&2; exit 2; }
 mode=$1 nodes=$2 per=$3 victim=$4 detect=$5 prog=$6 stream=${7:-eager}
-case $mode in kill | cut | stop) ;; *) echo "kill, cut or stop" >&2; exit 2 ;; esac
+case $mode in kill | cut | stop | stop1) ;; *) echo "kill, cut or stop" >&2; exit 2 ;; esac
 
 "$cluster" check || exit $?
 
@@ -88,22 +89,28 @@ sleep 0.3
 
 # The ranks of the other nodes must see the failure (see cluster_fault.c
 # for the cut node's own).
+# faulty: whether task $1 is on the side of the fault.
+faulty() {
+    if [ "$mode" = stop1 ]; then
+        [ "$1" -eq $((victim * per)) ]
+    else
+        [ $(($1 / per)) -eq "$victim" ]
+    fi
+}
 survivors=""
 t=0
 while [ $t -lt $n ]; do
-    if [ $((t / per)) -ne "$victim" ]; then
-        survivors="$survivors $t"
-    fi
+    faulty $t || survivors="$survivors $t"
     t=$((t + 1))
 done
 
 fault=$(now)
 if [ "$mode" = kill ]; then
     "$cluster" kill "$name" "node$victim"
-elif [ "$mode" = stop ]; then
+elif [ "$mode" = stop ] || [ "$mode" = stop1 ]; then
     t=0
     while [ $t -lt $n ]; do
-        if [ $((t / per)) -eq "$victim" ]; then
+        if faulty $t; then
             kill -STOP "$(cat "$dir/ready-$t")" || exit 1
         fi
         t=$((t + 1))

@@ -396,6 +396,39 @@ static void core_handler(pami_context_t c, void *k, const void *h, size_t hl,
     recv->cookie   = r;
 }
 
+/* The target's answers to forged rendezvous requests. */
+typedef struct {
+    size_t        n;
+    pami_result_t rc[4];
+} answers_t;
+
+static void answered(pami_context_t c, void *k, pami_result_t rc)
+{
+    (void)c;
+    answers_t *a = k;
+    if (a->n < 4)
+        a->rc[a->n] = rc;
+    a->n++;
+}
+
+/* A forged RTS (id 515 with the ACK flag): counted, answered PAMI_INVAL. */
+static void forge_rts(wire_t *w, const void *hdr, size_t hlen, answers_t *a)
+{
+    pami_send_t s = {.send = {.dest = w->dest, .dispatch = CORE_RNDV,
+                              .header = hdr, .header_len = hlen},
+                     .remote_fn = answered, .cookie = a};
+    pami_result_t rc = pami_test_send_raw_msg(w->e->ctx, &s);
+    if (rc != PAMI_SUCCESS) {
+        CF_FAIL(w->e, "expected a forged rendezvous request of %zu bytes to "
+                "be sent, seen %s", hlen, cf_rc_name(rc));
+        return;
+    }
+    w->sent++;
+    for (size_t i = 0; i < w->n; i++)
+        if (strcmp(w->name[i], "core.dropped_malformed") == 0)
+            w->want[i]++;
+}
+
 static void wire_core(cf_env_t *e)
 {
     static const char *const names[] = {"core.dropped_malformed",
@@ -428,8 +461,20 @@ static void wire_core(cf_env_t *e)
     forge(&w, CORE_RNDV, p, 64, NULL, 0, "core.dropped_unknown"); /* no ACK */
     forge(&w, CORE_RMA, NULL, 0, NULL, 0, "core.dropped_malformed");
     forge(&w, CORE_RMA, p, 3, NULL, 0, "core.dropped_malformed");
+    /* RTS with the ACK flag: 10 bytes (rendezvous.md check 1, "at least
+     * 288 bytes follow the cookie") and 288 zero bytes (check 2,
+     * "version == 1"). */
+    answers_t ans = {0};
+    memset(p, 0, sizeof(p));
+    forge_rts(&w, p, 10, &ans);
+    forge_rts(&w, p, 288, &ans);
     if (wire_check(&w) != 0)
         return;
+    cf_wait_count(e, &ans.n, 2, "answers to the forged rendezvous requests");
+    CF_CHECK(e, ans.rc[0] == PAMI_INVAL && ans.rc[1] == PAMI_INVAL,
+             "expected the forged rendezvous requests answered PAMI_INVAL "
+             "(rendezvous.md: \"dropped_malformed, warn, ACK PAMI_INVAL\"), "
+             "seen %s and %s", cf_rc_name(ans.rc[0]), cf_rc_name(ans.rc[1]));
 
     /* Still serving: one small send and one above the rendezvous
      * threshold to the next task, each with remote completion. */

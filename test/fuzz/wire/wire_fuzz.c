@@ -37,10 +37,10 @@
 #define LAND_MAX ((size_t)1 << 20) /* larger forged payloads: discarded */
 
 enum { F_AM, F_PACKED, F_ACK, F_BAR, F_RNDV, F_BP, F_SVD, F_COLL, F_SHMB,
-       F_COUNT };
+       F_CHUNK, F_COUNT };
 static const char *const fname[F_COUNT] = {
     "am", "packed", "ack", "core-barrier", "rendezvous", "barrier_packets",
-    "svd", "collectives", "shm_barrier"};
+    "svd", "collectives", "shm_barrier", "rendezvous chunks"};
 
 typedef struct {
     uint32_t magic;
@@ -456,6 +456,30 @@ static void build(wf_t *w, int fam, pkt_t *p)
             region_fields(p, at + offsetof(pami_rndv_rts_t, mr));
         break;
     }
+    case F_CHUNK: {
+        /* The rendezvous served by its origin: a FETCH for a send the
+         * target never made, or a DATA for a transfer it is not running
+         * (docs/protocols/rendezvous.md). */
+        am_header(p, w->me, PAMI_DISPATCH_RNDV_CHUNK, 0);
+        pami_rndv_chunk_t c = {
+            .version = RNDV_VERSION,
+            .type = (uint32_t)(RNDV_CHUNK_FETCH + rnd_below(2)),
+            .send_cookie = cookie, .recv_cookie = rnd(),
+            .offset = rnd_below(4) * 256 * 1024,
+            .bytes = 1 + rnd_below(PKT_MAX)};
+        if (c.type == RNDV_CHUNK_DATA && rnd_below(4) == 0)
+            c.result = (int32_t)rnd_below(20);
+        append(p, &c, sizeof(c));
+        static const uint8_t off[] = {0, 4, 8, 12, 16, 24, 32, 40};
+        static const uint8_t len[] = {4, 4, 4, 4, 8, 8, 8, 8};
+        for (size_t i = 0; i < sizeof(off); i++)
+            add_field(p, sizeof(pami_am_hdr_t) + off[i], len[i]);
+        if (c.type == RNDV_CHUNK_DATA && c.result == 0) {
+            p->dlen = c.bytes;
+            fill(p->data, p->dlen);
+        }
+        break;
+    }
     case F_BP: {
         uint64_t g = bp_group_seed(0, 2) + bp_group_term(0) +
                      bp_group_term(1);
@@ -616,6 +640,10 @@ static void attack(wf_t *w, unsigned long packets, uint64_t sent[F_COUNT])
             send_core(w, &q);
             break;
         }
+        case F_CHUNK:
+            keep_off_test_ids(&p, offsetof(pami_am_hdr_t, dispatch), 2);
+            send_core(w, &p);
+            break;
         case F_RNDV:
             keep_off_test_ids(&p, offsetof(pami_am_hdr_t, dispatch), 2);
             keep_off_test_ids(&p, 16 + offsetof(pami_rndv_rts_t, dispatch),
@@ -682,7 +710,7 @@ static void drops(wf_t *w, drops_t *d)
     memset(d, 0, sizeof(*d));
     /* The core's counters are shared by its families. */
     d->v[F_AM] = d->v[F_PACKED] = d->v[F_ACK] = d->v[F_BAR] =
-        d->v[F_RNDV] = core_drops;
+        d->v[F_RNDV] = d->v[F_CHUNK] = core_drops;
     d->v[F_BP]   = protocol_drops(w, "barrier_packets");
     d->v[F_SVD]  = protocol_drops(w, "svd");
     d->v[F_COLL] = protocol_drops(w, "collectives");
