@@ -20,6 +20,12 @@
 #pragma GCC visibility push(hidden)
 
 #define SVD_LOG "svd"
+
+/* sizeof a struct T that ended at field f: the size a program built
+ * before the fields after f existed passes to a *_sized call. */
+#define SVD_PREFIX(T, f)                                                     \
+    ((offsetof(T, f) + sizeof(((T *)0)->f) + _Alignof(T) - 1) /              \
+     _Alignof(T) * _Alignof(T))
 #define SVD_HASH_BUCKETS 256
 /* Gets in flight per broadcast at a user (pipeline chunks). */
 #define SVD_GET_DEPTH 4

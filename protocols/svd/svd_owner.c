@@ -346,9 +346,9 @@ pami_result_t pami_svd_update_wait(pami_context_t context,
     return box.result;
 }
 
-pami_result_t pami_svd_query(pami_context_t context, pami_svd_key_t key,
-                             pami_svd_info_t *info, pami_task_t *users,
-                             size_t max_users)
+static pami_result_t query(pami_context_t context, pami_svd_key_t key,
+                           pami_svd_info_t *info, pami_task_t *users,
+                           size_t max_users)
 {
     svd_state_t *st = svd_state(context);
     OWNER_CHECK(st != NULL && info != NULL, PAMI_INVAL,
@@ -601,4 +601,29 @@ void svd_owned_free_all(svd_state_t *st)
             free(o->secrets);
             free(o);
         }
+}
+
+/* Writes only the program's layout of the info (pami_svd.h). */
+pami_result_t pami_svd_query_sized(pami_context_t context, pami_svd_key_t key,
+                                   pami_svd_info_t *out, pami_task_t *users,
+                                   size_t max_users, size_t size)
+{
+    static const size_t sizes[] = {
+        SVD_PREFIX(pami_svd_info_t, version),
+        SVD_PREFIX(pami_svd_info_t, num_users),
+        SVD_PREFIX(pami_svd_info_t, record_size),
+        SVD_PREFIX(pami_svd_info_t, header),
+        SVD_PREFIX(pami_svd_info_t, schedule), sizeof(pami_svd_info_t)};
+    bool known = false;
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+        known |= sizes[i] == size;
+    OWNER_CHECK(known, PAMI_INVAL, "query: pami_svd_info_t of %zu bytes is "
+                "no layout of this pami (%zu bytes now)", size,
+                sizeof(pami_svd_info_t));
+    OWNER_CHECK(out != NULL, PAMI_INVAL, "query: NULL info");
+    pami_svd_info_t info;
+    pami_result_t   rc = query(context, key, &info, users, max_users);
+    if (rc == PAMI_SUCCESS)
+        memcpy(out, &info, size);
+    return rc;
 }

@@ -234,9 +234,9 @@ static bool lookup_here(svd_state_t *st, const pami_svd_lookup_t *p,
     return true;
 }
 
-pami_result_t pami_svd_lookup_wait(pami_context_t context,
-                                   const pami_svd_lookup_t *p,
-                                   pami_svd_entry_t *entry)
+static pami_result_t lookup_wait(pami_context_t context,
+                                 const pami_svd_lookup_t *p,
+                                 pami_svd_entry_t *entry)
 {
     svd_state_t *st = svd_state(context);
     USER_CHECK(st != NULL && p != NULL && entry != NULL, PAMI_INVAL,
@@ -598,4 +598,27 @@ void svd_cached_fini(svd_state_t *st)
         while (st->cached[b] != NULL) {
             drop_cached(st, st->cached[b], PAMI_SHUTDOWN);
         }
+}
+
+/* Writes only the program's layout of the entry (pami_svd.h). */
+pami_result_t pami_svd_lookup_wait_sized(pami_context_t context,
+                                         const pami_svd_lookup_t *p,
+                                         pami_svd_entry_t *out, size_t size)
+{
+    static const size_t sizes[] = {
+        SVD_PREFIX(pami_svd_entry_t, mr), SVD_PREFIX(pami_svd_entry_t, data),
+        sizeof(pami_svd_entry_t)};
+    bool known = false;
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+        known |= sizes[i] == size;
+    USER_CHECK(known, PAMI_INVAL, "lookup_wait: pami_svd_entry_t of %zu "
+               "bytes is no layout of this pami (%zu bytes now)", size,
+               sizeof(pami_svd_entry_t));
+    USER_CHECK(out != NULL, PAMI_INVAL,
+               "lookup_wait: no SVD on this context or NULL argument");
+    pami_svd_entry_t entry;
+    pami_result_t    rc = lookup_wait(context, p, &entry);
+    if (rc == PAMI_SUCCESS)
+        memcpy(out, &entry, size);
+    return rc;
 }

@@ -297,6 +297,34 @@ static void old_outputs(pami_client_t client)
             break;
         }
 
+    /* pami_svd.h: query and lookup_wait of an entry of this task's */
+    static uint64_t var;
+    pami_svd_register_t reg = {.key = 11, .addr = &var, .size = sizeof(var)};
+    CHECK(pami_svd_register(ctx, &reg) == PAMI_SUCCESS, "svd register");
+    union {
+        pami_svd_info_t i;
+        unsigned char   raw[sizeof(pami_svd_info_t)];
+    } si;
+    old = PREFIX(pami_svd_info_t, record_size);
+    memset(si.raw, GARBAGE, sizeof(si.raw));
+    rc = pami_svd_query_sized(ctx, 11, &si.i, NULL, 0, old);
+    CHECK(rc == PAMI_SUCCESS && si.i.version == 1,
+          "svd_query with the old layout: %s", pami_error_text(rc));
+    CHECK(si.raw[old] == GARBAGE && si.raw[sizeof(si.raw) - 1] == GARBAGE,
+          "svd_query wrote past the old layout");
+    union {
+        pami_svd_entry_t e;
+        unsigned char    raw[sizeof(pami_svd_entry_t)];
+    } se;
+    old = PREFIX(pami_svd_entry_t, mr);
+    memset(se.raw, GARBAGE, sizeof(se.raw));
+    pami_svd_lookup_t lk = {.owner = 0, .key = 11};
+    rc = pami_svd_lookup_wait_sized(ctx, &lk, &se.e, old);
+    CHECK(rc == PAMI_SUCCESS && se.e.version == 1 && se.e.key == 11,
+          "svd_lookup_wait with the old layout: %s", pami_error_text(rc));
+    CHECK(se.raw[old] == GARBAGE && se.raw[sizeof(se.raw) - 1] == GARBAGE,
+          "svd_lookup_wait wrote past the old layout");
+
     union {
         pami_protocol_info_t i;
         unsigned char        raw[sizeof(pami_protocol_info_t)];
@@ -344,6 +372,14 @@ static pami_result_t call_bad(void *arg)
             &x, (pami_algorithm_selection_t *)big, b->size);
     }
     case 10: return pami_test_send_raw_sized(ctx, &si, b->size);
+    case 12:
+        return pami_svd_query_sized(ctx, 11, (pami_svd_info_t *)big, NULL, 0,
+                                    b->size);
+    case 13: {
+        pami_svd_lookup_t lk = {.owner = 0, .key = 11};
+        return pami_svd_lookup_wait_sized(ctx, &lk, (pami_svd_entry_t *)big,
+                                          b->size);
+    }
     case 11: return pami_test_send_raw_msg_sized(ctx, &s, b->size);
     default: return PAMI_ERROR;
     }
@@ -368,6 +404,8 @@ static void bad_sizes(void)
         {"pami_algorithm_selection_t", sizeof(pami_algorithm_selection_t), 9},
         {"pami_send_immediate_t", sizeof(pami_send_immediate_t), 10},
         {"pami_send_t", sizeof(pami_send_t), 11},
+        {"pami_svd_info_t", sizeof(pami_svd_info_t), 12},
+        {"pami_svd_entry_t", sizeof(pami_svd_entry_t), 13},
     };
     for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++) {
         /* newer (longer), inside a field, and nothing at all */

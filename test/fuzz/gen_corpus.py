@@ -307,6 +307,69 @@ def svd_seeds():
     yield "short", svd_input(3, b"\1\3")
 
 
+# ---- the shared-memory collectives' segment ----
+CSHM_MAGIC = 0x316d6873696d6170
+CSHM_RING, CSHM_RING_MAX, CSHM_LINE = 64, 4096, 64
+CSHM_RING_ENTRY = 32 + CSHM_RING_MAX + 32
+
+
+def cshm_input(nlocal=4, me=1, root=0, slot=256, sig=0x1234, total=64,
+               jhash=42, target=3, k=5, hdr=b"", ring=b""):
+    return (u8(nlocal - 1) + u8(me) + u8(root) + u8(slot // 64 - 1) + u32(sig) +
+            u16(total) + u64(jhash) + u64(target) + u64(k) + u16(len(hdr)) +
+            hdr + ring)
+
+
+def cshm_hdr(nlocal=4, slot=256, jhash=42, attached=4, version=3,
+             hdr_bytes=None, lines=()):
+    if hdr_bytes is None:
+        hdr_bytes = (256 + 2 * nlocal * 64 + 4095) // 4096 * 4096
+    h = struct.pack("<QIIQQQIII", CSHM_MAGIC, version, nlocal, slot,
+                    hdr_bytes, jhash, attached, 0, 0)
+    h += bytes(256 - len(h))
+    for sig, seq in lines:  # control lines (task, parity) in order
+        h += struct.pack("<IIQ", sig, 0, seq) + bytes(CSHM_LINE - 16)
+    return h
+
+
+def cshm_ring(nlocal=4, done=(), arrived=(), k=5, seq=None, claim=None,
+              sig=0x1234, length=64):
+    r = b""
+    for i in range(nlocal):
+        d = done[i] if i < len(done) else 0
+        a = arrived[i] if i < len(arrived) else 0
+        r += struct.pack("<QQ", d, a) + bytes(CSHM_LINE - 16)
+    entries = bytearray(CSHM_RING * CSHM_RING_ENTRY)
+    off = (k % CSHM_RING) * CSHM_RING_ENTRY
+    entries[off:off + 24] = struct.pack("<QQII", k + 1 if seq is None else seq,
+                                        k + 1 if claim is None else claim,
+                                        sig, length)
+    data = min(length, 256)
+    entries[off + 32:off + 32 + data] = bytes(range(data))
+    return r + bytes(entries[:off + 32 + data + 8])
+
+
+def cshm_seeds():
+    lines = [(0x1234, 3)] * 8
+    yield "round-there", cshm_input(hdr=cshm_hdr(lines=lines))
+    yield "round-ahead", cshm_input(hdr=cshm_hdr(lines=lines[:2] +
+                                                [(0x1234, 9)] + lines[3:]))
+    yield "round-not-yet", cshm_input(target=4, hdr=cshm_hdr(lines=lines))
+    yield "hdr-other-job", cshm_input(hdr=cshm_hdr(jhash=43))
+    yield "hdr-layout", cshm_input(hdr=cshm_hdr(hdr_bytes=1 << 60))
+    yield "hdr-attached", cshm_input(hdr=cshm_hdr(attached=0xffffffff))
+    yield "hdr-huge-nlocal", cshm_input(hdr=cshm_hdr(nlocal=1 << 31))
+    yield "ring-entry", cshm_input(ring=cshm_ring(arrived=(6, 6, 6, 6)))
+    yield "ring-entry-long", cshm_input(ring=cshm_ring(length=0xffffffff))
+    yield "ring-entry-ahead", cshm_input(ring=cshm_ring(seq=5 + 65))
+    yield "ring-no-root", cshm_input(ring=cshm_ring(seq=0, claim=0,
+                                                    arrived=(6, 6, 6, 6)))
+    yield "ring-all-done", cshm_input(ring=cshm_ring(seq=0, claim=6,
+                                                     done=(6, 0, 6, 6)))
+    yield "ring-root-wait", cshm_input(k=70, ring=cshm_ring(k=70,
+                                                            done=(7, 7, 1, 7)))
+
+
 # ---- shared-memory barrier records ----
 REGION_MAGIC = 0x524d4853494d4150
 REG_MAGIC = 0x424d4853494d4150
@@ -475,6 +538,7 @@ TARGETS = {
     "am": am_seeds, "rndv": rndv_seeds, "rndv_chunk": rndv_chunk_seeds,
     "memregion": memregion_seeds,
     "bp": bp_seeds, "bp_state": bp_state_seeds, "coll": coll_seeds, "svd": svd_seeds,
+    "coll_shm": cshm_seeds,
     "shmb": shmb_seeds, "config": config_seeds,
     "bootstrap": bootstrap_seeds, "pamirun": pamirun_seeds,
     "profile": profile_seeds,
