@@ -17,8 +17,9 @@
 /* Answers older than this many probes do not count (nor forged ones). */
 #define PROBE_WINDOW 16u
 /* A context that itself did not look for this long (the program did not
- * call progress) restarts every watch: its own silence is not the
- * peers'. */
+ * call progress, or one poll took long) fails nobody at that look: what
+ * the peers sent meanwhile may still wait in its sockets, and the next
+ * look comes after more progress. */
 #define LIVE_GAP_MS 1000u
 
 static bool liveness_on(const pami_client_impl_t *c)
@@ -119,7 +120,7 @@ void pami_liveness_tick(struct pami_context *ctx, uint64_t now)
     if (!liveness_on(c) ||
         now - ctx->last_live_ns < PAMI_WATCH_MS * 1000000ull)
         return;
-    bool restart = now - ctx->last_live_ns > LIVE_GAP_MS * 1000000ull;
+    bool may_fail = now - ctx->last_live_ns <= LIVE_GAP_MS * 1000000ull;
     ctx->last_live_ns = now;
     uint64_t tick = ++ctx->live_tick;
     bool     any  = mark_pending(ctx, tick);
@@ -142,11 +143,10 @@ void pami_liveness_tick(struct pami_context *ctx, uint64_t now)
             mon->ask_since_ns   = 0;
             continue;
         }
-        if (mon->quiet_since_ns == 0 || restart || heard)
+        if (mon->quiet_since_ns == 0 || heard)
             mon->quiet_since_ns = now;
-        if (restart)
-            mon->ask_since_ns = 0;
-        if (mon->ask_since_ns != 0 && now - mon->ask_since_ns >= timeout &&
+        if (may_fail && mon->ask_since_ns != 0 &&
+            now - mon->ask_since_ns >= timeout &&
             now - mon->quiet_since_ns >= timeout) {
             pami_task_failed(ctx, t, -ETIMEDOUT);
             continue;

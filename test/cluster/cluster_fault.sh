@@ -151,10 +151,14 @@ fi
 # FAULT_SLACK (seconds, default 0) widens the bound: the sanitizer build
 # runs every task several times slower (test/cluster/meson.build).
 bound=$(awk -v d="$detect" -v s="${FAULT_SLACK:-0}" 'BEGIN { print d + s }')
-cat "$dir"/detect-* | awk -v f="$fault" -v bound="$bound" \
-    -v mode="$mode" -v node="$victim" '
+awk -v f="$fault" -v bound="$bound" -v mode="$mode" -v node="$victim" '
     { d = $2 - f; if (d > max) max = d; if (min == "" || d < min) min = d
-      sum += d; k++ }
+      sum += d; k++
+      if (d > bound) {
+          t = FILENAME; sub(/.*-/, "", t)
+          printf "cluster_fault.sh: task %s saw task %s fail %.3f s after " \
+                 "the fault\n", t, $1, d
+      } }
     END {
         printf "cluster_fault.sh: %s node%d: %d detections, %.3f s to " \
                "%.3f s after the fault (mean %.3f s)\n", mode, node, k,
@@ -162,7 +166,7 @@ cat "$dir"/detect-* | awk -v f="$fault" -v bound="$bound" \
         if (k == 0 || max > bound) {
             printf "cluster_fault.sh: slower than %s s\n", bound; exit 1
         }
-    }' || fail "detection too slow"
+    }' "$dir"/detect-* || fail "detection too slow"
 cat "$dir"/done-* | awk '{ if ($1 > max) max = $1 }
     END { printf "cluster_fault.sh: pami_client_destroy took at most " \
                  "%.3f s\n", max }'
