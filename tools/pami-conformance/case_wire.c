@@ -17,9 +17,12 @@
 #include <pami_svd.h>
 #include <pami_test.h>
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define WIRE_MAX_COUNTERS 8
 #define WIRE_SEEDED       16  /* seeded packets per rule */
@@ -250,6 +253,68 @@ static void wire_shm_barrier(cf_env_t *e)
         return;
     for (int i = 0; i < 3; i++)
         CF_OK(e, pami_barrier_wait(e->ctx, PAMI_BARRIER_HIER, NULL, 0));
+}
+
+/* ------------------------------------------------------------------------ */
+/* shm_barrier: a forged region where the leader will create its own         */
+/* ------------------------------------------------------------------------ */
+
+static void wire_shm_register(cf_env_t *e)
+{
+    pami_client_attr_t a = {.field_mask = PAMI_CLIENT_ATTR_LOCAL_TASKS};
+    CF_OK(e, pami_client_query(e->client, &a));
+    if (a.num_local_tasks < 2)
+        return; /* "With one task on the node nothing is created." */
+    pami_protocol_job_key_t key;
+    CF_OK(e, pami_protocol_job_key(e->client, &key));
+    char name[128];
+    snprintf(name, sizeof(name), "/pami-%s-shmbar-%u-0", key.name,
+             a.local_tasks[0]);
+    wire_t w;
+    static const char *const names[] = {"bad_region"};
+    if (wire_open(&w, e, "shm_barrier", names, 1) != 0)
+        return;
+    int leader = e->task == a.local_tasks[0];
+    int made   = 0;
+    if (leader) {
+        /* Ten bytes of garbage: under the region's 192-byte header. */
+        int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+        if (fd >= 0) {
+            uint8_t junk[10];
+            cf_fill(junk, sizeof(junk), e->seed, 1, 2);
+            made = write(fd, junk, sizeof(junk)) == (ssize_t)sizeof(junk);
+            close(fd);
+        }
+    }
+    /* Nobody starts the barrier before the forged object is there. */
+    int  flag = made;
+    int *all  = calloc(e->size, sizeof(int));
+    CF_CHECK(e, all != NULL && cf_allgather(&flag, all, sizeof(flag)) == 0,
+             "expected the runner's exchange to work");
+    free(all);
+    CF_CHECK(e, !leader || made, "expected to create %s, seen it fail", name);
+    pami_result_t rc = pami_barrier_wait(e->ctx, PAMI_BARRIER_SHM, NULL, 0);
+    /* The object stays until every task looked at it (a follower that
+     * finds no region waits for one until its deadline). */
+    all = calloc(e->size, sizeof(int));
+    int got = cf_allgather(&flag, all, sizeof(flag));
+    free(all);
+    if (leader)
+        shm_unlink(name);
+    CF_CHECK(e, got == 0, "expected the runner's exchange to work");
+    /* Leader: the name is taken by no region of this job; followers: the
+     * object is too short. Both refuse it the same way. */
+    CF_CHECK(e, rc == PAMI_ERROR, "expected the shm barrier to fail with "
+             "PAMI_ERROR on a forged region (shm-barrier.md: \"A refused "
+             "object is counted (bad_region ...) and the barrier completes "
+             "with PAMI_ERROR\"), seen %s", cf_rc_name(rc));
+    CF_CHECK(e, counter(&w, "bad_region") > w.before[0],
+             "expected bad_region to rise, seen it stay at %llu",
+             (unsigned long long)w.before[0]);
+    /* The packet barrier still works; the failed set-up stays failed. */
+    CF_OK(e, pami_barrier_wait(e->ctx, PAMI_BARRIER_PACKETS, NULL, 0));
+    CF_RC(e, PAMI_ERROR, pami_barrier_wait(e->ctx, PAMI_BARRIER_SHM, NULL, 0));
+    CF_OK(e, pami_barrier_wait(e->ctx, PAMI_BARRIER_PACKETS, NULL, 0));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -509,6 +574,7 @@ static void wire_core(cf_env_t *e)
 const cf_case_t cf_wire_cases[] = {
     {"protocols", "wire_barrier_packets", 2, 0, 0, wire_barrier_packets},
     {"protocols", "wire_shm_barrier", 2, 0, 0, wire_shm_barrier},
+    {"protocols", "wire_shm_register", 2, 0, 0, wire_shm_register},
     {"protocols", "wire_svd", 2, 0, 0, wire_svd},
     {"protocols", "wire_collectives", 2, 0, 0, wire_collectives},
     {"protocols", "wire_core", 2, 0, 0, wire_core},
