@@ -231,6 +231,8 @@ static pami_result_t coll_init(const pami_protocol_env_t *env, void **state)
 
     pami_task_t *all = malloc(cc->ntasks * sizeof(*all));
     if (all == NULL) {
+        coll_global_leave(cc);
+        coll_kept_free(cc->kept);
         free(cc);
         return PAMI_ENOMEM;
     }
