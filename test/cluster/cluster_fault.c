@@ -1,7 +1,7 @@
 /*
- * cluster_fault: a node dies, or its link is cut, while every task streams
- * messages to every other (cluster_fault.sh drives it on a simulated
- * cluster, docs/cluster.md).
+ * cluster_fault: a node dies, its link is cut, or its tasks (stop1: its
+ * first task) stop, while every task streams messages to every other
+ * (cluster_fault.sh drives it on a simulated cluster, docs/cluster.md).
  *
  *   cluster_fault DIR NODE kill|cut|stop|stop1 eager|mixed|rndv|async
  *
@@ -10,9 +10,11 @@
  * mixed, every eighth one of 100 KiB, which the target fetches
  * (rendezvous); with rndv every pami_send is large, 64 KiB to 2 MiB + 1,
  * sizes around the 256 KiB chunks and the 2 MiB window in which the
- * origin serves them over TCP (docs/protocols/rendezvous.md). Once the
+ * origin serves them over TCP (docs/protocols/rendezvous.md); async is
+ * the eager stream with the progress thread (PAMI_ASYNC_PROGRESS=1), and
+ * once it runs this thread only sends, under the lock, and sleeps. Once the
  * stream runs everywhere, each task writes DIR/ready-TASK ("PID"). The
- * driver then kills node NODE or cuts its link. The "other side" of a
+ * driver then kills node NODE, cuts its link or stops its tasks. The "other side" of a
  * task is the tasks of NODE when it is elsewhere, the tasks elsewhere when
  * it is on NODE (behind a cut link both sides are alive).
  *
