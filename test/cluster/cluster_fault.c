@@ -12,11 +12,12 @@
  * sizes around the 256 KiB chunks and the 2 MiB window in which the
  * origin serves them over TCP (docs/protocols/rendezvous.md); async is
  * the eager stream with the progress thread (PAMI_ASYNC_PROGRESS=1), and
- * once it runs this thread only sends, under the lock, and sleeps. Once the
- * stream runs everywhere, each task writes DIR/ready-TASK ("PID"). The
- * driver then kills node NODE, cuts its link or stops its tasks. The "other side" of a
- * task is the tasks of NODE when it is elsewhere, the tasks elsewhere when
- * it is on NODE (behind a cut link both sides are alive).
+ * once it runs this thread only sends, under the lock, and sleeps. Once
+ * the stream runs everywhere, each task writes DIR/ready-TASK ("PID").
+ * The driver then kills node NODE, cuts its link or stops its tasks. The
+ * "other side" of a task is the tasks of NODE when it is elsewhere, the
+ * tasks elsewhere when it is on NODE (behind a cut link both sides are
+ * alive).
  *
  * Each task of another node then checks the points below. So do the tasks
  * of a cut node, but they are not required to: the test ends them once
