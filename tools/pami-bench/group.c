@@ -238,6 +238,8 @@ int group_main(const opts_t *o, int *argc, char ***argv)
             coll_bench_run(&g, (test_id_t)t);
     if (o->tests & (1u << T_AUTO_VS_BEST))
         auto_vs_best_run(&g);
+    if (o->tests & (1u << T_BURST_OVERSUB))
+        burst_oversub_run(&g);
 
     bench_check(pami_dispatch_fence(g.client), "pami_dispatch_fence");
     bench_check(pami_client_destroy(&g.client), "pami_client_destroy");
