@@ -186,10 +186,13 @@ struct pami_geometry {
     struct coll_online   *online; /* PAMI_COLL_TUNE=online (coll_online.c) */
     uint64_t              agree_v[2]; /* world: {min h, min ~h} */
     uint64_t              logged[PAMI_XFER_COUNT];
+    /* The measured built-in rules' span per collective and type class,
+     * + 1 (0: the hand-set rules), coll_builtin.c. */
+    uint16_t              builtin[PAMI_XFER_COUNT][COLL_TCLASSES];
 };
 
 #define COLL_CACHE 8      /* built schedules kept per context for reuse */
-#define COLL_AUTO_IDS 32  /* AUTO rule names resolved, per context */
+#define COLL_AUTO_IDS 64  /* AUTO rule names resolved, per context */
 #define COLL_MAX_ALGOS 64 /* registry entries (ids fit the header's byte) */
 
 typedef struct coll_global coll_global_t;
