@@ -77,6 +77,19 @@ void coll_builtin_geometry(struct pami_geometry *g)
             *b = d;
         }
     }
+    /* A class the profiles lack takes the class of the same element
+     * size: a user op its type's, then 64-bit integers double's (and
+     * back), float 32-bit integers' (and back). */
+    static const uint8_t same_size[5] = {0, 3, 4, 1, 2};
+    for (unsigned k = 0; k < PAMI_XFER_COUNT; k++)
+        for (unsigned c = 1; c < COLL_TCLASSES; c++) {
+            unsigned base = c > 5 ? c - 5 : c;
+            if (g->builtin[k][c] != 0 || base > 4)
+                continue;
+            g->builtin[k][c] = g->builtin[k][base] != 0
+                                   ? g->builtin[k][base]
+                                   : g->builtin[k][same_size[base]];
+        }
 }
 
 pami_algorithm_t coll_builtin_pick(const pami_xfer_t *x,

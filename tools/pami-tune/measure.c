@@ -440,10 +440,15 @@ static size_t sweep(run_t *r, const shape_t *s, bool run)
         size_t nt = types_of(r, k, types, ops);
         uint64_t sizes[48];
         size_t nb = sizes_of(r, k, sizes);
-        for (size_t ti = 0; ti < nt && !r->stop; ti++)
-            for (size_t ai = 0; ai < na && !r->stop; ai++) {
-                bool grow = true;
-                for (size_t bi = 0; bi < nb && !r->stop; bi++) {
+        /* Sizes outside, algorithms inside: the algorithms of one point
+         * are measured moments apart, so a change of the machine's load
+         * during the sweep falls on all of them alike. */
+        for (size_t ti = 0; ti < nt && !r->stop; ti++) {
+            bool grow[MAX_ALGOS];
+            for (size_t ai = 0; ai < na; ai++)
+                grow[ai] = true;
+            for (size_t bi = 0; bi < nb && !r->stop; bi++)
+                for (size_t ai = 0; ai < na && !r->stop; ai++) {
                     point_t p = {.g = s->g, .n = a.size, .kind = k,
                                  .id = id[ai], .md = &md[ai],
                                  .type = types[ti], .op = ops[ti],
@@ -463,8 +468,8 @@ static size_t sweep(run_t *r, const shape_t *s, bool run)
                     bool done_before = coll_profile_find(&r->old, &e) != NULL;
                     bool accepted = md[ai].check == NULL ||
                                     md[ai].check(&x) == PAMI_SUCCESS;
-                    if (!done_before && accepted && grow)
-                        grow = measure(r, &p);
+                    if (!done_before && accepted && grow[ai])
+                        grow[ai] = measure(r, &p);
                     else if (!done_before && accepted && r->me == 0) {
                         e.failed = true;
                         snprintf(e.why, sizeof(e.why),
@@ -475,7 +480,7 @@ static size_t sweep(run_t *r, const shape_t *s, bool run)
                     if (r->me == 0)
                         tune_progress(r->ndone, what);
                 }
-            }
+        }
     }
     return points;
 }
