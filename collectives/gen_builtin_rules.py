@@ -24,6 +24,10 @@ REDUCES = {"reduce", "allreduce", "reduce_scatter", "scan", "exscan"}
 TYPES = ["byte", "int8", "int16", "int32", "int64", "uint8", "uint16",
          "uint32", "uint64", "float", "double", "long_double"]
 MAX_ALGOS = 8  # per row: the runtime takes the first the call can run
+# Collectives that keep their hand-set rule: on a node the barrier is the
+# shared register whatever a sweep measured (the only barrier that does
+# not grow with n; docs/collectives.md).
+HAND_SET = {"barrier"}
 STICKY = 1.05  # see rows_of
 
 
@@ -63,7 +67,7 @@ def rows_of(points):
     agg = {}
     for (size, nodes, ppn, layout, kind, typ, op, nbytes, algo), us in \
             points.items():
-        if layout != "contiguous":
+        if layout != "contiguous" or kind in HAND_SET:
             continue
         span = (size, nodes, ppn, kind, tclass(kind, typ, op))
         cell = agg.setdefault(span, {}).setdefault(nbytes, {})
