@@ -98,6 +98,7 @@ typedef struct coll_msg {
     bool             complete; /* all data here (large ones arrive later) */
     bool             room_inline; /* data is the room allocated with it */
     bool             dead;     /* owner went away: free when complete */
+    bool             waiting;  /* counted by coll_kept.c until it joins */
     struct coll_req *owner;    /* set once in a request's early list */
     struct coll_ctx *cc;
 } coll_msg_t;
@@ -197,6 +198,8 @@ struct pami_geometry {
 
 typedef struct coll_global coll_global_t;
 
+typedef struct coll_kept coll_kept_t;
+
 typedef struct coll_ctx {
     pami_client_t    client;
     coll_global_t   *gl;       /* the client's ConnID count (coll_global.c) */
@@ -215,6 +218,7 @@ typedef struct coll_ctx {
     struct pami_geometry *world;
     struct pami_geometry *geoms;
     coll_msg_t      *orphans, **orphans_tail; /* for unknown geometries */
+    coll_kept_t     *kept;       /* their bound, with early ones' */
     coll_req_t      *req_pool;   /* free lists (coll_pool.c) */
     size_t           nreq_pool;
     coll_msg_t      *msg_pool;   /* payload room up to COLL_KEEP_MSG */
@@ -240,6 +244,8 @@ typedef struct coll_ctx {
         uint64_t kept_live, kept_high_water; /* kept messages out of the pool */
         uint64_t reqs_live, reqs_high_water; /* requests out of the pool */
         uint64_t cache_hits;
+        uint64_t kept_dropped;   /* refused by the bound (coll_kept.c) */
+        uint64_t waiting_high_water, waiting_bytes_high_water;
     } st;
     /* Calls per registry id (index id - 1) and AUTO's reasons
      * (pami_selected_reason_t), for the coll_select counters. */
@@ -310,9 +316,48 @@ void coll_deliver(struct pami_geometry *g, const coll_hdr_t *h,
                   pami_recv_t *recv);
 void coll_claim_unexpected(coll_req_t *req);
 
+/* coll_kept.c: the bound on messages kept for a collective not posted
+ * or a geometry not created here (docs/collectives.md). Defaults of
+ * PAMI_COLL_KEPT_MAX / _BYTES (per context; half of it per sending task)
+ * and PAMI_COLL_KEPT_GEOM_MAX / _BYTES (per geometry id). */
+#define COLL_KEPT_MAX        65536
+#define COLL_KEPT_BYTES      (2ull << 30)
+#define COLL_KEPT_GEOM_MAX   16384
+#define COLL_KEPT_GEOM_BYTES (1ull << 30)
+coll_kept_t *coll_kept_new(void);
+void coll_kept_free(coll_kept_t *k);
+/* Counts one message of len bytes before it is kept; false (counted in
+ * kept_dropped, logged once) beyond a bound. */
+bool coll_kept_admit(coll_ctx_t *cc, const coll_hdr_t *h, pami_task_t origin,
+                     size_t len);
+/* Takes back an admission whose message could not be kept. */
+void coll_kept_unadmit(coll_ctx_t *cc, const coll_hdr_t *h,
+                       pami_task_t origin, size_t len);
+/* coll_msg_keep within the bound: NULL with *refused when beyond it
+ * (counted), NULL without when out of memory. */
+coll_msg_t *coll_kept_keep(coll_ctx_t *cc, const coll_hdr_t *h,
+                           pami_task_t origin, const void *data, size_t len,
+                           pami_recv_t *recv, bool *refused);
+/* The message joins its collective or goes away: it no longer counts. */
+void coll_kept_release(coll_msg_t *m);
+size_t coll_kept_bytes(const coll_ctx_t *cc);
+size_t coll_kept_count(const coll_ctx_t *cc);
+
 /* coll_pool.c */
 bool coll_grow(coll_ctx_t *cc, void **arr, size_t *cap, size_t need,
                size_t elem);
+/* The program's xfer as far as its field_mask says (coll_xfer.c): the
+ * struct grows by fields with a bit, so a bit that is clear means the
+ * field may not be there at all. */
+#define COLL_XFER_FIELDS_KNOWN                                               \
+    (PAMI_XFER_FIELD_ALGORITHM | PAMI_XFER_FIELD_USER_OP |                   \
+     PAMI_XFER_FIELD_VCOUNTS)
+const char *coll_xfer_mask_invalid(uint64_t mask); /* NULL: fine */
+void coll_xfer_copy(pami_xfer_t *dst, const pami_xfer_t *x);
+/* pami_geometry_algorithm_selected on the current struct (coll_select.c). */
+pami_result_t coll_algorithm_selected(const pami_xfer_t *x,
+                                      pami_algorithm_selection_t *out);
+
 coll_req_t *coll_req_new(struct pami_geometry *g, const pami_xfer_t *x,
                          uint16_t kind);
 void  coll_req_free(coll_req_t *req);

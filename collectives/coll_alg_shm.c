@@ -355,6 +355,7 @@ static int poll_flags(cshm_t *s, uint64_t target, uint64_t ns)
 
 static pami_result_t flags_ahead(cshm_t *s)
 {
+    cshm_count(s, CSHM_STAT_segment_bad);
     cshm_log(PAMI_PROTOCOL_LOG_WARN, "a control line is ahead of round "
              "%llu: shared-memory collectives fail from now on",
              (unsigned long long)s->phase);
@@ -445,8 +446,20 @@ int cshm_ring_ready(const cshm_t *s, uint64_t what)
         return 1;
     }
     cshm_ring_entry_t *e = cshm_ring_entry(s, k);
-    if (atomic_load_explicit(&e->seq, memory_order_acquire) == k + 1)
-        return 1;
+    int st = cshm_line_state(atomic_load_explicit(&e->seq,
+                                                  memory_order_acquire),
+                             k + 1);
+    if (st != 0)
+        return st; /* there, or ahead (the read fails) */
+    /* The root done with call k (it wrote the entry, or could not claim
+     * it): the entry will not come. It stores done after seq: look at
+     * seq once more. */
+    size_t root = s->idx[s->op.root];
+    if (root < s->nlocal &&
+        atomic_load(&cshm_ring_task(s, root)->done) >= k + 1)
+        return cshm_line_state(atomic_load_explicit(&e->seq,
+                                                    memory_order_acquire),
+                               k + 1) == 1 ? 1 : -1;
     for (size_t i = 0; i < s->nlocal; i++)
         if (atomic_load(&cshm_ring_task(s, i)->arrived) < k + 1)
             return 0;
@@ -515,10 +528,13 @@ static pami_result_t ring_read(cshm_t *s, int ready)
     uint64_t k = op->ring_k;
     cshm_ring_entry_t *e = cshm_ring_entry(s, k);
     pami_result_t rc = PAMI_SUCCESS;
-    if (ready < 0 ||
-        atomic_load_explicit(&e->seq, memory_order_acquire) != k + 1 ||
-        e->sig != op->sig || e->len != op->total) {
+    int st = cshm_ring_entry_check(
+        atomic_load_explicit(&e->seq, memory_order_acquire), e->sig, e->len,
+        k, op->sig, op->total);
+    if (ready < 0 || st != CSHM_ENTRY_OK) {
         rc = PAMI_INVAL;
+        if (st == CSHM_ENTRY_AHEAD)
+            cshm_count(s, CSHM_STAT_segment_bad);
         if (!op_ghost(op)) {
             cshm_count(s, CSHM_STAT_mismatches);
             coll_warn("the members' calls of an eager shared-memory "

@@ -428,6 +428,11 @@ static pami_result_t collective(pami_context_t context, const pami_xfer_t *x,
         coll_warn("collective: unknown kind %d", (int)x->kind);
         return PAMI_INVAL;
     }
+    const char *mask_why = coll_xfer_mask_invalid(x->field_mask);
+    if (mask_why != NULL) {
+        coll_warn("collective: pami_xfer_t %s", mask_why);
+        return PAMI_INVAL;
+    }
     if (!g->agreed) {
         pami_result_t arc = coll_select_ready(cc, g, x);
         if (arc != PAMI_SUCCESS)
@@ -601,6 +606,11 @@ pami_result_t pami_collective_wait(pami_context_t context,
 {
     if (xfer == NULL)
         return pami_collective(context, NULL);
+    const char *mask_why = coll_xfer_mask_invalid(xfer->field_mask);
+    if (mask_why != NULL) {
+        coll_warn("collective_wait: pami_xfer_t %s", mask_why);
+        return PAMI_INVAL;
+    }
     pami_result_t rc;
     coll_ctx_t *xcc = coll_ctx_of(context);
     struct pami_geometry *xg = xfer->geometry;
@@ -618,7 +628,8 @@ pami_result_t pami_collective_wait(pami_context_t context,
     if (pami_protocol_in_handler(context))
         return PAMI_IN_HANDLER;
     waiter_t    w = {.fn = xfer->done_fn, .cookie = xfer->cookie};
-    pami_xfer_t x = *xfer;
+    pami_xfer_t x;
+    coll_xfer_copy(&x, xfer);
     x.done_fn = on_wait_done;
     x.cookie  = &w;
     /* With no done_fn of the program's to run, a collective complete at

@@ -127,7 +127,11 @@ void coll_deliver(struct pami_geometry *g, const coll_hdr_t *h,
     }
     if ((int32_t)(h->seq - g->next_seq) >= 0) {
         /* Not posted here yet: keep it. */
-        coll_msg_t *m = coll_msg_keep(cc, h, origin, data, len, recv);
+        bool        refused;
+        coll_msg_t *m = coll_kept_keep(cc, h, origin, data, len, recv,
+                                       &refused);
+        if (refused)
+            return; /* counted in kept_dropped */
         if (m == NULL) {
             coll_warn("geometry %u seq %u: no memory to keep an early "
                       "message; dropped", h->geom_id, h->seq);

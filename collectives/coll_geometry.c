@@ -59,8 +59,10 @@ static void claim_orphans(coll_ctx_t *cc, struct pami_geometry *g)
                 g->list_differs = true; /* the creation will fail */
                 if (m->complete)
                     coll_msg_free(m);
-                else
+                else {
+                    coll_kept_release(m);
                     m->dead = true;
+                }
                 continue;
             }
             cc->st.malformed++;
@@ -69,8 +71,10 @@ static void claim_orphans(coll_ctx_t *cc, struct pami_geometry *g)
                       m->hdr.src_rank);
             if (m->complete)
                 coll_msg_free(m);
-            else
+            else {
+                coll_kept_release(m);
                 m->dead = true;
+            }
             continue;
         }
         *g->unexp_tail = m;
@@ -142,8 +146,10 @@ void coll_geometry_free(struct pami_geometry *g)
         n = m->next;
         if (m->complete)
             coll_msg_free(m);
-        else
+        else {
+            coll_kept_release(m);
             m->dead = true;
+        }
     }
     coll_select_free(g);
     free(g->tasks);
@@ -212,6 +218,10 @@ pami_result_t pami_geometry_create_tasklist(
         why = "NULL output or an empty task list";
     else if (id == 0)
         why = "id 0 is the world's";
+    else if (params != NULL &&
+             (params->field_mask & ~(uint64_t)PAMI_GEOMETRY_PARAM_CONNID_THRESHOLD))
+        why = "pami_geometry_params_t.field_mask has bits this pami does "
+              "not know";
     else if (params != NULL &&
              (params->field_mask & PAMI_GEOMETRY_PARAM_CONNID_THRESHOLD) &&
              (params->connid_threshold < 1 ||
@@ -364,6 +374,15 @@ pami_result_t pami_geometry_query(pami_geometry_t g,
         return PAMI_INVAL;
     }
     uint64_t m = attr->field_mask;
+    const uint64_t known = PAMI_GEOMETRY_ATTR_ID | PAMI_GEOMETRY_ATTR_SIZE |
+                           PAMI_GEOMETRY_ATTR_RANK | PAMI_GEOMETRY_ATTR_TASKS |
+                           PAMI_GEOMETRY_ATTR_READY | PAMI_GEOMETRY_ATTR_CONNID;
+    if (m & ~known) {
+        coll_warn("geometry_query: pami_geometry_attr_t.field_mask has bits "
+                  "0x%llx this pami does not know",
+                  (unsigned long long)(m & ~known));
+        return PAMI_INVAL;
+    }
     if (m & PAMI_GEOMETRY_ATTR_ID)
         attr->id = g->id;
     if (m & PAMI_GEOMETRY_ATTR_SIZE)

@@ -87,7 +87,7 @@ coll_req_t *coll_req_new(struct pami_geometry *g, const pami_xfer_t *x,
     req->g  = g;
     req->cc = cc;
     if (x != NULL)
-        req->x = *x;
+        coll_xfer_copy(&req->x, x);
     req->kind   = kind;
     req->status = PAMI_SUCCESS;
     req->dtsize = pami_type_size(req->x.dtype);
@@ -352,6 +352,7 @@ void coll_msg_destroy(coll_msg_t *m)
 void coll_msg_free(coll_msg_t *m)
 {
     coll_ctx_t *cc = m->cc;
+    coll_kept_release(m);
     cc->st.kept_live--;
     if (m->cap > COLL_KEEP_MSG && keep_large(cc, m->cap)) {
         m->next     = cc->msg_big;

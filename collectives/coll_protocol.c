@@ -34,6 +34,15 @@ static const pami_config_var_t coll_config[] = {
      "the same for a peer on this node, whose pieces are read by one "
      "process_vm_readv each, one after the other: larger pieces only "
      "save messages; 4096..2^26"},
+    {"PAMI_COLL_KEPT_MAX", "65536",
+     "messages a context keeps for collectives not posted or geometries "
+     "not created here yet; beyond it they are dropped (kept_dropped)"},
+    {"PAMI_COLL_KEPT_BYTES", "2g",
+     "their payload bytes per context; the same"},
+    {"PAMI_COLL_KEPT_GEOM_MAX", "16384",
+     "such messages per geometry id; the same"},
+    {"PAMI_COLL_KEPT_GEOM_BYTES", "1g",
+     "their payload bytes per geometry id; the same"},
     {"PAMI_COLL_SPIN_US", "200",
      "microseconds a blocking collective polls, before it sleeps, while "
      "its step waits for a large payload; only when the node has a cpu "
@@ -109,7 +118,11 @@ static void on_message(pami_context_t ctx, void *cookie, const void *header,
     if (g != NULL && h.kind == COLL_KIND_CREATE && g->created)
         g = NULL;
     if (g == NULL) {
-        coll_msg_t *m = coll_msg_keep(cc, &h, task, data, data_size, recv);
+        bool        refused;
+        coll_msg_t *m = coll_kept_keep(cc, &h, task, data, data_size, recv,
+                                       &refused);
+        if (refused)
+            return; /* counted in kept_dropped */
         if (m == NULL) {
             drop(cc, "no memory to keep it", origin);
             return;
@@ -206,6 +219,11 @@ static pami_result_t coll_init(const pami_protocol_env_t *env, void **state)
                                            COLL_THRESHOLD_DEFAULT, 1,
                                            PAMI_CONNID_BUFFER);
     cc->orphans_tail  = &cc->orphans;
+    cc->kept          = coll_kept_new();
+    if (cc->kept == NULL) {
+        free(cc);
+        return PAMI_ENOMEM;
+    }
     cc->gl = coll_global_join(cc, (unsigned)read_setting(
                                       "PAMI_CONNID_GLOBAL_THRESHOLD",
                                       COLL_GLOBAL_THRESHOLD_DEFAULT, 1,
@@ -213,6 +231,8 @@ static pami_result_t coll_init(const pami_protocol_env_t *env, void **state)
 
     pami_task_t *all = malloc(cc->ntasks * sizeof(*all));
     if (all == NULL) {
+        coll_global_leave(cc);
+        coll_kept_free(cc->kept);
         free(cc);
         return PAMI_ENOMEM;
     }
@@ -226,6 +246,7 @@ static pami_result_t coll_init(const pami_protocol_env_t *env, void **state)
         if (cc->world != NULL)
             coll_geometry_free(cc->world);
         coll_global_leave(cc);
+        coll_kept_free(cc->kept);
         free(cc);
         return rc;
     }
@@ -248,10 +269,13 @@ static void coll_fini(pami_context_t context, void *state)
         n = m->next;
         if (m->complete)
             coll_msg_free(m);
-        else
+        else {
+            coll_kept_release(m);
             m->dead = true; /* its get still writes into it */
+        }
     }
     coll_pool_fini(cc);
+    coll_kept_free(cc->kept);
     coll_global_leave(cc);
     free(cc);
 }
@@ -291,6 +315,11 @@ static size_t coll_stats(void *state, pami_protocol_stat_t *out, size_t max)
         {"early_kept", cc->st.early},
         {"unexpected_kept", cc->st.unexpected},
         {"orphans_kept", cc->st.orphans},
+        {"kept_dropped", cc->st.kept_dropped},
+        {"waiting_now", coll_kept_count(cc)},
+        {"waiting_bytes_now", coll_kept_bytes(cc)},
+        {"waiting_high_water", cc->st.waiting_high_water},
+        {"waiting_bytes_high_water", cc->st.waiting_bytes_high_water},
         {"late_dropped", cc->st.late},
         {"malformed_dropped", cc->st.malformed},
         {"aborts_sent", cc->st.aborts_sent},

@@ -562,6 +562,7 @@ coll_msg_t *coll_msg_keep(coll_ctx_t *cc, const coll_hdr_t *h,
  * is here, else when it arrives. */
 void coll_adopt(coll_req_t *req, coll_msg_t *m)
 {
+    coll_kept_release(m);
     if (m->hdr.type == COLL_MSG_ABORT) {
         req->cc->st.aborts_received++;
         coll_fail(req, PAMI_INVAL, false);

@@ -437,14 +437,19 @@ found:
     return id;
 }
 
-pami_result_t pami_geometry_algorithm_selected(
-    const pami_xfer_t *x, pami_algorithm_selection_t *out)
+pami_result_t coll_algorithm_selected(const pami_xfer_t *x,
+                                      pami_algorithm_selection_t *out)
 {
     if (x == NULL || out == NULL || x->geometry == NULL ||
         !x->geometry->ready || (unsigned)x->kind >= PAMI_XFER_COUNT ||
         (x->kind != PAMI_XFER_BARRIER && !coll_type_valid(x->dtype))) {
         coll_warn("algorithm_selected: NULL argument, geometry not ready, "
                   "or unknown kind or type");
+        return PAMI_INVAL;
+    }
+    const char *mask_why = coll_xfer_mask_invalid(x->field_mask);
+    if (mask_why != NULL) {
+        coll_warn("algorithm_selected: pami_xfer_t %s", mask_why);
         return PAMI_INVAL;
     }
     if ((x->field_mask & PAMI_XFER_FIELD_ALGORITHM) &&

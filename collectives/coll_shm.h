@@ -62,6 +62,8 @@ enum { CSHM_CMD_NONE, CSHM_CMD_WAIT, CSHM_CMD_RING, CSHM_CMD_STOP };
  * at 4 KiB (docs/collectives.md). */
 #define CSHM_RING_AUTO_CPU 1024
 
+#include "coll_shm_check.h"
+
 typedef struct {
     _Atomic uint64_t done;    /* ring calls finished here */
     _Atomic uint64_t arrived; /* ring calls entered here */
@@ -117,7 +119,9 @@ enum { CSHM_STAT_ops, CSHM_STAT_register_barriers, CSHM_STAT_rounds,
        CSHM_STAT_barriers, CSHM_STAT_queued, CSHM_STAT_queue_high_water,
        CSHM_STAT_mismatches, CSHM_STAT_failed, CSHM_STAT_setups, CSHM_STAT_inline,
        CSHM_STAT_flag_rounds, CSHM_STAT_flag_sleeps, CSHM_STAT_ring_calls,
-       CSHM_STAT_ring_waits, CSHM_STAT_ring_sleeps, CSHM_NUM_STATS };
+       CSHM_STAT_ring_waits, CSHM_STAT_ring_sleeps,
+       CSHM_STAT_segment_bad, /* what was read failed its check */
+       CSHM_NUM_STATS };
 
 typedef struct cshm {
     pami_context_t     ctx;
@@ -283,11 +287,11 @@ static inline int cshm_flags_at(const cshm_t *s, uint64_t target)
 {
     uint32_t p = (uint32_t)(target - 1) & 1;
     for (size_t i = 0; i < s->nlocal; i++) {
-        int64_t d = (int64_t)(atomic_load_explicit(cshm_seq(s, i, p),
-                                                   memory_order_acquire) -
-                              target);
-        if (d != 0)
-            return d < 0 ? 0 : -1;
+        int st = cshm_line_state(atomic_load_explicit(cshm_seq(s, i, p),
+                                                      memory_order_acquire),
+                                 target);
+        if (st != 1)
+            return st;
     }
     return 1;
 }

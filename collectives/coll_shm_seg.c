@@ -120,11 +120,12 @@ static pami_result_t cshm_init(const pami_protocol_env_t *env, void **state)
     s->spin_ns  = SPIN_NS;
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->cond, NULL);
-    s->hdr_bytes = (CSHM_CTL_OFF + 2 * s->nlocal * CSHM_LINE + 4095) / 4096 *
-                   4096;
-    s->ring_off  = s->hdr_bytes + 2 * s->nlocal * s->slot;
-    s->seg_bytes = s->ring_off + s->nlocal * CSHM_LINE +
-                   CSHM_RING * CSHM_RING_ENTRY;
+    if (!cshm_layout(s->nlocal ? s->nlocal : 1, s->slot, &s->hdr_bytes,
+                     &s->ring_off, &s->seg_bytes)) {
+        free(s->idx);
+        free(s);
+        return PAMI_INVAL;
+    }
     snprintf(s->name, sizeof(s->name), "/pami-%s-collshm-%" PRIu32 "-%zu",
              s->job_id, s->nlocal > 0 ? s->local[0] : s->me, s->offset);
     *state = s;
@@ -202,14 +203,21 @@ pami_result_t cshm_seg_attach(cshm_t *s)
     close(fd);
     if (rc != PAMI_SUCCESS)
         return rc;
-    const cshm_hdr_t *h = (const cshm_hdr_t *)s->seg;
-    if (h->magic != CSHM_MAGIC || h->version != CSHM_VERSION ||
-        h->nlocal != s->nlocal || h->slot != s->slot ||
-        h->hdr_bytes != s->hdr_bytes || h->job_hash != s->job_hash) {
-        cshm_log(PAMI_PROTOCOL_LOG_ERROR, "%s: header differs (version %u, "
-                 "%u tasks, slot %llu; here %d, %zu, %zu)", s->name,
-                 h->version, h->nlocal, (unsigned long long)h->slot,
-                 CSHM_VERSION, s->nlocal, s->slot);
+    /* Read once, then checked: another process may write it meanwhile. */
+    cshm_hdr_t h;
+    memcpy(&h, s->seg, offsetof(cshm_hdr_t, attached));
+    uint32_t attached = atomic_load(&((cshm_hdr_t *)s->seg)->attached);
+    cshm_expect_t want = {.nlocal = (uint32_t)s->nlocal, .slot = s->slot,
+                          .hdr_bytes = s->hdr_bytes,
+                          .job_hash = s->job_hash, .bytes = s->seg_bytes};
+    const char *why = cshm_hdr_check(&h, attached, &want);
+    if (why != NULL) {
+        cshm_count(s, CSHM_STAT_segment_bad);
+        cshm_log(PAMI_PROTOCOL_LOG_ERROR, "%s: header refused: %s (version "
+                 "%u, %u tasks, slot %llu, %u attached; here %d, %zu, %zu)",
+                 s->name, why, h.version, h.nlocal,
+                 (unsigned long long)h.slot, attached, CSHM_VERSION,
+                 s->nlocal, s->slot);
         cshm_seg_release(s);
         return PAMI_ERROR;
     }
@@ -403,7 +411,7 @@ static size_t cshm_stats(void *state, pami_protocol_stat_t *out, size_t max)
         "ops", "register_barriers", "rounds", "barriers", "queued",
         "queue_high_water", "mismatches", "failed", "setups", "inline",
         "flag_rounds", "flag_sleeps", "ring_calls", "ring_waits",
-        "ring_sleeps"};
+        "ring_sleeps", "segment_bad"};
     cshm_t *s = state;
     for (size_t i = 0; i < CSHM_NUM_STATS && i < max; i++)
         out[i] = (pami_protocol_stat_t){.name = names[i],

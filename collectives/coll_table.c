@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "coll_profile.h"
+#include "fnv1a.h"
 
 unsigned coll_tclass(unsigned kind, unsigned type, unsigned op)
 {
@@ -90,11 +91,13 @@ static int agg_cmp(const void *a, const void *b)
     return (int)x->algo - (int)y->algo;
 }
 
+/* v's bytes least significant first, so every host hashes alike. */
 static uint64_t fnv(uint64_t h, uint64_t v)
 {
+    uint8_t b[8];
     for (int i = 0; i < 8; i++)
-        h = (h ^ ((v >> (8 * i)) & 0xff)) * 0x100000001b3ull;
-    return h;
+        b[i] = (uint8_t)(v >> (8 * i));
+    return pami_fnv1a(h, b, sizeof(b));
 }
 
 /* Rows of (kind, class) into t->rules from t->nrules on; agg has room
@@ -180,7 +183,7 @@ coll_table_t *coll_table_build(const coll_profile_t *p,
         free(t);
         return NULL;
     }
-    uint64_t h = 0xcbf29ce484222325ull;
+    uint64_t h = PAMI_FNV1A_INIT;
     for (unsigned k = 0; k < PAMI_XFER_COUNT; k++)
         for (unsigned c = 0; c < COLL_TCLASSES; c++) {
             const coll_span_t *sp = &t->span[k][c];

@@ -270,8 +270,18 @@ typedef struct {
  * (members compare tables then): before it, the answer assumes they
  * agree. PAMI_INVAL for a NULL argument or a geometry not ready. */
 PAMI_EXPORT
-pami_result_t pami_geometry_algorithm_selected(
-    const pami_xfer_t *xfer, pami_algorithm_selection_t *selection);
+pami_result_t pami_geometry_algorithm_selected_sized(
+    const pami_xfer_t *xfer, pami_algorithm_selection_t *selection,
+    size_t selection_size);
+/* The program's sizeof goes along, so the struct can grow (docs/abi.md,
+ * "Structs that grow"): an older, shorter one gets the fields it has. */
+static inline pami_result_t
+pami_geometry_algorithm_selected(const pami_xfer_t *xfer,
+                                 pami_algorithm_selection_t *selection)
+{
+    return pami_geometry_algorithm_selected_sized(xfer, selection,
+                                                  sizeof(*selection));
+}
 
 /* Starts a collective. Before it starts, the geometry's ConnIDs in use are
  * checked against its threshold: at or above it (or while the next ConnID

@@ -140,7 +140,8 @@ static size_t counter_stats(void *state, pami_protocol_stat_t *out,
     pami_protocol_stat_t all[] = {{"served", st->served},
                                   {"dropped", st->dropped}};
     size_t n = sizeof(all) / sizeof(all[0]);
-    memcpy(out, all, (max < n ? max : n) * sizeof(*out));
+    if (out != NULL && max > 0) /* callers may only ask how many */
+        memcpy(out, all, (max < n ? max : n) * sizeof(*out));
     return n;
 }
 

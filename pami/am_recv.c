@@ -7,14 +7,18 @@
 #include <string.h>
 
 #include "internal.h"
+#include "params.h"
 
 pami_result_t pami_dispatch_set(pami_context_t ctx, size_t id,
                                 pami_dispatch_fn fn, void *cookie,
                                 const pami_dispatch_hint_t *hints)
 {
-    (void)hints;
     PAMI_CHECK(ctx != NULL, PAMI_INVAL, "dispatch",
                "dispatch_set on a NULL context");
+    if (hints != NULL &&
+        pami_params_mask("pami_dispatch_hint_t", hints->field_mask,
+                         PAMI_DISPATCH_HINT_KNOWN) != PAMI_SUCCESS)
+        return PAMI_INVAL;
     PAMI_CHECK(id < PAMI_DISPATCH_USER_MAX, PAMI_INVAL, "dispatch",
                "dispatch id %zu is out of range (user ids are 0..%d)", id,
                PAMI_DISPATCH_USER_MAX - 1);
@@ -100,6 +104,8 @@ static void am_deliver(struct pami_context *ctx, const void *hdr,
     data     = m.data;
     data_len = m.data_len;
     uint32_t peer = h.origin_task * (uint32_t)c->num_contexts + h.origin_ctx;
+    /* Anything from a task shows it alive (liveness.c). */
+    ctx->peers[h.origin_task * (uint32_t)c->num_contexts].live_heard = true;
 
     if (h.dispatch >= PAMI_DISPATCH_CORE_BASE) {
         if (h.dispatch == PAMI_DISPATCH_ACK)
@@ -114,6 +120,8 @@ static void am_deliver(struct pami_context *ctx, const void *hdr,
         else if (h.dispatch == PAMI_DISPATCH_RNDV_CHUNK && !ack)
             pami_rndv_msg_recv(ctx, peer, h.origin_task, rest, rest_len,
                                data, data_len);
+        else if (h.dispatch == PAMI_DISPATCH_PROBE && !ack)
+            pami_probe_recv(ctx, peer, h.origin_task, rest, rest_len);
         else if (h.dispatch == PAMI_DISPATCH_RMA && !ack)
             pami_rma_owner_recv(ctx, peer, h.origin_task, rest, rest_len,
                                 data, data_len);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "params.h"
 
 static const bootstrap_ops_t *bootstrap_by_kind(pami_bootstrap_kind_t kind)
 {
@@ -67,6 +68,10 @@ static pami_result_t apply_params(pami_client_impl_t *c,
         return PAMI_SUCCESS;
     }
 
+    rc = pami_params_mask("pami_client_params_t", params->field_mask,
+                          PAMI_CLIENT_PARAM_KNOWN);
+    if (rc != PAMI_SUCCESS)
+        return rc;
     if (params->field_mask & PAMI_CLIENT_PARAM_BOOTSTRAP) {
         if ((unsigned)params->bootstrap > PAMI_BOOTSTRAP_OOB) {
             pami_error("client", "unknown bootstrap kind %d",
@@ -137,6 +142,9 @@ pami_result_t pami_client_create(const char *name,
     }
 
     bootstrap_args_t args = {0};
+    /* A task stopped in a bootstrap collective fails it like one stopped
+     * in pami's own waits (pmix; pamirun reads the same variable). */
+    args.stall_ms = c->config.peer_errors ? c->config.peer_timeout_ms : 0;
     pami_result_t rc = apply_params(c, params, &args);
     if (rc != PAMI_SUCCESS)
         goto fail;
@@ -228,6 +236,10 @@ pami_result_t pami_client_query(pami_client_t c, pami_client_attr_t *attr)
     PAMI_CHECK(c != NULL && attr != NULL, PAMI_INVAL, "client",
                "query with a NULL client or attr");
     uint64_t m = attr->field_mask;
+    pami_result_t rc = pami_params_mask("pami_client_attr_t", m,
+                                        PAMI_CLIENT_ATTR_KNOWN);
+    if (rc != PAMI_SUCCESS)
+        return rc;
     if (m & PAMI_CLIENT_ATTR_TASK)
         attr->task = c->task;
     if (m & PAMI_CLIENT_ATTR_SIZE)

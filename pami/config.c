@@ -8,6 +8,7 @@
 
 #include "log.h"
 #include "pami.h"
+#include "params.h"
 
 int pami_config_parse_size(const char *text, size_t *out)
 {
@@ -121,13 +122,27 @@ static const pami_config_var_t config_vars[] = {
 #undef DESCRIBE
 };
 
-pami_result_t pami_config_var(unsigned index, pami_config_var_t *var)
+PAMI_PARAMS_LAYOUTS(var_layouts, pami_config_var_t,
+                    PAMI_PARAMS_PREFIX(pami_config_var_t, name),
+                    PAMI_PARAMS_PREFIX(pami_config_var_t, default_value));
+
+pami_result_t pami_config_var_sized(unsigned index, pami_config_var_t *out,
+                                    size_t size)
 {
-    if (var == NULL)
+    if (out == NULL) {
+        pami_warn("config", "config_var with a NULL output");
         return PAMI_INVAL;
+    }
+    pami_result_t rc = pami_params_out(&var_layouts, size);
+    if (rc != PAMI_SUCCESS)
+        return rc;
+    pami_config_var_t var;
     size_t core = sizeof(config_vars) / sizeof(config_vars[0]);
     if (index >= core)
-        return pami_protocols_config_var(index - core, var);
-    *var = config_vars[index];
-    return PAMI_SUCCESS;
+        rc = pami_protocols_config_var(index - core, &var);
+    else
+        var = config_vars[index];
+    if (rc == PAMI_SUCCESS)
+        memcpy(out, &var, size);
+    return rc;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "params.h"
 
 static void loop_io_noop(void *arg, int fd)
 {
@@ -157,9 +158,12 @@ pami_result_t pami_context_createv(pami_client_t c,
                                    const pami_context_params_t *params,
                                    size_t n, pami_context_t *contexts)
 {
-    (void)params;
     PAMI_CHECK(c != NULL && contexts != NULL, PAMI_INVAL, "context",
                "createv with a NULL client or output");
+    if (params != NULL &&
+        pami_params_mask("pami_context_params_t", params->field_mask,
+                         PAMI_CONTEXT_PARAM_KNOWN) != PAMI_SUCCESS)
+        return PAMI_INVAL;
     PAMI_CHECK(n >= 1 && n <= PAMI_CONTEXT_MAX, PAMI_INVAL, "context",
                "createv of %zu contexts; 1 to %d allowed", n, PAMI_CONTEXT_MAX);
     PAMI_CHECK(c->num_contexts == 0, PAMI_INVAL, "context",
@@ -298,11 +302,26 @@ pami_result_t pami_context_unlock(pami_context_t ctx)
     return pami_context_release(ctx) == 0 ? PAMI_SUCCESS : PAMI_ERROR;
 }
 
-pami_result_t pami_context_stats(pami_context_t ctx,
-                                 pami_context_stats_t *stats)
+/* Any prefix of whole counters (params.h): a program built when there
+ * were fewer gets those it knows. */
+PAMI_PARAMS_LAYOUTS(stats_layouts, pami_context_stats_t,
+                    PAMI_PARAMS_PREFIX(pami_context_stats_t, sends),
+                    PAMI_PARAMS_PREFIX(pami_context_stats_t, receives),
+                    PAMI_PARAMS_PREFIX(pami_context_stats_t, dropped_unknown),
+                    PAMI_PARAMS_PREFIX(pami_context_stats_t, dropped_malformed),
+                    PAMI_PARAMS_PREFIX(pami_context_stats_t, peer_failures),
+                    PAMI_PARAMS_PREFIX(pami_context_stats_t, posted),
+                    PAMI_PARAMS_PREFIX(pami_context_stats_t, sleeps));
+
+pami_result_t pami_context_stats_sized(pami_context_t ctx,
+                                       pami_context_stats_t *stats,
+                                       size_t size)
 {
     PAMI_CHECK(ctx != NULL && stats != NULL, PAMI_INVAL, "context",
                "stats with a NULL context or output");
-    *stats = ctx->stats;
+    pami_result_t rc = pami_params_out(&stats_layouts, size);
+    if (rc != PAMI_SUCCESS)
+        return rc;
+    memcpy(stats, &ctx->stats, size);
     return PAMI_SUCCESS;
 }

@@ -71,7 +71,7 @@ void pami_task_failed(struct pami_context *ctx, uint32_t task, int status)
 
 /* The task whose message the core barrier (barrier.c, dissemination:
  * round k hears from task - 2^k) waits for, or UINT32_MAX. */
-static uint32_t barrier_waits_for(const struct pami_context *ctx)
+uint32_t pami_barrier_waits_for(const struct pami_context *ctx)
 {
     const pami_client_impl_t *c = ctx->client;
     size_t dist = (size_t)1 << ctx->bar_round;
@@ -92,12 +92,14 @@ void pami_tasks_watch(struct pami_context *ctx)
      * likely waiting for the dead one itself. */
     if ((ctx->shutdown_stage == 2 || ctx->in_fence) &&
         ctx->depart_deadline_ns != 0 && now >= ctx->depart_deadline_ns) {
-        uint32_t from = barrier_waits_for(ctx);
+        uint32_t from = pami_barrier_waits_for(ctx);
         if ((from != UINT32_MAX &&
              ctx->peers[from * c->num_contexts].task_dead) ||
             now >= ctx->depart_deadline_ns + PAMI_DEPART_WAIT_MS * 1000000ull)
             c->tasks_failed = true;
     }
+    /* After the next poll, which takes in the answers that came. */
+    ctx->live_check = pami_liveness_wanted(ctx);
     if (!c->config.peer_errors || c->num_local_tasks <= 1 ||
         now - ctx->last_sweep_ns < PAMI_WATCH_MS * 1000000ull)
         return;

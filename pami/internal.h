@@ -38,7 +38,8 @@
 #define PAMI_DISPATCH_RNDV         (PAMI_DISPATCH_CORE_BASE + 3)
 #define PAMI_DISPATCH_RMA          (PAMI_DISPATCH_CORE_BASE + 4)
 #define PAMI_DISPATCH_RNDV_CHUNK   (PAMI_DISPATCH_CORE_BASE + 5)
-#define PAMI_DISPATCH_TABLE_SIZE   (PAMI_DISPATCH_CORE_BASE + 6)
+#define PAMI_DISPATCH_PROBE        (PAMI_DISPATCH_CORE_BASE + 6)
+#define PAMI_DISPATCH_TABLE_SIZE   (PAMI_DISPATCH_CORE_BASE + 7)
 
 #define PAMI_HEADER_MAX 1024
 /* Period of the monitors' liveness checks: bounds how long a dead task can
@@ -57,6 +58,9 @@
 /* The wire forms of the AM header, the ack and the rendezvous request,
  * and their decoders, are in wire.h. */
 #define PAMI_PACKED_MAX 256
+
+/* Requests come in chunks of 1 << this (request.c). */
+#define PAMI_REQ_CHUNK_SHIFT 8
 
 /* Headers up to this size are copied into the request itself. */
 #define PAMI_REQ_INLINE_HDR 96
@@ -179,6 +183,19 @@ typedef struct {
     uint64_t             stopped_since_ns; /* task seen stopped; 0: not */
     bool                 owner_used; /* one-sided ops through the owner's
                                         path went here: fences ask it */
+    /* Liveness of a task on another node (liveness.c), in its slot of
+     * context 0: the tick that last found work pending with it, since
+     * when it owes an answer, and the probe it must answer. */
+    uint64_t             live_tick;
+    uint64_t             quiet_since_ns;  /* last heard of; 0: unwatched */
+    uint64_t             probe_sent_ns;   /* last probe; 0: none yet */
+    uint64_t             ask_since_ns;    /* oldest probe unanswered; 0 */
+    uint32_t             probe_seq;
+    uint32_t             probe_index;     /* the slot probes go to */
+    bool                 live_sent;  /* the program sent here since the
+                                        last liveness tick */
+    bool                 live_heard; /* in the task's slot of context 0:
+                                        a message came from it since */
 } pami_peer_t;
 
 /* A protocol registered on a client (protocol.c). */
@@ -243,6 +260,11 @@ struct pami_context {
     size_t                zombies;    /* reported, but UCX still holds them */
     uint32_t              polls;      /* progress calls, for the sweep */
     uint64_t              last_sweep_ns;
+    uint64_t              live_tick;  /* liveness.c: ticks so far */
+    uint64_t              last_live_ns;
+    bool                  live_any;   /* a task was watched at the last */
+    bool                  live_check; /* tick after the next poll */
+    bool                  live_sent;  /* some peer's live_sent is set */
 
     /* Work posted from other threads. */
     pthread_mutex_t       post_lock;
@@ -404,6 +426,13 @@ static inline pami_result_t pami_peer_by_index(struct pami_context *ctx,
 
 /* Starts closing every endpoint; ctx->closing counts those still open. */
 void pami_peers_close(struct pami_context *ctx, bool force);
+/* A send of the program or a protocol went to flat index index: its task
+ * owes progress for a while (liveness.c). Two stores. */
+static inline void pami_live_sent(struct pami_context *ctx, uint32_t index)
+{
+    ctx->peers[index].live_sent = true;
+    ctx->live_sent              = true;
+}
 /* Closes the endpoints of peers found dead since the last call. */
 void pami_peers_close_failed(struct pami_context *ctx);
 /* Declares task dead on ctx: fails what waits on it, refuses new sends. */
@@ -416,6 +445,17 @@ void pami_sweep_local_tasks(struct pami_context *ctx, uint64_t now);
 /* True once task (of this node) has been seen stopped, without a break,
  * for PAMI_PEER_TIMEOUT; each call is one look. */
 bool pami_task_hung(struct pami_context *ctx, uint32_t task, uint64_t now);
+/* The task the core barrier waits to hear from now, or UINT32_MAX. */
+uint32_t pami_barrier_waits_for(const struct pami_context *ctx);
+/* Liveness of tasks on other nodes (liveness.c): at most every
+ * PAMI_WATCH_MS, probes those with work pending and fails those that
+ * stayed silent for PAMI_PEER_TIMEOUT. */
+void pami_liveness_tick(struct pami_context *ctx, uint64_t now);
+/* Whether the tick has anything to watch (waits must wake for it). */
+bool pami_liveness_wanted(const struct pami_context *ctx);
+/* A PAMI_DISPATCH_PROBE message from flat endpoint index peer. */
+void pami_probe_recv(struct pami_context *ctx, uint32_t peer,
+                     uint32_t origin_task, const void *payload, size_t len);
 /* Connects one watching endpoint per task on another node
  * (PAMI_PEER_ERRORS); returns how many. */
 size_t pami_monitors_start(struct pami_context *ctx);

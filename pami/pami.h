@@ -106,7 +106,13 @@ typedef struct {
 } pami_config_var_t;
 
 PAMI_EXPORT
-pami_result_t pami_config_var(unsigned index, pami_config_var_t *var);
+pami_result_t pami_config_var_sized(unsigned index, pami_config_var_t *var,
+                                    size_t var_size);
+static inline pami_result_t pami_config_var(unsigned index,
+                                            pami_config_var_t *var)
+{
+    return pami_config_var_sized(index, var, sizeof(*var));
+}
 
 /* ------------------------------------------------------------------------ */
 /* Client                                                                    */
@@ -292,8 +298,14 @@ typedef struct {
 } pami_context_stats_t;
 
 PAMI_EXPORT
-pami_result_t pami_context_stats(pami_context_t context,
-                                 pami_context_stats_t *stats);
+pami_result_t pami_context_stats_sized(pami_context_t context,
+                                       pami_context_stats_t *stats,
+                                       size_t stats_size);
+static inline pami_result_t pami_context_stats(pami_context_t context,
+                                               pami_context_stats_t *stats)
+{
+    return pami_context_stats_sized(context, stats, sizeof(*stats));
+}
 
 /* ------------------------------------------------------------------------ */
 /* Endpoints                                                                 */
@@ -387,8 +399,15 @@ typedef struct {
  * may be reused on return; no callbacks. PAMI_EAGAIN instead of blocking
  * when the transport has no room right now: advance and retry. */
 PAMI_EXPORT
-pami_result_t pami_send_immediate(pami_context_t context,
-                                  const pami_send_immediate_t *params);
+pami_result_t pami_send_immediate_sized(pami_context_t context,
+                                        const pami_send_immediate_t *params,
+                                        size_t params_size);
+static inline pami_result_t
+pami_send_immediate(pami_context_t context,
+                    const pami_send_immediate_t *params)
+{
+    return pami_send_immediate_sized(context, params, sizeof(*params));
+}
 
 typedef struct {
     pami_send_immediate_t send;
@@ -404,7 +423,13 @@ typedef struct {
  * local_fn runs (or, without local_fn, until remote_fn runs; with neither,
  * until the context is destroyed). */
 PAMI_EXPORT
-pami_result_t pami_send(pami_context_t context, const pami_send_t *params);
+pami_result_t pami_send_sized(pami_context_t context,
+                              const pami_send_t *params, size_t params_size);
+static inline pami_result_t pami_send(pami_context_t context,
+                                      const pami_send_t *params)
+{
+    return pami_send_sized(context, params, sizeof(*params));
+}
 
 /* ------------------------------------------------------------------------ */
 /* Memory regions and one-sided operations                                   */
@@ -447,9 +472,21 @@ typedef struct {
 } pami_rma_t;
 
 PAMI_EXPORT
-pami_result_t pami_put(pami_context_t context, const pami_rma_t *params);
+pami_result_t pami_put_sized(pami_context_t context, const pami_rma_t *params,
+                             size_t params_size);
 PAMI_EXPORT
-pami_result_t pami_get(pami_context_t context, const pami_rma_t *params);
+pami_result_t pami_get_sized(pami_context_t context, const pami_rma_t *params,
+                             size_t params_size);
+static inline pami_result_t pami_put(pami_context_t context,
+                                     const pami_rma_t *params)
+{
+    return pami_put_sized(context, params, sizeof(*params));
+}
+static inline pami_result_t pami_get(pami_context_t context,
+                                     const pami_rma_t *params)
+{
+    return pami_get_sized(context, params, sizeof(*params));
+}
 
 /* rput/rget: both sides are regions; the local side is checked too. */
 typedef struct {
@@ -465,9 +502,21 @@ typedef struct {
 } pami_rrma_t;
 
 PAMI_EXPORT
-pami_result_t pami_rput(pami_context_t context, const pami_rrma_t *params);
+pami_result_t pami_rput_sized(pami_context_t context,
+                              const pami_rrma_t *params, size_t params_size);
 PAMI_EXPORT
-pami_result_t pami_rget(pami_context_t context, const pami_rrma_t *params);
+pami_result_t pami_rget_sized(pami_context_t context,
+                              const pami_rrma_t *params, size_t params_size);
+static inline pami_result_t pami_rput(pami_context_t context,
+                                      const pami_rrma_t *params)
+{
+    return pami_rput_sized(context, params, sizeof(*params));
+}
+static inline pami_result_t pami_rget(pami_context_t context,
+                                      const pami_rrma_t *params)
+{
+    return pami_rget_sized(context, params, sizeof(*params));
+}
 
 typedef enum {
     PAMI_RMW_FETCH_ADD = 0, /* *result = old; remote += value */
@@ -493,7 +542,13 @@ typedef struct {
 } pami_rmw_t;
 
 PAMI_EXPORT
-pami_result_t pami_rmw(pami_context_t context, const pami_rmw_t *params);
+pami_result_t pami_rmw_sized(pami_context_t context, const pami_rmw_t *params,
+                             size_t params_size);
+static inline pami_result_t pami_rmw(pami_context_t context,
+                                     const pami_rmw_t *params)
+{
+    return pami_rmw_sized(context, params, sizeof(*params));
+}
 
 /* fn runs when every put and rmw issued before on this context to dest
  * (or to every endpoint) is complete at its target. */

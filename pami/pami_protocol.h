@@ -112,11 +112,24 @@ pami_result_t pami_protocol_dispatch_set(const pami_protocol_env_t *env,
  * that is no protocol's block or an index outside it: a protocol cannot
  * send on the program's ids nor on another protocol's. */
 PAMI_EXPORT
-pami_result_t pami_protocol_send_immediate(const pami_protocol_env_t *env,
-                                           const pami_send_immediate_t *params);
+pami_result_t pami_protocol_send_immediate_sized(
+    const pami_protocol_env_t *env, const pami_send_immediate_t *params,
+    size_t params_size);
 PAMI_EXPORT
-pami_result_t pami_protocol_send(const pami_protocol_env_t *env,
-                                 const pami_send_t *params);
+pami_result_t pami_protocol_send_sized(const pami_protocol_env_t *env,
+                                       const pami_send_t *params,
+                                       size_t params_size);
+static inline pami_result_t
+pami_protocol_send_immediate(const pami_protocol_env_t *env,
+                             const pami_send_immediate_t *params)
+{
+    return pami_protocol_send_immediate_sized(env, params, sizeof(*params));
+}
+static inline pami_result_t pami_protocol_send(const pami_protocol_env_t *env,
+                                               const pami_send_t *params)
+{
+    return pami_protocol_send_sized(env, params, sizeof(*params));
+}
 
 /* True while a handler, callback or posted work of context runs (where
  * advance and wait refuse): blocking forms check it before they start. */
@@ -138,8 +151,15 @@ typedef struct {
 } pami_protocol_info_t;
 
 PAMI_EXPORT
-pami_result_t pami_protocol_query(pami_client_t client, size_t index,
-                                  pami_protocol_info_t *info);
+pami_result_t pami_protocol_query_sized(pami_client_t client, size_t index,
+                                        pami_protocol_info_t *info,
+                                        size_t info_size);
+static inline pami_result_t pami_protocol_query(pami_client_t client,
+                                                size_t index,
+                                                pami_protocol_info_t *info)
+{
+    return pami_protocol_query_sized(client, index, info, sizeof(*info));
+}
 
 /* Counters of the protocol called name on context. *n is set to how many
  * it has (at most max are written). PAMI_NOT_FOUND for an unknown name. */
@@ -174,8 +194,14 @@ typedef struct {
 } pami_protocol_job_key_t;
 
 PAMI_EXPORT
-pami_result_t pami_protocol_job_key(pami_client_t client,
-                                    pami_protocol_job_key_t *key);
+pami_result_t pami_protocol_job_key_sized(pami_client_t client,
+                                          pami_protocol_job_key_t *key,
+                                          size_t key_size);
+static inline pami_result_t pami_protocol_job_key(pami_client_t client,
+                                                  pami_protocol_job_key_t *key)
+{
+    return pami_protocol_job_key_sized(client, key, sizeof(*key));
+}
 
 /* 64-bit FNV-1a of len bytes at data, continuing from h
  * (PAMI_PROTOCOL_HASH_INIT to start): the hash pami uses for job keys,
@@ -183,6 +209,14 @@ pami_result_t pami_protocol_job_key(pami_client_t client,
 #define PAMI_PROTOCOL_HASH_INIT 0xcbf29ce484222325ull
 PAMI_EXPORT
 uint64_t pami_protocol_hash(uint64_t h, const void *data, size_t len);
+
+/* SipHash-2-4 of len bytes at data under a 16-byte key: a keyed MAC for
+ * what a protocol must tell apart from forgeries (pami's own seal of
+ * regions uses it). Keep the key secret; NULL data hashes nothing. */
+#define PAMI_PROTOCOL_MAC_KEY_LEN 16
+PAMI_EXPORT
+uint64_t pami_protocol_mac(const uint8_t key[PAMI_PROTOCOL_MAC_KEY_LEN],
+                           const void *data, size_t len);
 
 /* A protocol's setting from the environment variable name, parsed as
  * pami parses its own (docs/config.md, "Value syntax"): a size is

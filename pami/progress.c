@@ -59,7 +59,8 @@ static inline bool sweeping(struct pami_context *ctx)
 
 unsigned pami_progress_once(struct pami_context *ctx)
 {
-    if (unlikely((++ctx->polls & 1023) == 0) && sweeping(ctx))
+    bool look = unlikely((++ctx->polls & 1023) == 0);
+    if (look && sweeping(ctx))
         sweep_local_tasks(ctx);
     struct pami_context *outer = pami_tls_progressing;
     pami_tls_progressing = ctx;
@@ -68,6 +69,14 @@ unsigned pami_progress_once(struct pami_context *ctx)
     ctx->in_tp_progress = true;
     unsigned n = ctx->tp->progress(ctx->worker);
     ctx->in_tp_progress = false;
+    /* Tasks on other nodes, once what they answered has been taken in;
+     * a busy context that never sleeps looks every 64 polls (the tick
+     * itself waits PAMI_WATCH_MS between two looks). */
+    if (unlikely(look || ctx->live_check ||
+                 ((ctx->polls & 63) == 0 && pami_liveness_wanted(ctx)))) {
+        ctx->live_check = false;
+        pami_liveness_tick(ctx, pami_time_ns());
+    }
     if (unlikely(ctx->self_head != NULL))
         n += pami_self_deliver(ctx);
     if (unlikely(ctx->peers_failed_pending))
@@ -140,11 +149,14 @@ pami_result_t pami_context_wait(pami_context_t ctx, int timeout_ms)
         if (atomic_load(&ctx->post_pending) != 0)
             continue;
         ctx->stats.sleeps++;
-        if (sweeping(ctx)) {
+        bool live = pami_liveness_wanted(ctx);
+        if (sweeping(ctx) || live) {
             if (remaining < 0 || remaining > PAMI_WATCH_MS)
                 remaining = PAMI_WATCH_MS;
             evloop_libev_ops.run_once(ctx->loop, remaining);
-            sweep_local_tasks(ctx);
+            if (sweeping(ctx))
+                sweep_local_tasks(ctx);
+            ctx->live_check = live;
         } else {
             evloop_libev_ops.run_once(ctx->loop, remaining);
         }
@@ -245,7 +257,7 @@ static void *progress_main(void *arg)
 {
     pami_client_impl_t *c = arg;
     while (!atomic_load(&c->progress_stop)) {
-        bool busy = false, all_armed = true;
+        bool busy = false, all_armed = true, live = false;
         for (size_t i = 0; i < c->num_contexts; i++) {
             struct pami_context *ctx = c->contexts[i];
             atomic_store(&ctx->progress_skipped, 1);
@@ -256,6 +268,13 @@ static void *progress_main(void *arg)
             }
             atomic_store(&ctx->progress_skipped, 0);
             progress_watch(c, ctx, true);
+            /* Work pending with tasks on other nodes: their liveness is
+             * looked at from here too (at most every PAMI_WATCH_MS), and
+             * the sleep below is that short. */
+            if (pami_liveness_wanted(ctx)) {
+                live            = true;
+                ctx->live_check = true;
+            }
             if (pami_progress_once(ctx) > 0 || ctx->self_head != NULL)
                 busy = true;
             else if (ctx->tp->arm(ctx->worker) != 0 ||
@@ -267,7 +286,8 @@ static void *progress_main(void *arg)
         }
         if (busy)
             continue;
-        evloop_libev_ops.run_once(c->progress_loop, all_armed ? -1 : 10);
+        evloop_libev_ops.run_once(c->progress_loop,
+                                  !all_armed ? 10 : live ? PAMI_WATCH_MS : -1);
     }
     return NULL;
 }

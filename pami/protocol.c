@@ -10,6 +10,7 @@
 
 #include "fnv1a.h"
 #include "internal.h"
+#include "params.h"
 #include "pami_protocol.h"
 
 /* Filled by PAMI_PROTOCOL_BUILTIN constructors before main runs. */
@@ -277,15 +278,20 @@ pami_result_t pami_protocol_dispatch_set(const pami_protocol_env_t *env,
     return PAMI_SUCCESS;
 }
 
-pami_result_t pami_protocol_send_immediate(const pami_protocol_env_t *env,
-                                           const pami_send_immediate_t *params)
+pami_result_t pami_protocol_send_immediate_sized(
+    const pami_protocol_env_t *env, const pami_send_immediate_t *params,
+    size_t size)
 {
     size_t id;
     if (unlikely(params == NULL)) {
         pami_warn("protocol", "send_immediate with NULL params");
         return PAMI_INVAL;
     }
-    pami_result_t rc = protocol_id(env, params->dispatch, "send_immediate",
+    pami_send_immediate_t buf;
+    pami_result_t rc = pami_send_immediate_import(params, size, &buf, &params);
+    if (unlikely(rc != PAMI_SUCCESS))
+        return rc;
+    rc = protocol_id(env, params->dispatch, "send_immediate",
                                    &id);
     if (unlikely(rc != PAMI_SUCCESS))
         return rc;
@@ -294,15 +300,19 @@ pami_result_t pami_protocol_send_immediate(const pami_protocol_env_t *env,
     return pami_send_immediate_protocol(env->context, &p);
 }
 
-pami_result_t pami_protocol_send(const pami_protocol_env_t *env,
-                                 const pami_send_t *params)
+pami_result_t pami_protocol_send_sized(const pami_protocol_env_t *env,
+                                       const pami_send_t *params, size_t size)
 {
     size_t id;
     if (unlikely(params == NULL)) {
         pami_warn("protocol", "send with NULL params");
         return PAMI_INVAL;
     }
-    pami_result_t rc = protocol_id(env, params->send.dispatch, "send", &id);
+    pami_send_t   buf;
+    pami_result_t rc = pami_send_import(params, size, &buf, &params);
+    if (unlikely(rc != PAMI_SUCCESS))
+        return rc;
+    rc = protocol_id(env, params->send.dispatch, "send", &id);
     if (unlikely(rc != PAMI_SUCCESS))
         return rc;
     pami_send_t p = *params;
@@ -326,14 +336,29 @@ void *pami_protocol_state(pami_context_t ctx, const pami_protocol_ops_t *ops)
     return NULL;
 }
 
-pami_result_t pami_protocol_query(pami_client_t c, size_t index,
-                                  pami_protocol_info_t *info)
+/* Layouts of the structs pami fills here (params.h). */
+PAMI_PARAMS_LAYOUTS(info_layouts, pami_protocol_info_t,
+                    PAMI_PARAMS_PREFIX(pami_protocol_info_t, name),
+                    PAMI_PARAMS_PREFIX(pami_protocol_info_t, version),
+                    PAMI_PARAMS_PREFIX(pami_protocol_info_t, dispatch_base),
+                    PAMI_PARAMS_PREFIX(pami_protocol_info_t, num_dispatch));
+PAMI_PARAMS_LAYOUTS(job_key_layouts, pami_protocol_job_key_t,
+                    PAMI_PARAMS_PREFIX(pami_protocol_job_key_t, name));
+
+pami_result_t pami_protocol_query_sized(pami_client_t c, size_t index,
+                                        pami_protocol_info_t *out,
+                                        size_t size)
 {
-    PAMI_CHECK(c != NULL && info != NULL, PAMI_INVAL, "protocol",
+    PAMI_CHECK(c != NULL && out != NULL, PAMI_INVAL, "protocol",
                "query with a NULL client or output");
+    pami_result_t rc = pami_params_out(&info_layouts, size);
+    if (rc != PAMI_SUCCESS)
+        return rc;
     if (index >= c->num_protocols)
         return PAMI_NOT_FOUND;
     const pami_protocol_slot_t *p = &c->protocols[index];
+    pami_protocol_info_t info_full;
+    pami_protocol_info_t *info = &info_full;
     *info = (pami_protocol_info_t){
         .name          = p->ops->name,
         .version       = p->ops->version,
@@ -341,6 +366,7 @@ pami_result_t pami_protocol_query(pami_client_t c, size_t index,
         .num_dispatch  = p->ops->num_dispatch,
         .builtin       = p->builtin,
     };
+    memcpy(out, info, size);
     return PAMI_SUCCESS;
 }
 
@@ -375,13 +401,18 @@ void pami_protocol_log(pami_protocol_log_level_t level, const char *subsys,
     pami_log_emit((pami_log_level_t)level, subsys, "%s", line);
 }
 
-pami_result_t pami_protocol_job_key(pami_client_t client,
-                                    pami_protocol_job_key_t *key)
+pami_result_t pami_protocol_job_key_sized(pami_client_t client,
+                                          pami_protocol_job_key_t *out,
+                                          size_t size)
 {
-    if (client == NULL || key == NULL)
-        return PAMI_INVAL;
+    PAMI_CHECK(client != NULL && out != NULL, PAMI_INVAL, "protocol",
+               "job_key with a NULL client or output");
+    pami_result_t rc = pami_params_out(&job_key_layouts, size);
+    if (rc != PAMI_SUCCESS)
+        return rc;
+    pami_protocol_job_key_t key_full, *key = &key_full;
     pami_client_attr_t a = {.field_mask = PAMI_CLIENT_ATTR_JOB_ID};
-    pami_result_t rc = pami_client_query(client, &a);
+    rc = pami_client_query(client, &a);
     if (rc != PAMI_SUCCESS)
         return rc;
     const char *id = a.job_id != NULL ? a.job_id : "nojob";
@@ -394,5 +425,6 @@ pami_result_t pami_protocol_job_key(pami_client_t client,
         key->name[i] = ok ? c : '_';
     }
     key->name[i] = '\0';
+    memcpy(out, key, size);
     return PAMI_SUCCESS;
 }

@@ -1,7 +1,8 @@
 /*
  * What the SDK gives protocols besides the registry: their settings
  * from the environment, parsed by the same code as the core's
- * (config.c), and the one FNV-1a (util/fnv1a.h).
+ * (config.c), the one FNV-1a (util/fnv1a.h) and the one SipHash
+ * (siphash.c).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include "fnv1a.h"
 #include "log.h"
 #include "pami_protocol.h"
+#include "siphash.h"
 
 _Static_assert(PAMI_PROTOCOL_HASH_INIT == PAMI_FNV1A_INIT,
                "the SDK's hash starts where util's does");
@@ -17,6 +19,15 @@ _Static_assert(PAMI_PROTOCOL_HASH_INIT == PAMI_FNV1A_INIT,
 uint64_t pami_protocol_hash(uint64_t h, const void *data, size_t len)
 {
     return data != NULL ? pami_fnv1a(h, data, len) : h;
+}
+
+_Static_assert(PAMI_PROTOCOL_MAC_KEY_LEN == PAMI_SIPHASH_KEY_LEN,
+               "the SDK's MAC key is SipHash's");
+
+uint64_t pami_protocol_mac(const uint8_t key[PAMI_PROTOCOL_MAC_KEY_LEN],
+                           const void *data, size_t len)
+{
+    return pami_siphash24(key, data != NULL ? data : "", data ? len : 0);
 }
 
 uint64_t pami_protocol_env_size(const char *subsys, const char *name,

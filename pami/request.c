@@ -9,7 +9,7 @@
 
 #include "internal.h"
 
-#define REQ_CHUNK_SHIFT 8
+#define REQ_CHUNK_SHIFT PAMI_REQ_CHUNK_SHIFT
 #define REQ_CHUNK       (1u << REQ_CHUNK_SHIFT)
 #define REQ_MAX_CHUNKS  (1u << 16) /* 16M requests in flight per context */
 
@@ -293,8 +293,15 @@ void pami_requests_peer_failed(struct pami_context *ctx, uint32_t peer)
     for (size_t c = 0; c < ctx->req_nchunks; c++)
         for (size_t i = 0; i < REQ_CHUNK; i++) {
             pami_request_t *req = &ctx->req_chunks[c][i];
-            if (req->kind != REQ_FREE && req->peer == peer &&
-                req->local_pending && req->result == PAMI_SUCCESS)
+            if (req->kind == REQ_FREE || req->peer != peer ||
+                !req->local_pending)
+                continue;
+            /* An origin-served transfer is pami's own, UCX holds none of
+             * it: it ends now (its chunk messages end with UCX). */
+            if (req->rndv_msg && req->kind == REQ_RECV) {
+                pami_request_local_end(req);
+                pami_request_done(req, PAMI_PEER_FAILED);
+            } else if (req->result == PAMI_SUCCESS)
                 req->result = PAMI_PEER_FAILED;
         }
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "params.h"
 
 typedef enum { RMA_PUT, RMA_GET } rma_dir_t;
 
@@ -212,18 +213,46 @@ static pami_result_t rma(struct pami_context *ctx, rma_dir_t dir,
     return PAMI_SUCCESS;
 }
 
-pami_result_t pami_put(pami_context_t ctx, const pami_rma_t *p)
+/* The layouts a program may pass (params.h): the target and the range
+ * are required, callbacks and cookie may be missing (then zero). */
+PAMI_PARAMS_LAYOUTS(rma_layouts, pami_rma_t,
+                    PAMI_PARAMS_PREFIX(pami_rma_t, remote_offset),
+                    PAMI_PARAMS_PREFIX(pami_rma_t, local_fn),
+                    PAMI_PARAMS_PREFIX(pami_rma_t, remote_fn));
+PAMI_PARAMS_LAYOUTS(rrma_layouts, pami_rrma_t,
+                    PAMI_PARAMS_PREFIX(pami_rrma_t, bytes),
+                    PAMI_PARAMS_PREFIX(pami_rrma_t, local_fn),
+                    PAMI_PARAMS_PREFIX(pami_rrma_t, remote_fn));
+PAMI_PARAMS_LAYOUTS(rmw_layouts, pami_rmw_t,
+                    PAMI_PARAMS_PREFIX(pami_rmw_t, value),
+                    PAMI_PARAMS_PREFIX(pami_rmw_t, compare),
+                    PAMI_PARAMS_PREFIX(pami_rmw_t, result),
+                    PAMI_PARAMS_PREFIX(pami_rmw_t, done_fn));
+
+pami_result_t pami_put_sized(pami_context_t ctx, const pami_rma_t *p,
+                             size_t size)
 {
     PAMI_CHECK(ctx != NULL && p != NULL, PAMI_INVAL, "rma",
                "put with a NULL context or params");
+    pami_rma_t    buf;
+    pami_result_t rc = pami_params_in(&rma_layouts, p, size, &buf,
+                                      (const void **)&p);
+    if (rc != PAMI_SUCCESS)
+        return rc;
     return rma(ctx, RMA_PUT, p->dest, p->local, p->bytes, p->remote_mr,
                p->remote_offset, p->local_fn, p->remote_fn, p->cookie, -1);
 }
 
-pami_result_t pami_get(pami_context_t ctx, const pami_rma_t *p)
+pami_result_t pami_get_sized(pami_context_t ctx, const pami_rma_t *p,
+                             size_t size)
 {
     PAMI_CHECK(ctx != NULL && p != NULL, PAMI_INVAL, "rma",
                "get with a NULL context or params");
+    pami_rma_t    buf;
+    pami_result_t rc = pami_params_in(&rma_layouts, p, size, &buf,
+                                      (const void **)&p);
+    if (rc != PAMI_SUCCESS)
+        return rc;
     PAMI_CHECK(p->remote_fn == NULL, PAMI_INVAL, "rma",
                "get has no remote completion; use local_fn");
     return rma(ctx, RMA_GET, p->dest, p->local, p->bytes, p->remote_mr,
@@ -252,10 +281,15 @@ static pami_result_t local_side(struct pami_context *ctx,
 
 /* rput/rget: resolve the local region, then as put/get. */
 static pami_result_t rrma(struct pami_context *ctx, rma_dir_t dir,
-                          const pami_rrma_t *p)
+                          const pami_rrma_t *p, size_t size)
 {
     PAMI_CHECK(ctx != NULL && p != NULL, PAMI_INVAL, "rma",
                "rput/rget with a NULL context or params");
+    pami_rrma_t   buf;
+    pami_result_t prc = pami_params_in(&rrma_layouts, p, size, &buf,
+                                       (const void **)&p);
+    if (prc != PAMI_SUCCESS)
+        return prc;
     PAMI_CHECK(dir == RMA_PUT || p->remote_fn == NULL, PAMI_INVAL, "rma",
                "rget has no remote completion; use local_fn");
     void   *addr;
@@ -267,17 +301,20 @@ static pami_result_t rrma(struct pami_context *ctx, rma_dir_t dir,
                p->remote_offset, p->local_fn, p->remote_fn, p->cookie, region);
 }
 
-pami_result_t pami_rput(pami_context_t ctx, const pami_rrma_t *p)
+pami_result_t pami_rput_sized(pami_context_t ctx, const pami_rrma_t *p,
+                              size_t size)
 {
-    return rrma(ctx, RMA_PUT, p);
+    return rrma(ctx, RMA_PUT, p, size);
 }
 
-pami_result_t pami_rget(pami_context_t ctx, const pami_rrma_t *p)
+pami_result_t pami_rget_sized(pami_context_t ctx, const pami_rrma_t *p,
+                              size_t size)
 {
-    return rrma(ctx, RMA_GET, p);
+    return rrma(ctx, RMA_GET, p, size);
 }
 
-pami_result_t pami_rmw(pami_context_t ctx, const pami_rmw_t *p)
+pami_result_t pami_rmw_sized(pami_context_t ctx, const pami_rmw_t *p,
+                             size_t size)
 {
     static const int tp_op[] = {
         [PAMI_RMW_FETCH_ADD] = TP_ATOMIC_FADD,
@@ -287,6 +324,11 @@ pami_result_t pami_rmw(pami_context_t ctx, const pami_rmw_t *p)
     };
     PAMI_CHECK(ctx != NULL && p != NULL, PAMI_INVAL, "rma",
                "rmw with a NULL context or params");
+    pami_rmw_t    buf;
+    pami_result_t prc = pami_params_in(&rmw_layouts, p, size, &buf,
+                                       (const void **)&p);
+    if (prc != PAMI_SUCCESS)
+        return prc;
     PAMI_CHECK((unsigned)p->op <= PAMI_RMW_ADD, PAMI_INVAL, "rma",
                "unknown rmw operation %d", (int)p->op);
     PAMI_CHECK(p->size == 4 || p->size == 8, PAMI_INVAL, "rma",

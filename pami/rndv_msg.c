@@ -163,10 +163,10 @@ static void take(struct pami_context *ctx, uint32_t peer, uint32_t task,
         return;
     }
     /* It must be a chunk asked for and not yet here, whole. */
-    uint64_t k = m->offset / CHUNK, left = req->data_len - k * CHUNK;
-    if (m->offset % CHUNK != 0 || k < req->rndv_lo || k >= req->rndv_next ||
-        (req->rndv_got >> (k - req->rndv_lo)) & 1u ||
-        m->bytes != (left < CHUNK ? left : CHUNK)) {
+    uint64_t k;
+    if (!pami_rndv_chunk_wanted(req->data_len, CHUNK, req->rndv_lo,
+                                req->rndv_next, req->rndv_got, m->offset,
+                                m->bytes, &k)) {
         ctx->stats.dropped_malformed++;
         pami_warn("rndv", "dropped a chunk from task %u of %llu bytes at "
                           "offset %llu that was not asked for; the message "

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "params.h"
 #include "pami_test.h"
 
 /* limit: the first id the caller may not send on; PAMI_DISPATCH_USER_MAX
@@ -81,6 +82,8 @@ void pami_submit(struct pami_context *ctx, pami_request_t *req)
                            ? PAMI_EAGAIN
                            : pami_peer_by_index(ctx, req->peer, &peer);
     if (likely(rc == PAMI_SUCCESS)) {
+        if (req->kind != REQ_ACK_SEND)
+            pami_live_sent(ctx, req->peer);
         if (req->rndv && req->kind == REQ_RECV)
             pami_rndv_start_get(ctx, peer, req);
         else
@@ -226,6 +229,7 @@ static inline pami_result_t send_immediate(struct pami_context *ctx,
         }
         if (likely(trc == 0)) {
             ctx->stats.sends++;
+            pami_live_sent(ctx, index);
             return PAMI_SUCCESS;
         }
         rc = pami_result_from_errno(trc);
@@ -238,13 +242,46 @@ static inline pami_result_t send_immediate(struct pami_context *ctx,
     return rc;
 }
 
-pami_result_t pami_send_immediate(pami_context_t ctx,
-                                  const pami_send_immediate_t *p)
+/* The layouts a program may pass (params.h): the fields up to dispatch
+ * are required; a later field missing is taken as zero. pami_send_t
+ * holds a whole pami_send_immediate_t and may lack its callbacks. */
+PAMI_PARAMS_LAYOUTS(send_immediate_layouts, pami_send_immediate_t,
+                    PAMI_PARAMS_PREFIX(pami_send_immediate_t, dispatch),
+                    PAMI_PARAMS_PREFIX(pami_send_immediate_t, header),
+                    PAMI_PARAMS_PREFIX(pami_send_immediate_t, header_len),
+                    PAMI_PARAMS_PREFIX(pami_send_immediate_t, data));
+PAMI_PARAMS_LAYOUTS(send_layouts, pami_send_t,
+                    PAMI_PARAMS_PREFIX(pami_send_t, send),
+                    PAMI_PARAMS_PREFIX(pami_send_t, local_fn),
+                    PAMI_PARAMS_PREFIX(pami_send_t, remote_fn));
+
+pami_result_t pami_send_immediate_import(const pami_send_immediate_t *p,
+                                         size_t size,
+                                         pami_send_immediate_t *buf,
+                                         const pami_send_immediate_t **out)
+{
+    return pami_params_in(&send_immediate_layouts, p, size, buf,
+                          (const void **)out);
+}
+
+pami_result_t pami_send_import(const pami_send_t *p, size_t size,
+                               pami_send_t *buf, const pami_send_t **out)
+{
+    return pami_params_in(&send_layouts, p, size, buf, (const void **)out);
+}
+
+pami_result_t pami_send_immediate_sized(pami_context_t ctx,
+                                        const pami_send_immediate_t *p,
+                                        size_t size)
 {
     if (unlikely(ctx == NULL || p == NULL)) {
         pami_warn("send", "send_immediate with a NULL context or params");
         return PAMI_INVAL;
     }
+    pami_send_immediate_t buf;
+    pami_result_t rc = pami_send_immediate_import(p, size, &buf, &p);
+    if (unlikely(rc != PAMI_SUCCESS))
+        return rc;
     return send_immediate(ctx, p, PAMI_DISPATCH_USER_MAX);
 }
 
@@ -310,12 +347,17 @@ static pami_result_t send_any(struct pami_context *ctx, const pami_send_t *p,
     return PAMI_SUCCESS;
 }
 
-pami_result_t pami_send(pami_context_t ctx, const pami_send_t *p)
+pami_result_t pami_send_sized(pami_context_t ctx, const pami_send_t *p,
+                              size_t size)
 {
     if (unlikely(ctx == NULL || p == NULL)) {
         pami_warn("send", "send with a NULL context or params");
         return PAMI_INVAL;
     }
+    pami_send_t   buf;
+    pami_result_t rc = pami_send_import(p, size, &buf, &p);
+    if (unlikely(rc != PAMI_SUCCESS))
+        return rc;
     return send_any(ctx, p, PAMI_DISPATCH_USER_MAX);
 }
 
@@ -361,12 +403,36 @@ pami_result_t pami_send_ack(struct pami_context *ctx, uint32_t peer,
 }
 
 /* pami_test.h: tests forge protocol packets through this. */
-pami_result_t pami_test_send_raw(pami_context_t ctx,
-                                 const pami_send_immediate_t *p)
+pami_result_t pami_test_send_raw_sized(pami_context_t ctx,
+                                       const pami_send_immediate_t *p,
+                                       size_t size)
 {
     if (ctx == NULL || p == NULL) {
         pami_warn("send", "send_raw with a NULL context or params");
         return PAMI_INVAL;
     }
+    pami_send_immediate_t buf;
+    pami_result_t rc = pami_send_immediate_import(p, size, &buf, &p);
+    if (unlikely(rc != PAMI_SUCCESS))
+        return rc;
+    /* Protocol ids not given out stay refused; the core's are open. */
+    if (p->dispatch >= PAMI_DISPATCH_CORE_BASE)
+        return send_immediate(ctx, p, PAMI_DISPATCH_TABLE_SIZE);
     return pami_send_immediate_protocol(ctx, p);
+}
+
+pami_result_t pami_test_send_raw_msg_sized(pami_context_t ctx,
+                                           const pami_send_t *p, size_t size)
+{
+    if (ctx == NULL || p == NULL) {
+        pami_warn("send", "send_raw_msg with a NULL context or params");
+        return PAMI_INVAL;
+    }
+    pami_send_t   buf;
+    pami_result_t rc = pami_send_import(p, size, &buf, &p);
+    if (unlikely(rc != PAMI_SUCCESS))
+        return rc;
+    if (p->send.dispatch >= PAMI_DISPATCH_CORE_BASE)
+        return send_any(ctx, p, PAMI_DISPATCH_TABLE_SIZE);
+    return pami_send_protocol(ctx, p);
 }

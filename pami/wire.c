@@ -79,6 +79,20 @@ pami_wire_check_t pami_barrier_msg_decode(const void *buf, size_t len,
     return PAMI_WIRE_OK;
 }
 
+pami_wire_check_t pami_probe_decode(const void *buf, size_t len,
+                                    pami_probe_msg_t *out)
+{
+    if (len != sizeof(*out))
+        return PAMI_WIRE_BAD_LENGTH;
+    memcpy(out, buf, sizeof(*out));
+    if (out->kind != PAMI_PROBE_ASK && out->kind != PAMI_PROBE_ANSWER)
+        return PAMI_WIRE_BAD_FIELD;
+    if (out->reserved[0] != 0 || out->reserved[1] != 0 ||
+        out->reserved[2] != 0)
+        return PAMI_WIRE_BAD_FIELD;
+    return PAMI_WIRE_OK;
+}
+
 pami_wire_check_t pami_rndv_rts_decode(const void *buf, size_t len,
                                        uint32_t origin_task,
                                        const uint8_t *secrets, size_t ntasks,
@@ -139,4 +153,18 @@ pami_wire_check_t pami_rndv_chunk_decode(const void *buf, size_t len,
     default:
         return PAMI_WIRE_BAD_FIELD;
     }
+}
+
+bool pami_rndv_chunk_wanted(uint64_t total, uint64_t chunk, uint64_t lo,
+                            uint64_t next, uint64_t got, uint64_t offset,
+                            uint64_t bytes, uint64_t *index)
+{
+    if (chunk == 0 || offset % chunk != 0 || offset >= total)
+        return false;
+    uint64_t k = offset / chunk, left = total - offset;
+    if (k < lo || k >= next || k - lo >= 64 || ((got >> (k - lo)) & 1u) ||
+        bytes != (left < chunk ? left : chunk))
+        return false;
+    *index = k;
+    return true;
 }

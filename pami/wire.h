@@ -80,6 +80,21 @@ typedef struct {
 pami_wire_check_t pami_barrier_msg_decode(const void *buf, size_t len,
                                           pami_barrier_msg_t *out);
 
+/* Payload of a PAMI_DISPATCH_PROBE message (docs/protocols/am.md):
+ * a probe asks a task on another node whether it still runs progress,
+ * its answer echoes seq. */
+#define PAMI_PROBE_ASK    1u
+#define PAMI_PROBE_ANSWER 2u
+typedef struct {
+    uint8_t  kind;
+    uint8_t  reserved[3];
+    uint32_t seq;
+} pami_probe_msg_t;
+
+/* A probe message: exactly its size, a known kind, reserved bytes 0. */
+pami_wire_check_t pami_probe_decode(const void *buf, size_t len,
+                                    pami_probe_msg_t *out);
+
 #define RNDV_VERSION 1
 /* Origin and target share a node: the target reads the origin's memory
  * itself (process_vm_readv, one copy); mr is unused and not registered. */
@@ -138,5 +153,14 @@ typedef struct {
 pami_wire_check_t pami_rndv_chunk_decode(const void *buf, size_t len,
                                          size_t data_len,
                                          pami_rndv_chunk_t *out);
+
+/* Whether a DATA of bytes at offset is a chunk the target asked for and
+ * has not had yet: a payload of total bytes in chunks of chunk bytes,
+ * chunks [lo, next) asked for (next - lo <= 64), bit i of got set when
+ * chunk lo + i is here. Then *index is its chunk, and [offset, offset +
+ * bytes) lies within total. */
+bool pami_rndv_chunk_wanted(uint64_t total, uint64_t chunk, uint64_t lo,
+                            uint64_t next, uint64_t got, uint64_t offset,
+                            uint64_t bytes, uint64_t *index);
 
 #endif

@@ -22,6 +22,10 @@ typedef struct {
     void                  *oob_cookie;
     uint32_t               oob_rank;
     uint32_t               oob_size;
+    /* Milliseconds a task of this node may stay stopped (SIGSTOP) while a
+     * collective waits for it before the collective fails (-ETIMEDOUT);
+     * 0: never. Used by pmix (pamirun watches its ranks itself). */
+    uint64_t               stall_ms;
 } bootstrap_args_t;
 
 typedef struct bootstrap_ops {

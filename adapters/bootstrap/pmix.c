@@ -12,7 +12,8 @@
  * within a few create/destroy cycles), and a launcher takes a task that
  * finalized and then died for one that ended normally. Fences are waited
  * for while watching the tasks of this node (their cards, put at the first
- * init): a task that died fails the fence instead of leaving it hanging.
+ * init): a task that died fails the fence instead of leaving it hanging,
+ * and so does one stopped (SIGSTOP) for the caller's stall time.
  */
 #include "bootstrap.h"
 #include "proc_card.h"
@@ -60,6 +61,8 @@ typedef struct {
      * 0 not asked yet, 1 known (on this node), 2 none or elsewhere. */
     proc_card_t *cards;
     uint8_t     *card_state;
+    uint64_t     stall_ms;      /* bootstrap_args_t; 0: never */
+    uint64_t    *stopped_since; /* per task, ms on CLOCK_MONOTONIC; 0 */
 } pmix_state_t;
 
 static int pmix_errno(pmix_status_t status)
@@ -216,7 +219,6 @@ static void pmix_mark_remote(pmix_state_t *st)
 static int pmix_init(const bootstrap_args_t *args, void **state,
                      uint32_t *rank, uint32_t *size)
 {
-    (void)args;
     pmix_state_t *st = calloc(1, sizeof(*st));
     if (st == NULL) {
         pami_error("bootstrap", "out of memory for the pmix bootstrap state");
@@ -241,13 +243,17 @@ static int pmix_init(const bootstrap_args_t *args, void **state,
     if (rc == 0) {
         st->cards      = calloc(st->size, sizeof(*st->cards));
         st->card_state = calloc(st->size, 1);
-        if (st->cards == NULL || st->card_state == NULL)
+        st->stopped_since = calloc(st->size, sizeof(*st->stopped_since));
+        st->stall_ms   = args != NULL ? args->stall_ms : 0;
+        if (st->cards == NULL || st->card_state == NULL ||
+            st->stopped_since == NULL)
             rc = -ENOMEM;
     }
     if (rc != 0) {
         PMIx_Finalize(NULL, 0);
         free(st->cards);
         free(st->card_state);
+        free(st->stopped_since);
         free(st);
         return rc;
     }
@@ -295,9 +301,30 @@ static void pmix_fence_done(pmix_status_t status, void *cbdata)
         pmix_fence_free(f);
 }
 
+static uint64_t pmix_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Whether task r (its card known) has been stopped for the stall time. */
+static bool pmix_task_hung(pmix_state_t *st, uint32_t r)
+{
+    if (st->stall_ms == 0 || !proc_card_stopped(&st->cards[r])) {
+        st->stopped_since[r] = 0;
+        return false;
+    }
+    uint64_t now = pmix_now_ms();
+    if (st->stopped_since[r] == 0)
+        st->stopped_since[r] = now;
+    return now - st->stopped_since[r] >= st->stall_ms;
+}
+
 /* Looks up the cards not yet known (without waiting for the server), then
- * returns the first task of this node whose process is gone, or -1. */
-static int64_t pmix_dead_task(pmix_state_t *st)
+ * returns the first task of this node whose process is gone, or stopped
+ * for the stall time (*hung), or -1. */
+static int64_t pmix_dead_task(pmix_state_t *st, bool *hung)
 {
     bool         yes = true;
     pmix_info_t  info;
@@ -326,6 +353,11 @@ static int64_t pmix_dead_task(pmix_state_t *st)
             PMIX_INFO_DESTRUCT(&info);
             return r;
         }
+        if (st->card_state[r] == 1 && pmix_task_hung(st, r)) {
+            *hung = true;
+            PMIX_INFO_DESTRUCT(&info);
+            return r;
+        }
     }
     PMIX_INFO_DESTRUCT(&info);
     return -1;
@@ -350,6 +382,8 @@ static int pmix_fence(pmix_state_t *st, bool collect)
         return pmix_fail("PMIx_Fence_nb", status);
     }
     int64_t dead = -1;
+    bool    hung = false;
+    memset(st->stopped_since, 0, st->size * sizeof(*st->stopped_since));
     pthread_mutex_lock(&f->lock);
     while (!f->done) {
         struct timespec ts;
@@ -362,11 +396,17 @@ static int pmix_fence(pmix_state_t *st, bool collect)
         if (pthread_cond_timedwait(&f->cond, &f->lock, &ts) == 0 || f->done)
             continue;
         pthread_mutex_unlock(&f->lock);
-        dead = pmix_dead_task(st);
+        dead = pmix_dead_task(st, &hung);
         pthread_mutex_lock(&f->lock);
         if (dead >= 0 && !f->done) {
             f->abandoned = true;
             pthread_mutex_unlock(&f->lock);
+            if (hung) {
+                pami_error("bootstrap", "PMIx_Fence: rank %" PRId64 " is "
+                           "stopped (state T) for %" PRIu64 " ms",
+                           dead, st->stall_ms);
+                return -ETIMEDOUT;
+            }
             pami_error("bootstrap", "PMIx_Fence: rank %" PRId64 " died "
                        "before it joined", dead);
             return -ECONNRESET;
@@ -488,6 +528,7 @@ static void pmix_fini(void *state)
     pmix_state_t *st = state;
     free(st->cards);
     free(st->card_state);
+    free(st->stopped_since);
     free(st);
 }
 

@@ -80,3 +80,15 @@ bool proc_card_dead(const proc_card_t *card)
         return false;
     return state == 'Z' || state == 'X' || start != card->start;
 }
+
+bool proc_card_stopped(const proc_card_t *card)
+{
+    char here[PROC_CARD_HOST_LEN];
+    host_id(here);
+    if (card->pid == 0 || memcmp(here, card->host, sizeof(here)) != 0)
+        return false;
+    char     state;
+    uint64_t start;
+    return read_stat(card->pid, &state, &start) == 0 &&
+           start == card->start && state == 'T';
+}

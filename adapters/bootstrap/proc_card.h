@@ -27,4 +27,8 @@ int proc_card_self(proc_card_t *card);
  * another machine, or one that cannot be read, is never called dead. */
 bool proc_card_dead(const proc_card_t *card);
 
+/* True when the card names a live process of this machine stopped by a
+ * signal (state T; a debugger's stop, t, does not count). */
+bool proc_card_stopped(const proc_card_t *card);
+
 #endif

@@ -160,9 +160,20 @@ typedef struct {
 /* users (may be NULL) receives up to max_users of the tasks using the
  * key, ascending. PAMI_NOT_FOUND for a key this task does not own. */
 PAMI_EXPORT
-pami_result_t pami_svd_query(pami_context_t context, pami_svd_key_t key,
-                             pami_svd_info_t *info, pami_task_t *users,
-                             size_t max_users);
+pami_result_t pami_svd_query_sized(pami_context_t context, pami_svd_key_t key,
+                                   pami_svd_info_t *info, pami_task_t *users,
+                                   size_t max_users, size_t info_size);
+/* The program's sizeof goes along, so the struct can grow (docs/abi.md,
+ * "Structs that grow"); the same for pami_svd_lookup_wait's entry. */
+static inline pami_result_t pami_svd_query(pami_context_t context,
+                                           pami_svd_key_t key,
+                                           pami_svd_info_t *info,
+                                           pami_task_t *users,
+                                           size_t max_users)
+{
+    return pami_svd_query_sized(context, key, info, users, max_users,
+                                sizeof(*info));
+}
 
 /* ---- user side ---- */
 
@@ -195,9 +206,16 @@ pami_result_t pami_svd_lookup(pami_context_t context,
  * PAMI_TIMEOUT when timeout_ms passed first; the fetch goes on and the
  * task stays a user. */
 PAMI_EXPORT
-pami_result_t pami_svd_lookup_wait(pami_context_t context,
-                                   const pami_svd_lookup_t *params,
-                                   pami_svd_entry_t *entry);
+pami_result_t pami_svd_lookup_wait_sized(pami_context_t context,
+                                         const pami_svd_lookup_t *params,
+                                         pami_svd_entry_t *entry,
+                                         size_t entry_size);
+static inline pami_result_t pami_svd_lookup_wait(pami_context_t context,
+                                                 const pami_svd_lookup_t *params,
+                                                 pami_svd_entry_t *entry)
+{
+    return pami_svd_lookup_wait_sized(context, params, entry, sizeof(*entry));
+}
 
 /* Stops using (owner, key): the cached entry is dropped and the owner
  * told, so updates it starts after the message arrived skip this task

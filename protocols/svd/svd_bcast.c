@@ -422,13 +422,27 @@ static void notify_start(svd_state_t *st, const svd_notify_hdr_t *h,
             return;
         }
     }
+    /* Only the owner knows our secret for this key: a NOTIFY without our
+     * tag is forged, and must neither take the version nor occupy it. */
+    uint8_t  secret[SVD_SECRET_LEN];
+    uint64_t tag;
+    svd_user_secret(st, h->owner, h->key, secret);
+    memcpy(&tag, buf + n * sizeof(uint32_t) + (node - 1) * sizeof(tag),
+           sizeof(tag));
+    if (tag != svd_notify_tag(secret, st->me, h)) {
+        svd_drop(st, SVD_STAT_drop_forged, origin,
+                 "NOTIFY not tagged for this task by the owner");
+        bcast_free(b);
+        free(owned_buf);
+        return;
+    }
     st->stats[SVD_STAT_notify_received]++;
     if (svd_cached_find(st, h->owner, h->key) == NULL)
         st->stats[SVD_STAT_notify_unwanted]++;
     b->next    = st->bcasts;
     st->bcasts = b;
 
-    size_t tl = n * sizeof(uint32_t);
+    size_t tl = n * SVD_USER_BYTES;
     b->rec = svd_blob_new(st, h->rec_len);
     if (b->nchildren > 0) {
         b->payload_len = tl + (h->htype == PAMI_SVD_HEADER_INLINE ? h->rec_len

@@ -20,6 +20,12 @@
 #pragma GCC visibility push(hidden)
 
 #define SVD_LOG "svd"
+
+/* sizeof a struct T that ended at field f: the size a program built
+ * before the fields after f existed passes to a *_sized call. */
+#define SVD_PREFIX(T, f)                                                     \
+    ((offsetof(T, f) + sizeof(((T *)0)->f) + _Alignof(T) - 1) /              \
+     _Alignof(T) * _Alignof(T))
 #define SVD_HASH_BUCKETS 256
 /* Gets in flight per broadcast at a user (pipeline chunks). */
 #define SVD_GET_DEPTH 4
@@ -52,6 +58,7 @@
     X(drop_size)         /* payload or size field out of range */           \
     X(drop_bad)          /* inconsistent content (tasks, region, record) */ \
     X(drop_stale)        /* for nothing pending here (late or duplicate) */ \
+    X(drop_forged)       /* NOTIFY whose tag is not ours: not the owner's */ \
     X(peer_failed_ops)   /* operations ended by a dead task */
 
 enum {
@@ -89,6 +96,7 @@ typedef struct svd_owned {
     uint64_t          version;
     svd_blob_t       *rec;
     pami_task_t      *users;   /* ascending */
+    uint8_t         (*secrets)[SVD_SECRET_LEN]; /* per user, from FETCH */
     size_t            nusers, cap;
     uint8_t           force_htype, force_sched; /* 0: by the rule */
     uint8_t           htype, sched;             /* stored broadcast header */
@@ -213,6 +221,7 @@ struct svd_state {
     svd_serve_t        *serves;
     svd_fetchget_t     *fetchgets;
     uint32_t            next_req;
+    uint8_t             master[PAMI_PROTOCOL_MAC_KEY_LEN]; /* svd_tag.c */
     pami_svd_change_fn  change_fn;
     void               *change_cookie;
     /* Completions to report from progress, and the work that does it. */
@@ -285,6 +294,13 @@ void svd_fetchget_retry(svd_state_t *st);
 void svd_fetchgets_free(svd_state_t *st);
 void svd_commit(svd_state_t *st, pami_task_t owner, pami_svd_key_t key,
                 svd_blob_t *rec, uint64_t version);
+
+/* svd_tag.c: NOTIFY tags against forged versions */
+bool svd_tag_init(svd_state_t *st);
+void svd_user_secret(const svd_state_t *st, pami_task_t owner,
+                     pami_svd_key_t key, uint8_t out[SVD_SECRET_LEN]);
+uint64_t svd_notify_tag(const uint8_t secret[SVD_SECRET_LEN],
+                        pami_task_t user, const svd_notify_hdr_t *h);
 
 /* svd_bcast.c */
 void svd_on_notify(pami_context_t, void *, const void *, size_t, const void *,

@@ -39,7 +39,7 @@ void svd_owned_rechoose(svd_state_t *st, svd_owned_t *o)
         o->htype = o->force_htype;
     if (o->force_sched)
         o->sched = o->force_sched;
-    if (o->nusers * sizeof(uint32_t) + o->rec->len >= st->eager_max)
+    if (o->nusers * SVD_USER_BYTES + o->rec->len >= st->eager_max)
         o->htype = PAMI_SVD_HEADER_GET;
 }
 
@@ -84,6 +84,13 @@ pami_result_t pami_svd_register(pami_context_t context,
     OWNER_CHECK(st != NULL && p != NULL, PAMI_INVAL,
                 "register: no SVD on this context or NULL params");
     uint64_t m = p->field_mask;
+    /* A bit this pami does not know names a field it would ignore. */
+    OWNER_CHECK((m & ~(uint64_t)(PAMI_SVD_REGISTER_MR |
+                                 PAMI_SVD_REGISTER_DATA |
+                                 PAMI_SVD_REGISTER_HEADER |
+                                 PAMI_SVD_REGISTER_SCHEDULE)) == 0,
+                PAMI_INVAL, "register: pami_svd_register_t.field_mask has "
+                "bits this pami does not know");
     OWNER_CHECK(svd_owned_find(st, p->key) == NULL, PAMI_INVAL,
                 "register: key %llu is registered already",
                 (unsigned long long)p->key);
@@ -126,6 +133,13 @@ static pami_result_t update_start(svd_state_t *st, const pami_svd_update_t *p,
                                   svd_bcast_t **out)
 {
     uint64_t m = p->field_mask;
+    OWNER_CHECK((m & ~(uint64_t)(PAMI_SVD_UPDATE_ADDR | PAMI_SVD_UPDATE_MR |
+                                 PAMI_SVD_UPDATE_DATA |
+                                 PAMI_SVD_UPDATE_HEADER |
+                                 PAMI_SVD_UPDATE_SCHEDULE |
+                                 PAMI_SVD_UPDATE_TIMEOUT)) == 0,
+                PAMI_INVAL, "update: pami_svd_update_t.field_mask has bits "
+                "this pami does not know");
     svd_owned_t *o = svd_owned_find(st, p->key);
     OWNER_CHECK(o != NULL, PAMI_NOT_FOUND,
                 "update: key %llu is not owned by this task",
@@ -142,7 +156,7 @@ static pami_result_t update_start(svd_state_t *st, const pami_svd_update_t *p,
     unsigned s = (m & PAMI_SVD_UPDATE_SCHEDULE) ? p->schedule : 0;
     OWNER_CHECK(valid_htype(h) && valid_sched(s), PAMI_INVAL,
                 "update: unknown header type %u or schedule %u", h, s);
-    OWNER_CHECK(o->nusers * sizeof(uint32_t) < st->eager_max, PAMI_UNIMPL,
+    OWNER_CHECK(o->nusers * SVD_USER_BYTES < st->eager_max, PAMI_UNIMPL,
                 "update: the list of %zu users does not fit one eager "
                 "notification (PAMI_RNDV_THRESHOLD %zu)", o->nusers,
                 st->eager_max);
@@ -205,7 +219,7 @@ static pami_result_t update_start(svd_state_t *st, const pami_svd_update_t *p,
     /* A notification travels whole (eager): a record that would not fit
      * goes by GET, forced or not. */
     if (b->htype == PAMI_SVD_HEADER_INLINE &&
-        o->nusers * sizeof(uint32_t) + rec->len >= st->eager_max)
+        o->nusers * SVD_USER_BYTES + rec->len >= st->eager_max)
         b->htype = PAMI_SVD_HEADER_GET;
     st->stats[b->htype == PAMI_SVD_HEADER_INLINE ? SVD_STAT_hdr_inline
                                                  : SVD_STAT_hdr_get]++;
@@ -215,13 +229,23 @@ static pami_result_t update_start(svd_state_t *st, const pami_svd_update_t *p,
     b->node = 0;
     svd_bcast_layout(b);
 
-    /* What NOTIFY carries: the users, then the record when inline. */
-    size_t tl = b->ntasks * sizeof(uint32_t);
+    /* What NOTIFY carries: the users, their tags, then the record when
+     * inline. */
+    size_t tl = b->ntasks * SVD_USER_BYTES;
     b->payload_len = tl + (b->htype == PAMI_SVD_HEADER_INLINE ? rec->len : 0);
     b->payload = malloc(b->payload_len);
     pami_result_t rc = b->payload != NULL ? PAMI_SUCCESS : PAMI_ENOMEM;
     if (rc == PAMI_SUCCESS) {
-        memcpy(b->payload, b->tasks, tl);
+        memcpy(b->payload, b->tasks, b->ntasks * sizeof(uint32_t));
+        svd_notify_hdr_t th = {.htype = b->htype, .sched = b->sched,
+                               .key = b->key, .owner = b->owner,
+                               .entry_version = b->version,
+                               .rec_len = b->rec_len};
+        for (size_t i = 0; i < b->ntasks; i++) {
+            uint64_t tag = svd_notify_tag(o->secrets[i], o->users[i], &th);
+            memcpy(b->payload + b->ntasks * sizeof(uint32_t) +
+                       i * sizeof(tag), &tag, sizeof(tag));
+        }
         if (b->htype == PAMI_SVD_HEADER_INLINE)
             memcpy(b->payload + tl, rec->bytes, rec->len);
         else if ((rc = pami_memregion_create(st->ctx, rec->bytes, rec->len,
@@ -322,9 +346,9 @@ pami_result_t pami_svd_update_wait(pami_context_t context,
     return box.result;
 }
 
-pami_result_t pami_svd_query(pami_context_t context, pami_svd_key_t key,
-                             pami_svd_info_t *info, pami_task_t *users,
-                             size_t max_users)
+static pami_result_t query(pami_context_t context, pami_svd_key_t key,
+                           pami_svd_info_t *info, pami_task_t *users,
+                           size_t max_users)
 {
     svd_state_t *st = svd_state(context);
     OWNER_CHECK(st != NULL && info != NULL, PAMI_INVAL,
@@ -361,23 +385,34 @@ static size_t user_pos(const svd_owned_t *o, pami_task_t t, bool *found)
     return lo;
 }
 
-static bool user_add(svd_state_t *st, svd_owned_t *o, pami_task_t t)
+static bool user_add(svd_state_t *st, svd_owned_t *o, pami_task_t t,
+                     const uint8_t secret[SVD_SECRET_LEN])
 {
     bool   found;
     size_t i = user_pos(o, t, &found);
-    if (found)
+    if (found) {
+        memcpy(o->secrets[i], secret, SVD_SECRET_LEN);
         return true;
+    }
     if (o->nusers == o->cap) {
         size_t cap = o->cap ? o->cap * 2 : 8;
         pami_task_t *u = realloc(o->users, cap * sizeof(*u));
         if (u == NULL)
             return false;
         o->users = u;
-        o->cap   = cap;
+        uint8_t (*sc)[SVD_SECRET_LEN] = realloc(o->secrets,
+                                                cap * sizeof(*sc));
+        if (sc == NULL)
+            return false;
+        o->secrets = sc;
+        o->cap     = cap;
     }
     memmove(&o->users[i + 1], &o->users[i],
             (o->nusers - i) * sizeof(pami_task_t));
+    memmove(&o->secrets[i + 1], &o->secrets[i],
+            (o->nusers - i) * sizeof(o->secrets[0]));
     o->users[i] = t;
+    memcpy(o->secrets[i], secret, SVD_SECRET_LEN);
     o->nusers++;
     svd_owned_rechoose(st, o);
     return true;
@@ -391,6 +426,8 @@ static bool user_remove(svd_state_t *st, svd_owned_t *o, pami_task_t t)
         return false;
     memmove(&o->users[i], &o->users[i + 1],
             (o->nusers - i - 1) * sizeof(pami_task_t));
+    memmove(&o->secrets[i], &o->secrets[i + 1],
+            (o->nusers - i - 1) * sizeof(o->secrets[0]));
     o->nusers--;
     svd_owned_rechoose(st, o);
     return true;
@@ -426,7 +463,7 @@ void svd_on_fetch(pami_context_t ctx, void *cookie, const void *hdr,
     e.req     = f.req;
     e.key     = f.key;
     svd_owned_t *o = svd_owned_find(st, f.key);
-    if (o == NULL || from == st->me || !user_add(st, o, from)) {
+    if (o == NULL || from == st->me || !user_add(st, o, from, f.secret)) {
         st->stats[SVD_STAT_fetch_not_found]++;
         e.status = SVD_ST_NOT_FOUND;
         svd_send_ctl(st, from, SVD_PKT_ENTRY, &e, sizeof(e));
@@ -561,6 +598,32 @@ void svd_owned_free_all(svd_state_t *st)
             st->owned[b] = o->next;
             svd_blob_put(o->rec);
             free(o->users);
+            free(o->secrets);
             free(o);
         }
+}
+
+/* Writes only the program's layout of the info (pami_svd.h). */
+pami_result_t pami_svd_query_sized(pami_context_t context, pami_svd_key_t key,
+                                   pami_svd_info_t *out, pami_task_t *users,
+                                   size_t max_users, size_t size)
+{
+    static const size_t sizes[] = {
+        SVD_PREFIX(pami_svd_info_t, version),
+        SVD_PREFIX(pami_svd_info_t, num_users),
+        SVD_PREFIX(pami_svd_info_t, record_size),
+        SVD_PREFIX(pami_svd_info_t, header),
+        SVD_PREFIX(pami_svd_info_t, schedule), sizeof(pami_svd_info_t)};
+    bool known = false;
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+        known |= sizes[i] == size;
+    OWNER_CHECK(known, PAMI_INVAL, "query: pami_svd_info_t of %zu bytes is "
+                "no layout of this pami (%zu bytes now)", size,
+                sizeof(pami_svd_info_t));
+    OWNER_CHECK(out != NULL, PAMI_INVAL, "query: NULL info");
+    pami_svd_info_t info;
+    pami_result_t   rc = query(context, key, &info, users, max_users);
+    if (rc == PAMI_SUCCESS)
+        memcpy(out, &info, size);
+    return rc;
 }

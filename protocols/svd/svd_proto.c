@@ -75,6 +75,12 @@ static pami_result_t svd_init(const pami_protocol_env_t *env, void **state)
     st->eager_max = attr.rndv_threshold;
     st->done_tail = &st->done_head;
     read_config(&st->cfg);
+    if (!svd_tag_init(st)) {
+        pami_protocol_log(PAMI_PROTOCOL_LOG_WARN, SVD_LOG,
+                          "no random bytes for the NOTIFY tags");
+        free(st);
+        return PAMI_ERROR;
+    }
     static const pami_dispatch_fn handlers[SVD_PKT_COUNT] = {
         [SVD_PKT_FETCH] = svd_on_fetch,   [SVD_PKT_ENTRY] = svd_on_entry,
         [SVD_PKT_RELEASE] = svd_on_release, [SVD_PKT_NOTIFY] = svd_on_notify,

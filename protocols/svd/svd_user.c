@@ -116,6 +116,7 @@ static pami_result_t send_fetch(svd_state_t *st, svd_cached_t *c)
     f.type    = SVD_PKT_FETCH;
     f.req     = c->req;
     f.key     = c->key;
+    svd_user_secret(st, c->owner, c->key, f.secret);
     st->stats[SVD_STAT_fetch_sent]++;
     return svd_send_ctl(st, c->owner, SVD_PKT_FETCH, &f, sizeof(f));
 }
@@ -189,12 +190,18 @@ static pami_result_t lookup_start(svd_state_t *st, const pami_svd_lookup_t *p,
     return PAMI_SUCCESS;
 }
 
+/* The field_mask bits of pami_svd_lookup_t this pami knows. */
+#define LOOKUP_KNOWN (PAMI_SVD_LOOKUP_CHANGE | PAMI_SVD_LOOKUP_TIMEOUT)
+
 pami_result_t pami_svd_lookup(pami_context_t context,
                               const pami_svd_lookup_t *p)
 {
     svd_state_t *st = svd_state(context);
     USER_CHECK(st != NULL && p != NULL && p->done_fn != NULL, PAMI_INVAL,
                "lookup: no SVD on this context, NULL params or no done_fn");
+    USER_CHECK((p->field_mask & ~(uint64_t)LOOKUP_KNOWN) == 0, PAMI_INVAL,
+               "lookup: pami_svd_lookup_t.field_mask has bits this pami "
+               "does not know");
     return lookup_start(st, p, p->done_fn, p->cookie, false);
 }
 
@@ -227,13 +234,16 @@ static bool lookup_here(svd_state_t *st, const pami_svd_lookup_t *p,
     return true;
 }
 
-pami_result_t pami_svd_lookup_wait(pami_context_t context,
-                                   const pami_svd_lookup_t *p,
-                                   pami_svd_entry_t *entry)
+static pami_result_t lookup_wait(pami_context_t context,
+                                 const pami_svd_lookup_t *p,
+                                 pami_svd_entry_t *entry)
 {
     svd_state_t *st = svd_state(context);
     USER_CHECK(st != NULL && p != NULL && entry != NULL, PAMI_INVAL,
                "lookup_wait: no SVD on this context or NULL argument");
+    USER_CHECK((p->field_mask & ~(uint64_t)LOOKUP_KNOWN) == 0, PAMI_INVAL,
+               "lookup_wait: pami_svd_lookup_t.field_mask has bits this "
+               "pami does not know");
     USER_CHECK(p->owner < st->size, PAMI_INVAL,
                "lookup_wait: owner task %u is beyond the job's %zu",
                p->owner, st->size);
@@ -588,4 +598,27 @@ void svd_cached_fini(svd_state_t *st)
         while (st->cached[b] != NULL) {
             drop_cached(st, st->cached[b], PAMI_SHUTDOWN);
         }
+}
+
+/* Writes only the program's layout of the entry (pami_svd.h). */
+pami_result_t pami_svd_lookup_wait_sized(pami_context_t context,
+                                         const pami_svd_lookup_t *p,
+                                         pami_svd_entry_t *out, size_t size)
+{
+    static const size_t sizes[] = {
+        SVD_PREFIX(pami_svd_entry_t, mr), SVD_PREFIX(pami_svd_entry_t, data),
+        sizeof(pami_svd_entry_t)};
+    bool known = false;
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+        known |= sizes[i] == size;
+    USER_CHECK(known, PAMI_INVAL, "lookup_wait: pami_svd_entry_t of %zu "
+               "bytes is no layout of this pami (%zu bytes now)", size,
+               sizeof(pami_svd_entry_t));
+    USER_CHECK(out != NULL, PAMI_INVAL,
+               "lookup_wait: no SVD on this context or NULL argument");
+    pami_svd_entry_t entry;
+    pami_result_t    rc = lookup_wait(context, p, &entry);
+    if (rc == PAMI_SUCCESS)
+        memcpy(out, &entry, size);
+    return rc;
 }

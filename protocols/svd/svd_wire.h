@@ -14,7 +14,13 @@
 #include "pami.h"
 #include "pami_svd.h"
 
-#define SVD_WIRE_VERSION 1
+#define SVD_WIRE_VERSION 2
+
+/* A user's secret for one (owner, key), sent once in its FETCH; the
+ * owner tags each NOTIFY for that user with it (svd_notify_tag). */
+#define SVD_SECRET_LEN 16
+/* NOTIFY payload bytes per user: its task id and its tag. */
+#define SVD_USER_BYTES (sizeof(uint32_t) + sizeof(uint64_t))
 
 /* Packet types; the dispatch id of a type is the protocol's base + type. */
 enum {
@@ -42,6 +48,7 @@ typedef struct {
     uint16_t reserved;
     uint32_t req;          /* echoed in ENTRY */
     uint64_t key;
+    uint8_t  secret[SVD_SECRET_LEN]; /* tags this user's NOTIFYs */
 } svd_fetch_hdr_t;
 
 typedef struct {
@@ -114,7 +121,7 @@ typedef struct {
     pami_memregion_t mr;
 } svd_record_hdr_t;
 
-_Static_assert(sizeof(svd_fetch_hdr_t) == 16, "FETCH header layout");
+_Static_assert(sizeof(svd_fetch_hdr_t) == 32, "FETCH header layout");
 _Static_assert(offsetof(svd_entry_hdr_t, src) == 32, "ENTRY header layout");
 _Static_assert(sizeof(svd_entry_hdr_t) == 32 + PAMI_MEMREGION_SIZE,
                "ENTRY header layout");
@@ -179,7 +186,7 @@ static inline int svd_notify_decode(const void *hdr, size_t hlen,
     if (h->ntasks == 0 || h->ntasks >= size || h->rec_len < SVD_REC_HDR ||
         h->rec_len > max_record || h->ready > h->rec_len ||
         (h->sched == PAMI_SVD_SCHEDULE_PIPELINE && h->chunk < 1024) ||
-        dlen != h->ntasks * sizeof(uint32_t) + (inl ? h->rec_len : 0))
+        dlen != h->ntasks * SVD_USER_BYTES + (inl ? h->rec_len : 0))
         return SVD_DEC_SIZE;
     return SVD_DEC_OK;
 }

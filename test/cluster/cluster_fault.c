@@ -3,13 +3,14 @@
  * messages to every other (cluster_fault.sh drives it on a simulated
  * cluster, docs/cluster.md).
  *
- *   cluster_fault DIR NODE kill|cut eager|mixed
+ *   cluster_fault DIR NODE kill|cut|stop|stop1 eager|mixed|rndv
  *
  * Every task sends to every other task without pause: a window of sends
  * per peer, small ones (immediate, and pami_send of 1 KiB) and, with
  * mixed, every eighth one of 100 KiB, which the target fetches
- * (rendezvous: over TCP UCX emulates the get with messages; see
- * docs/cluster.md for what UCX 1.13 does when the fetcher dies). Once the
+ * (rendezvous); with rndv every pami_send is large, 64 KiB to 2 MiB + 1,
+ * sizes around the 256 KiB chunks and the 2 MiB window in which the
+ * origin serves them over TCP (docs/protocols/rendezvous.md). Once the
  * stream runs everywhere, each task writes DIR/ready-TASK ("PID"). The
  * driver then kills node NODE or cuts its link. The "other side" of a
  * task is the tasks of NODE when it is elsewhere, the tasks elsewhere when
@@ -47,10 +48,18 @@ enum { ID_STREAM = 60, ID_LAST = 61 };
 #define SMALL      64
 #define DETECT_S   60.0
 
+/* rndv: the sizes of the large sends, in turn. */
+static const size_t rndv_sizes[] = {
+    64 * 1024,  256 * 1024 - 1, 256 * 1024,      256 * 1024 + 1,
+    512 * 1024 + 1, 2048 * 1024 - 1, 2048 * 1024, 2048 * 1024 + 1,
+};
+#define RNDV_NSIZES (sizeof(rndv_sizes) / sizeof(rndv_sizes[0]))
+
 typedef struct {
     pami_task_t to;
     uint32_t    seq;
     uint8_t    *buf;   /* pami_send's payload, freed by local_fn */
+    size_t      len;   /* its length */
     int         runs;  /* local_fn calls */
 } send_op_t;
 
@@ -67,6 +76,7 @@ static mp_job_t job;
 static peer_t  *peers;
 static uint64_t recv_pending;
 static bool     mixed;
+static bool     rndv;
 static unsigned last_acked;
 
 static double wall(void)
@@ -114,13 +124,21 @@ static void on_fetched(pami_context_t ctx, void *cookie, pami_result_t rc)
               o->seq, o->to);
     result(o->to, rc, "receive");
     if (rc == PAMI_SUCCESS) {
-        long bad = mp_verify(o->buf, BIG, o->to, o->seq, 1);
+        long bad = mp_verify(o->buf, o->len, o->to, o->seq, 1);
         MP_EXPECT(bad < 0, "message %u from task %u wrong at byte %ld",
                   o->seq, o->to, bad);
     }
     recv_pending--;
     free(o->buf);
     free(o);
+}
+
+/* The length of pami_send seq (odd). */
+static size_t send_len(uint32_t seq)
+{
+    if (rndv)
+        return rndv_sizes[(seq / 2) % RNDV_NSIZES];
+    return mixed && seq % 8 == 7 ? BIG : MID;
 }
 
 static void on_stream(pami_context_t ctx, void *cookie, const void *hdr,
@@ -143,10 +161,11 @@ static void on_stream(pami_context_t ctx, void *cookie, const void *hdr,
         return;
     }
     send_op_t *o = calloc(1, sizeof(*o));
-    MP_EXPECT(o != NULL && dlen == BIG, "%zu bytes from task %u", dlen,
-              origin);
+    MP_EXPECT(o != NULL && dlen == send_len(seq), "%zu bytes from task %u "
+              "in message %u", dlen, origin, seq);
     o->to  = origin;
     o->seq = seq;
+    o->len = dlen;
     o->buf = malloc(dlen);
     MP_EXPECT(o->buf != NULL, "out of memory");
     recv->addr     = o->buf;
@@ -175,7 +194,7 @@ static void send_one(pami_task_t t, uint32_t limit)
             result(t, rc, "immediate send");
         return;
     }
-    size_t     len = mixed && seq % 8 == 7 ? BIG : MID;
+    size_t     len = send_len(seq);
     send_op_t *o   = calloc(1, sizeof(*o));
     MP_EXPECT(o != NULL, "out of memory");
     o->to  = t;
@@ -292,11 +311,16 @@ int main(int argc, char **argv)
     mp_init(&job, "cluster_fault", &argc, argv, NULL, 1, false);
     MP_EXPECT(argc == 5 &&
                   (strcmp(argv[3], "kill") == 0 ||
-                   strcmp(argv[3], "cut") == 0) &&
+                   strcmp(argv[3], "cut") == 0 ||
+                   strcmp(argv[3], "stop") == 0 ||
+                   strcmp(argv[3], "stop1") == 0) &&
                   (strcmp(argv[4], "eager") == 0 ||
-                   strcmp(argv[4], "mixed") == 0),
-              "usage: cluster_fault DIR NODE kill|cut eager|mixed");
+                   strcmp(argv[4], "mixed") == 0 ||
+                   strcmp(argv[4], "rndv") == 0),
+              "usage: cluster_fault DIR NODE kill|cut|stop|stop1 "
+              "eager|mixed|rndv");
     mixed = strcmp(argv[4], "mixed") == 0;
+    rndv  = strcmp(argv[4], "rndv") == 0;
     const char *dir    = argv[1];
     uint32_t    victim = (uint32_t)strtoul(argv[2], NULL, 10);
     /* Behind a cut link mpirun cannot forward output: it goes to
@@ -312,12 +336,18 @@ int main(int argc, char **argv)
     peers = calloc(job.size, sizeof(*peers));
     MP_EXPECT(peers != NULL, "out of memory");
     uint32_t my_node   = job.attr.task_node[job.me];
-    bool     on_victim = my_node == victim;
+    /* stop1: the side of the fault is the first task of NODE alone. */
+    bool     one       = strcmp(argv[3], "stop1") == 0;
+    size_t   lead      = 0;
+    while (job.attr.task_node[lead] != victim)
+        lead++;
+    bool     on_victim = one ? job.me == lead : my_node == victim;
     size_t others = 0, same = 0;
     for (size_t t = 0; t < job.size; t++) {
         if (t == job.me)
             continue;
-        peers[t].other = (job.attr.task_node[t] == victim) != on_victim;
+        bool faulty    = one ? t == lead : job.attr.task_node[t] == victim;
+        peers[t].other = faulty != on_victim;
         others += peers[t].other;
         same += !peers[t].other;
     }
@@ -325,14 +355,15 @@ int main(int argc, char **argv)
     MP_CHECK(pami_dispatch_set(job.ctx[0], ID_LAST, on_last, NULL, NULL));
     MP_CHECK(pami_dispatch_fence(job.client));
 
-    /* The stream runs everywhere: 64 messages to and from every peer,
-     * then the message barrier. */
+    /* The stream runs everywhere: 64 messages (rndv: 16) to and from
+     * every peer, then the message barrier. */
+    uint32_t first = rndv ? 16 : 64;
     for (bool all = false; !all;) {
-        stream_step(64);
+        stream_step(first);
         all = true;
         for (size_t t = 0; t < job.size; t++)
-            all = all && (t == job.me || (peers[t].got == 64 &&
-                                          peers[t].seq == 64));
+            all = all && (t == job.me || (peers[t].got == first &&
+                                          peers[t].seq == first));
     }
     MP_WAIT(&job, job.ctx[0], drained(), MP_WAIT_S, "the first messages");
     mp_sync(&job);

@@ -4,13 +4,14 @@
 # by mpirun, and removes the cluster afterwards, also on failure or when
 # killed. Skipped (77) where no cluster can be made.
 #
-#   cluster_test.sh [--timeout S] [-x VAR=VALUE]... NODES PER block|cyclic
-#                   PROGRAM ARGS...
+#   cluster_test.sh [--timeout S] [--plain] [-x VAR=VALUE]... NODES PER
+#                   block|cyclic PROGRAM ARGS...
 #
 # NODES nodes of PER ranks each. block: ranks 0..PER-1 on node0, the next
 # PER on node1...; cyclic: rank r on node (r mod NODES). The program gets
 # --expect-bootstrap=pmix --expect-size=N --expect-nodes=LIST (mp_util.h):
-# it fails unless pami reports exactly that node layout. -x sets a
+# it fails unless pami reports exactly that node layout; --plain leaves
+# them out, for a program that takes no such options. -x sets a
 # variable in the ranks' environment. mpirun's --timeout (default 60 s)
 # ends a hung job.
 set -u
@@ -19,10 +20,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 cluster=$here/cluster.sh
 timeout=60
 xs=""
+expect=1
 while [ $# -gt 0 ]; do
     case $1 in
     --timeout) timeout=$2; shift 2 ;;
     -x) xs="$xs -x $2"; shift 2 ;;
+    --plain) expect=0; shift ;;
     *) break ;;
     esac
 done
@@ -57,10 +60,12 @@ for v in $(env | sed -n 's/^\(\(PAMI\|ASAN\|UBSAN\|LSAN\)_[A-Z_]*\)=.*/\1/p'); d
     xs="$xs -x $v"
 done
 
+[ $expect -eq 1 ] && set -- "$@" --expect-bootstrap=pmix \
+    --expect-size="$n" --expect-nodes="$list"
 start=$(date +%s.%N)
 # shellcheck disable=SC2086 # xs is a list of words
 "$cluster" mpirun "$name" --timeout "$timeout" -np "$n" --map-by "$mapping" \
-    $xs "$@" --expect-bootstrap=pmix --expect-size="$n" --expect-nodes="$list"
+    $xs "$@"
 rc=$?
 end=$(date +%s.%N)
 awk -v s="$start" -v e="$end" -v nodes="$nodes" -v n="$n" -v m="$map" \

@@ -20,14 +20,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "oob_pair.h"
+
 #define ID_PING 7
 #define CYCLES  40
 #define DIE_AT  5
 
-typedef struct {
-    int fd;
-    int rank;
-} oob_t;
 
 static double now(void)
 {
@@ -44,31 +42,6 @@ static double now(void)
             exit(1);                                                        \
         }                                                                   \
     } while (0)
-
-static int io_all(int fd, void *buf, size_t len, int out)
-{
-    char *p = buf;
-    while (len > 0) {
-        ssize_t n = out ? send(fd, p, len, MSG_NOSIGNAL) : read(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-static int oob_allgather(void *cookie, const void *send, void *recv, size_t len)
-{
-    oob_t *o   = cookie;
-    char  *out = recv;
-    memcpy(out + (size_t)o->rank * len, send, len);
-    if (io_all(o->fd, (void *)send, len, 1) != 0)
-        return -1;
-    return io_all(o->fd, out + (size_t)(1 - o->rank) * len, len, 0);
-}
 
 static void on_ping(pami_context_t ctx, void *cookie, const void *hdr,
                     size_t hlen, const void *data, size_t dlen,

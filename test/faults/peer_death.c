@@ -23,55 +23,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "oob_pair.h"
+
 #define ID_DATA   3
 #define MAX_SENDS 4096
 #define DIE_AFTER 50
-
-typedef struct {
-    int fd;
-    int rank;
-} oob_t;
-
-static int write_all(int fd, const void *buf, size_t len)
-{
-    const char *p = buf;
-    while (len > 0) {
-        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-static int read_all(int fd, void *buf, size_t len)
-{
-    char *p = buf;
-    while (len > 0) {
-        ssize_t n = read(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-/* Two tasks: send ours, read the other's, lay both out by rank. */
-static int oob_allgather(void *cookie, const void *send, void *recv, size_t len)
-{
-    oob_t *o = cookie;
-    char  *out = recv;
-    memcpy(out + (size_t)o->rank * len, send, len);
-    if (write_all(o->fd, send, len) != 0)
-        return -1;
-    return read_all(o->fd, out + (size_t)(1 - o->rank) * len, len);
-}
 
 static double now(void)
 {

@@ -37,9 +37,6 @@ for l in $launchers; do
     fi
     for w in am rndv barrier coll rma svd cycle destroy; do
         for m in kill exit stop; do
-            # A stopped task inside a bootstrap collective holds the
-            # others until the launcher's timeout (docs/faults.md).
-            [ "$w" = cycle ] && [ "$m" = stop ] && continue
             r=0
             while [ "$r" -lt "$runs" ]; do
                 i=$((i + 1))

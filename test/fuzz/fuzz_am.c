@@ -1,7 +1,8 @@
 /*
  * libFuzzer target: the active-message header as pami_am_recv sees it
  * (pami_am_decode in pami/wire.c), and the core payloads it routes by id:
- * the ack, the core barrier message and the rendezvous request.
+ * the ack, the core barrier message, the liveness probe and the
+ * rendezvous request.
  *
  * Input: u8 job size, u8 contexts per task, u16 UCX header length, u8
  * flags (bit 0: came by UCX rendezvous; bit 1: seal a request's region
@@ -56,6 +57,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size)
                     PAMI_WIRE_OK &&
                 b.round >= 64)
                 abort();
+            break;
+        }
+        case PAMI_DISPATCH_PROBE: {
+            pami_probe_msg_t p;
+            if (pami_probe_decode(m.uhdr, m.uhdr_len, &p) == PAMI_WIRE_OK &&
+                ((p.kind != PAMI_PROBE_ASK && p.kind != PAMI_PROBE_ANSWER) ||
+                 p.reserved[0] | p.reserved[1] | p.reserved[2]))
+                abort(); /* a probe of a form the receiver cannot use */
             break;
         }
         case PAMI_DISPATCH_RNDV: {

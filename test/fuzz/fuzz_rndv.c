@@ -32,7 +32,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size)
     if (pami_rndv_rts_decode(buf, len, origin, fz_secrets(), ntasks, &rts) ==
         PAMI_WIRE_OK) {
         fz_touch(buf + sizeof(rts), len - sizeof(rts));
-        if (!(rts.flags & RNDV_FLAG_CMA)) {
+        if (rts.flags & RNDV_FLAG_MSG) {
+            /* Served by the origin: nothing of its memory is named. */
+            static const pami_memregion_t zero;
+            if (rts.base != 0 || rts.bytes == 0 ||
+                memcmp(&rts.mr, &zero, sizeof(zero)) != 0 ||
+                (rts.flags & RNDV_FLAG_CMA))
+                abort();
+        } else if (!(rts.flags & RNDV_FLAG_CMA)) {
             pami_mr_view_t v;
             /* What the decoder accepted must describe the request. */
             if (pami_mr_wire_decode(&rts.mr, sizeof(rts.mr), fz_secrets(),

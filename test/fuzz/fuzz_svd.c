@@ -6,7 +6,8 @@
  *
  * Input: u8 packet type, u16 job size, u16 this task, u32 largest
  * record, u16 header length; the header, then the payload (for a NOTIFY:
- * the users' task list and the inline record; for the others, a record).
+ * the users' task ids, their tags and the inline record; for the others,
+ * a record).
  */
 #include "fuzz_util.h"
 #include "svd_internal.h"
@@ -65,8 +66,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size)
         svd_notify_hdr_t h;
         if (svd_notify_decode(hdr, hlen, dlen, ntasks, me, maxrec, &h) ==
             SVD_DEC_OK) {
-            /* The task list and the inline record fill the payload. */
-            size_t tasks = (size_t)h.ntasks * sizeof(uint32_t);
+            /* Task ids, tags and the inline record fill the payload. */
+            size_t tasks = (size_t)h.ntasks * SVD_USER_BYTES;
             if (h.owner >= ntasks || h.owner == me || h.ntasks >= ntasks ||
                 tasks > dlen || h.rec_len > maxrec)
                 abort();

@@ -32,12 +32,13 @@ def memregion(owner=1, ctx=0, base=0x10000, nbytes=4096, rkey_len=16,
     return (head + key).ljust(MR_SIZE, b"\0")[:MR_SIZE]
 
 
-# ---- core: AM header, ack, barrier, rendezvous request ----
+# ---- core: AM header, ack, barrier, probe, rendezvous request ----
 def am_hdr(task, dispatch, ctx=0, flags=0):
     return struct.pack("<IHBB", task, dispatch, ctx, flags)
 
 
-ACK, BARRIER, MONITOR, RNDV = 512, 513, 514, 515
+ACK, BARRIER, MONITOR, RNDV, RMA, RNDV_CHUNK, PROBE = (512, 513, 514, 515,
+                                                   516, 517, 518)
 
 
 def rts(dispatch=5, nbytes=4096, flags=0, base=0x10000, owner=1, mr=None):
@@ -66,6 +67,16 @@ def am_seeds():
     yield "barrier-round64", am_input(am_hdr(3, BARRIER) +
                                       struct.pack("<II", 4, 64))
     yield "monitor", am_input(am_hdr(1, MONITOR))
+    # Liveness probes (pami/liveness.c): an ask, an answer, and forged ones.
+    yield "probe-ask", am_input(am_hdr(1, PROBE) + struct.pack("<B3xI", 1, 7))
+    yield "probe-answer", am_input(am_hdr(2, PROBE) +
+                                   struct.pack("<B3xI", 2, 7))
+    yield "probe-bad-kind", am_input(am_hdr(1, PROBE) +
+                                     struct.pack("<B3xI", 9, 7))
+    yield "probe-reserved", am_input(am_hdr(1, PROBE) +
+                                     struct.pack("<BBBBI", 1, 0, 5, 0, 7))
+    yield "probe-long", am_input(am_hdr(1, PROBE) +
+                                 struct.pack("<B3xII", 1, 7, 0))
     yield "rndv", am_input(am_hdr(1, RNDV, flags=1) + cookie + rts() + b"uh")
     yield "rndv-cma", am_input(am_hdr(1, RNDV, flags=1) + cookie +
                                rts(flags=1, mr=bytes(MR_SIZE)))
@@ -87,9 +98,55 @@ def rndv_seeds():
     yield "wrong-owner", rndv_input(2, rts(owner=1))
     yield "owner-outside", rndv_input(9, rts(owner=9))
     yield "bad-version", rndv_input(1, struct.pack("<I", 2) + rts()[4:])
-    yield "unknown-flag", rndv_input(1, rts(flags=2))
+    yield "unknown-flag", rndv_input(1, rts(flags=4))
+    yield "msg", rndv_input(1, rts(flags=2, base=0, mr=bytes(MR_SIZE)) +
+                            b"user header")
+    yield "msg-with-mr", rndv_input(1, rts(flags=2, owner=1))
+    yield "msg-and-cma", rndv_input(1, rts(flags=3, base=0,
+                                           mr=bytes(MR_SIZE)))
+    yield "msg-empty", rndv_input(1, rts(flags=2, nbytes=0, base=0,
+                                         mr=bytes(MR_SIZE)))
     yield "bytes-differ", rndv_input(1, rts(mr=memregion(nbytes=1)))
     yield "short", rndv_input(1, rts()[:100])
+
+
+# The origin-served rendezvous: FETCH and DATA (rendezvous.md).
+def chunk(ctype=1, result=0, send=0x0000000500000002, recv=0x0000000900000004,
+          offset=0, nbytes=262144, version=1, reserved=0):
+    return struct.pack("<IIiIQQQQ", version, ctype, result, reserved, send,
+                       recv, offset, nbytes)
+
+
+def chunk_input(msg, data=b"", total=1 << 20, chunk_kib=256, lo=0, ahead=4,
+                got=0):
+    return (u8(1 if data else 0) + u64(total) + u8(chunk_kib - 1) + u16(lo) +
+            u8(ahead) + u64(got) + msg + data)
+
+
+def rndv_chunk_seeds():
+    yield "fetch", chunk_input(chunk())
+    yield "fetch-last", chunk_input(chunk(offset=786432, nbytes=262144))
+    yield "data", chunk_input(chunk(2, nbytes=1024, offset=0), b"d" * 1024,
+                              total=1024, chunk_kib=1)
+    yield "data-second", chunk_input(chunk(2, nbytes=1024, offset=1024),
+                                     b"e" * 1024, total=2048 + 7,
+                                     chunk_kib=1, got=0)
+    yield "data-tail", chunk_input(chunk(2, nbytes=7, offset=2048), b"t" * 7,
+                                   total=2048 + 7, chunk_kib=1, ahead=3)
+    yield "data-here-already", chunk_input(chunk(2, nbytes=1024, offset=0),
+                                           b"d" * 1024, total=4096,
+                                           chunk_kib=1, got=1)
+    yield "data-refused", chunk_input(chunk(2, result=3))
+    yield "data-bad-result", chunk_input(chunk(2, result=9999))
+    yield "data-short-data", chunk_input(chunk(2, nbytes=64), b"x" * 10)
+    yield "fetch-with-data", chunk_input(chunk(1, nbytes=8), b"y" * 8)
+    yield "fetch-overflow", chunk_input(chunk(offset=(1 << 64) - 16,
+                                              nbytes=4096))
+    yield "fetch-too-big", chunk_input(chunk(nbytes=(4 << 20) + 1))
+    yield "bad-version", chunk_input(chunk(version=2))
+    yield "bad-type", chunk_input(chunk(ctype=3))
+    yield "reserved", chunk_input(chunk(reserved=1))
+    yield "short", chunk_input(chunk()[:40])
 
 
 def mr_input(mr, seal=True, ntasks=4):
@@ -194,6 +251,7 @@ def coll_seeds():
 
 
 # ---- SVD ----
+SVD_V = 2  # svd_wire.h SVD_WIRE_VERSION
 PKT = dict(FETCH=0, ENTRY=1, RELEASE=2, NOTIFY=3, ACK=4, CHUNK=5, FETCHED=6)
 REC_HDR = 40 + MR_SIZE
 
@@ -202,7 +260,7 @@ def record(data=b"runtime data", version=3, flags=0, dsize=None):
     if dsize is None:
         dsize = len(data)
     mr = memregion() if flags & 1 else bytes(MR_SIZE)
-    return struct.pack("<BBHIQQQQ", 1, flags, 0, 0, 0x20000, 4096, version,
+    return struct.pack("<BBHIQQQQ", SVD_V, flags, 0, 0, 0x20000, 4096, version,
                        dsize) + mr + data
 
 
@@ -211,7 +269,7 @@ def notify(htype=1, sched=1, fanout=2, owner=0, ntasks=2, rec_len=None,
     rec = record(version=version)
     if rec_len is None:
         rec_len = len(rec)
-    h = struct.pack("<BBBBHHQIIQQQQQ", 1, PKT["NOTIFY"], htype, sched, fanout,
+    h = struct.pack("<BBBBHHQIIQQQQQ", SVD_V, PKT["NOTIFY"], htype, sched, fanout,
                     0, 42, owner, ntasks, version, rec_len, chunk, ready, 0)
     return h + (memregion() if htype == 2 else bytes(MR_SIZE)), rec
 
@@ -223,7 +281,8 @@ def svd_input(ptype, hdr, data=b"", ntasks=4, me=1, maxrec=1 << 20):
 
 def svd_seeds():
     h, rec = notify()
-    tasks = u32(2) + u32(3)
+    # two users: their task ids, then their tags
+    tasks = u32(2) + u32(3) + bytes(range(16))
     yield "notify-inline", svd_input(3, h, tasks + rec)
     h, _ = notify(htype=2, sched=3, chunk=4096, ready=100, rec_len=REC_HDR + 5000)
     yield "notify-get-pipeline", svd_input(3, h, tasks)
@@ -233,18 +292,82 @@ def svd_seeds():
     yield "notify-rec-short", svd_input(3, h, tasks + rec)
     h, rec = notify(ntasks=0x40000000)
     yield "notify-ntasks-huge", svd_input(3, h, tasks + rec)
-    yield "fetch", svd_input(0, struct.pack("<BBHIQ", 1, 0, 0, 9, 42))
-    yield "release", svd_input(2, struct.pack("<BBHIQ", 1, 2, 0, 0, 42))
-    yield "ack", svd_input(4, struct.pack("<BBBBIQQ", 1, 4, 0, 0, 0, 42, 3))
-    yield "chunk", svd_input(5, struct.pack("<BBBBIQQQ", 1, 5, 0, 0, 0, 42,
+    yield "fetch", svd_input(0, struct.pack("<BBHIQ", SVD_V, 0, 0, 9, 42) +
+                            bytes(range(16)))
+    yield "release", svd_input(2, struct.pack("<BBHIQ", SVD_V, 2, 0, 0, 42))
+    yield "ack", svd_input(4, struct.pack("<BBBBIQQ", SVD_V, 4, 0, 0, 0, 42, 3))
+    yield "chunk", svd_input(5, struct.pack("<BBBBIQQQ", SVD_V, 5, 0, 0, 0, 42,
                                             3, 100))
-    yield "fetched", svd_input(6, struct.pack("<BBHIQQ", 1, 6, 0, 9, 42, 3))
-    entry = struct.pack("<BBBBIQQQ", 1, 1, 0, 0, 9, 42, 3,
+    yield "fetched", svd_input(6, struct.pack("<BBHIQQ", SVD_V, 6, 0, 9, 42, 3))
+    entry = struct.pack("<BBBBIQQQ", SVD_V, 1, 0, 0, 9, 42, 3,
                         len(record())) + bytes(MR_SIZE)
     yield "entry-record", svd_input(1, entry, record())
     yield "entry-bad-record", svd_input(1, entry, record(dsize=1000))
-    yield "wrong-type", svd_input(0, struct.pack("<BBHIQ", 1, 3, 0, 9, 42))
+    yield "wrong-type", svd_input(0, struct.pack("<BBHIQ", SVD_V, 3, 0, 9, 42))
     yield "short", svd_input(3, b"\1\3")
+
+
+# ---- the shared-memory collectives' segment ----
+CSHM_MAGIC = 0x316d6873696d6170
+CSHM_RING, CSHM_RING_MAX, CSHM_LINE = 64, 4096, 64
+CSHM_RING_ENTRY = 32 + CSHM_RING_MAX + 32
+
+
+def cshm_input(nlocal=4, me=1, root=0, slot=256, sig=0x1234, total=64,
+               jhash=42, target=3, k=5, hdr=b"", ring=b""):
+    return (u8(nlocal - 1) + u8(me) + u8(root) + u8(slot // 64 - 1) + u32(sig) +
+            u16(total) + u64(jhash) + u64(target) + u64(k) + u16(len(hdr)) +
+            hdr + ring)
+
+
+def cshm_hdr(nlocal=4, slot=256, jhash=42, attached=4, version=3,
+             hdr_bytes=None, lines=()):
+    if hdr_bytes is None:
+        hdr_bytes = (256 + 2 * nlocal * 64 + 4095) // 4096 * 4096
+    h = struct.pack("<QIIQQQIII", CSHM_MAGIC, version, nlocal, slot,
+                    hdr_bytes, jhash, attached, 0, 0)
+    h += bytes(256 - len(h))
+    for sig, seq in lines:  # control lines (task, parity) in order
+        h += struct.pack("<IIQ", sig, 0, seq) + bytes(CSHM_LINE - 16)
+    return h
+
+
+def cshm_ring(nlocal=4, done=(), arrived=(), k=5, seq=None, claim=None,
+              sig=0x1234, length=64):
+    r = b""
+    for i in range(nlocal):
+        d = done[i] if i < len(done) else 0
+        a = arrived[i] if i < len(arrived) else 0
+        r += struct.pack("<QQ", d, a) + bytes(CSHM_LINE - 16)
+    entries = bytearray(CSHM_RING * CSHM_RING_ENTRY)
+    off = (k % CSHM_RING) * CSHM_RING_ENTRY
+    entries[off:off + 24] = struct.pack("<QQII", k + 1 if seq is None else seq,
+                                        k + 1 if claim is None else claim,
+                                        sig, length)
+    data = min(length, 256)
+    entries[off + 32:off + 32 + data] = bytes(range(data))
+    return r + bytes(entries[:off + 32 + data + 8])
+
+
+def cshm_seeds():
+    lines = [(0x1234, 3)] * 8
+    yield "round-there", cshm_input(hdr=cshm_hdr(lines=lines))
+    yield "round-ahead", cshm_input(hdr=cshm_hdr(lines=lines[:2] +
+                                                [(0x1234, 9)] + lines[3:]))
+    yield "round-not-yet", cshm_input(target=4, hdr=cshm_hdr(lines=lines))
+    yield "hdr-other-job", cshm_input(hdr=cshm_hdr(jhash=43))
+    yield "hdr-layout", cshm_input(hdr=cshm_hdr(hdr_bytes=1 << 60))
+    yield "hdr-attached", cshm_input(hdr=cshm_hdr(attached=0xffffffff))
+    yield "hdr-huge-nlocal", cshm_input(hdr=cshm_hdr(nlocal=1 << 31))
+    yield "ring-entry", cshm_input(ring=cshm_ring(arrived=(6, 6, 6, 6)))
+    yield "ring-entry-long", cshm_input(ring=cshm_ring(length=0xffffffff))
+    yield "ring-entry-ahead", cshm_input(ring=cshm_ring(seq=5 + 65))
+    yield "ring-no-root", cshm_input(ring=cshm_ring(seq=0, claim=0,
+                                                    arrived=(6, 6, 6, 6)))
+    yield "ring-all-done", cshm_input(ring=cshm_ring(seq=0, claim=6,
+                                                     done=(6, 0, 6, 6)))
+    yield "ring-root-wait", cshm_input(k=70, ring=cshm_ring(k=70,
+                                                            done=(7, 7, 1, 7)))
 
 
 # ---- shared-memory barrier records ----
@@ -412,8 +535,10 @@ def profile_seeds():
 
 
 TARGETS = {
-    "am": am_seeds, "rndv": rndv_seeds, "memregion": memregion_seeds,
+    "am": am_seeds, "rndv": rndv_seeds, "rndv_chunk": rndv_chunk_seeds,
+    "memregion": memregion_seeds,
     "bp": bp_seeds, "bp_state": bp_state_seeds, "coll": coll_seeds, "svd": svd_seeds,
+    "coll_shm": cshm_seeds,
     "shmb": shmb_seeds, "config": config_seeds,
     "bootstrap": bootstrap_seeds, "pamirun": pamirun_seeds,
     "profile": profile_seeds,

@@ -28,6 +28,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include "fdio.h"
+
 enum { ID_RING = 90, ID_ALL = 91 };
 
 #define RING_BIG (200 * 1024)
@@ -52,36 +54,6 @@ static void part_path(char *out, size_t n, const file_group_t *g,
     snprintf(out, n, "%s/%s-%s-%u", g->dir, g->prefix, what, rank);
 }
 
-static int write_all(int fd, const void *buf, size_t len)
-{
-    const uint8_t *p = buf;
-    while (len > 0) {
-        ssize_t w = write(fd, p, len);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        len -= (size_t)w;
-    }
-    return 0;
-}
-
-static int read_all(int fd, void *buf, size_t len)
-{
-    uint8_t *p = buf;
-    while (len > 0) {
-        ssize_t r = read(fd, p, len);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        p += r;
-        len -= (size_t)r;
-    }
-    return 0;
-}
-
 /* Publishes len bytes as file `what` of this task: whole or not at all. */
 static int publish(file_group_t *g, const char *what, const void *data,
                    uint64_t len)
@@ -95,9 +67,9 @@ static int publish(file_group_t *g, const char *what, const void *data,
                 strerror(errno));
         return -1;
     }
-    int rc = write_all(fd, &len, sizeof(len));
+    int rc = pami_fd_write_all(fd, &len, sizeof(len));
     if (rc == 0)
-        rc = write_all(fd, data, len);
+        rc = pami_fd_write_all(fd, data, len);
     close(fd);
     if (rc == 0 && rename(tmp, path) != 0)
         rc = -1;
@@ -122,7 +94,7 @@ static int collect(file_group_t *g, const char *what, unsigned r, void *out,
         int fd = open(path, O_RDONLY);
         if (fd >= 0) {
             uint64_t have;
-            int rc = read_all(fd, &have, sizeof(have));
+            int rc = pami_fd_read_all(fd, &have, sizeof(have));
             if (rc == 0 && have != len) {
                 fprintf(stderr, "mp_oob: %s holds %llu bytes, expected "
                                 "%llu\n", path, (unsigned long long)have,
@@ -130,7 +102,7 @@ static int collect(file_group_t *g, const char *what, unsigned r, void *out,
                 rc = -1;
             }
             if (rc == 0 && out != NULL)
-                rc = read_all(fd, out, len);
+                rc = pami_fd_read_all(fd, out, len);
             close(fd);
             return rc;
         }

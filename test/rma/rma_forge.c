@@ -322,13 +322,14 @@ static void test_wire(void)
     memcpy(&m, &my_mr, sizeof(m));
     rnd_fill(m.rkey, m.rkey_len);
     memcpy(&n.src, &m, sizeof(m));
-    uint32_t target = to;
+    /* The user list: the target's id and its (here unknown) tag. */
+    uint32_t target[3] = {to, 0, 0};
     uint8_t  nh[sizeof(am) + sizeof(n)];
     am.dispatch = (uint16_t)(svd_base() + SVD_PKT_NOTIFY);
     am.flags    = 0;
     memcpy(nh, &am, sizeof(am));
     memcpy(nh + sizeof(am), &n, sizeof(n));
-    raw_send(to, nh, sizeof(nh), &target, sizeof(target));
+    raw_send(to, nh, sizeof(nh), target, sizeof(target));
 
     /* Both drops happen in order before our marker, a genuine large
      * message, is handled; the request's answer is an ack nobody waits

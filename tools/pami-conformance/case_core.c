@@ -167,9 +167,7 @@ static void immediate(cf_env_t *e)
                                        .dispatch = IMM_ID, .header = &h,
                                        .header_len = sizeof(h), .data = buf,
                                        .data_len = len};
-            pami_result_t rc;
-            while ((rc = pami_send_immediate(e->ctx, &m)) == PAMI_EAGAIN)
-                pami_context_advance(e->ctx, 1);
+            pami_result_t rc = cf_send_immediate(e, &m);
             /* The buffers are ours again on return. */
             memset(buf, 0xee, len);
             if (rc != PAMI_SUCCESS) {
@@ -504,8 +502,7 @@ static void order(cf_env_t *e)
             pami_send_immediate_t m = {.dest = ep, .dispatch = id,
                                        .header = &q, .header_len = sizeof(q),
                                        .data = src, .data_len = 16};
-            while ((rc = pami_send_immediate(e->ctx, &m)) == PAMI_EAGAIN)
-                pami_context_advance(e->ctx, 1);
+            rc = cf_send_immediate(e, &m);
         } else {
             size_t len = r == 1 ? 200 : big;
             sent_big += r == 2;
@@ -760,10 +757,7 @@ static void unknown_id(cf_env_t *e)
                                                               e->size)),
                                .dispatch = 200, .header = &v,
                                .header_len = sizeof(v)};
-    pami_result_t rc;
-    while ((rc = pami_send_immediate(e->ctx, &m)) == PAMI_EAGAIN)
-        pami_context_advance(e->ctx, 1);
-    CF_OK(e, rc);
+    CF_OK(e, cf_send_immediate(e, &m));
     /* The fence's messages follow ours on the same pair. */
     CF_OK(e, pami_dispatch_fence(e->client));
     CF_OK(e, pami_context_stats(e->ctx, &after));

@@ -60,28 +60,32 @@ static void barrier_packets(cf_env_t *e)
     CF_OK(e, pami_barrier_wait(e->ctx, PAMI_BARRIER_PACKETS, NULL, 0));
 }
 
-static void barrier_shm(cf_env_t *e)
+/* 4 started at once, then `blocking` blocking ones, of one algorithm. */
+static void barrier_burst(cf_env_t *e, pami_barrier_algo_t algo,
+                          pami_result_t (*start)(pami_context_t,
+                                                 pami_event_fn, void *),
+                          int blocking, const char *what)
 {
     bdone_t d = {0};
     for (int i = 0; i < 4; i++)
-        CF_OK(e, pami_barrier_shm(e->ctx, bdone, &d));
-    cf_wait_count(e, &d.n, 4, "shm barrier completions");
+        CF_OK(e, start(e->ctx, bdone, &d));
+    cf_wait_count(e, &d.n, 4, what);
     CF_CHECK(e, d.rc == PAMI_SUCCESS, "expected PAMI_SUCCESS, seen %s",
              cf_rc_name(d.rc));
-    for (int i = 0; i < 20; i++)
-        CF_OK(e, pami_barrier_wait(e->ctx, PAMI_BARRIER_SHM, NULL, 0));
+    for (int i = 0; i < blocking; i++)
+        CF_OK(e, pami_barrier_wait(e->ctx, algo, NULL, 0));
+}
+
+static void barrier_shm(cf_env_t *e)
+{
+    barrier_burst(e, PAMI_BARRIER_SHM, pami_barrier_shm, 20,
+                  "shm barrier completions");
 }
 
 static void barrier_hier(cf_env_t *e)
 {
-    bdone_t d = {0};
-    for (int i = 0; i < 4; i++)
-        CF_OK(e, pami_barrier_hier(e->ctx, bdone, &d));
-    cf_wait_count(e, &d.n, 4, "hierarchical barrier completions");
-    CF_CHECK(e, d.rc == PAMI_SUCCESS, "expected PAMI_SUCCESS, seen %s",
-             cf_rc_name(d.rc));
-    for (int i = 0; i < 10; i++)
-        CF_OK(e, pami_barrier_wait(e->ctx, PAMI_BARRIER_HIER, NULL, 0));
+    barrier_burst(e, PAMI_BARRIER_HIER, pami_barrier_hier, 10,
+                  "hierarchical barrier completions");
 }
 
 /* A barrier really separates: a put done before it is visible after. */

@@ -222,10 +222,7 @@ static void fence(cf_env_t *e)
     uint32_t me = e->task;
     pami_send_immediate_t m = {.dest = ep, .dispatch = FENCE_ID,
                                .header = &me, .header_len = sizeof(me)};
-    pami_result_t rc;
-    while ((rc = pami_send_immediate(e->ctx, &m)) == PAMI_EAGAIN)
-        pami_context_advance(e->ctx, 1);
-    CF_OK(e, rc);
+    CF_OK(e, cf_send_immediate(e, &m));
     cf_wait_flag(e, &s.got, "the message after the fence");
     cf_wait_count(e, &d.n, RMA_LEN / 8192, "put local_fn callbacks");
     CF_OK(e, pami_dispatch_fence(e->client));

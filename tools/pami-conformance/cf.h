@@ -82,6 +82,13 @@ int cf_wait_flag(cf_env_t *e, volatile int *flag, const char *what);
 int cf_wait_count(cf_env_t *e, volatile size_t *count, size_t want,
                   const char *what);
 
+/* pami_send_immediate, retried while it says PAMI_EAGAIN (advancing the
+ * context) until the case's deadline; the call's result. cf_send_raw is
+ * the same through pami_test_send_raw, for packets on protocol and core
+ * ids. */
+pami_result_t cf_send_immediate(cf_env_t *e, const pami_send_immediate_t *m);
+pami_result_t cf_send_raw(cf_env_t *e, const pami_send_immediate_t *m);
+
 /* Endpoint of task's context 0; fails the case on error (returns NULL
  * value PAMI_ENDPOINT_NULL). */
 pami_endpoint_t cf_ep(cf_env_t *e, pami_task_t task);
@@ -109,8 +116,9 @@ int cf_allgather(const void *send, void *recv, size_t len);
 
 /* The suites. */
 extern const cf_case_t cf_core_cases[], cf_rma_cases[], cf_coll_cases[],
-    cf_protocols_cases[], cf_plugin_cases[];
+    cf_protocols_cases[], cf_wire_cases[], cf_plugin_cases[];
 extern const size_t cf_num_core_cases, cf_num_rma_cases,
-    cf_num_coll_cases, cf_num_protocols_cases, cf_num_plugin_cases;
+    cf_num_coll_cases, cf_num_protocols_cases, cf_num_wire_cases,
+    cf_num_plugin_cases;
 
 #endif /* CF_H */

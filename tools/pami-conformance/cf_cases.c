@@ -15,6 +15,7 @@ static const struct {
     {"rma", cf_rma_cases, &cf_num_rma_cases},
     {"coll", cf_coll_cases, &cf_num_coll_cases},
     {"protocols", cf_protocols_cases, &cf_num_protocols_cases},
+    {"protocols", cf_wire_cases, &cf_num_wire_cases},
 };
 #define NBUILTIN (sizeof(builtin) / sizeof(builtin[0]))
 

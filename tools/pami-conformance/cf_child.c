@@ -11,35 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static int write_all(int fd, const void *buf, size_t len)
-{
-    const char *p = buf;
-    while (len > 0) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-static int read_all(int fd, void *buf, size_t len)
-{
-    char *p = buf;
-    while (len > 0) {
-        ssize_t n = read(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
+#include "fdio.h"
 
 static size_t job_size;
 
@@ -47,10 +19,11 @@ int cf_allgather(const void *send, void *recv, size_t len)
 {
     cf_msg_hdr_t h = {.type = CF_MSG_ALLGATHER, .len = (uint32_t)len};
     cf_reply_hdr_t r;
-    if (len > CF_MSG_MAX || write_all(CF_FD_TO_RUNNER, &h, sizeof(h)) ||
-        write_all(CF_FD_TO_RUNNER, send, len) ||
-        read_all(CF_FD_FROM_RUNNER, &r, sizeof(r)) || r.status != 0 ||
-        read_all(CF_FD_FROM_RUNNER, recv, len * job_size))
+    if (len > CF_MSG_MAX ||
+        pami_fd_write_all(CF_FD_TO_RUNNER, &h, sizeof(h)) ||
+        pami_fd_write_all(CF_FD_TO_RUNNER, send, len) ||
+        pami_fd_read_all(CF_FD_FROM_RUNNER, &r, sizeof(r)) || r.status != 0 ||
+        pami_fd_read_all(CF_FD_FROM_RUNNER, recv, len * job_size))
         return -1;
     return 0;
 }
@@ -67,8 +40,8 @@ static void report(const cf_env_t *e)
     cf_result_msg_t r = {.status = e->failed ? CF_FAILED : CF_PASSED};
     snprintf(r.msg, sizeof(r.msg), "%s", e->failed ? e->msg : "");
     cf_msg_hdr_t h = {.type = CF_MSG_RESULT, .len = sizeof(r)};
-    write_all(CF_FD_TO_RUNNER, &h, sizeof(h));
-    write_all(CF_FD_TO_RUNNER, &r, sizeof(r));
+    pami_fd_write_all(CF_FD_TO_RUNNER, &h, sizeof(h));
+    pami_fd_write_all(CF_FD_TO_RUNNER, &r, sizeof(r));
 }
 
 void cf_report_now(cf_env_t *e)

@@ -15,6 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fdio.h"
+
 #define CF_RESULT_STEP UINT32_MAX
 #define CF_GONE_STEP   (UINT32_MAX - 1) /* the rank's case process ended */
 
@@ -109,21 +111,6 @@ static void read_child(child_t *c)
     }
 }
 
-static int write_all(int fd, const void *buf, size_t len)
-{
-    const char *p = buf;
-    while (len > 0) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 /* Handles whole messages from the child: starts exchanges, keeps the
  * result. -1 for a message the protocol does not have. */
 static int parse_child(cf_channel_t *ch, const cf_run_args_t *a, child_t *c)
@@ -214,14 +201,16 @@ static void run_here(cf_channel_t *ch, const cf_run_args_t *a,
                  * exchange): fail this one, let the process report. */
                 cf_reply_hdr_t diverged = {2};
                 c.in_exchange = 0;
-                if (write_all(c.to_child, &diverged, sizeof(diverged)) != 0)
+                if (pami_fd_write_all(c.to_child, &diverged,
+                                      sizeof(diverged)) != 0)
                     c.eof = 1;
                 continue;
             } else if (t > 0) {
                 c.in_exchange = 0;
                 cf_reply_hdr_t ok = {0};
-                if (write_all(c.to_child, &ok, sizeof(ok)) != 0 ||
-                    write_all(c.to_child, gathered, size * c.ex_len) != 0)
+                if (pami_fd_write_all(c.to_child, &ok, sizeof(ok)) != 0 ||
+                    pami_fd_write_all(c.to_child, gathered,
+                                      size * c.ex_len) != 0)
                     c.eof = 1; /* the child is gone; waitpid says how */
                 continue;
             } else {
@@ -232,7 +221,8 @@ static void run_here(cf_channel_t *ch, const cf_run_args_t *a,
                         !cf_channel_has(ch, a->run, c.step - 1, r)) {
                         cf_reply_hdr_t gone = {1};
                         c.in_exchange = 0;
-                        if (write_all(c.to_child, &gone, sizeof(gone)) != 0)
+                        if (pami_fd_write_all(c.to_child, &gone,
+                                              sizeof(gone)) != 0)
                             c.eof = 1;
                         break;
                     }

@@ -1,6 +1,8 @@
 /* Helpers every case uses: failures, waits, patterns, endpoints. */
 #include "cf.h"
 
+#include <pami_test.h>
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -63,6 +65,27 @@ int cf_wait_count(cf_env_t *e, volatile size_t *count, size_t want,
         pami_context_wait(e->ctx, 100);
     }
     return 0;
+}
+
+static pami_result_t send_retry(cf_env_t *e, const pami_send_immediate_t *m,
+                                pami_result_t (*fn)(
+                                    pami_context_t,
+                                    const pami_send_immediate_t *))
+{
+    pami_result_t rc;
+    while ((rc = fn(e->ctx, m)) == PAMI_EAGAIN && cf_now() <= e->deadline)
+        pami_context_advance(e->ctx, 1);
+    return rc;
+}
+
+pami_result_t cf_send_immediate(cf_env_t *e, const pami_send_immediate_t *m)
+{
+    return send_retry(e, m, pami_send_immediate);
+}
+
+pami_result_t cf_send_raw(cf_env_t *e, const pami_send_immediate_t *m)
+{
+    return send_retry(e, m, pami_test_send_raw);
 }
 
 pami_endpoint_t cf_ep(cf_env_t *e, pami_task_t task)

@@ -181,8 +181,20 @@ int main(int argc, char **argv)
         print_config();
         return 1;
     }
-    pami_client_attr_t a = {.field_mask = ~0ull};
-    pami_client_query(client, &a);
+    /* Only the fields printed: a bit pami does not know is refused. */
+    pami_client_attr_t a = {
+        .field_mask = PAMI_CLIENT_ATTR_TASK | PAMI_CLIENT_ATTR_SIZE |
+                      PAMI_CLIENT_ATTR_DISPATCH_MAX |
+                      PAMI_CLIENT_ATTR_HEADER_MAX |
+                      PAMI_CLIENT_ATTR_IMMEDIATE_MAX |
+                      PAMI_CLIENT_ATTR_RNDV_THRESHOLD |
+                      PAMI_CLIENT_ATTR_BOOTSTRAP | PAMI_CLIENT_ATTR_TRANSPORT};
+    rc = pami_client_query(client, &a);
+    if (rc != PAMI_SUCCESS) {
+        fprintf(stderr, "pami-info: client query: %s\n", pami_error_text(rc));
+        pami_client_destroy(&client);
+        return 1;
+    }
     printf("ucx %s\n", a.ucx_version);
     printf("transports: %s\n", a.transports[0] ? a.transports : "(none)");
     printf("bootstrap: %s (task %u of %zu)\n", bootstrap_name(a.bootstrap),

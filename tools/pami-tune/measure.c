@@ -15,6 +15,8 @@
 
 #include "tune.h"
 
+#include <pami_protocol.h>
+
 #define TUNE_GEOM_ID 4100 /* first sub-geometry id; one per shape */
 #define MAX_ALGOS 64
 #define SAVE_EVERY_S 5.0
@@ -143,9 +145,9 @@ static size_t make_shapes(run_t *r, shape_t *out)
         if (k < 2 && !(k == 1 && n == 1))
             continue;
         coll_shape_t key = shape_key(r, t, k);
-        uint64_t list = 0xcbf29ce484222325ull ^ k;
-        for (size_t i = 0; i < k; i++)
-            list = (list ^ t[i]) * 0x100000001b3ull;
+        /* As a geometry hashes its task list. */
+        uint64_t list = pami_protocol_hash(PAMI_PROTOCOL_HASH_INIT ^ k, t,
+                                           k * sizeof(*t));
         bool dup = false;
         for (size_t i = 0; i < ns; i++)
             dup |= out[i].list == list;

@@ -7,8 +7,9 @@
  *
  * Files: main.c (arguments, setup, exit), spawn.c (children, kills,
  * timeouts, signals), output.c (line forwarding), server.c (bootstrap
- * server), admit.c (who may connect to it, shedding the rest), workdir.c
- * (private directory, job id, cleanup).
+ * server), admit.c (who may connect to it, shedding the rest), stall.c
+ * (stopped ranks in a collective), workdir.c (private directory, job id,
+ * cleanup).
  */
 #ifndef PAMI_TOOLS_PAMIRUN_H
 #define PAMI_TOOLS_PAMIRUN_H
@@ -113,6 +114,13 @@ int  server_start(pamirun_job_t *job);
 /* The rank can no longer take part in collectives (it exited). */
 void server_rank_gone(pamirun_server_t *srv, uint32_t rank);
 void server_stop(pamirun_job_t *job);
+
+/* stall.c */
+/* Seconds a rank may stay stopped while a bootstrap collective waits for
+ * it: PAMI_PEER_TIMEOUT (milliseconds, default 10000); 0: forever. */
+double stall_timeout(void);
+/* 1 when process pid is stopped by a signal (state T). */
+int stall_stopped(pid_t pid);
 
 /* output.c */
 void output_start(pamirun_job_t *job, pamirun_rank_t *r, int out_fd,

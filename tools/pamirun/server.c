@@ -13,6 +13,11 @@
  * (-EINVAL), or when a rank left the session first (-ECONNRESET), so no
  * rank ever waits for someone who will not come.
  *
+ * A rank stopped by a signal (SIGSTOP) would hold a collective it has not
+ * joined forever: one stopped for PAMI_PEER_TIMEOUT fails it for everyone
+ * (-ETIMEDOUT, stall.c), watched every PAMIRUN_STALL_TICK seconds while a
+ * collective is pending.
+ *
  * Anything malformed from a client closes its connection: it is a bug or
  * a stranger, and that rank counts as having left. Connections from
  * outside the job's process groups are capped and must say HELLO soon
@@ -33,6 +38,7 @@
 #include <unistd.h>
 
 #define SUBSYS PAMIRUN_SUBSYS
+#define PAMIRUN_STALL_TICK 0.1 /* seconds */
 
 /* One collective's answer, shared by every rank's connection. */
 typedef struct {
@@ -49,6 +55,7 @@ typedef struct conn {
     ev_timer          hello_timer; /* strangers only, until HELLO */
     int               stranger;    /* counted in srv->strangers */
     int               fd;
+    pid_t             pid;         /* the peer process, from the socket */
     int64_t           rank;        /* -1 until HELLO */
     session_t        *sess;        /* NULL until HELLO */
     pamirun_server_t *srv;
@@ -97,6 +104,12 @@ struct pamirun_server {
     int            spare;      /* see admit.c */
     ev_timer       resume;     /* restarts accepting after a pause */
     admit_log_t    refused;
+    /* Stopped ranks (stall.c): the process that last said HELLO for each
+     * rank, since when it is seen stopped (0: not), the watch's timer. */
+    pid_t         *pids;
+    double        *stopped_since;
+    double         stall_timeout;  /* seconds; 0: never */
+    ev_timer       stall;
 };
 
 static void result_put(result_t *res)
@@ -320,6 +333,12 @@ static int on_hello(conn_t *c, const local_wire_hdr_t *h)
         c->stranger = 0;
         srv->strangers--;
     }
+    struct ucred cred;
+    socklen_t    clen = sizeof(cred);
+    if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0) {
+        c->pid                = cred.pid;
+        srv->pids[h->rank]    = cred.pid;
+    }
     c->rank             = h->rank;
     c->sess             = s;
     s->by_rank[h->rank] = c;
@@ -341,7 +360,10 @@ static void contrib_done(conn_t *c)
     slot->have = 1;
     c->in_buf  = NULL;
     s->ncontrib++;
-    gather_check(c->srv, s);
+    pamirun_server_t *srv = c->srv;
+    gather_check(srv, s);
+    if (srv->stall_timeout > 0 && !ev_is_active(&srv->stall))
+        ev_timer_start(srv->job->loop, &srv->stall);
 }
 
 static int on_contrib(conn_t *c, const local_wire_hdr_t *h)
@@ -629,6 +651,47 @@ static void gather_check(pamirun_server_t *srv, session_t *s)
     }
 }
 
+/* Whether rank r, which collective s waits for, has been stopped too
+ * long. */
+static int rank_hung(pamirun_server_t *srv, uint32_t r, double now)
+{
+    pid_t pid = srv->pids[r] > 0 ? srv->pids[r] : srv->job->ranks[r].pid;
+    if (!stall_stopped(pid)) {
+        srv->stopped_since[r] = 0;
+        return 0;
+    }
+    if (srv->stopped_since[r] == 0)
+        srv->stopped_since[r] = now;
+    return now - srv->stopped_since[r] >= srv->stall_timeout;
+}
+
+static void stall_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)revents;
+    pamirun_server_t *srv     = w->data;
+    uint32_t          n       = srv->job->size;
+    double            now     = ev_now(loop);
+    int               pending = 0;
+    for (session_t *s = srv->sessions; s != NULL; s = s->next) {
+        if (s->ncontrib == 0 || s->broken)
+            continue;
+        pending = 1;
+        for (uint32_t r = 0; r < n; r++) {
+            if (s->contrib[r].have || s->left[r] || !rank_hung(srv, r, now))
+                continue;
+            pami_warn(SUBSYS, "allgather %" PRIu64 " cannot complete: rank "
+                      "%" PRIu32 " is stopped (state T) for %.1f s "
+                      "(PAMI_PEER_TIMEOUT)", s->seq, r,
+                      now - srv->stopped_since[r]);
+            s->broken = 1;
+            gather_finish(s, n, -ETIMEDOUT, NULL);
+            break;
+        }
+    }
+    if (!pending)
+        ev_timer_stop(loop, w);
+}
+
 void server_rank_gone(pamirun_server_t *srv, uint32_t rank)
 {
     if (srv == NULL || rank >= srv->job->size || srv->exited[rank])
@@ -673,8 +736,15 @@ int server_start(pamirun_job_t *job)
     srv->spare  = admit_spare_open();
     srv->joined = calloc(job->size, sizeof(*srv->joined));
     srv->exited = calloc(job->size, sizeof(*srv->exited));
-    if (srv->joined == NULL || srv->exited == NULL)
+    srv->pids   = calloc(job->size, sizeof(*srv->pids));
+    srv->stopped_since = calloc(job->size, sizeof(*srv->stopped_since));
+    if (srv->joined == NULL || srv->exited == NULL || srv->pids == NULL ||
+        srv->stopped_since == NULL)
         goto fail;
+    srv->stall_timeout = stall_timeout();
+    ev_timer_init(&srv->stall, stall_cb, PAMIRUN_STALL_TICK,
+                  PAMIRUN_STALL_TICK);
+    srv->stall.data = srv;
     srv->fd = listen_socket(job);
     if (srv->fd < 0) {
         fprintf(stderr, "pamirun: cannot listen on %s: %s\n", job->sock_path,
@@ -692,6 +762,8 @@ int server_start(pamirun_job_t *job)
 fail:
     if (srv->spare >= 0)
         close(srv->spare);
+    free(srv->stopped_since);
+    free(srv->pids);
     free(srv->exited);
     free(srv->joined);
     free(srv);
@@ -717,10 +789,13 @@ void server_stop(pamirun_job_t *job)
         session_free(srv, srv->sessions);
     ev_io_stop(job->loop, &srv->lio);
     ev_timer_stop(job->loop, &srv->resume);
+    ev_timer_stop(job->loop, &srv->stall);
     close(srv->fd);
     if (srv->spare >= 0)
         close(srv->spare);
     admit_log_end(&srv->refused);
+    free(srv->stopped_since);
+    free(srv->pids);
     free(srv->exited);
     free(srv->joined);
     free(srv);

@@ -254,6 +254,15 @@ static void test_sdk_env_and_hash(void **state)
                 0x85944171f73967e8ull);
     uint64_t h = pami_protocol_hash(PAMI_PROTOCOL_HASH_INIT, "foo", 3);
     assert_true(pami_protocol_hash(h, "bar", 3) == 0x85944171f73967e8ull);
+
+    /* SipHash-2-4's published vector: key 00..0f, message 00..0e. */
+    uint8_t key[PAMI_PROTOCOL_MAC_KEY_LEN], msg[15];
+    for (uint8_t i = 0; i < sizeof(key); i++)
+        key[i] = i;
+    for (uint8_t i = 0; i < sizeof(msg); i++)
+        msg[i] = i;
+    assert_true(pami_protocol_mac(key, msg, sizeof(msg)) ==
+                0xa129ca6149be45e5ull);
 }
 
 /* Two contexts of one task with probe_a registered (and probe_b too when

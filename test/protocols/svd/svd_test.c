@@ -496,7 +496,7 @@ static void test_release(void)
 static const char *const drop_stats[] = {"drop_short", "drop_long",
                                          "drop_version", "drop_type",
                                          "drop_size", "drop_bad",
-                                         "drop_stale"};
+                                         "drop_stale", "drop_forged"};
 #define NDROP (sizeof(drop_stats) / sizeof(drop_stats[0]))
 
 static void inject(pami_task_t to, size_t id, const void *hdr, size_t hlen,
@@ -532,14 +532,14 @@ static void test_malformed(void)
         uint32_t junk[4] = {1, 2, 3, 4};
         for (size_t t = 0; t < np; t++) {
             memset(h, 0, sizeof(h));
-            h[0] = 1;
+            h[0] = SVD_WIRE_VERSION;
             h[1] = (uint8_t)t;
             inject(victim, base + t, h, hsize[t] - 1, NULL, 0); /* short */
             inject(victim, base + t, h, 0, NULL, 0);            /* empty */
             inject(victim, base + t, h, hsize[t] + 1, NULL, 0); /* long */
             h[0] = 99;
             inject(victim, base + t, h, hsize[t], NULL, 0);     /* version */
-            h[0] = 1;
+            h[0] = SVD_WIRE_VERSION;
             h[1] = 77;
             inject(victim, base + t, h, hsize[t], NULL, 0);     /* type */
             h[1] = (uint8_t)((t + 1) % np);
@@ -548,19 +548,19 @@ static void test_malformed(void)
         }
         /* absurd sizes: payloads where none belong, sizes beyond limits */
         memset(h, 0, sizeof(h));
-        h[0] = 1;
+        h[0] = SVD_WIRE_VERSION;
         for (size_t t = 0; t < np; t++) {
             if (t == SVD_PKT_ENTRY || t == SVD_PKT_NOTIFY)
                 continue;
             h[1] = (uint8_t)t;
             inject(victim, base + t, h, hsize[t], junk, sizeof(junk));
         }
-        svd_entry_hdr_t e = {.version = 1, .type = 1, .status = 0,
+        svd_entry_hdr_t e = {.version = SVD_WIRE_VERSION, .type = 1, .status = 0,
                              .rec_len = 1ull << 62};
         inject(victim, base + 1, &e, sizeof(e), junk, sizeof(junk));
         svd_notify_hdr_t n;
         memset(&n, 0, sizeof(n));
-        n.version = 1; n.type = 3; n.htype = 1; n.sched = 1; n.fanout = 2;
+        n.version = SVD_WIRE_VERSION; n.type = 3; n.htype = 1; n.sched = 1; n.fanout = 2;
         n.owner = 2; n.ntasks = 1000000; n.rec_len = 400;
         inject(victim, base + 3, &n, sizeof(n), junk, sizeof(junk));
         n.ntasks = 1; n.rec_len = 1ull << 50;
@@ -570,18 +570,19 @@ static void test_malformed(void)
         inject(victim, base + 3, &n, sizeof(n), junk, sizeof(junk));
         n.htype = 1; n.owner = 0;                       /* owner is me */
         inject(victim, base + 3, &n, sizeof(n), junk, sizeof(junk));
-        /* a task list that does not hold the receiver: 4 + 296 bytes */
-        uint8_t pay[300];
+        /* a task list that does not hold the receiver: 4 + 8 + 296
+         * bytes */
+        uint8_t pay[308];
         memset(pay, 0, sizeof(pay));
         uint32_t other = 3;
         memcpy(pay, &other, 4);
         n.owner = 2;
         inject(victim, base + 3, &n, sizeof(n), pay, sizeof(pay));
         /* stale: an ACK and a CHUNK for nothing */
-        svd_ack_hdr_t a = {.version = 1, .type = 4, .owner = 0, .key = 1,
+        svd_ack_hdr_t a = {.version = SVD_WIRE_VERSION, .type = 4, .owner = 0, .key = 1,
                            .entry_version = 5};
         inject(victim, base + 4, &a, sizeof(a), NULL, 0);
-        svd_chunk_hdr_t c = {.version = 1, .type = 5, .owner = 2, .key = 1,
+        svd_chunk_hdr_t c = {.version = SVD_WIRE_VERSION, .type = 5, .owner = 2, .key = 1,
                              .entry_version = 5};
         inject(victim, base + 5, &c, sizeof(c), NULL, 0);
     }
@@ -591,6 +592,7 @@ static void test_malformed(void)
     want[4] = (np - 2) + 1 + 2;
     want[5] = 3;         /* header type, owner, task list */
     want[6] = 2;
+    want[7] = 0;
     mp_sync(&job);
     if (job.me == victim)
         for (size_t i = 0; i < NDROP; i++) {
@@ -604,6 +606,94 @@ static void test_malformed(void)
     /* and the directory still works */
     test_update("all", PAMI_SVD_HEADER_GET, PAMI_SVD_SCHEDULE_TREE, 5000,
                 NULL);
+}
+
+/* ---- forged NOTIFY ---- */
+
+/* A NOTIFY for (owner, key) version v to task `to`, INLINE, carrying a
+ * record with the wrong data and a tag that is not the owner's. */
+static void forge_notify(pami_task_t to, size_t base, pami_task_t owner,
+                         pami_svd_key_t key, uint64_t v, uint8_t sched,
+                         const uint32_t *users, size_t n, size_t bytes)
+{
+    svd_notify_hdr_t h;
+    memset(&h, 0, sizeof(h));
+    h.version = SVD_WIRE_VERSION; h.type = SVD_PKT_NOTIFY;
+    h.htype = PAMI_SVD_HEADER_INLINE; h.sched = sched; h.fanout = 1;
+    h.key = key; h.owner = owner; h.ntasks = (uint32_t)n;
+    h.entry_version = v; h.rec_len = SVD_REC_HDR + bytes;
+    size_t   len = n * SVD_USER_BYTES + h.rec_len;
+    uint8_t *pay = calloc(1, len);
+    MP_EXPECT(pay != NULL, "no memory");
+    memcpy(pay, users, n * sizeof(uint32_t));
+    for (size_t i = 0; i < n; i++) { /* tags: guesses */
+        uint64_t tag = 0x5eedull * (i + 1) ^ v;
+        memcpy(pay + n * 4 + i * 8, &tag, 8);
+    }
+    svd_record_hdr_t r;
+    memset(&r, 0, sizeof(r));
+    r.version = SVD_WIRE_VERSION; r.addr = svd_addr_of(v); r.size = v;
+    r.entry_version = v; r.data_size = bytes;
+    memcpy(pay + n * SVD_USER_BYTES, &r, sizeof(r));
+    mp_fill(pay + n * SVD_USER_BYTES + SVD_REC_HDR, bytes, owner, v + 100,
+            (uint32_t)key);
+    inject(to, base + SVD_PKT_NOTIFY, &h, sizeof(h), pay, len);
+    free(pay);
+}
+
+/* Forged NOTIFYs that announce the next version (from the owner's own
+ * task, and from a user posing as a tree parent) are dropped as forged:
+ * nobody takes their data, and the owner's real update of that version
+ * succeeds everywhere. */
+static void test_forged(void)
+{
+    const pami_svd_key_t key = 21;
+    const pami_task_t owner = 1;
+    const size_t bytes = 64;
+    size_t num, base = svd_dispatch_base(&job, &num);
+    change_t chg = {.bytes = bytes};
+    if (job.me == owner)
+        reg(key, 1, bytes);
+    mp_sync(&job);
+    if (job.me != owner)
+        lookup(owner, key, on_change, &chg);
+    mp_sync(&job);
+    uint64_t f0 = svd_stat(CTX, "drop_forged");
+    if (job.me == owner)
+        for (pami_task_t t = 0; t < job.size; t++)
+            if (t != owner) {
+                uint32_t u = t;
+                forge_notify(t, base, owner, key, 2,
+                             PAMI_SVD_SCHEDULE_DIRECT, &u, 1, bytes);
+            }
+    if (job.me == 2) {
+        uint32_t users[2] = {2, 3}; /* tree, fanout 1: 2 is 3's parent */
+        forge_notify(3, base, owner, key, 2, PAMI_SVD_SCHEDULE_TREE, users,
+                     2, bytes);
+    }
+    mp_sync(&job);
+    uint64_t forged = svd_stat(CTX, "drop_forged") - f0;
+    uint64_t want   = job.me == owner ? 0 : job.me == 3 ? 2 : 1;
+    MP_EXPECT(forged == want, "drop_forged +%llu, expected +%llu",
+              (unsigned long long)forged, (unsigned long long)want);
+    MP_EXPECT(chg.calls == 0, "a forged NOTIFY made %d change callbacks",
+              chg.calls);
+    mp_sync(&job);
+    if (job.me == owner) {
+        uint8_t buf[64];
+        pami_svd_update_t u = svd_update_params(owner, key, 2, buf, bytes);
+        u.field_mask |= PAMI_SVD_UPDATE_TIMEOUT;
+        u.timeout_ms  = 20000;
+        MP_CHECK(pami_svd_update_wait(CTX, &u));
+    }
+    mp_sync(&job);
+    if (job.me != owner) {
+        MP_EXPECT(chg.calls == 1, "%d change callbacks after the update",
+                  chg.calls);
+        pami_svd_entry_t e = lookup(owner, key, NULL, NULL);
+        svd_expect_entry(&e, owner, key, 2, bytes);
+    }
+    mp_sync(&job);
 }
 
 /* ---- shutdown ---- */
@@ -819,11 +909,13 @@ int main(int argc, char **argv)
         test_shutdown();
     else if (strcmp(mode, "malformed") == 0)
         test_malformed();
+    else if (strcmp(mode, "forged") == 0)
+        test_forged();
     else if (strcmp(mode, "bench") == 0)
         test_bench(argc > 2 ? parse_sched(argv[2]) : 0);
     else
         mp_fail("usage: svd_test basic|update USERS HDR SCHED BYTES|race "
-                "BYTES|release|malformed|shutdown|peer|bench [SCHED]");
+                "BYTES|release|malformed|forged|shutdown|peer|bench [SCHED]");
     mp_finish(&job);
     printf("svd %s: task %u ok\n", mode, job.me);
     return 0;

@@ -1,0 +1,30 @@
+/*
+ * The oob bootstrap of two processes joined by a socketpair: the
+ * program's own allgather, as pami_client_params_t takes it. Shared by
+ * the tests that fork a pair of tasks without a launcher.
+ */
+#ifndef OOB_PAIR_H
+#define OOB_PAIR_H
+
+#include <string.h>
+
+#include "fdio.h"
+
+typedef struct {
+    int fd;   /* this task's end of the socketpair */
+    int rank; /* 0 or 1 */
+} oob_t;
+
+/* Two tasks: send ours, read the other's, lay both out by rank. */
+static inline int oob_allgather(void *cookie, const void *send, void *recv,
+                                size_t len)
+{
+    oob_t *o   = cookie;
+    char  *out = recv;
+    memcpy(out + (size_t)o->rank * len, send, len);
+    if (pami_fd_write_all(o->fd, send, len) != 0)
+        return -1;
+    return pami_fd_read_all(o->fd, out + (size_t)(1 - o->rank) * len, len);
+}
+
+#endif
