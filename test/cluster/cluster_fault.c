@@ -1,20 +1,23 @@
 /*
- * cluster_fault: a node dies, or its link is cut, while every task streams
- * messages to every other (cluster_fault.sh drives it on a simulated
- * cluster, docs/cluster.md).
+ * cluster_fault: a node dies, its link is cut, or its tasks (stop1: its
+ * first task) stop, while every task streams messages to every other
+ * (cluster_fault.sh drives it on a simulated cluster, docs/cluster.md).
  *
- *   cluster_fault DIR NODE kill|cut|stop|stop1 eager|mixed|rndv
+ *   cluster_fault DIR NODE kill|cut|stop|stop1 eager|mixed|rndv|async
  *
  * Every task sends to every other task without pause: a window of sends
  * per peer, small ones (immediate, and pami_send of 1 KiB) and, with
  * mixed, every eighth one of 100 KiB, which the target fetches
  * (rendezvous); with rndv every pami_send is large, 64 KiB to 2 MiB + 1,
  * sizes around the 256 KiB chunks and the 2 MiB window in which the
- * origin serves them over TCP (docs/protocols/rendezvous.md). Once the
- * stream runs everywhere, each task writes DIR/ready-TASK ("PID"). The
- * driver then kills node NODE or cuts its link. The "other side" of a
- * task is the tasks of NODE when it is elsewhere, the tasks elsewhere when
- * it is on NODE (behind a cut link both sides are alive).
+ * origin serves them over TCP (docs/protocols/rendezvous.md); async is
+ * the eager stream with the progress thread (PAMI_ASYNC_PROGRESS=1), and
+ * once it runs this thread only sends, under the lock, and sleeps. Once
+ * the stream runs everywhere, each task writes DIR/ready-TASK ("PID").
+ * The driver then kills node NODE, cuts its link or stops its tasks. The
+ * "other side" of a task is the tasks of NODE when it is elsewhere, the
+ * tasks elsewhere when it is on NODE (behind a cut link both sides are
+ * alive).
  *
  * Each task of another node then checks the points below. So do the tasks
  * of a cut node, but they are not required to: the test ends them once
@@ -219,6 +222,16 @@ static void send_one(pami_task_t t, uint32_t limit)
 /* One round of the stream: refill every window, then one blocking wait. */
 static void stream_step(uint32_t limit)
 {
+    /* async: the progress thread does all progress; this thread only
+     * sends, under the context's lock, and sleeps. */
+    if (job.locked) {
+        mp_lock(&job, job.ctx[0]);
+        for (size_t k = 1; k < job.size; k++)
+            send_one(mp_peer(&job, k), limit);
+        mp_unlock(&job, job.ctx[0]);
+        mp_sleep_ms(20);
+        return;
+    }
     for (size_t k = 1; k < job.size; k++)
         send_one(mp_peer(&job, k), limit);
     pami_result_t rc = pami_context_wait(job.ctx[0], 20);
@@ -289,8 +302,27 @@ static size_t last_received(void)
 
 /* Every task of this side: one message with remote_fn to each, one from
  * each. */
+/* What handlers and callbacks change, read under the lock they run
+ * with when the progress thread runs them (async). */
+static bool locked(bool (*fn)(void))
+{
+    mp_lock(&job, job.ctx[0]);
+    bool r = fn();
+    mp_unlock(&job, job.ctx[0]);
+    return r;
+}
+
+static size_t last_same;
+
+static bool last_done(void)
+{
+    return last_acked == last_same && last_received() == last_same;
+}
+
 static void last_exchange(size_t same)
 {
+    last_same = same;
+    mp_lock(&job, job.ctx[0]);
     for (size_t t = 0; t < job.size; t++) {
         if (t == job.me || peers[t].other)
             continue;
@@ -301,13 +333,27 @@ static void last_exchange(size_t same)
             .remote_fn = on_last_acked, .cookie = (void *)(uintptr_t)t};
         MP_CHECK(pami_send(job.ctx[0], &s));
     }
-    MP_WAIT(&job, job.ctx[0], last_acked == same && last_received() == same,
+    mp_unlock(&job, job.ctx[0]);
+    MP_WAIT(&job, job.ctx[0], locked(last_done),
             MP_WAIT_S, "last exchange: %u of %zu acked, %zu of %zu received",
             last_acked, same, last_received(), same);
 }
 
+static bool all_streaming(void)
+{
+    uint32_t first = rndv ? 16 : 64;
+    for (size_t t = 0; t < job.size; t++)
+        if (t != job.me && (peers[t].got != first || peers[t].seq != first))
+            return false;
+    return true;
+}
+
 int main(int argc, char **argv)
 {
+    /* async: the eager stream with a progress thread, which alone
+     * progresses once the stream runs (the liveness probe from it). */
+    if (argc > 4 && strcmp(argv[4], "async") == 0)
+        setenv("PAMI_ASYNC_PROGRESS", "1", 1);
     mp_init(&job, "cluster_fault", &argc, argv, NULL, 1, false);
     MP_EXPECT(argc == 5 &&
                   (strcmp(argv[3], "kill") == 0 ||
@@ -316,9 +362,10 @@ int main(int argc, char **argv)
                    strcmp(argv[3], "stop1") == 0) &&
                   (strcmp(argv[4], "eager") == 0 ||
                    strcmp(argv[4], "mixed") == 0 ||
-                   strcmp(argv[4], "rndv") == 0),
+                   strcmp(argv[4], "rndv") == 0 ||
+                   strcmp(argv[4], "async") == 0),
               "usage: cluster_fault DIR NODE kill|cut|stop|stop1 "
-              "eager|mixed|rndv");
+              "eager|mixed|rndv|async");
     mixed = strcmp(argv[4], "mixed") == 0;
     rndv  = strcmp(argv[4], "rndv") == 0;
     const char *dir    = argv[1];
@@ -351,21 +398,20 @@ int main(int argc, char **argv)
         others += peers[t].other;
         same += !peers[t].other;
     }
+    mp_lock(&job, job.ctx[0]);
     MP_CHECK(pami_dispatch_set(job.ctx[0], ID_STREAM, on_stream, NULL, NULL));
     MP_CHECK(pami_dispatch_set(job.ctx[0], ID_LAST, on_last, NULL, NULL));
+    mp_unlock(&job, job.ctx[0]);
     MP_CHECK(pami_dispatch_fence(job.client));
 
     /* The stream runs everywhere: 64 messages (rndv: 16) to and from
      * every peer, then the message barrier. */
     uint32_t first = rndv ? 16 : 64;
-    for (bool all = false; !all;) {
+    do
         stream_step(first);
-        all = true;
-        for (size_t t = 0; t < job.size; t++)
-            all = all && (t == job.me || (peers[t].got == first &&
-                                          peers[t].seq == first));
-    }
-    MP_WAIT(&job, job.ctx[0], drained(), MP_WAIT_S, "the first messages");
+    while (!locked(all_streaming));
+    MP_WAIT(&job, job.ctx[0], locked(drained), MP_WAIT_S,
+            "the first messages");
     mp_sync(&job);
     char line[256];
     snprintf(line, sizeof(line), "%ld\n", (long)getpid());
@@ -374,7 +420,7 @@ int main(int argc, char **argv)
     /* Behind a cut, streaming on until killed is all right. */
     bool   isolated = on_victim && strcmp(argv[3], "cut") == 0;
     double deadline = mp_now() + DETECT_S;
-    while (!other_side_failed()) {
+    while (!locked(other_side_failed)) {
         if (mp_now() > deadline && !isolated) {
             for (size_t t = 0; t < job.size; t++)
                 if (peers[t].other && peers[t].failed == 0)
@@ -384,12 +430,14 @@ int main(int argc, char **argv)
         stream_step(UINT32_MAX);
     }
     /* Everything toward the other side ends; this side keeps working. */
-    MP_WAIT(&job, job.ctx[0], drained(), MP_WAIT_S,
+    MP_WAIT(&job, job.ctx[0], locked(drained), MP_WAIT_S,
             "operations left after the failures");
     last_exchange(same);
 
     pami_context_stats_t st;
+    mp_lock(&job, job.ctx[0]);
     MP_CHECK(pami_context_stats(job.ctx[0], &st));
+    mp_unlock(&job, job.ctx[0]);
     MP_EXPECT(st.peer_failures >= others, "%llu peer failures counted, %zu "
               "tasks failed", (unsigned long long)st.peer_failures, others);
     char  *text = malloc(64 * job.size + 1);

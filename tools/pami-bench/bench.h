@@ -73,7 +73,8 @@ typedef struct {
 } opts_t;
 
 /* What task 1 is polling. */
-typedef enum { MODE_PAMI, MODE_UCX_ENTER, MODE_UCX, MODE_QUIT } serve_mode_t;
+typedef enum { MODE_PAMI, MODE_UCX_ENTER, MODE_UCX, MODE_QUIT,
+               MODE_FLOOR } serve_mode_t;
 
 /* Counters that handlers bump and waiting loops watch. */
 typedef struct {
@@ -116,6 +117,7 @@ typedef struct {
 
     counters_t      pami_cnt;
     ucx_side_t     *ucx;
+    struct floor_shm *floor;       /* floor.c's mapping, null: no floor */
 } bench_t;
 
 /* ---- main.c ---- */
@@ -160,7 +162,7 @@ enum {
     ID_BOOT = 6  /* setup blobs, in the data */
 };
 
-enum { CTRL_SETUP = 1, CTRL_ENTER_UCX = 2, CTRL_QUIT = 3 };
+enum { CTRL_SETUP = 1, CTRL_ENTER_UCX = 2, CTRL_QUIT = 3, CTRL_FLOOR = 4 };
 
 typedef struct {
     uint32_t op;
@@ -255,6 +257,17 @@ typedef struct {
     bool   valid;
 } summary_t;
 
+/* ---- floor.c ---- */
+/* Both tasks: maps the floor's shared memory when they share a node and
+ * --vs-ucx is on (b->floor stays null otherwise); removes its name. */
+void floor_setup(bench_t *b);
+void floor_teardown(bench_t *b);
+/* Task 1, in MODE_FLOOR: answers one round, then back to MODE_PAMI. */
+void floor_serve(bench_t *b);
+/* Task 0: --reps rounds of floor_lat (us) and floor_rate (msgs/s);
+ * false without a floor. */
+bool floor_measure(bench_t *b, summary_t *lat, summary_t *rate);
+
 summary_t summarize(const double *samples, unsigned n);
 const char *test_name(test_id_t t);
 metric_t test_metric(test_id_t t);
@@ -270,8 +283,12 @@ void report_header(const bench_t *b);
 typedef struct {
     double   cpu_share;
     unsigned redone;
+    double   vs_floor; /* am_lat: pami / floor_lat beside it; <= 0: none */
 } quality_t;
 
+/* The floor_lat and floor_rate lines (medians only). */
+void report_floor(const bench_t *b, const summary_t *lat,
+                  const summary_t *rate);
 void report_line(const bench_t *b, const char *test, size_t bytes,
                  metric_t metric, const summary_t *pami,
                  const summary_t *ucx, const char *ucx_op,

@@ -9,7 +9,9 @@ Fails (exit 1) when the command fails, when a line of its output is not a
 JSON object, when a test printed no line, when a field is missing or has
 the wrong type, when a median lies outside its spread, or when the ucx
 (or, for group tests, mpi) values and the ratio are missing with --ucx
-(--mpi), or present without it. --group names the lines a group run must
+(--mpi), or present without it. With --ucx (the two tasks share a node)
+the floor_lat and floor_rate lines must be there and every am_lat line
+must carry vs_floor. --group names the lines a group run must
 print (e.g. barrier_packets). --coll names collective tests (allreduce,
 bcast, allgather, alltoall, reduce_scatter): every line must belong to one
 of them (registry name of its collective, e.g. allreduce_ring, or
@@ -72,8 +74,29 @@ def check_values(obj, where, ref, with_ref, flag, errors):
                               % (where, key, flag))
 
 
+# The floor's lines carry exactly these fields (and a positive value).
+FLOOR = {"floor_lat": "us", "floor_rate": "msgs_per_s"}
+
+
+def check_floor_line(obj, errors):
+    test = obj["test"]
+    want = {"test", "bytes", FLOOR[test]}
+    if set(obj) != want:
+        errors.append("%s: fields %s, expected %s"
+                      % (test, sorted(obj), sorted(want)))
+        return
+    if obj["bytes"] != 8 or not number(obj[FLOOR[test]]) or \
+            obj[FLOOR[test]] <= 0:
+        errors.append("%s: bad bytes or value" % test)
+
+
 def check_line(obj, ucx, errors):
     where = "%s %s B" % (obj.get("test"), obj.get("bytes"))
+    if obj.get("test") in FLOOR:
+        if not ucx:
+            errors.append("%s: a floor line without --vs-ucx" % where)
+        check_floor_line(obj, errors)
+        return
     for key in ("test", "bytes", "metric", "pami", "ucx", "ratio",
                 "pami_min", "pami_max", "ucx_min", "ucx_max"):
         if key not in obj:
@@ -90,6 +113,14 @@ def check_line(obj, ucx, errors):
     if not isinstance(obj["bytes"], int) or obj["bytes"] <= 0:
         errors.append("%s: bad bytes" % where)
     check_values(obj, where, "ucx", ucx, "--vs-ucx", errors)
+    # The two tasks of these runs share a node: with --vs-ucx every
+    # am_lat line carries its ratio to the floor beside it.
+    if test == "am_lat" and ucx:
+        if not number(obj.get("vs_floor")) or obj["vs_floor"] <= 0:
+            errors.append("%s: no vs_floor" % where)
+    elif "vs_floor" in obj:
+        errors.append("%s: vs_floor outside an am_lat line with --vs-ucx"
+                      % where)
     if ucx and not obj.get("ucx_op"):
         errors.append("%s: no ucx_op" % where)
 
@@ -219,7 +250,8 @@ def main(argv):
     elif group:
         wanted = group
     else:
-        wanted = list(TESTS) + (["send_bw_get"] if ucx else [])
+        wanted = list(TESTS) + (["send_bw_get"] + list(FLOOR) if ucx
+                                else [])
     for test in wanted:
         if test not in seen:
             errors.append("%s printed no line" % test)

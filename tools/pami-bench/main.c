@@ -339,6 +339,24 @@ static double cpu_share(const bench_t *b, const cpu_mark_t *m)
     return 1.0 - waited / wall;
 }
 
+/* The floor measured last (before the next latency line). */
+static summary_t floor_last;
+
+static bool is_lat(test_id_t t)
+{
+    return t == T_AM_LAT || t == T_PUT_LAT || t == T_RMW_LAT;
+}
+
+/* Measures and prints the floor; false without one. */
+static bool floor_line(bench_t *b)
+{
+    summary_t rate;
+    if (!floor_measure(b, &floor_last, &rate))
+        return false;
+    report_floor(b, &floor_last, &rate);
+    return true;
+}
+
 static void run_line(bench_t *b, test_id_t t, size_t bytes)
 {
     plan_t    p    = make_plan(&b->opt, t, bytes);
@@ -347,6 +365,15 @@ static void run_line(bench_t *b, test_id_t t, size_t bytes)
     bool      get  = vs && t == T_SEND_BW;
     double    ps[64], us[64], gs[64];
     quality_t q    = {.cpu_share = 1.0};
+    /* The floor before and after each latency line, so that a change of
+     * the machine's state during the line shows; the line after reuses
+     * this line's after. */
+    bool      fl   = is_lat(t) && b->floor != NULL;
+    if (!is_lat(t))
+        floor_last.valid = false; /* it was not measured next to this */
+    summary_t before = floor_last;
+    if (fl && !before.valid && floor_line(b))
+        before = floor_last;
 
     for (unsigned r = 0; r < reps;) {
         cpu_mark_t m = cpu_mark(b);
@@ -382,6 +409,8 @@ static void run_line(bench_t *b, test_id_t t, size_t bytes)
     summary_t sp = summarize(ps, reps);
     summary_t su = vs ? summarize(us, reps) : (summary_t){0};
     metric_t  m  = test_metric(t);
+    if (fl && before.valid && floor_line(b) && t == T_AM_LAT && sp.valid)
+        q.vs_floor = sp.median / ((before.median + floor_last.median) / 2);
     report_line(b, test_name(t), bytes, m, &sp, &su,
                 ucx_side_op_name(t, UCX_SAME), &p, &q);
     if (get) {
@@ -423,6 +452,10 @@ static void serve(bench_t *b)
     while (b->mode != MODE_QUIT) {
         if (b->mode == MODE_UCX_ENTER) {
             ucx_side_serve(b->ucx, b);
+            continue;
+        }
+        if (b->mode == MODE_FLOOR) {
+            floor_serve(b);
             continue;
         }
         pami_context_advance(b->ctx, 1);
@@ -514,10 +547,12 @@ static void setup(bench_t *b)
         b->ucx = ucx_side_create(b);
         ucx_side_connect(b->ucx, b);
     }
+    floor_setup(b);
 }
 
 static void teardown(bench_t *b)
 {
+    floor_teardown(b);
     if (b->ucx != NULL)
         ucx_side_destroy(b->ucx, b);
     /* Neither task may drop its region while the other could still use

@@ -75,6 +75,12 @@ static void on_ctrl(pami_context_t ctx, void *cookie, const void *hdr,
         b->mode = MODE_QUIT;
         return;
     }
+    if (m.op == CTRL_FLOOR) {
+        if (b->floor == NULL)
+            bench_die("floor requested without a floor mapping");
+        b->mode = MODE_FLOOR;
+        return;
+    }
     if (m.test >= T_P2P_COUNT || m.bytes > b->buf_bytes || m.window == 0)
         bench_die("bad control message (test %u, %llu bytes, window %llu)",
                   m.test, (unsigned long long)m.bytes,

@@ -101,8 +101,11 @@ void report_header(const bench_t *b)
     printf("# cpu: least share of a kept repetition in which no task "
            "waited for a CPU; redo: repetitions measured again because it "
            "was below %.2f\n", b->opt.min_cpu);
-    printf("%-12s %9s %-9s %-30s %-30s %7s %5s %4s  %s\n", "test", "bytes",
-           "metric", "pami", "ucx", "ratio", "cpu", "redo", "ucx pattern");
+    printf("# vs_fl: am_lat / floor_lat (mean of the floor before and "
+           "after the line; same node and --vs-ucx only)\n");
+    printf("%-12s %9s %-9s %-30s %-30s %7s %5s %4s %6s  %s\n", "test",
+           "bytes", "metric", "pami", "ucx", "ratio", "cpu", "redo",
+           "vs_fl", "ucx pattern");
 }
 
 static const char *fmt_of(metric_t m)
@@ -141,6 +144,24 @@ static void json_num(const char *key, bool ok, double v)
         printf(", \"%s\": null", key);
 }
 
+void report_floor(const bench_t *b, const summary_t *lat,
+                  const summary_t *rate)
+{
+    if (b->opt.json) {
+        printf("{\"test\": \"floor_lat\", \"bytes\": 8, \"us\": %.6g}\n",
+               lat->median);
+        printf("{\"test\": \"floor_rate\", \"bytes\": 8, "
+               "\"msgs_per_s\": %.6g}\n", rate->median);
+    } else {
+        char l[128], r[128];
+        cell(l, sizeof(l), METRIC_LAT_US, lat, true);
+        cell(r, sizeof(r), METRIC_RATE_MPS, rate, true);
+        printf("%-12s %9d %-9s %-30s\n", "floor_lat", 8, "lat_us", l);
+        printf("%-12s %9d %-9s %-30s\n", "floor_rate", 8, "rate_mps", r);
+    }
+    fflush(stdout);
+}
+
 void report_line(const bench_t *b, const char *test, size_t bytes,
                  metric_t metric, const summary_t *pami,
                  const summary_t *ucx, const char *ucx_op,
@@ -164,6 +185,8 @@ void report_line(const bench_t *b, const char *test, size_t bytes,
             printf(", \"ucx_op\": \"%s\"", ucx_op);
         else
             printf(", \"ucx_op\": null");
+        if (q->vs_floor > 0)
+            printf(", \"vs_floor\": %.6g", q->vs_floor);
         printf(", \"reps\": %u, \"ops\": %zu, \"window\": %zu, "
                "\"cpu_share\": %.3f, \"redone\": %u}\n", b->opt.reps,
                plan->ops, plan->window, q->cpu_share, q->redone);
@@ -175,9 +198,14 @@ void report_line(const bench_t *b, const char *test, size_t bytes,
             snprintf(r, sizeof(r), "%.3f", ratio);
         else
             snprintf(r, sizeof(r), "-");
-        printf("%-12s %9zu %-9s %-30s %-30s %7s %5.2f %4u  %s\n", test,
+        char f[16];
+        if (q->vs_floor > 0)
+            snprintf(f, sizeof(f), "%.2f", q->vs_floor);
+        else
+            snprintf(f, sizeof(f), "-");
+        printf("%-12s %9zu %-9s %-30s %-30s %7s %5.2f %4u %6s  %s\n", test,
                bytes, metric_name(metric), p, u, r, q->cpu_share, q->redone,
-               vs ? ucx_op : "-");
+               f, vs ? ucx_op : "-");
     }
     fflush(stdout);
 }
