@@ -187,10 +187,13 @@ struct pami_geometry {
     struct coll_online   *online; /* PAMI_COLL_TUNE=online (coll_online.c) */
     uint64_t              agree_v[2]; /* world: {min h, min ~h} */
     uint64_t              logged[PAMI_XFER_COUNT];
+    /* The measured built-in rules' span per collective and type class,
+     * + 1 (0: the hand-set rules), coll_builtin.c. */
+    uint16_t              builtin[PAMI_XFER_COUNT][COLL_TCLASSES];
 };
 
 #define COLL_CACHE 8      /* built schedules kept per context for reuse */
-#define COLL_AUTO_IDS 32  /* AUTO rule names resolved, per context */
+#define COLL_AUTO_IDS 64  /* AUTO rule names resolved, per context */
 #define COLL_MAX_ALGOS 64 /* registry entries (ids fit the header's byte) */
 
 typedef struct coll_global coll_global_t;
@@ -448,6 +451,7 @@ pami_result_t coll_shm_quiesce(pami_context_t ctx); /* waits: queue empty */
 pami_result_t coll_shm_check(const pami_xfer_t *xfer);
 pami_result_t coll_shm_build(coll_req_t *req);
 pami_result_t coll_shm_blocks_check(const pami_xfer_t *xfer); /* a2a, r_s */
+pami_result_t coll_shm_cma_check(const pami_xfer_t *xfer); /* a2a_cma */
 bool coll_shm_auto(const pami_xfer_t *xfer); /* AUTO picks the shm one */
 /* PAMI_COLL_SHM_AUTO: AUTO may take them at all (a profile too). */
 bool coll_shm_auto_allowed(pami_context_t ctx);

@@ -176,7 +176,8 @@ static void write_round(cshm_t *s, uint32_t p, bool ghost)
     cshm_count(s, CSHM_STAT_rounds);
     if (ghost)
         return;
-    if (op->kind == CSHM_ALLTOALL || op->kind == CSHM_REDSCAT) {
+    if (op->kind == CSHM_ALLTOALL || op->kind == CSHM_REDSCAT ||
+        op->kind == CSHM_A2A_CMA) {
         cshm_blocks_write(s, p);
     } else if (op->kind == CSHM_BCAST) {
         if (op->rank == op->root)
@@ -264,7 +265,7 @@ void cshm_op_setup(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
         break;
     case PAMI_XFER_ALLTOALL:
     case PAMI_XFER_REDUCE_SCATTER:
-        cshm_blocks_setup(s);
+        cshm_blocks_setup(s, algo_id);
         break;
     default: /* PAMI_XFER_ALLGATHER */
         op->kind = CSHM_ALLGATHER;
@@ -285,7 +286,7 @@ void cshm_op_setup(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
     op->tiny = all <= CSHM_TINY; /* one round whatever the kind */
     /* From the call and the node alone: every task decides alike. One
      * round up to CSHM_FLAG_MAX (the data in the slots above CSHM_TINY). */
-    op->flag = s->flag_ok &&
+    op->flag = s->flag_ok && op->kind != CSHM_A2A_CMA &&
                (op->tiny || (all <= CSHM_FLAG_MAX &&
                              op->total <= op->chunk &&
                              op->kind != CSHM_AR_LARGE &&
@@ -762,6 +763,15 @@ pami_result_t cshm_op_next(cshm_t *s, bool *done)
         if (!ghost)
             cshm_blocks_read(s, p);
         break;
+    case CSHM_A2A_CMA:
+        /* Read, then a barrier before anyone's buffer may change. */
+        if (op->stage == 0) {
+            if (!ghost)
+                op->cma_rc = cshm_cma_read(s, p);
+            op->stage = 1;
+            return barrier(s, CSHM_ST_OP);
+        }
+        break;
     case CSHM_ALLGATHER:
         for (size_t r = 0; r < op->n && !ghost; r++) {
             if (r == op->rank && op->in_place)
@@ -780,7 +790,7 @@ pami_result_t cshm_op_next(cshm_t *s, bool *done)
          * now, off the next call's path. */
         prefetch_write(cshm_ctl(s, s->my_index, s->phase & 1));
         *done = true;
-        return PAMI_SUCCESS;
+        return op->kind == CSHM_A2A_CMA ? op->cma_rc : PAMI_SUCCESS;
     }
     p = s->phase & 1;
     write_round(s, p, ghost);

@@ -416,6 +416,8 @@ const coll_algo_t coll_algos[] = {
      coll_shm_build},
     {"reduce_scatter_shm", PAMI_XFER_REDUCE_SCATTER, 0, ANY,
      coll_shm_blocks_check, coll_shm_build},
+    {"alltoall_shm_cma", PAMI_XFER_ALLTOALL, 0, 4 * KIB, SIZE_MAX,
+     coll_shm_cma_check, coll_shm_build},
 };
 
 const size_t coll_num_algos = sizeof(coll_algos) / sizeof(coll_algos[0]);

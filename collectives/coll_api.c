@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "coll.h"
+#include "coll_builtin.h"
 #include "pami_barrier.h"
 
 #define IN_PLACE(p) ((const void *)(p) == (const void *)PAMI_IN_PLACE)
@@ -277,10 +278,14 @@ static pami_algorithm_t auto_id(coll_ctx_t *cc, const char *name)
     return id;
 }
 
+/* The rules measured on this machine (coll_builtin.c) where they have
+ * a row for the call that the geometry can run, else the hand-set ones
+ * above (other nodes' shapes, sizes beyond the measured ones). */
 pami_algorithm_t coll_auto_builtin(const pami_xfer_t *x,
                                    struct pami_geometry *g)
 {
-    return auto_id(g->cc, auto_name(x, g));
+    pami_algorithm_t id = coll_builtin_pick(x, g, coll_select_bytes(x, g));
+    return id != 0 ? id : auto_id(g->cc, auto_name(x, g));
 }
 
 bool coll_algo_runs(const coll_algo_t *a, const pami_xfer_t *x,

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "coll.h"
+#include "coll_builtin.h"
 
 static struct {
     pthread_once_t   once;
@@ -170,6 +171,7 @@ void coll_select_geometry(coll_ctx_t *cc, struct pami_geometry *g)
 {
     pthread_once(&sel.once, load);
     g->shape = shape_of(cc, g);
+    coll_builtin_geometry(g);
     g->agreed = g->size == 1;
     if (sel.online)
         coll_online_geometry(g);

@@ -79,7 +79,7 @@ typedef struct {
 /* The data collectives the engine runs. */
 enum { CSHM_AR_SMALL, CSHM_AR_LARGE, CSHM_RED_SMALL, CSHM_RED_LARGE,
        CSHM_BCAST, CSHM_ALLGATHER,
-       CSHM_ALLTOALL, CSHM_REDSCAT /* coll_alg_shm_blocks.c */ };
+       CSHM_ALLTOALL, CSHM_REDSCAT, CSHM_A2A_CMA /* coll_alg_shm_blocks.c */ };
 
 typedef struct {
     coll_req_t          *req;
@@ -112,6 +112,7 @@ typedef struct {
     bool                 ring;    /* an eager broadcast through the ring */
     uint64_t             ring_k;  /* its call number on the ring */
     int                  stage;   /* large reductions: 0 parts, 1 copy-out */
+    pami_result_t        cma_rc;  /* alltoall_shm_cma: how its reads went */
 } cshm_op_t;
 
 enum { CSHM_STAT_ops, CSHM_STAT_register_barriers, CSHM_STAT_rounds,
@@ -198,9 +199,12 @@ static inline bool cshm_blocks_kind(int kind)
 {
     return kind == CSHM_ALLTOALL || kind == CSHM_REDSCAT;
 }
-void cshm_blocks_setup(cshm_t *s);               /* after the common part */
+void cshm_blocks_setup(cshm_t *s, size_t algo_id); /* after the common part */
 void cshm_blocks_write(cshm_t *s, uint32_t p);   /* this task's slices */
 void cshm_blocks_read(cshm_t *s, uint32_t p);    /* its block from all */
+/* alltoall_shm_cma: this task's blocks read from the others' buffers
+ * (their addresses in the control lines of parity p). */
+pami_result_t cshm_cma_read(cshm_t *s, uint32_t p);
 
 /* coll_alg_shm.c: a flag round of the blocking call, inline;
  * PAMI_INVAL after the barrier that keeps a mismatch aligned. */

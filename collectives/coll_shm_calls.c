@@ -111,7 +111,7 @@ static bool inline_fits(cshm_t *s, coll_ctx_t *cc, const pami_xfer_t *x,
     bool named = (x->field_mask & PAMI_XFER_FIELD_ALGORITHM) &&
                  x->algorithm != PAMI_ALGORITHM_AUTO;
     const coll_algo_t *a = named ? named_shm(x) : auto_shm(x);
-    if (a == NULL)
+    if (a == NULL || a->check == coll_shm_cma_check) /* two barriers */
         return false;
     size_t es = coll_type_valid(x->dtype) ? pami_type_size(x->dtype) : 0;
     size_t per = blk ? g->size : 1;

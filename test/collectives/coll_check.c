@@ -356,8 +356,12 @@ static void run_kind(const ct_geom_t *cg, pami_xfer_type_t kind,
                 if (kind == PAMI_XFER_ALLTOALLV || kind == PAMI_XFER_REDUCE_SCATTER)
                     c.in_place = (ti + ci) % 2 == 1;
                 if (md[a].check != NULL) {
+                    /* In place or not, as the call will be (a check
+                     * may refuse PAMI_IN_PLACE: alltoall_shm_cma). */
                     pami_xfer_t probe = {.field_mask = PAMI_XFER_FIELD_USER_OP,
                                          .kind = kind, .geometry = cg->g,
+                                         .sbuf = c.in_place ? PAMI_IN_PLACE
+                                                            : NULL,
                                          .dtype = c.t, .op = c.op,
                                          .user_commutative =
                                              c.user != CT_USER_MATRIX};

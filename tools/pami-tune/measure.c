@@ -20,6 +20,12 @@
 #define TUNE_GEOM_ID 4100 /* first sub-geometry id; one per shape */
 #define MAX_ALGOS 64
 #define SAVE_EVERY_S 5.0
+/* A repetition of calls shorter than this runs a batch of calls that
+ * lasts about this long (at most TUNE_BATCH_MAX calls); CAL_CALLS size
+ * the batch. */
+#define TUNE_BATCH_US 500.0
+#define TUNE_BATCH_MAX 4096
+#define CAL_CALLS 16
 
 volatile sig_atomic_t tune_stop_signal;
 
@@ -326,8 +332,8 @@ static bool measure(run_t *r, const point_t *p)
         t = tune_now() - a;
     }
     bool limit = r->o->limit_s > 0 && tune_now() - r->t0 > r->o->limit_s;
-    double v[3] = {t * 1e6, rc != PAMI_SUCCESS,
-                   tune_stop_signal != 0 || limit};
+    double v[4] = {t * 1e6, rc != PAMI_SUCCESS,
+                   tune_stop_signal != 0 || limit, 0};
     if (!agree_max(r, p->g, v, 3)) {
         r->stop = true;
         return false;
@@ -343,9 +349,38 @@ static bool measure(run_t *r, const point_t *p)
         record(r, &e);
         return false;
     }
+    /* Short calls: CAL_CALLS more, timed together and agreed, give the
+     * time of one call that sizes the repetitions' batches (one call of
+     * a few microseconds is mostly the wake-ups of a busy machine). The
+     * agreed warm-up time decides, so every member runs them or none. */
+    if (v[0] < TUNE_BATCH_US) {
+        double a = tune_now();
+        for (int i = 0; i < CAL_CALLS && rc == PAMI_SUCCESS; i++)
+            rc = pami_collective_wait(r->ctx, &x);
+        double c[2] = {(tune_now() - a) * 1e6 / CAL_CALLS,
+                       rc != PAMI_SUCCESS};
+        if (!agree_max(r, p->g, c, 2)) {
+            r->stop = true;
+            return false;
+        }
+        if (c[1] != 0) {
+            e.failed = true;
+            snprintf(e.why, sizeof(e.why), "the call failed");
+            record(r, &e);
+            return false;
+        }
+        v[3] = c[0];
+    }
+    /* Calls per repetition, the same on every member (agreed times). */
+    double one = v[3] > 0 ? v[3] : v[0];
+    unsigned ops = 1;
+    if (v[3] > 0) {
+        double f = TUNE_BATCH_US / (one > 0.01 ? one : 0.01);
+        ops = f < 1 ? 1 : f > TUNE_BATCH_MAX ? TUNE_BATCH_MAX : (unsigned)f;
+    }
     unsigned reps = r->o->reps;
     if (r->point_s > 0) {
-        double fit = r->point_s * 1e6 / (v[0] > 0.01 ? v[0] : 0.01);
+        double fit = r->point_s * 1e6 / (one * ops > 0.01 ? one * ops : 0.01);
         reps = fit < 3 ? 3 : fit > 1000 ? 1000 : (unsigned)fit;
     }
     if (reps + 1 > r->cap_times) {
@@ -361,9 +396,9 @@ static bool measure(run_t *r, const point_t *p)
     for (unsigned i = 0; i < reps; i++) {
         pami_geometry_barrier(r->ctx, p->g);
         double a = tune_now();
-        if (rc == PAMI_SUCCESS)
+        for (unsigned j = 0; j < ops && rc == PAMI_SUCCESS; j++)
             rc = pami_collective_wait(r->ctx, &x);
-        r->times[i] = (tune_now() - a) * 1e6;
+        r->times[i] = (tune_now() - a) * 1e6 / ops;
     }
     r->times[reps] = rc != PAMI_SUCCESS;
     if (!agree_max(r, p->g, r->times, reps + 1)) {
@@ -407,10 +442,15 @@ static size_t sweep(run_t *r, const shape_t *s, bool run)
         size_t nt = types_of(r, k, types, ops);
         uint64_t sizes[48];
         size_t nb = sizes_of(r, k, sizes);
-        for (size_t ti = 0; ti < nt && !r->stop; ti++)
-            for (size_t ai = 0; ai < na && !r->stop; ai++) {
-                bool grow = true;
-                for (size_t bi = 0; bi < nb && !r->stop; bi++) {
+        /* Sizes outside, algorithms inside: the algorithms of one point
+         * are measured moments apart, so a change of the machine's load
+         * during the sweep falls on all of them alike. */
+        for (size_t ti = 0; ti < nt && !r->stop; ti++) {
+            bool grow[MAX_ALGOS];
+            for (size_t ai = 0; ai < na; ai++)
+                grow[ai] = true;
+            for (size_t bi = 0; bi < nb && !r->stop; bi++)
+                for (size_t ai = 0; ai < na && !r->stop; ai++) {
                     point_t p = {.g = s->g, .n = a.size, .kind = k,
                                  .id = id[ai], .md = &md[ai],
                                  .type = types[ti], .op = ops[ti],
@@ -430,8 +470,8 @@ static size_t sweep(run_t *r, const shape_t *s, bool run)
                     bool done_before = coll_profile_find(&r->old, &e) != NULL;
                     bool accepted = md[ai].check == NULL ||
                                     md[ai].check(&x) == PAMI_SUCCESS;
-                    if (!done_before && accepted && grow)
-                        grow = measure(r, &p);
+                    if (!done_before && accepted && grow[ai])
+                        grow[ai] = measure(r, &p);
                     else if (!done_before && accepted && r->me == 0) {
                         e.failed = true;
                         snprintf(e.why, sizeof(e.why),
@@ -442,7 +482,7 @@ static size_t sweep(run_t *r, const shape_t *s, bool run)
                     if (r->me == 0)
                         tune_progress(r->ndone, what);
                 }
-            }
+        }
     }
     return points;
 }
