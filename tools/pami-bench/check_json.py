@@ -5,6 +5,7 @@
     check_json.py --group LINE... [--mpi] -- pamirun -n 4 pami-bench barrier --json ...
     check_json.py --coll TEST... --bytes B... [--mpi] -- pamirun -n 4 pami-bench allreduce --json ...
     check_json.py --burst RANKS MIN_RATIO -- pamirun -n RANKS pami-bench burst_oversub --json ...
+    check_json.py --footprint RANKS -- pamirun -n RANKS pami-bench footprint --json ...
 
 Fails (exit 1) when the command fails, when a line of its output is not a
 JSON object, when a test printed no line, when a field is missing or has
@@ -20,7 +21,9 @@ of them (registry name of its collective, e.g. allreduce_ring, or
 each size given with --bytes there must be an AUTO line and at least one
 line of a named algorithm. --burst wants exactly one burst_oversub line
 with exactly its fields, for RANKS tasks, positive rates, ratio =
-advance / wait, and ratio at least MIN_RATIO.
+advance / wait, and ratio at least MIN_RATIO. --footprint wants exactly
+one footprint line of pami for RANKS tasks with exactly its fields and
+0 < vmhwm_min_kib <= vmhwm_max_kib.
 """
 import json
 import re
@@ -201,13 +204,41 @@ def check_burst(lines, ranks, min_ratio, errors):
                       "retry loop collapses" % (obj["ratio"], min_ratio))
 
 
+FOOTPRINT = {"test", "library", "ranks", "vmhwm_max_kib", "vmhwm_min_kib",
+             "alltoalls", "block_bytes"}
+
+
+def check_footprint(lines, ranks, errors):
+    if len(lines) != 1:
+        errors.append("footprint: %d lines, expected 1" % len(lines))
+        return
+    obj = lines[0]
+    if not isinstance(obj, dict) or set(obj) != FOOTPRINT:
+        errors.append("footprint: fields %s, expected %s"
+                      % (sorted(obj) if isinstance(obj, dict) else obj,
+                         sorted(FOOTPRINT)))
+        return
+    if obj["test"] != "footprint" or obj["library"] != "pami" or \
+            obj["ranks"] != ranks:
+        errors.append("footprint: test %r library %r ranks %r"
+                      % (obj["test"], obj["library"], obj["ranks"]))
+    lo, hi = obj["vmhwm_min_kib"], obj["vmhwm_max_kib"]
+    if not (isinstance(lo, int) and isinstance(hi, int) and 0 < lo <= hi):
+        errors.append("footprint: VmHWM %r .. %r" % (lo, hi))
+    if not (isinstance(obj["alltoalls"], int) and obj["alltoalls"] > 0):
+        errors.append("footprint: alltoalls %r" % obj["alltoalls"])
+
+
 def main(argv):
-    if argv and argv[0] == "--burst":
-        if len(argv) < 5 or argv[3] != "--":
+    if argv and argv[0] in ("--burst", "--footprint"):
+        burst = argv[0] == "--burst"
+        skip = 3 if burst else 2
+        if len(argv) <= skip + 1 or argv[skip] != "--":
             print(__doc__, file=sys.stderr)
             return 2
-        ranks, min_ratio = int(argv[1]), float(argv[2])
-        proc = subprocess.run([str(a) for a in argv[4:]],
+        ranks = int(argv[1])
+        min_ratio = float(argv[2]) if burst else 0
+        proc = subprocess.run([str(a) for a in argv[skip + 1:]],
                               stdout=subprocess.PIPE, universal_newlines=True)
         sys.stdout.write(proc.stdout)
         errors = [] if proc.returncode == 0 else \
@@ -220,7 +251,10 @@ def main(argv):
                     lines.append(json.loads(line))
                 except ValueError:
                     errors.append("not JSON: %r" % raw)
-        check_burst(lines, ranks, min_ratio, errors)
+        if burst:
+            check_burst(lines, ranks, min_ratio, errors)
+        else:
+            check_footprint(lines, ranks, errors)
         for e in errors:
             print("check_json: " + e, file=sys.stderr)
         return 1 if errors else 0
