@@ -106,7 +106,14 @@ pami_result_t pami_context_advance(pami_context_t ctx, size_t max)
     unsigned events = 0;
     for (size_t i = 0; i < max && events == 0; i++)
         events = pami_progress_once(ctx);
-    return events > 0 ? PAMI_SUCCESS : PAMI_EAGAIN;
+    if (events > 0)
+        return PAMI_SUCCESS;
+    /* More tasks than cores: a caller that loops on advance (the retry
+     * loop of a full send) would keep the core from the task that shares
+     * it and must run to free what we wait for. */
+    if (ctx->client->oversubscribed)
+        sched_yield();
+    return PAMI_EAGAIN;
 }
 
 pami_result_t pami_context_wait(pami_context_t ctx, int timeout_ms)

@@ -36,6 +36,8 @@ typedef enum {
     T_ALLTOALL,
     T_REDUCE_SCATTER,
     T_AUTO_VS_BEST,            /* AUTO against the best, from a profile */
+    T_BURST_OVERSUB,           /* retry loops with more tasks than cores */
+    T_FOOTPRINT,               /* peak resident memory after an alltoall */
     T_COUNT
 } test_id_t;
 
@@ -212,6 +214,17 @@ void coll_bench_run(group_t *g, test_id_t test);
 /* auto_vs_best: AUTO beside the best algorithm at every size of the
  * profile, measured interleaved. */
 void auto_vs_best_run(group_t *g);
+
+/* ---- burst.c ---- */
+/* burst_oversub: the advance-retry loop against wait retries. */
+void burst_oversub_run(group_t *g);
+
+/* ---- footprint.c ---- */
+/* footprint: the largest VmHWM among the tasks after alltoalls. */
+void footprint_run(group_t *g);
+/* pami-bench-mpi footprint --vs-mpi: the same on Open MPI alone, after
+ * MPI_Init and without a pami client; returns the exit code. */
+int footprint_mpi_main(const opts_t *o);
 
 /* ---- mpi_side.c (pami-bench-mpi only) ---- */
 int bench_mpi_init(int *argc, char ***argv);

@@ -4,6 +4,8 @@
     check_json.py [--ucx] -- pamirun -n 2 pami-bench --json ...
     check_json.py --group LINE... [--mpi] -- pamirun -n 4 pami-bench barrier --json ...
     check_json.py --coll TEST... --bytes B... [--mpi] -- pamirun -n 4 pami-bench allreduce --json ...
+    check_json.py --burst RANKS MIN_RATIO -- pamirun -n RANKS pami-bench burst_oversub --json ...
+    check_json.py --footprint RANKS -- pamirun -n RANKS pami-bench footprint --json ...
 
 Fails (exit 1) when the command fails, when a line of its output is not a
 JSON object, when a test printed no line, when a field is missing or has
@@ -17,7 +19,11 @@ bcast, allgather, alltoall, reduce_scatter): every line must belong to one
 of them (registry name of its collective, e.g. allreduce_ring, or
 <collective>_auto) with that collective's mpi_op, and for each of them and
 each size given with --bytes there must be an AUTO line and at least one
-line of a named algorithm.
+line of a named algorithm. --burst wants exactly one burst_oversub line
+with exactly its fields, for RANKS tasks, positive rates, ratio =
+advance / wait, and ratio at least MIN_RATIO. --footprint wants exactly
+one footprint line of pami for RANKS tasks with exactly its fields and
+0 < vmhwm_min_kib <= vmhwm_max_kib.
 """
 import json
 import re
@@ -171,7 +177,87 @@ def check_coll_line(obj, colls, mpi, errors):
     return name
 
 
+BURST = {"test", "ranks", "advance_msgs_per_s", "wait_msgs_per_s", "ratio"}
+
+
+def check_burst(lines, ranks, min_ratio, errors):
+    if len(lines) != 1:
+        errors.append("burst_oversub: %d lines, expected 1" % len(lines))
+        return
+    obj = lines[0]
+    if not isinstance(obj, dict) or set(obj) != BURST:
+        errors.append("burst_oversub: fields %s, expected %s"
+                      % (sorted(obj) if isinstance(obj, dict) else obj,
+                         sorted(BURST)))
+        return
+    adv, wait = obj["advance_msgs_per_s"], obj["wait_msgs_per_s"]
+    if obj["test"] != "burst_oversub" or obj["ranks"] != ranks:
+        errors.append("burst_oversub: test %r ranks %r" % (obj["test"],
+                                                           obj["ranks"]))
+    elif not (number(adv) and number(wait) and adv > 0 and wait > 0):
+        errors.append("burst_oversub: rates %r %r" % (adv, wait))
+    elif abs(obj["ratio"] - adv / wait) > 1e-3 * adv / wait:
+        errors.append("burst_oversub: ratio %r is not advance / wait"
+                      % obj["ratio"])
+    elif obj["ratio"] < min_ratio:
+        errors.append("burst_oversub: ratio %.3f below %.3f: the advance "
+                      "retry loop collapses" % (obj["ratio"], min_ratio))
+
+
+FOOTPRINT = {"test", "library", "ranks", "vmhwm_max_kib", "vmhwm_min_kib",
+             "alltoalls", "block_bytes"}
+
+
+def check_footprint(lines, ranks, errors):
+    if len(lines) != 1:
+        errors.append("footprint: %d lines, expected 1" % len(lines))
+        return
+    obj = lines[0]
+    if not isinstance(obj, dict) or set(obj) != FOOTPRINT:
+        errors.append("footprint: fields %s, expected %s"
+                      % (sorted(obj) if isinstance(obj, dict) else obj,
+                         sorted(FOOTPRINT)))
+        return
+    if obj["test"] != "footprint" or obj["library"] != "pami" or \
+            obj["ranks"] != ranks:
+        errors.append("footprint: test %r library %r ranks %r"
+                      % (obj["test"], obj["library"], obj["ranks"]))
+    lo, hi = obj["vmhwm_min_kib"], obj["vmhwm_max_kib"]
+    if not (isinstance(lo, int) and isinstance(hi, int) and 0 < lo <= hi):
+        errors.append("footprint: VmHWM %r .. %r" % (lo, hi))
+    if not (isinstance(obj["alltoalls"], int) and obj["alltoalls"] > 0):
+        errors.append("footprint: alltoalls %r" % obj["alltoalls"])
+
+
 def main(argv):
+    if argv and argv[0] in ("--burst", "--footprint"):
+        burst = argv[0] == "--burst"
+        skip = 3 if burst else 2
+        if len(argv) <= skip + 1 or argv[skip] != "--":
+            print(__doc__, file=sys.stderr)
+            return 2
+        ranks = int(argv[1])
+        min_ratio = float(argv[2]) if burst else 0
+        proc = subprocess.run([str(a) for a in argv[skip + 1:]],
+                              stdout=subprocess.PIPE, universal_newlines=True)
+        sys.stdout.write(proc.stdout)
+        errors = [] if proc.returncode == 0 else \
+            ["command exited with %d" % proc.returncode]
+        lines = []
+        for raw in proc.stdout.splitlines():
+            line = PREFIX.sub("", raw).strip()
+            if line:
+                try:
+                    lines.append(json.loads(line))
+                except ValueError:
+                    errors.append("not JSON: %r" % raw)
+        if burst:
+            check_burst(lines, ranks, min_ratio, errors)
+        else:
+            check_footprint(lines, ranks, errors)
+        for e in errors:
+            print("check_json: " + e, file=sys.stderr)
+        return 1 if errors else 0
     ucx = mpi = False
     group = []
     colls = []

@@ -204,6 +204,12 @@ int group_main(const opts_t *o, int *argc, char ***argv)
 #ifdef PAMI_BENCH_MPI
     if (o->vs_mpi && bench_mpi_init(argc, argv) != 0)
         bench_die("MPI_Init failed");
+    /* Open MPI's footprint is measured alone: no pami in the process. */
+    if (o->vs_mpi && o->tests == (1u << T_FOOTPRINT)) {
+        int rc = footprint_mpi_main(o);
+        bench_mpi_fini();
+        return rc;
+    }
 #else
     (void)argc;
     (void)argv;
@@ -226,7 +232,9 @@ int group_main(const opts_t *o, int *argc, char ***argv)
     bench_check(pami_context_createv(g.client, NULL, 1, &g.ctx),
                 "pami_context_createv");
     bench_check(pami_dispatch_fence(g.client), "pami_dispatch_fence");
-    if (g.me == 0)
+    /* burst_oversub and footprint print lines of their own. */
+    unsigned own = (1u << T_BURST_OVERSUB) | (1u << T_FOOTPRINT);
+    if (g.me == 0 && (o->tests & ~own) != 0)
         report_group_header(o, g.size, o->vs_mpi);
 
     if (o->tests & (1u << T_BARRIER))
@@ -238,6 +246,10 @@ int group_main(const opts_t *o, int *argc, char ***argv)
             coll_bench_run(&g, (test_id_t)t);
     if (o->tests & (1u << T_AUTO_VS_BEST))
         auto_vs_best_run(&g);
+    if (o->tests & (1u << T_BURST_OVERSUB))
+        burst_oversub_run(&g);
+    if (o->tests & (1u << T_FOOTPRINT))
+        footprint_run(&g);
 
     bench_check(pami_dispatch_fence(g.client), "pami_dispatch_fence");
     bench_check(pami_client_destroy(&g.client), "pami_client_destroy");

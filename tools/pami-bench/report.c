@@ -27,6 +27,8 @@ static const struct {
     [T_ALLTOALL] = {"alltoall", METRIC_LAT_US},
     [T_REDUCE_SCATTER] = {"reduce_scatter", METRIC_LAT_US},
     [T_AUTO_VS_BEST] = {"auto_vs_best", METRIC_LAT_US},
+    [T_BURST_OVERSUB] = {"burst_oversub", METRIC_RATE_MPS},
+    [T_FOOTPRINT] = {"footprint", METRIC_LAT_US}, /* prints its own line */
 };
 
 const char *test_name(test_id_t t) { return tests[t].name; }
