@@ -158,19 +158,26 @@ static void on_data(pami_context_t ctx, void *cookie, const void *hdr,
     }
 }
 
-/* Setup blobs (UCP addresses, regions); one in flight at a time. */
-static struct {
-    void  *data;
-    size_t len;
+/* Setup blobs (UCP addresses, regions, the floor's handshake), queued in
+ * arrival order: the peer may send its next blob as soon as it has ours,
+ * before we took its previous one (pami keeps a pair's order). */
+typedef struct blob {
+    struct blob *next;
+    void        *data;
+    size_t       len;
     volatile int here;
+} blob_t;
+
+static struct {
+    blob_t  *head, **tail;
     volatile uint64_t sent;
-} boot;
+} boot = {.tail = &boot.head};
 
 static void boot_landed(pami_context_t ctx, void *cookie, pami_result_t result)
 {
-    (void)ctx; (void)cookie;
+    (void)ctx;
     bench_check(result, "setup exchange");
-    boot.here = 1;
+    ((blob_t *)cookie)->here = 1;
 }
 
 static void on_boot(pami_context_t ctx, void *cookie, const void *hdr,
@@ -178,18 +185,19 @@ static void on_boot(pami_context_t ctx, void *cookie, const void *hdr,
                     pami_endpoint_t origin, pami_recv_t *recv)
 {
     (void)ctx; (void)cookie; (void)hdr; (void)hlen; (void)origin;
-    if (boot.data != NULL)
-        bench_die("a second setup blob arrived early");
-    boot.data = malloc(dlen ? dlen : 1);
-    boot.len  = dlen;
-    if (boot.data == NULL)
+    blob_t *bl = calloc(1, sizeof(*bl));
+    if (bl == NULL || (bl->data = malloc(dlen ? dlen : 1)) == NULL)
         bench_die("out of memory");
+    bl->len    = dlen;
+    *boot.tail = bl;
+    boot.tail  = &bl->next;
     if (data != NULL || dlen == 0) {
-        memcpy(boot.data, data, dlen);
-        boot.here = 1;
+        memcpy(bl->data, data, dlen);
+        bl->here = 1;
     } else {
-        recv->addr     = boot.data;
+        recv->addr     = bl->data;
         recv->local_fn = boot_landed;
+        recv->cookie   = bl;
     }
 }
 
@@ -221,7 +229,7 @@ void *pami_side_exchange(bench_t *b, const void *blob, size_t len,
     stall_t st;
     stall_init(&st, "setup exchange");
     st.mask = 0; /* this loop may sleep */
-    while (boot.sent == sent || !boot.here) {
+    while (boot.sent == sent || boot.head == NULL || !boot.head->here) {
         if (poll != NULL) {
             pami_context_advance(b->ctx, 1);
             poll(arg);
@@ -230,10 +238,13 @@ void *pami_side_exchange(bench_t *b, const void *blob, size_t len,
         }
         stall_check(&st);
     }
-    void *got = boot.data;
-    *peer_len = boot.len;
-    boot.data = NULL;
-    boot.here = 0;
+    blob_t *bl = boot.head;
+    boot.head  = bl->next;
+    if (boot.head == NULL)
+        boot.tail = &boot.head;
+    void *got = bl->data;
+    *peer_len = bl->len;
+    free(bl);
     return got;
 }
 
