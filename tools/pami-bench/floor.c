@@ -87,8 +87,14 @@ void floor_setup(bench_t *b)
     b->floor = NULL;
     /* Only when both tasks share this node. Both decide the same way:
      * peer_pid is set on both or on neither. */
-    if (b->peer_pid == 0 || !b->opt.vs_ucx)
+    if (!b->opt.vs_ucx)
         return;
+    if (b->peer_pid == 0) {
+        if (b->me == 0)
+            fprintf(stderr, "pami-bench: the two tasks are on different "
+                            "nodes: no floor lines\n");
+        return;
+    }
     long owner = b->me == 0 ? (long)getpid() : b->peer_pid;
     snprintf(shm_name, sizeof(shm_name), "/pami-bench-floor-%ld", owner);
     size_t bytes = sizeof(struct floor_shm);
