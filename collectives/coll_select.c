@@ -89,8 +89,7 @@ static void load_forced(void)
 static void load(void)
 {
     coll_machine_local(&sel.here);
-    const char *lg = getenv("PAMI_COLL_LOG");
-    sel.log = lg != NULL && strcmp(lg, "1") == 0;
+    sel.log = pami_protocol_env_bool(COLL_SUBSYS, "PAMI_COLL_LOG", 0) != 0;
     const char *tune = getenv("PAMI_COLL_TUNE");
     sel.online = tune != NULL && strcmp(tune, "online") == 0;
     if (tune != NULL && *tune != '\0' && !sel.online &&
