@@ -607,6 +607,12 @@ pami_result_t pami_rma_cma(struct pami_context *ctx, uint32_t index,
                            uint64_t raddr, pami_event_fn local_fn,
                            pami_event_fn remote_fn, void *cookie,
                            int32_t region);
+/* Reads bytes at src of process pid into dst, a large read on two cores
+ * when spare_core (rma_cma.c); 0 or an errno, ESRCH when pid is gone. */
+int pami_cma_read(pid_t pid, void *dst, uint64_t src, size_t bytes,
+                  bool spare_core);
+/* This node has more CPUs than tasks of the job. */
+bool pami_cma_spare_core(const pami_client_impl_t *c);
 
 /* ---- memory regions (memregion.c) ---- */
 typedef enum {

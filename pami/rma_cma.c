@@ -7,10 +7,22 @@
  * (PAMI_INVAL) and the owner never notices.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "internal.h"
+
+/* Reads of at least this many bytes are split in two halves read at once
+ * by the caller and a helper thread. One core copying across the kernel
+ * moves about 4 GB/s once the buffers leave the cache (64 MiB), two move
+ * about 7.5 (docs/PERFORMANCE.md, issue 17); below this size the data is
+ * cache-resident, one core is as fast and the hand-over would cost. */
+#define CMA_SPLIT_MIN ((size_t)8 << 20)
 
 /* Moves bytes between local and the task's raddr; 0 or an errno. */
 static int cma_move(pid_t pid, bool put, void *local, uint64_t raddr,
@@ -34,6 +46,137 @@ static int cma_move(pid_t pid, bool put, void *local, uint64_t raddr,
     return 0;
 }
 
+/* One helper thread per process, started on the first large read and
+ * blocked on its condition variable between reads (it never spins). It
+ * serves one read at a time: a caller that finds it busy (another
+ * context's thread) reads alone. A forked child starts its own. */
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t  posted, finished;
+    bool            started, failed, busy, job, done;
+    pid_t           pid;
+    char           *dst;
+    uint64_t        src;
+    size_t          len;
+    int             err;
+} helper = {.mu = PTHREAD_MUTEX_INITIALIZER,
+            .posted = PTHREAD_COND_INITIALIZER,
+            .finished = PTHREAD_COND_INITIALIZER};
+
+static void helper_after_fork(void)
+{
+    /* Only the forking thread lives on in the child: no helper there. */
+    pthread_mutex_init(&helper.mu, NULL);
+    pthread_cond_init(&helper.posted, NULL);
+    pthread_cond_init(&helper.finished, NULL);
+    helper.started = helper.failed = false;
+    helper.busy = helper.job = helper.done = false;
+}
+
+static void *helper_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&helper.mu);
+    for (;;) {
+        while (!helper.job)
+            pthread_cond_wait(&helper.posted, &helper.mu);
+        helper.job = false;
+        pid_t    pid = helper.pid;
+        char    *dst = helper.dst;
+        uint64_t src = helper.src;
+        size_t   len = helper.len;
+        pthread_mutex_unlock(&helper.mu);
+        int err = cma_move(pid, false, dst, src, len);
+        pthread_mutex_lock(&helper.mu);
+        helper.err  = err;
+        helper.done = true;
+        pthread_cond_signal(&helper.finished);
+    }
+    return NULL;
+}
+
+/* A second core to read with? Not when this task may run on one only. */
+static bool helper_possible(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0)
+        return CPU_COUNT(&set) > 1;
+    return sysconf(_SC_NPROCESSORS_ONLN) > 1;
+}
+
+/* Takes the helper for one read; false when there is none to take. */
+static bool helper_claim(void)
+{
+    static atomic_bool atfork_set;
+    pthread_mutex_lock(&helper.mu);
+    if (!helper.started && !helper.failed) {
+        helper.failed = true;
+        if (helper_possible()) {
+            if (!atomic_exchange(&atfork_set, true))
+                pthread_atfork(NULL, NULL, helper_after_fork);
+            /* Signals stay with the program's threads. */
+            sigset_t all, old;
+            sigfillset(&all);
+            pthread_sigmask(SIG_SETMASK, &all, &old);
+            pthread_t t;
+            pthread_attr_t attr;
+            pthread_attr_init(&attr);
+            pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+            pthread_attr_setstacksize(&attr, 64 * 1024);
+            if (pthread_create(&t, &attr, helper_main, NULL) == 0) {
+                helper.started = true;
+                helper.failed  = false;
+            } else {
+                pami_warn("rndv", "no helper thread for large reads; they "
+                                  "use one core");
+            }
+            pthread_attr_destroy(&attr);
+            pthread_sigmask(SIG_SETMASK, &old, NULL);
+        }
+    }
+    bool ok = helper.started && !helper.busy;
+    if (ok)
+        helper.busy = true;
+    pthread_mutex_unlock(&helper.mu);
+    return ok;
+}
+
+bool pami_cma_spare_core(const pami_client_impl_t *c)
+{
+    return c->num_local_cpus > c->num_local_tasks;
+}
+
+int pami_cma_read(pid_t pid, void *dst, uint64_t src, size_t bytes,
+                  bool spare_core)
+{
+    if (!spare_core || bytes < CMA_SPLIT_MIN || !helper_claim())
+        return cma_move(pid, false, dst, src, bytes);
+    /* The helper takes the upper half, from a page boundary. */
+    size_t first = (bytes / 2) & ~(size_t)4095;
+    pthread_mutex_lock(&helper.mu);
+    helper.pid  = pid;
+    helper.dst  = (char *)dst + first;
+    helper.src  = src + first;
+    helper.len  = bytes - first;
+    helper.done = false;
+    helper.job  = true;
+    pthread_cond_signal(&helper.posted);
+    pthread_mutex_unlock(&helper.mu);
+
+    int err = cma_move(pid, false, dst, src, first);
+
+    pthread_mutex_lock(&helper.mu);
+    while (!helper.done)
+        pthread_cond_wait(&helper.finished, &helper.mu);
+    int herr    = helper.err;
+    helper.busy = false;
+    pthread_mutex_unlock(&helper.mu);
+    /* A dead owner decides the outcome whichever half saw it. */
+    if (err == ESRCH || herr == ESRCH)
+        return ESRCH;
+    return err != 0 ? err : herr;
+}
+
 pami_result_t pami_rma_cma(struct pami_context *ctx, uint32_t index,
                            bool put, void *local, size_t bytes,
                            uint64_t raddr, pami_event_fn local_fn,
@@ -42,7 +185,9 @@ pami_result_t pami_rma_cma(struct pami_context *ctx, uint32_t index,
 {
     pami_client_impl_t *c    = ctx->client;
     uint32_t            task = index / (uint32_t)c->num_contexts;
-    int err = cma_move(c->tasks[task].pid, put, local, raddr, bytes);
+    int err = put ? cma_move(c->tasks[task].pid, true, local, raddr, bytes)
+                  : pami_cma_read(c->tasks[task].pid, local, raddr, bytes,
+                                  pami_cma_spare_core(c));
     if (err == EPERM) {
         /* Not allowed here (ptrace scope, another container): the owner's
          * path from now on. */

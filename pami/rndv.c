@@ -217,35 +217,21 @@ void pami_rndv_recv(struct pami_context *ctx, uint32_t peer,
 static void cma_get(struct pami_context *ctx, pami_request_t *req)
 {
     uint32_t task = req->peer / (uint32_t)ctx->client->num_contexts;
-    pid_t    pid  = ctx->client->tasks[task].pid;
-    char    *dst  = (char *)req->data;
-    uint64_t src  = req->rndv_base;
-    size_t   left = req->data_len;
-    while (left > 0) {
-        struct iovec local  = {.iov_base = dst, .iov_len = left};
-        struct iovec remote = {.iov_base = (void *)(uintptr_t)src,
-                               .iov_len = left};
-        ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
-        if (n <= 0) {
-            if (n < 0 && errno == EINTR)
-                continue;
-            int err = n < 0 ? errno : EIO;
-            pami_warn("rndv", "reading %zu bytes from task %u failed: %s",
-                      left, task, strerror(err));
-            if (err == ESRCH) {
-                pami_task_failed(ctx, task, -ESRCH);
-                pami_request_fail(req, PAMI_PEER_FAILED);
-            } else {
-                pami_request_done(req, err == EFAULT ? PAMI_INVAL
-                                                     : PAMI_TRANSPORT);
-            }
-            return;
-        }
-        dst  += n;
-        src  += (uint64_t)n;
-        left -= (size_t)n;
+    int err = pami_cma_read(ctx->client->tasks[task].pid, (void *)req->data,
+                            req->rndv_base, req->data_len,
+                            pami_cma_spare_core(ctx->client));
+    if (err == 0) {
+        pami_request_done(req, PAMI_SUCCESS);
+        return;
     }
-    pami_request_done(req, PAMI_SUCCESS);
+    pami_warn("rndv", "reading %zu bytes from task %u failed: %s",
+              req->data_len, task, strerror(err));
+    if (err == ESRCH) {
+        pami_task_failed(ctx, task, -ESRCH);
+        pami_request_fail(req, PAMI_PEER_FAILED);
+    } else {
+        pami_request_done(req, err == EFAULT ? PAMI_INVAL : PAMI_TRANSPORT);
+    }
 }
 
 void pami_rndv_start_get(struct pami_context *ctx, pami_peer_t *peer,
