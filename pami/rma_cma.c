@@ -202,10 +202,17 @@ pami_result_t pami_rma_cma(struct pami_context *ctx, uint32_t index,
         pami_task_failed(ctx, task, -ESRCH);
         rc = PAMI_PEER_FAILED;
     } else if (err != 0) {
-        pami_warn("rma", "%s of %zu bytes at 0x%llx of task %u failed: %s "
-                         "(a destroyed region?)", put ? "put" : "get", bytes,
-                  (unsigned long long)raddr, task, strerror(err));
-        rc = err == EFAULT ? PAMI_INVAL : PAMI_TRANSPORT;
+        /* Once every task is through destroy's first barrier, the owner
+         * may have finished and unmapped its regions: a departure, as
+         * endpoint.c treats a closed monitor then, so the operation is
+         * canceled by the shutdown rather than refused. */
+        bool left = ctx->closing_down && ctx->shutdown_stage >= 2;
+        pami_log(left ? PAMI_LOG_DEBUG : PAMI_LOG_WARN, "rma",
+                 "%s of %zu bytes at 0x%llx of task %u failed: %s "
+                 "(a destroyed region?)", put ? "put" : "get", bytes,
+                 (unsigned long long)raddr, task, strerror(err));
+        rc = left ? PAMI_SHUTDOWN
+                  : err == EFAULT ? PAMI_INVAL : PAMI_TRANSPORT;
     }
     pami_request_t *req = pami_request_get(ctx);
     if (req == NULL)
