@@ -227,6 +227,7 @@ pami_result_t pami_client_destroy(pami_client_t *client)
     free(c->contexts);
     free(c->addr_blob);
     client_free(c);
+    pami_cma_helper_stop();
     *client = NULL;
     return rc;
 }

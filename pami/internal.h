@@ -613,6 +613,8 @@ int pami_cma_read(pid_t pid, void *dst, uint64_t src, size_t bytes,
                   bool spare_core);
 /* This node has more CPUs than tasks of the job. */
 bool pami_cma_spare_core(const pami_client_impl_t *c);
+/* Joins the large-read helper thread, if one runs (client destroy). */
+void pami_cma_helper_stop(void);
 
 /* ---- memory regions (memregion.c) ---- */
 typedef enum {

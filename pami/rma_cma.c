@@ -49,11 +49,14 @@ static int cma_move(pid_t pid, bool put, void *local, uint64_t raddr,
 /* One helper thread per process, started on the first large read and
  * blocked on its condition variable between reads (it never spins). It
  * serves one read at a time: a caller that finds it busy (another
- * context's thread) reads alone. A forked child starts its own. */
+ * context's thread) reads alone. A forked child starts its own. Each
+ * pami_client_destroy joins it (pami_cma_helper_stop): nothing of pami
+ * runs after the program's last destroy. */
 static struct {
     pthread_mutex_t mu;
     pthread_cond_t  posted, finished;
-    bool            started, failed, busy, job, done;
+    bool            started, failed, busy, job, done, quit;
+    pthread_t       thread;
     pid_t           pid;
     char           *dst;
     uint64_t        src;
@@ -70,16 +73,19 @@ static void helper_after_fork(void)
     pthread_cond_init(&helper.posted, NULL);
     pthread_cond_init(&helper.finished, NULL);
     helper.started = helper.failed = false;
-    helper.busy = helper.job = helper.done = false;
+    helper.busy = helper.job = helper.done = helper.quit = false;
 }
 
 static void *helper_main(void *arg)
 {
     (void)arg;
+    pthread_setname_np(pthread_self(), "pami-cma"); /* tests look for it */
     pthread_mutex_lock(&helper.mu);
     for (;;) {
-        while (!helper.job)
+        while (!helper.job && !helper.quit)
             pthread_cond_wait(&helper.posted, &helper.mu);
+        if (helper.quit)
+            break;
         helper.job = false;
         pid_t    pid = helper.pid;
         char    *dst = helper.dst;
@@ -90,8 +96,9 @@ static void *helper_main(void *arg)
         pthread_mutex_lock(&helper.mu);
         helper.err  = err;
         helper.done = true;
-        pthread_cond_signal(&helper.finished);
+        pthread_cond_broadcast(&helper.finished);
     }
+    pthread_mutex_unlock(&helper.mu);
     return NULL;
 }
 
@@ -118,12 +125,11 @@ static bool helper_claim(void)
             sigset_t all, old;
             sigfillset(&all);
             pthread_sigmask(SIG_SETMASK, &all, &old);
-            pthread_t t;
             pthread_attr_t attr;
             pthread_attr_init(&attr);
-            pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
             pthread_attr_setstacksize(&attr, 64 * 1024);
-            if (pthread_create(&t, &attr, helper_main, NULL) == 0) {
+            if (pthread_create(&helper.thread, &attr, helper_main, NULL) ==
+                0) {
                 helper.started = true;
                 helper.failed  = false;
             } else {
@@ -139,6 +145,29 @@ static bool helper_claim(void)
         helper.busy = true;
     pthread_mutex_unlock(&helper.mu);
     return ok;
+}
+
+void pami_cma_helper_stop(void)
+{
+    pthread_mutex_lock(&helper.mu);
+    helper.failed = false; /* the next client may try again */
+    if (!helper.started) {
+        pthread_mutex_unlock(&helper.mu);
+        return;
+    }
+    /* Another client's read finishes first; reads that start meanwhile
+     * find the helper busy and read alone. */
+    while (helper.busy)
+        pthread_cond_wait(&helper.finished, &helper.mu);
+    helper.busy = true;
+    helper.quit = true;
+    pthread_cond_signal(&helper.posted);
+    pthread_t t = helper.thread;
+    pthread_mutex_unlock(&helper.mu);
+    pthread_join(t, NULL);
+    pthread_mutex_lock(&helper.mu);
+    helper.started = helper.quit = helper.busy = false;
+    pthread_mutex_unlock(&helper.mu);
 }
 
 bool pami_cma_spare_core(const pami_client_impl_t *c)
@@ -170,6 +199,7 @@ int pami_cma_read(pid_t pid, void *dst, uint64_t src, size_t bytes,
         pthread_cond_wait(&helper.finished, &helper.mu);
     int herr    = helper.err;
     helper.busy = false;
+    pthread_cond_broadcast(&helper.finished); /* a stop may wait for it */
     pthread_mutex_unlock(&helper.mu);
     /* A dead owner decides the outcome whichever half saw it. */
     if (err == ESRCH || herr == ESRCH)
