@@ -412,10 +412,11 @@ static void wire_collectives(cf_env_t *e)
 }
 
 /* ------------------------------------------------------------------------ */
-/* core: ACK (512), BARRIER (513), MONITOR (514), RNDV (515), RMA (516)      */
+/* core: ACK, BARRIER, MONITOR, RNDV, RMA, RNDV_CHUNK, PROBE (512..518)     */
 /* ------------------------------------------------------------------------ */
 
-enum { CORE_ACK = 512, CORE_BARRIER, CORE_MONITOR, CORE_RNDV, CORE_RMA };
+enum { CORE_ACK = 512, CORE_BARRIER, CORE_MONITOR, CORE_RNDV, CORE_RMA,
+       CORE_RNDV_CHUNK, CORE_PROBE };
 
 typedef struct {
     size_t got, checked_bad, remote;
@@ -526,6 +527,28 @@ static void wire_core(cf_env_t *e)
     forge(&w, CORE_RNDV, p, 64, NULL, 0, "core.dropped_unknown"); /* no ACK */
     forge(&w, CORE_RMA, NULL, 0, NULL, 0, "core.dropped_malformed");
     forge(&w, CORE_RMA, p, 3, NULL, 0, "core.dropped_malformed");
+    /* RNDV_CHUNK (rendezvous.md, chunk messages): short, long, and the
+     * right 48 bytes with version 0, each a counted refusal; nothing of
+     * them is answered. */
+    forge(&w, CORE_RNDV_CHUNK, NULL, 0, NULL, 0, "core.dropped_malformed");
+    forge(&w, CORE_RNDV_CHUNK, p, 47, NULL, 0, "core.dropped_malformed");
+    forge(&w, CORE_RNDV_CHUNK, p, 49, NULL, 0, "core.dropped_malformed");
+    forge(&w, CORE_RNDV_CHUNK, p, 48, NULL, 0, "core.dropped_malformed");
+    /* PROBE (am.md): 7 and 9 bytes, kind 0 and 3, a reserved byte set,
+     * and answers to probes this task never sent (a forged "alive"). */
+    forge(&w, CORE_PROBE, p, 7, NULL, 0, "core.dropped_malformed");
+    forge(&w, CORE_PROBE, p, 9, NULL, 0, "core.dropped_malformed");
+    forge(&w, CORE_PROBE, p, 8, NULL, 0, "core.dropped_malformed");
+    p[0] = 3;
+    forge(&w, CORE_PROBE, p, 8, NULL, 0, "core.dropped_malformed");
+    p[0] = 1, p[2] = 1;
+    forge(&w, CORE_PROBE, p, 8, NULL, 0, "core.dropped_malformed");
+    for (uint64_t i = 0; i < WIRE_SEEDED; i++) {
+        seeded(&w, p, 8, 200 + i);
+        p[0] = 2, p[1] = p[2] = p[3] = 0; /* an answer, well formed */
+        forge(&w, CORE_PROBE, p, 8, NULL, 0, "core.dropped_malformed");
+    }
+    memset(p, 0, sizeof(p));
     /* RTS with the ACK flag: 10 bytes (rendezvous.md check 1, "at least
      * 288 bytes follow the cookie") and 288 zero bytes (check 2,
      * "version == 1"). */
