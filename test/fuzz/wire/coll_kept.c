@@ -15,6 +15,9 @@
  *                       and allreduces in flight on each while the last
  *                       rank starts 1 s late: none is dropped, all
  *                       correct; the waiting high water is printed.
+ *
+ * White-box: the forger builds collectives packets with coll.h's layout
+ * (coll_hdr_t), which the public headers do not show.
  */
 #include <stdio.h>
 #include <stdlib.h>
