@@ -33,21 +33,20 @@ static void recv_ack(struct pami_context *ctx, uint32_t peer,
     pami_ack_t    ack;
     pami_result_t r;
     if (pami_ack_decode(payload, len, &ack, &r) != PAMI_WIRE_OK) {
-        ctx->stats.dropped_malformed++;
-        pami_warn("am", "dropped an ack of %zu bytes", len);
+        pami_drop_malformed(ctx, "am", "dropped an ack of %zu bytes", len);
         return;
     }
     pami_request_t *req = pami_request_by_cookie(ctx, ack.cookie);
     if (req == NULL) {
-        ctx->stats.dropped_malformed++;
-        pami_warn("am", "dropped an ack for no waiting send");
+        pami_drop_malformed(ctx, "am", "dropped an ack for no waiting send");
         return;
     }
     /* A cookie can be guessed: only the task the send went to answers. */
     if (req->peer != peer) {
-        ctx->stats.dropped_malformed++;
-        pami_warn("am", "dropped an ack from endpoint %u for a send to "
-                        "endpoint %u", peer, req->peer);
+        pami_drop_malformed(ctx, "am",
+                            "dropped an ack from endpoint %u for a send to "
+                            "endpoint %u",
+                            peer, req->peer);
         return;
     }
     pami_request_acked(req, r);

@@ -18,16 +18,16 @@ void pami_barrier_recv(struct pami_context *ctx, const void *payload,
     pami_barrier_msg_t m;
     pami_wire_check_t  why = pami_barrier_msg_decode(payload, len, &m);
     if (why == PAMI_WIRE_BAD_LENGTH) {
-        ctx->stats.dropped_malformed++;
-        pami_warn("barrier", "dropped a %zu-byte barrier message", len);
+        pami_drop_malformed(ctx, "barrier",
+                            "dropped a %zu-byte barrier message", len);
         return;
     }
     uint32_t ahead = m.epoch - ctx->bar_epoch;
     if (why != PAMI_WIRE_OK || ahead > 1) {
-        ctx->stats.dropped_malformed++;
-        pami_warn("barrier", "dropped a barrier message (epoch %u round %u) "
-                             "from task %u in epoch %u", m.epoch, m.round,
-                  origin_task, ctx->bar_epoch);
+        pami_drop_malformed(ctx, "barrier",
+                            "dropped a barrier message (epoch %u round %u) "
+                            "from task %u in epoch %u",
+                            m.epoch, m.round, origin_task, ctx->bar_epoch);
         return;
     }
     ctx->bar_seen[m.epoch & 1] |= 1ull << m.round;

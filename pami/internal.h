@@ -426,6 +426,13 @@ static inline pami_result_t pami_peer_by_index(struct pami_context *ctx,
 
 /* Starts closing every endpoint; ctx->closing counts those still open. */
 void pami_peers_close(struct pami_context *ctx, bool force);
+/* A packet from a peer refused: counted in dropped_malformed, and one
+ * warn line saying why (docs/protocols/am.md). */
+#define pami_drop_malformed(ctx, subsys, ...)                                 \
+    do {                                                                      \
+        (ctx)->stats.dropped_malformed++;                                     \
+        pami_warn(subsys, __VA_ARGS__);                                       \
+    } while (0)
 /* A send of the program or a protocol went to flat index index: its task
  * owes progress for a while (liveness.c). Two stores. */
 static inline void pami_live_sent(struct pami_context *ctx, uint32_t index)

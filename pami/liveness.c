@@ -164,9 +164,10 @@ void pami_probe_recv(struct pami_context *ctx, uint32_t peer,
 {
     pami_probe_msg_t m;
     if (pami_probe_decode(payload, len, &m) != PAMI_WIRE_OK) {
-        ctx->stats.dropped_malformed++;
-        pami_warn("liveness", "dropped a malformed %zu-byte probe from task "
-                              "%u", len, origin_task);
+        pami_drop_malformed(ctx, "liveness",
+                            "dropped a malformed %zu-byte probe from task "
+                            "%u",
+                            len, origin_task);
         return;
     }
     if (m.kind == PAMI_PROBE_ASK) {
@@ -179,9 +180,10 @@ void pami_probe_recv(struct pami_context *ctx, uint32_t peer,
         &ctx->peers[(size_t)origin_task * ctx->client->num_contexts];
     /* Only an answer to one of our last probes of that task counts. */
     if (mon->probe_seq == 0 || mon->probe_seq - m.seq >= PROBE_WINDOW) {
-        ctx->stats.dropped_malformed++;
-        pami_warn("liveness", "dropped an answer from task %u to probe %u, "
-                              "which was not asked", origin_task, m.seq);
+        pami_drop_malformed(ctx, "liveness",
+                            "dropped an answer from task %u to probe %u, "
+                            "which was not asked",
+                            origin_task, m.seq);
         return;
     }
     if (mon->quiet_since_ns == 0)

@@ -214,19 +214,20 @@ static void answered(struct pami_context *ctx, uint32_t peer,
 {
     pami_request_t *req = pami_request_by_cookie(ctx, m->cookie);
     if (req == NULL || !req->rma_owner || req->peer != peer) {
-        ctx->stats.dropped_malformed++;
-        pami_warn("rma", "dropped an answer for no operation waiting on "
-                         "task %u", peer / (uint32_t)ctx->client->num_contexts);
+        pami_drop_malformed(ctx, "rma",
+                            "dropped an answer for no operation waiting on "
+                            "task %u",
+                            peer / (uint32_t)ctx->client->num_contexts);
         return;
     }
     pami_result_t rc = (pami_result_t)m->result;
     bool get = req->rma_type == PAMI_RMA_MSG_GET;
     if (rc == PAMI_SUCCESS &&
         (get ? data_len != req->rma_len : data_len != 0)) {
-        ctx->stats.dropped_malformed++;
-        pami_warn("rma", "an answer with %zu bytes of data for an operation "
-                         "waiting for %zu", data_len,
-                  get ? req->rma_len : 0);
+        pami_drop_malformed(ctx, "rma",
+                            "an answer with %zu bytes of data for an operation "
+                            "waiting for %zu",
+                            data_len, get ? req->rma_len : 0);
         rc = PAMI_ERROR;
     } else if (rc == PAMI_SUCCESS && req->rma_dst != NULL) {
         if (get) {
@@ -251,10 +252,11 @@ void pami_rma_owner_recv(struct pami_context *ctx, uint32_t peer,
     pami_rma_msg_t    m;
     pami_wire_check_t why = pami_rma_msg_decode(buf, len, data_len, &m);
     if (why != PAMI_WIRE_OK) {
-        ctx->stats.dropped_malformed++;
-        pami_warn("rma", "dropped a malformed one-sided message from task %u "
-                         "(check %d, %zu + %zu bytes)", origin_task, (int)why,
-                  len, data_len);
+        pami_drop_malformed(
+            ctx, "rma",
+            "dropped a malformed one-sided message from task %u "
+            "(check %d, %zu + %zu bytes)",
+            origin_task, (int)why, len, data_len);
         /* A request whose answer can be addressed is answered, so its
          * origin does not wait for nothing. */
         if (len == sizeof(m) && m.type != PAMI_RMA_MSG_REPLY &&

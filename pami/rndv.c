@@ -133,8 +133,8 @@ void pami_rndv_recv(struct pami_context *ctx, uint32_t peer,
         rest, rest_len, pami_ep_task(origin), ctx->client->secrets,
         ctx->client->size, &rts);
     if (why == PAMI_WIRE_SHORT) {
-        ctx->stats.dropped_malformed++;
-        pami_warn("rndv", "dropped a %zu-byte rendezvous request", rest_len);
+        pami_drop_malformed(ctx, "rndv",
+                            "dropped a %zu-byte rendezvous request", rest_len);
         pami_send_ack(ctx, peer, ack_cookie, PAMI_INVAL);
         return;
     }
@@ -146,9 +146,10 @@ void pami_rndv_recv(struct pami_context *ctx, uint32_t peer,
     }
     if (why != PAMI_WIRE_OK ||
         (cma && !ctx->client->tasks[pami_ep_task(origin)].local)) {
-        ctx->stats.dropped_malformed++;
-        pami_warn("rndv", "dropped a malformed rendezvous request (version "
-                          "%u)", rts.version);
+        pami_drop_malformed(ctx, "rndv",
+                            "dropped a malformed rendezvous request (version "
+                            "%u)",
+                            rts.version);
         pami_send_ack(ctx, peer, ack_cookie, PAMI_INVAL);
         return;
     }

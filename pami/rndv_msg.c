@@ -126,11 +126,11 @@ static void serve(struct pami_context *ctx, uint32_t peer, uint32_t task,
     if (req == NULL || !req->rndv || !req->rndv_msg || req->peer != peer ||
         m->offset > req->rndv_bytes ||
         m->bytes > req->rndv_bytes - m->offset) {
-        ctx->stats.dropped_malformed++;
-        pami_warn("rndv", "refused a request from task %u for %llu bytes at "
-                          "offset %llu: no large send to it holds them",
-                  task, (unsigned long long)m->bytes,
-                  (unsigned long long)m->offset);
+        pami_drop_malformed(ctx, "rndv",
+                            "refused a request from task %u for %llu bytes at "
+                            "offset %llu: no large send to it holds them",
+                            task, (unsigned long long)m->bytes,
+                            (unsigned long long)m->offset);
         a.result = PAMI_INVAL;
         req = NULL;
     }
@@ -151,9 +151,10 @@ static void take(struct pami_context *ctx, uint32_t peer, uint32_t task,
     if (req == NULL || req->kind != REQ_RECV || !req->rndv_msg ||
         !req->local_pending || req->peer != peer ||
         req->ack_cookie != m->send_cookie) {
-        ctx->stats.dropped_malformed++;
-        pami_warn("rndv", "dropped a chunk from task %u for no transfer "
-                          "waiting for it", task);
+        pami_drop_malformed(ctx, "rndv",
+                            "dropped a chunk from task %u for no transfer "
+                            "waiting for it",
+                            task);
         return;
     }
     if (m->result != PAMI_SUCCESS) {
@@ -167,11 +168,12 @@ static void take(struct pami_context *ctx, uint32_t peer, uint32_t task,
     if (!pami_rndv_chunk_wanted(req->data_len, CHUNK, req->rndv_lo,
                                 req->rndv_next, req->rndv_got, m->offset,
                                 m->bytes, &k)) {
-        ctx->stats.dropped_malformed++;
-        pami_warn("rndv", "dropped a chunk from task %u of %llu bytes at "
-                          "offset %llu that was not asked for; the message "
-                          "fails", task, (unsigned long long)m->bytes,
-                  (unsigned long long)m->offset);
+        pami_drop_malformed(ctx, "rndv",
+                            "dropped a chunk from task %u of %llu bytes at "
+                            "offset %llu that was not asked for; the message "
+                            "fails",
+                            task, (unsigned long long)m->bytes,
+                            (unsigned long long)m->offset);
         finish(req, PAMI_INVAL);
         return;
     }
@@ -194,10 +196,10 @@ void pami_rndv_msg_recv(struct pami_context *ctx, uint32_t peer,
     pami_rndv_chunk_t m;
     pami_wire_check_t why = pami_rndv_chunk_decode(buf, len, data_len, &m);
     if (why != PAMI_WIRE_OK) {
-        ctx->stats.dropped_malformed++;
-        pami_warn("rndv", "dropped a malformed chunk message from task %u "
-                          "(check %d, %zu + %zu bytes)", origin_task,
-                  (int)why, len, data_len);
+        pami_drop_malformed(ctx, "rndv",
+                            "dropped a malformed chunk message from task %u "
+                            "(check %d, %zu + %zu bytes)",
+                            origin_task, (int)why, len, data_len);
         return;
     }
     if (m.type == RNDV_CHUNK_FETCH)
