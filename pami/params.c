@@ -22,14 +22,11 @@ static pami_result_t refuse(const pami_params_layouts_t *l, size_t given)
     return PAMI_INVAL;
 }
 
-pami_result_t pami_params_in(const pami_params_layouts_t *l, const void *p,
-                             size_t given, void *buf, const void **out)
+pami_result_t pami_params_in_copy(const pami_params_layouts_t *l,
+                                  const void *p, size_t given, void *buf,
+                                  const void **out)
 {
     size_t now = l->sizes[l->num_sizes - 1];
-    if (likely(given == now)) {
-        *out = p;
-        return PAMI_SUCCESS;
-    }
     if (!known(l, given))
         return refuse(l, given);
     memset(buf, 0, now);
