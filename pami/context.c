@@ -16,7 +16,7 @@ static void loop_io_noop(void *arg, int fd)
     (void)fd;
 }
 
-static pami_result_t context_open(pami_client_impl_t *c, size_t offset,
+static pami_result_t context_open(pami_client_impl_t *c, size_t offset, size_t n,
                                   pami_context_t *out)
 {
     struct pami_context *ctx = calloc(1, sizeof(*ctx));
@@ -40,6 +40,7 @@ static pami_result_t context_open(pami_client_impl_t *c, size_t offset,
     pthread_mutex_init(&ctx->post_lock, NULL);
 
     tp_worker_params_t wp = {.am_fn = pami_am_recv, .am_arg = ctx};
+    pami_shm_params(c, n, &wp);
     int rc = ctx->tp->worker_create(c->tp_ctx, &wp, &ctx->worker);
     if (rc != 0) {
         free(ctx);
@@ -172,7 +173,7 @@ pami_result_t pami_context_createv(pami_client_t c,
     pami_result_t rc = PAMI_SUCCESS;
     size_t made = 0;
     for (; made < n; made++) {
-        rc = context_open(c, made, &contexts[made]);
+        rc = context_open(c, made, n, &contexts[made]);
         if (rc != PAMI_SUCCESS)
             break;
     }

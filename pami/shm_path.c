@@ -1,0 +1,35 @@
+/*
+ * What pami tells the shared-memory transport (adapters/transport/shm.c)
+ * about a context: whether its queues are on, their sizes from the
+ * PAMI_SHM_* settings, and where a malformed queue entry is counted.
+ */
+#include "internal.h"
+
+/* A queue entry that does not decode, counted as any refused packet. */
+static void shm_drop(void *arg, const char *why)
+{
+    struct pami_context *ctx = arg;
+    pami_drop_malformed(ctx, "shm", "dropped %s from a node peer's queue; "
+                        "that queue is read no more", why);
+}
+
+void pami_shm_params(const pami_client_impl_t *c, size_t num_contexts,
+                     tp_worker_params_t *wp)
+{
+    const pami_config_t *cfg = &c->config;
+    size_t lines = cfg->shm_queue_lines;
+    size_t entry = (cfg->shm_entry_max + SHM_ENTRY_HDR_BYTES + 63) / 64;
+    /* Sends to own contexts use them too; closed and reopened endpoints
+     * take a queue again, hence the slack. */
+    size_t queues = (c->num_local_tasks + 1) * num_contexts * 2 + 8;
+    wp->shm_on          = cfg->shm_fastpath && c->num_local_tasks > 0;
+    wp->shm_queue_lines = (uint32_t)lines;
+    wp->shm_entry_lines = (uint32_t)entry;
+    wp->shm_max_queues  = (uint32_t)queues;
+    /* An eager send: pami's header, the program's, then the data. */
+    wp->shm_msg_max = sizeof(pami_am_hdr_t) + 16 + PAMI_HEADER_MAX +
+                      (cfg->rndv_threshold > cfg->immediate_max
+                           ? cfg->rndv_threshold
+                           : cfg->immediate_max);
+    wp->drop_fn = shm_drop;
+}
