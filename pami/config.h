@@ -45,8 +45,8 @@
       "1 sends active messages between endpoints of one node through "      \
       "shared-memory queues (docs/protocols/shm-queue.md); 0: by UCX alone")\
     X(shm_queue_lines, "PAMI_SHM_QUEUE_LINES", size, "256",                  \
-      "64-byte lines of each shared-memory queue (a power of two, "         \
-      "64..65536; the same on every task of a node)")                       \
+      "64-byte lines of each shared-memory queue a context receives on "     \
+      "(a power of two, 64..65536)")                                                            \
     X(shm_entry_max, "PAMI_SHM_ENTRY_MAX", size, "2032",                     \
       "bytes of a message one queue entry carries whole (16..65520, at "   \
       "most half the queue); longer ones go in several entries")           \

@@ -312,7 +312,8 @@ PAMI_PARAMS_LAYOUTS(stats_layouts, pami_context_stats_t,
                     PAMI_PARAMS_PREFIX(pami_context_stats_t, dropped_malformed),
                     PAMI_PARAMS_PREFIX(pami_context_stats_t, peer_failures),
                     PAMI_PARAMS_PREFIX(pami_context_stats_t, posted),
-                    PAMI_PARAMS_PREFIX(pami_context_stats_t, sleeps));
+                    PAMI_PARAMS_PREFIX(pami_context_stats_t, sleeps),
+                    PAMI_PARAMS_PREFIX(pami_context_stats_t, bad_regions));
 
 pami_result_t pami_context_stats_sized(pami_context_t ctx,
                                        pami_context_stats_t *stats,
@@ -323,6 +324,16 @@ pami_result_t pami_context_stats_sized(pami_context_t ctx,
     pami_result_t rc = pami_params_out(&stats_layouts, size);
     if (rc != PAMI_SUCCESS)
         return rc;
-    memcpy(stats, &ctx->stats, size);
+    pami_context_stats_t all = ctx->stats;
+    tp_stats_t ts = {0};
+    if (ctx->tp->stats != NULL)
+        ctx->tp->stats(ctx->worker, &ts);
+    all.shm_on       = (uint64_t)ts.shm_on;
+    all.shm_peers    = ts.shm_peers;
+    all.shm_sent     = ts.shm_sent;
+    all.shm_received = ts.shm_received;
+    all.shm_full     = ts.shm_full;
+    all.shm_wakeups  = ts.shm_wakeups;
+    memcpy(stats, &all, size);
     return PAMI_SUCCESS;
 }

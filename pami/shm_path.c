@@ -19,6 +19,17 @@ void pami_shm_params(const pami_client_impl_t *c, size_t num_contexts,
     const pami_config_t *cfg = &c->config;
     size_t lines = cfg->shm_queue_lines;
     size_t entry = (cfg->shm_entry_max + SHM_ENTRY_HDR_BYTES + 63) / 64;
+    if (lines < 64 || lines > 65536 || (lines & (lines - 1)) != 0) {
+        pami_warn("shm", "PAMI_SHM_QUEUE_LINES=%zu is not a power of two "
+                  "in 64..65536: 256 taken", lines);
+        lines = 256;
+    }
+    if (cfg->shm_entry_max < 16 || entry > 1024 || entry > lines / 2) {
+        pami_warn("shm", "PAMI_SHM_ENTRY_MAX=%zu is outside 16..65520 or "
+                  "more than half the queue: %zu taken", cfg->shm_entry_max,
+                  (size_t)(lines / 2 < 32 ? lines / 2 : 32) * 64 - 16);
+        entry = lines / 2 < 32 ? lines / 2 : 32;
+    }
     /* Sends to own contexts use them too; closed and reopened endpoints
      * take a queue again, hence the slack. */
     size_t queues = (c->num_local_tasks + 1) * num_contexts * 2 + 8;

@@ -447,7 +447,7 @@ static int shm_am_send_imm(tp_ep_t *te, const void *hdr, size_t hdr_len,
     if (e->failed)
         return -ECONNRESET;
     if (total > e->msg_max || hdr_len > UINT16_MAX)
-        return -EINVAL;
+        return tp_ucx_ops.am_send_imm(e->ucx, hdr, hdr_len, data, data_len);
     if (e->pend_head != NULL) {
         e->w->stats.shm_full++;
         return -EAGAIN;
@@ -489,8 +489,12 @@ static int shm_am_send(tp_ep_t *te, const void *hdr, size_t hdr_len,
     size_t total = hdr_len + data_len;
     if (e->failed)
         return -ECONNRESET;
+    /* Longer than any send of the program below the rendezvous threshold:
+     * pami's own bulk messages (chunks, puts through the owner), whose
+     * order with the program's sends nothing depends on. */
     if (total > e->msg_max || hdr_len > UINT16_MAX)
-        return -EINVAL;
+        return tp_ucx_ops.am_send(e->ucx, hdr, hdr_len, data, data_len, flags,
+                                  req);
     size_t off = 0;
     if (e->pend_head == NULL) {
         off = put_some(e, hdr, hdr_len, data, data_len, 0);
