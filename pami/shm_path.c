@@ -30,17 +30,18 @@ void pami_shm_params(const pami_client_impl_t *c, size_t num_contexts,
                   (size_t)(lines / 2 < 32 ? lines / 2 : 32) * 64 - 16);
         entry = lines / 2 < 32 ? lines / 2 : 32;
     }
-    /* Sends to own contexts use them too; closed and reopened endpoints
-     * take a queue again, hence the slack. */
-    size_t queues = (c->num_local_tasks + 1) * num_contexts * 2 + 8;
+    /* One per context of this node that sends here, own ones included;
+     * a little slack (a sender whose inbox check failed half-way claimed
+     * one). */
+    size_t queues = (c->num_local_tasks + 1) * num_contexts + 8;
     wp->shm_on          = cfg->shm_fastpath && c->num_local_tasks > 0;
     wp->shm_queue_lines = (uint32_t)lines;
     wp->shm_entry_lines = (uint32_t)entry;
     wp->shm_max_queues  = (uint32_t)queues;
-    /* An eager send: pami's header, the program's, then the data. */
-    wp->shm_msg_max = sizeof(pami_am_hdr_t) + 16 + PAMI_HEADER_MAX +
-                      (cfg->rndv_threshold > cfg->immediate_max
-                           ? cfg->rndv_threshold
-                           : cfg->immediate_max);
+    /* Every message pami sends, its own bulk ones too (chunks of a
+     * rendezvous through the origin, puts through the owner), goes by
+     * queue: the owner's fence relies on their order. The receiver's
+     * memory grows only with bytes actually sent. */
+    wp->shm_msg_max = UINT32_MAX;
     wp->drop_fn = shm_drop;
 }

@@ -489,9 +489,8 @@ static int shm_am_send(tp_ep_t *te, const void *hdr, size_t hdr_len,
     size_t total = hdr_len + data_len;
     if (e->failed)
         return -ECONNRESET;
-    /* Longer than any send of the program below the rendezvous threshold:
-     * pami's own bulk messages (chunks, puts through the owner), whose
-     * order with the program's sends nothing depends on. */
+    /* Only beyond what an entry header can say (4 GiB) does a message
+     * leave the queue's order. */
     if (total > e->msg_max || hdr_len > UINT16_MAX)
         return tp_ucx_ops.am_send(e->ucx, hdr, hdr_len, data, data_len, flags,
                                   req);

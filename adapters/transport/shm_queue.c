@@ -132,16 +132,21 @@ const char *shmq_entry_check(const shmq_entry_t *e, uint32_t nlines,
     return NULL;
 }
 
-/* Room for a message of several entries, kept for the next one. */
-static bool asm_reserve(shmq_cons_t *q, size_t total)
+/* Room for need bytes of a message of several entries, grown as its
+ * entries come (a sender must send the bytes it announces before they
+ * cost memory here), kept for the next one. */
+static bool asm_reserve(shmq_cons_t *q, size_t need, size_t total)
 {
-    if (q->asm_cap >= total)
+    if (q->asm_cap >= need)
         return true;
-    uint8_t *b = realloc(q->asm_buf, total);
+    size_t cap = q->asm_cap * 2 > need ? q->asm_cap * 2 : need;
+    if (cap > total)
+        cap = total;
+    uint8_t *b = realloc(q->asm_buf, cap);
     if (b == NULL)
         return false;
     q->asm_buf = b;
-    q->asm_cap = total;
+    q->asm_cap = cap;
     return true;
 }
 
@@ -168,9 +173,13 @@ unsigned shmq_poll(shmq_cons_t *q, unsigned max, uint8_t *scratch,
         const char *why = shmq_entry_check(&e, q->nlines, q->max_lines,
                                            q->head, q->msg_max, in_message,
                                            q->asm_len, q->asm_total);
-        if (why == NULL && (e.flags & SHMQ_FIRST) && !(e.flags & SHMQ_LAST) &&
-            e.kind == SHMQ_KIND_MSG && !asm_reserve(q, e.total))
-            why = "a message too long to assemble (no memory)";
+        if (why == NULL && e.kind == SHMQ_KIND_MSG &&
+            (e.flags & (SHMQ_FIRST | SHMQ_LAST)) != (SHMQ_FIRST | SHMQ_LAST)) {
+            size_t done  = (e.flags & SHMQ_FIRST) ? 0 : q->asm_len;
+            size_t total = (e.flags & SHMQ_FIRST) ? e.total : q->asm_total;
+            if (!asm_reserve(q, done + e.frag_len, total))
+                why = "a message too long to assemble (no memory)";
+        }
         if (why != NULL) {
             q->broken = true;
             drop(arg, why);
