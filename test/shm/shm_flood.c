@@ -17,9 +17,16 @@
  *  3. Counters: with the fast path on, shm_on is 1 and every message to
  *     another task of this node went by queue (shm_sent, shm_received),
  *     and task 0 saw its queue full; off, shm_on and shm_sent are 0.
+ *  4. Sleepers: 200 times task 0 sends one message 2 ms after task 1
+ *     went to sleep in pami_context_wait; each must wake it (a lost
+ *     wakeup hangs until the 10 s timeout and fails), and with the fast
+ *     path on task 0's shm_wakeups must count them. Then task 1 waits 3 s
+ *     for a message and may use less than 1 % of a CPU meanwhile.
  *
  *   pamirun -n N shm_flood [messages per pair]
  */
+#include <sys/resource.h>
+
 #include "../mp/mp_util.h"
 
 enum { ID_FLOOD = 30, ID_SLOW = 31, ID_SLOW_COUNT = 32 };
@@ -113,6 +120,14 @@ static void on_local(pami_context_t ctx, void *cookie, pami_result_t rc)
     local_done++;
 }
 
+static double cpu_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+}
+
 static pami_context_stats_t stats(void)
 {
     pami_context_stats_t st;
@@ -198,6 +213,50 @@ static void slow_consumer(bool on)
     }
 }
 
+/* Task 1 sleeps in pami_context_wait; task 0 wakes it, rounds times,
+ * then once after 3 s of idling. */
+static void sleepers(bool on)
+{
+    pami_context_t ctx    = job.ctx[0];
+    const unsigned rounds = 200;
+    if (job.me == 1) {
+        slow_got = 0;
+        for (unsigned r = 0; r <= rounds; r++) {
+            double t0 = mp_now(), c0 = cpu_s();
+            while (slow_got <= r) {
+                pami_result_t rc = pami_context_wait(ctx, 10000);
+                MP_EXPECT(rc == PAMI_SUCCESS, "round %u: wait: %s (a lost "
+                          "wakeup?)", r, pami_error_text(rc));
+            }
+            if (r == rounds) {
+                double cpu = (cpu_s() - c0) / (mp_now() - t0);
+                printf("shm_flood: task 1 used %.2f %% of a CPU in %.1f s "
+                       "blocked in pami_context_wait\n", cpu * 100,
+                       mp_now() - t0);
+                MP_EXPECT(cpu < 0.01, "%.2f %% of a CPU while waiting idle",
+                          cpu * 100);
+            }
+        }
+    } else if (job.me == 0) {
+        uint64_t w0 = stats().shm_wakeups;
+        pami_endpoint_t to = mp_ep(&job, 1, 0);
+        for (uint64_t r = 0; r <= rounds; r++) {
+            /* Task 1 has taken the last one and gone back to sleep. */
+            mp_sleep_ms(r == rounds ? 3000 : 2);
+            pami_send_immediate_t s = {.dest = to, .dispatch = ID_SLOW,
+                                       .header = &r, .header_len = sizeof(r)};
+            mp_send_imm(&job, ctx, &s);
+        }
+        uint64_t woke = stats().shm_wakeups - w0;
+        printf("shm_flood: task 0 woke task 1 %llu times in %u rounds\n",
+               (unsigned long long)woke, rounds + 1);
+        /* Some rounds may find task 1 still spinning before its sleep. */
+        if (on)
+            MP_EXPECT(woke >= rounds / 2, "only %llu wakeups in %u rounds",
+                      (unsigned long long)woke, rounds + 1);
+    }
+}
+
 int main(int argc, char **argv)
 {
     mp_init(&job, "shm_flood", &argc, argv, NULL, 1, false);
@@ -258,6 +317,8 @@ int main(int argc, char **argv)
         mp_sync(&job);
         if (on && job.me == 0)
             MP_EXPECT(stats().shm_full > st.shm_full, "no full queue seen");
+        sleepers(on);
+        mp_sync(&job);
     }
     for (int i = 0; i < 4; i++)
         free(bufs[i]);
