@@ -37,6 +37,8 @@
 #define SHM_CTL_OFF    SHM_PAGE
 #define SHM_POLL_MAX   64   /* entries taken from one queue per poll */
 #define SHM_UCX_EVERY  8    /* an idle UCX worker is polled every 8 turns */
+#define SHM_UCX_HOT    1024 /* ... but every turn for this many after UCX
+                               had work or was given some */
 
 typedef struct {
     uint64_t magic;
@@ -82,6 +84,7 @@ typedef struct shm_worker {
     uint32_t     ncons;
     uint8_t     *scratch;
     bool         armed, ucx_busy;
+    unsigned     ucx_hot;
     unsigned     turn;
     shm_ep_t    *pending_eps;
     shm_pending_t *cancel_head;
@@ -441,8 +444,10 @@ static int shm_am_send_imm(tp_ep_t *te, const void *hdr, size_t hdr_len,
                            const void *data, size_t data_len)
 {
     shm_ep_t *e = E(te);
-    if (!e->shm)
+    if (!e->shm) {
+        e->w->ucx_hot = SHM_UCX_HOT;
         return tp_ucx_ops.am_send_imm(e->ucx, hdr, hdr_len, data, data_len);
+    }
     size_t total = hdr_len + data_len;
     if (e->failed)
         return -ECONNRESET;
@@ -483,17 +488,21 @@ static int shm_am_send(tp_ep_t *te, const void *hdr, size_t hdr_len,
                        tp_req_t *req)
 {
     shm_ep_t *e = E(te);
-    if (!e->shm)
+    if (!e->shm) {
+        e->w->ucx_hot = SHM_UCX_HOT;
         return tp_ucx_ops.am_send(e->ucx, hdr, hdr_len, data, data_len, flags,
                                   req);
+    }
     size_t total = hdr_len + data_len;
     if (e->failed)
         return -ECONNRESET;
     /* Only beyond what an entry header can say (4 GiB) does a message
      * leave the queue's order. */
-    if (total > e->msg_max || hdr_len > UINT16_MAX)
+    if (total > e->msg_max || hdr_len > UINT16_MAX) {
+        e->w->ucx_hot = SHM_UCX_HOT;
         return tp_ucx_ops.am_send(e->ucx, hdr, hdr_len, data, data_len, flags,
                                   req);
+    }
     size_t off = 0;
     if (e->pend_head == NULL) {
         off = put_some(e, hdr, hdr_len, data, data_len, 0);
@@ -590,6 +599,7 @@ static int shm_ep_close(tp_ep_t *te, int force, tp_req_t *req)
             }
     }
     shm_disconnect(e);
+    w->ucx_hot = SHM_UCX_HOT;
     int rc = tp_ucx_ops.ep_close(e->ucx, force, req);
     free(e);
     return rc;
@@ -660,12 +670,17 @@ static unsigned shm_progress(tp_worker_t *tw)
     if (w->pending_eps != NULL)
         n += pending_drain(w);
     /* UCX's worker costs a poll even when idle: with node peers talking
-     * by queue it is polled every few turns, and at once again while it
-     * has work. */
-    if (w->ucx_busy || (nq == 0 && w->shm_eps == 0) ||
+     * by queue it is polled every few turns, and every turn for a while
+     * after it had work or was handed an operation (a put's completion
+     * must not wait 8 turns). */
+    if (w->ucx_busy || w->ucx_hot > 0 || (nq == 0 && w->shm_eps == 0) ||
         (++w->turn % SHM_UCX_EVERY) == 0) {
         unsigned m  = tp_ucx_ops.progress(w->ucx);
         w->ucx_busy = m > 0;
+        if (m > 0)
+            w->ucx_hot = SHM_UCX_HOT;
+        else if (w->ucx_hot > 0)
+            w->ucx_hot--;
         n += m;
     }
     return n;
@@ -711,13 +726,20 @@ static void shm_stats(tp_worker_t *tw, tp_stats_t *s)
 
 /* ---- the rest is UCX's, on the wrapped objects ---- */
 
+static inline void hot(shm_worker_t *w)
+{
+    w->ucx_hot = SHM_UCX_HOT;
+}
+
 static int shm_worker_flush(tp_worker_t *tw, tp_req_t *req)
 {
+    hot(W(tw));
     return tp_ucx_ops.worker_flush(W(tw)->ucx, req);
 }
 
 static int shm_ep_flush(tp_ep_t *te, tp_req_t *req)
 {
+    hot(E(te)->w);
     return tp_ucx_ops.ep_flush(E(te)->ucx, req);
 }
 
@@ -745,12 +767,14 @@ static void shm_rkey_destroy(tp_rkey_t *rkey)
 static int shm_put(tp_ep_t *te, const void *local, size_t len, uint64_t raddr,
                    tp_rkey_t *rkey, tp_req_t *req)
 {
+    hot(E(te)->w);
     return tp_ucx_ops.put(E(te)->ucx, local, len, raddr, rkey, req);
 }
 
 static int shm_get(tp_ep_t *te, void *local, size_t len, uint64_t raddr,
                    tp_rkey_t *rkey, tp_req_t *req)
 {
+    hot(E(te)->w);
     return tp_ucx_ops.get(E(te)->ucx, local, len, raddr, rkey, req);
 }
 
@@ -758,6 +782,7 @@ static int shm_atomic(tp_ep_t *te, int op, size_t size, const void *value,
                       void *result, uint64_t raddr, tp_rkey_t *rkey,
                       tp_req_t *req)
 {
+    hot(E(te)->w);
     return tp_ucx_ops.atomic(E(te)->ucx, op, size, value, result, raddr, rkey,
                              req);
 }

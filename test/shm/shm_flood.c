@@ -24,6 +24,15 @@
  *     for a message and may use less than 1 % of a CPU meanwhile.
  *
  *   pamirun -n N shm_flood [messages per pair]
+ *
+ *   pamirun -n 2 shm_flood dead
+ *       Task 1 never advances and leaves after 1 s with _exit(0) (which
+ *       pamirun accepts), its inbox full of task 0's messages: 8 B
+ *       immediates, then 3000 B pami_sends with remote_fn, many waiting
+ *       for room in task 0. Within 15 s every send's remote_fn must run
+ *       exactly once with PAMI_PEER_FAILED (task 1 ran no handler), new
+ *       sends to task 1 fail with PAMI_PEER_FAILED, and task 0 still
+ *       talks to itself.
  */
 #include <sys/resource.h>
 
@@ -257,10 +266,94 @@ static void sleepers(bool on)
     }
 }
 
+static unsigned dead_remote[2], dead_local[2];
+
+static void on_dead_remote(pami_context_t ctx, void *cookie, pami_result_t rc)
+{
+    (void)ctx;
+    unsigned *seen = cookie;
+    MP_EXPECT(rc != PAMI_SUCCESS, "a send to a task that ran no handler "
+              "completed remotely");
+    dead_remote[rc == PAMI_PEER_FAILED ? 0 : 1]++;
+    MP_EXPECT(++*seen == 1, "remote_fn ran %u times for one send", *seen);
+}
+
+static void on_dead_local(pami_context_t ctx, void *cookie, pami_result_t rc)
+{
+    (void)ctx; (void)cookie;
+    dead_local[rc == PAMI_SUCCESS ? 0 : 1]++;
+}
+
+static void mode_dead(void)
+{
+    pami_context_t ctx = job.ctx[0];
+    MP_EXPECT(job.size == 2, "dead: 2 tasks");
+    if (job.me == 1) {
+        mp_sleep_ms(1000);
+        fflush(stdout);
+        _exit(0); /* no destroy: a crash that pamirun accepts */
+    }
+    enum { SENDS = 2000 };
+    static uint8_t  buf[MEDIUM];
+    static unsigned seen[SENDS];
+    pami_endpoint_t to = mp_ep(&job, 1, 0);
+    uint64_t imm = 0;
+    for (;; imm++) {
+        pami_send_immediate_t s = {.dest = to, .dispatch = ID_SLOW,
+                                   .header = &imm, .header_len = sizeof(imm)};
+        pami_result_t rc = pami_send_immediate(ctx, &s);
+        if (rc != PAMI_SUCCESS) {
+            MP_EXPECT(rc == PAMI_EAGAIN, "immediate: %s", pami_error_text(rc));
+            break;
+        }
+    }
+    unsigned sent = 0;
+    for (; sent < SENDS; sent++) {
+        uint64_t seq = sent;
+        pami_send_t s = {.send = {.dest = to, .dispatch = ID_FLOOD,
+                                  .header = &seq, .header_len = sizeof(seq),
+                                  .data = buf, .data_len = sizeof(buf)},
+                         .local_fn = on_dead_local,
+                         .remote_fn = on_dead_remote, .cookie = &seen[sent]};
+        pami_result_t rc = pami_send(ctx, &s);
+        if (rc != PAMI_SUCCESS) {
+            MP_EXPECT(rc == PAMI_PEER_FAILED, "send %u: %s", sent,
+                      pami_error_text(rc));
+            break;
+        }
+    }
+    pami_context_stats_t st = stats();
+    printf("shm_flood dead: %llu immediates and %u sends toward task 1 "
+           "(shm full %llu)\n", (unsigned long long)imm, sent,
+           (unsigned long long)st.shm_full);
+    double t0 = mp_now();
+    MP_WAIT(&job, ctx, dead_remote[0] + dead_remote[1] == sent, 15.0,
+            "%u of %u remote completions after the death",
+            dead_remote[0] + dead_remote[1], sent);
+    MP_EXPECT(dead_remote[1] == 0, "%u sends ended with another error than "
+              "PAMI_PEER_FAILED", dead_remote[1]);
+    uint64_t x = 0;
+    pami_send_immediate_t s = {.dest = to, .dispatch = ID_SLOW,
+                               .header = &x, .header_len = sizeof(x)};
+    MP_CHECK_RC(pami_send_immediate(ctx, &s), PAMI_PEER_FAILED);
+    /* Still alive toward itself. */
+    s.dest = mp_ep(&job, 0, 0);
+    slow_got = 0;
+    mp_send_imm(&job, ctx, &s);
+    MP_WAIT(&job, ctx, slow_got == 1, MP_WAIT_S, "a message to itself");
+    printf("shm_flood dead: %u sends failed with PAMI_PEER_FAILED %.2f s "
+           "after the last send (local completions %u ok, %u failed)\n",
+           sent, mp_now() - t0, dead_local[0], dead_local[1]);
+    pami_client_destroy(&job.client); /* a task is gone: may fail */
+    printf("shm_flood: task 0 ok\n");
+    exit(0);
+}
+
 int main(int argc, char **argv)
 {
     mp_init(&job, "shm_flood", &argc, argv, NULL, 1, false);
-    uint64_t n = argc > 1 ? strtoull(argv[1], NULL, 10) : 2000;
+    bool     dead = argc > 1 && strcmp(argv[1], "dead") == 0;
+    uint64_t n = argc > 1 && !dead ? strtoull(argv[1], NULL, 10) : 2000;
     const char *env = getenv("PAMI_SHM_FASTPATH");
     bool on = env != NULL && strcmp(env, "1") == 0;
     next_seq = calloc(job.size, sizeof(*next_seq));
@@ -278,6 +371,8 @@ int main(int argc, char **argv)
     MP_CHECK(pami_dispatch_set(job.ctx[0], ID_SLOW_COUNT, on_slow_count, NULL,
                                NULL));
     MP_CHECK(pami_dispatch_fence(job.client));
+    if (dead)
+        mode_dead();
 
     double t0 = mp_now();
     flood(n, bufs);
