@@ -1,7 +1,7 @@
 /*
- * Team collectives of OpenSHMEM 1.5 on pami: barrier_all, sync_all,
- * broadcast, collect, fcollect, alltoall, alltoalls (typed and mem
- * forms). Each is one pami collective with AUTO on the team's geometry
+ * Team collectives of OpenSHMEM 1.5 on pami: broadcast, collect,
+ * fcollect, alltoall, alltoalls (typed and mem forms; barrier_all and
+ * sync_all are the core's, shmem_order.c). Each is one pami collective with AUTO on the team's geometry
  * (collect two: the sizes, then the data), landing directly in dest.
  */
 #include <stdlib.h>
@@ -35,28 +35,6 @@ __attribute__((noreturn)) void shmemi_coll_fatal(const char *what)
 {
     shmemi_fatal("%s: invalid call (see the message above), the job stops",
                  what);
-}
-
-static int team_barrier(shmem_team_t team, const char *what)
-{
-    struct shmemi_team *t = shmemi_team_get(team, what);
-    if (t == NULL)
-        return -1;
-    pami_xfer_t x = { .kind = PAMI_XFER_BARRIER };
-    return shmemi_coll_run(t, &x, what);
-}
-
-void shmem_barrier_all(void)
-{
-    shmem_quiet();
-    if (team_barrier(SHMEM_TEAM_WORLD, "barrier_all") != 0)
-        shmemi_coll_fatal("barrier_all");
-}
-
-void shmem_sync_all(void)
-{
-    if (team_barrier(SHMEM_TEAM_WORLD, "sync_all") != 0)
-        shmemi_coll_fatal("sync_all");
 }
 
 int shmemi_broadcast(struct shmemi_team *t, void *dest, const void *source,
