@@ -75,6 +75,17 @@ int shmemi_fcollect(struct shmemi_team *t, void *dest, const void *source,
     return shmemi_coll_run(t, &x, what);
 }
 
+/* collect: each PE's size travels in a record of an allgather that also
+ * carries its data when that is small, so a small collect is a single
+ * collective; when some PE's data does not fit its record, an allgatherv
+ * follows, its counts from the records. */
+#define COLLECT_INLINE 64
+
+struct collect_record {
+    uint64_t bytes;
+    unsigned char data[COLLECT_INLINE];
+};
+
 int shmemi_collect(struct shmemi_team *t, void *dest, const void *source,
                    size_t bytes, const char *what)
 {
@@ -83,28 +94,40 @@ int shmemi_collect(struct shmemi_team *t, void *dest, const void *source,
     if (e->counts == NULL) {
         e->counts = malloc(n * sizeof(*e->counts));
         e->displs = malloc(n * sizeof(*e->displs));
-        if (e->counts == NULL || e->displs == NULL) {
+        e->records = malloc((n + 1) * sizeof(struct collect_record));
+        if (e->counts == NULL || e->displs == NULL || e->records == NULL) {
             free(e->counts);
             free(e->displs);
+            free(e->records);
             e->counts = e->displs = NULL;
+            e->records = NULL;
             shmemi_warn("%s: out of memory", what);
             return -1;
         }
     }
-    uint64_t mine = bytes;
-    uint64_t *all = (uint64_t *)e->counts;
-    _Static_assert(sizeof(size_t) == sizeof(uint64_t), "size_t is 64-bit");
-    pami_xfer_t c = { .kind = PAMI_XFER_ALLGATHER, .sbuf = &mine,
-                      .rbuf = all, .count = 1, .dtype = PAMI_TYPE_UINT64 };
+    struct collect_record *all = e->records, *mine = &all[n];
+    mine->bytes = bytes;
+    if (bytes <= COLLECT_INLINE)
+        memcpy(mine->data, source, bytes);
+    pami_xfer_t c = { .kind = PAMI_XFER_ALLGATHER, .sbuf = mine,
+                      .rbuf = all, .count = sizeof(*mine),
+                      .dtype = PAMI_TYPE_BYTE };
     if (shmemi_coll_run(t, &c, what) != 0)
         return -1;
     size_t total = 0;
+    int inline_all = 1;
     for (size_t i = 0; i < n; i++) {
+        e->counts[i] = (size_t)all[i].bytes;
         e->displs[i] = total;
         total += e->counts[i];
+        if (e->counts[i] > COLLECT_INLINE)
+            inline_all = 0;
     }
-    if (total == 0)
+    if (inline_all) {
+        for (size_t i = 0; i < n; i++)
+            memcpy((char *)dest + e->displs[i], all[i].data, e->counts[i]);
         return 0;
+    }
     pami_xfer_t x = { .field_mask = PAMI_XFER_FIELD_VCOUNTS,
                       .kind = PAMI_XFER_ALLGATHERV, .sbuf = source,
                       .rbuf = dest, .count = bytes,

@@ -33,6 +33,7 @@ struct shmemi_team_ext {
     pami_task_t *world_pes;     /* n_pes entries or NULL; owned */
     size_t *counts;             /* collect's per-PE sizes, n_pes entries */
     size_t *displs;
+    void *records;              /* collect's allgather, n_pes + 1 records */
 };
 
 struct shmemi_team_ext *shmemi_team_ext(struct shmemi_team *t);

@@ -329,6 +329,7 @@ void shmem_team_destroy(shmem_team_t team)
     free(e->world_pes);
     free(e->counts);
     free(e->displs);
+    free(e->records);
     free(e);
 }
 
@@ -480,8 +481,10 @@ void shmemi_team_fini(void)
     free(shared_ext.world_pes);
     free(shared_ext.counts);
     free(shared_ext.displs);
+    free(shared_ext.records);
     free(world_ext.counts);
     free(world_ext.displs);
+    free(world_ext.records);
     memset(&world_ext, 0, sizeof(world_ext));
     memset(&shared_ext, 0, sizeof(shared_ext));
     next_team_id = SHMEMI_TEAM_ID_FIRST;
