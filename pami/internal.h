@@ -147,6 +147,9 @@ typedef struct {
     uint32_t  generation;
     uint32_t  users;      /* operations in flight that use it locally */
     bool      live;
+    uint64_t  shm_bytes;  /* pami_memregion_alloc: the segment's mapped
+                             length (memregion_shm.c); 0: the program's
+                             memory */
 } pami_region_t;
 
 /* A pami_memregion_t, decoded and checked for form. */
@@ -157,8 +160,19 @@ typedef struct {
     uint32_t       generation;
     uint64_t       base;
     uint64_t       bytes;
+    uint32_t       flags;      /* PAMI_MR_FLAG_* */
     const uint8_t *rkey;
 } pami_mr_view_t;
+
+/* The memory of a region is a shared segment pami allocated. */
+#define PAMI_MR_FLAG_SHM 0x1u
+
+/* A node peer's segment mapped into this context (memregion_shm.c). */
+typedef struct {
+    uint32_t owner_task, owner_ctx, id, generation;
+    void    *addr;
+    size_t   len;
+} pami_shm_map_t;
 
 typedef struct {
     uint32_t   peer;
@@ -253,6 +267,9 @@ struct pami_context {
     size_t                nregions;
     pami_memregion_t      mr_verified; /* the last copy whose seal held */
     size_t                mr_verified_len; /* its bytes compared, or 0 */
+    pami_shm_map_t       *shm_maps;   /* peers' segments mapped here */
+    size_t                shm_nmaps;
+    size_t                shm_cap;
     pami_rkey_entry_t    *rkeys;      /* open addressing, power of two */
     size_t                rkey_cap;
     size_t                rkey_count;
@@ -379,6 +396,9 @@ typedef struct pami_client {
 
 /* ---- tasks (tasks.c) ---- */
 pami_result_t pami_tasks_exchange(pami_client_impl_t *client);
+/* job_dir.c: the directory for the transport's shared-memory files, made
+ * and handed to the launcher for removal; NULL for the default. */
+const char *pami_job_shm_dir(pami_client_impl_t *c, char *buf, size_t len);
 /* Frees what the exchange made; safe on a client that never made it. */
 void pami_tasks_release(pami_client_impl_t *client);
 /* False only when the task is on this node and its process is gone. */
@@ -647,6 +667,16 @@ void pami_mr_job_remove(pami_client_impl_t *c);
 pami_result_t pami_mr_pack(struct pami_context *ctx, void *addr, size_t bytes,
                            uint32_t id, pami_region_t *r,
                            pami_memregion_t *mr);
+/* A free slot of the region table (grown when full). */
+pami_result_t pami_region_slot(struct pami_context *ctx, uint32_t *id);
+/* Unmaps and unlinks the segment of a region pami allocated, once it is
+ * deregistered (memregion_shm.c). */
+void pami_shm_region_free(struct pami_context *ctx, uint32_t id,
+                          pami_region_t *r);
+/* Context close: removes the names of its live segments, and unmaps the
+ * peers' segments it mapped (their own segments are unmapped with their
+ * registration by pami_regions_destroy). */
+void pami_shm_close(struct pami_context *ctx);
 /* The live local region behind mr, or NULL (logged). */
 pami_region_t *pami_region_local(struct pami_context *ctx,
                                  const pami_memregion_t *mr,
