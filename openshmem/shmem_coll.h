@@ -83,7 +83,4 @@ int shmemi_alltoalls(struct shmemi_team *t, void *dest, const void *source,
                      ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
                      size_t esize, const char *what);
 
-/* Releases the split teams and active sets at finalize. */
-void shmemi_team_fini(void);
-
 #endif /* SHMEM_COLL_H */

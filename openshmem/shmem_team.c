@@ -469,24 +469,3 @@ struct shmemi_team *shmemi_active_set(int PE_start, int logPE_stride,
         PE_start, logPE_stride, PE_size, &e->pub };
     return &e->pub;
 }
-
-void shmemi_team_fini(void)
-{
-    for (int i = 0; i < n_active_sets; i++)
-        shmem_team_destroy(active_sets[i].team);
-    n_active_sets = 0;
-    if (teams_ready && SHMEM_TEAM_SHARED->geometry != shmemi.world)
-        release_geometry(&SHMEM_TEAM_SHARED->geometry);
-    SHMEM_TEAM_SHARED->geometry = NULL;
-    free(shared_ext.world_pes);
-    free(shared_ext.counts);
-    free(shared_ext.displs);
-    free(shared_ext.records);
-    free(world_ext.counts);
-    free(world_ext.displs);
-    free(world_ext.records);
-    memset(&world_ext, 0, sizeof(world_ext));
-    memset(&shared_ext, 0, sizeof(shared_ext));
-    next_team_id = SHMEMI_TEAM_ID_FIRST;
-    teams_ready = 0;
-}
