@@ -5,8 +5,8 @@
  * killed at that moment would otherwise leave a file in /dev/shm that
  * names no job. Run with UCX_POSIX_USE_PROC_LINK=n, UCX keeps its files
  * by name while they are in use, so the test can see where they are:
- * every task finds UCX's files in $UCX_POSIX_DIR (the job's directory)
- * after traffic between the tasks. That the directory goes with the job,
+ * every task finds UCX's files in /dev/shm/pami-<job id>-ucx after
+ * traffic between the tasks, under pamirun and under mpirun. That the directory goes with the job,
  * also after SIGKILL, is the pamirun suite's kill scenario.
  */
 #include "mp_util.h"
@@ -32,13 +32,20 @@ int main(int argc, char **argv)
     mp_job_t job;
     mp_init(&job, "mp_ucx_dir", &argc, argv, NULL, 1, true);
 
-    const char *dir = getenv("UCX_POSIX_DIR");
-    char        want[128];
-    const char *id = getenv("PAMI_JOB_ID");
-    MP_EXPECT(id != NULL, "PAMI_JOB_ID unset: not started by pamirun");
-    snprintf(want, sizeof(want), "/dev/shm/pami-%s-ucx", id);
-    MP_EXPECT(dir != NULL && strcmp(dir, want) == 0,
-              "UCX_POSIX_DIR is %s, expected %s", dir ? dir : "unset", want);
+    /* pamirun passes the directory in UCX_POSIX_DIR; under PMIx pami
+     * makes it and gives it to UCX itself. Same name either way. */
+    pami_client_attr_t attr = {.field_mask = PAMI_CLIENT_ATTR_JOB_ID};
+    MP_CHECK(pami_client_query(job.client, &attr));
+    char dir[256];
+    snprintf(dir, sizeof(dir), "/dev/shm/pami-%s-ucx", attr.job_id);
+    const char *env = getenv("UCX_POSIX_DIR");
+    if (job.attr.bootstrap == PAMI_BOOTSTRAP_LOCAL)
+        MP_EXPECT(env != NULL && strcmp(env, dir) == 0,
+                  "UCX_POSIX_DIR is %s, expected %s", env ? env : "unset",
+                  dir);
+    else
+        MP_EXPECT(env == NULL, "UCX_POSIX_DIR is set (%s): the test needs "
+                  "pami to choose", env);
 
     /* Traffic with every peer, so UCX connects its shared-memory
      * transports (their segments exist from context creation on). */
