@@ -267,6 +267,10 @@ struct pami_context {
     size_t                nregions;
     pami_memregion_t      mr_verified; /* the last copy whose seal held */
     size_t                mr_verified_len; /* its bytes compared, or 0 */
+    /* Where a peer's shared region of that copy is mapped here
+     * (rma_shm.c): 0 not looked at yet, 1 at mr_verified_map, 2 none. */
+    uint8_t               mr_verified_shm;
+    void                 *mr_verified_map;
     pami_shm_map_t       *shm_maps;   /* peers' segments mapped here */
     size_t                shm_nmaps;
     size_t                shm_cap;
@@ -634,6 +638,28 @@ pami_result_t pami_rma_cma(struct pami_context *ctx, uint32_t index,
                            uint64_t raddr, pami_event_fn local_fn,
                            pami_event_fn remote_fn, void *cookie,
                            int32_t region);
+/* Ends an operation done during its call: its callbacks run from the
+ * next advance with rc; region (or -1) stays in use until then. */
+pami_result_t pami_rma_report_later(struct pami_context *ctx, uint32_t index,
+                                    pami_result_t rc, pami_event_fn local_fn,
+                                    pami_event_fn remote_fn, void *cookie,
+                                    int32_t region);
+/* Load and store on a node peer's shared region (rma_shm.c). The base of
+ * v's memory as this context maps it, or NULL (not a peer's shared region,
+ * or it cannot be mapped); v must be the copy pami_mr_decode verified
+ * last on ctx. */
+void *pami_rma_shm_base(struct pami_context *ctx, const pami_mr_view_t *v);
+pami_result_t pami_rma_shm_xfer(struct pami_context *ctx, uint32_t index,
+                                bool put, void *local, size_t bytes,
+                                uint8_t *remote, pami_event_fn local_fn,
+                                pami_event_fn remote_fn, void *cookie,
+                                int32_t region);
+pami_result_t pami_rma_shm_rmw(struct pami_context *ctx, uint32_t index,
+                               const pami_rmw_t *p, uint8_t *remote);
+/* A sequentially consistent pami_rmw_op_t of size 4 or 8 at addr; the old
+ * value. */
+uint64_t pami_atomic_apply(void *addr, size_t size, int op, uint64_t value,
+                           uint64_t compare);
 /* Reads bytes at src of process pid into dst, a large read on two cores
  * when spare_core (rma_cma.c); 0 or an errno, ESRCH when pid is gone. */
 int pami_cma_read(pid_t pid, void *dst, uint64_t src, size_t bytes,
@@ -677,6 +703,10 @@ void pami_shm_region_free(struct pami_context *ctx, uint32_t id,
  * peers' segments it mapped (their own segments are unmapped with their
  * registration by pami_regions_destroy). */
 void pami_shm_close(struct pami_context *ctx);
+/* Maps (once per context) the segment of a node peer's shared region v
+ * (verified; flag, owner and locality checked by the caller). */
+pami_result_t pami_shm_map_view(struct pami_context *ctx,
+                                const pami_mr_view_t *v, void **addr);
 /* The live local region behind mr, or NULL (logged). */
 pami_region_t *pami_region_local(struct pami_context *ctx,
                                  const pami_memregion_t *mr,

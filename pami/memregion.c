@@ -112,6 +112,7 @@ pami_result_t pami_mr_decode(struct pami_context *ctx,
                                               c->size, v);
     if (likely(r == PAMI_MR_OK)) {
         memcpy(&ctx->mr_verified, mr, sizeof(*mr));
+        ctx->mr_verified_shm = 0;
         ctx->mr_verified_len = offsetof(mr_wire_t, rkey) +
                                ((const mr_wire_t *)mr)->rkey_len;
         return PAMI_SUCCESS;

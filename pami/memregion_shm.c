@@ -215,7 +215,13 @@ pami_result_t pami_memregion_map(pami_context_t ctx,
                                      : "on another node");
         return PAMI_NOT_FOUND;
     }
-    pami_shm_map_t *m = map_find(ctx, &v);
+    return pami_shm_map_view(ctx, &v, addr);
+}
+
+pami_result_t pami_shm_map_view(struct pami_context *ctx,
+                                const pami_mr_view_t *v, void **addr)
+{
+    pami_shm_map_t *m = map_find(ctx, v);
     if (m != NULL) {
         *addr = m->addr;
         return PAMI_SUCCESS;
@@ -230,12 +236,12 @@ pami_result_t pami_memregion_map(pami_context_t ctx,
     }
     void  *p;
     size_t len;
-    rc = map_open(ctx, &v, &p, &len);
+    pami_result_t rc = map_open(ctx, v, &p, &len);
     if (rc != PAMI_SUCCESS)
         return rc;
     ctx->shm_maps[ctx->shm_nmaps++] = (pami_shm_map_t){
-        .owner_task = v.owner_task, .owner_ctx = v.owner_ctx, .id = v.id,
-        .generation = v.generation, .addr = p, .len = len};
+        .owner_task = v->owner_task, .owner_ctx = v->owner_ctx, .id = v->id,
+        .generation = v->generation, .addr = p, .len = len};
     *addr = p;
     return PAMI_SUCCESS;
 }

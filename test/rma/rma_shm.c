@@ -14,11 +14,19 @@
  * - every task stores its pattern into its slot of every peer's region
  *   through the mapping; each owner reads them all with plain loads, and
  *   every task reads them back with pami_get;
+ * - pami_put into every peer's shared region (through the mapping) is
+ *   seen by the owner's loads once remote_fn ran and a barrier passed;
+ *   pami_get reads what the owner stored; every task and the owner itself
+ *   (through its own endpoint: the owner's path) fetch-add one word of
+ *   task 0's region ADDS times: the sum is exact and each task's fetched
+ *   values ascend;
  * - forged or corrupted copies (base, bytes, flag, key bytes, random) are
  *   PAMI_INVAL and counted in bad_regions; NULL arguments are PAMI_INVAL;
  * - the owner destroys its region while the peers have it mapped: its
  *   name is gone from /dev/shm at once, the peers still load and store
- *   (no fault) and see what was there; a region destroyed before anyone
+ *   (no fault) and see what was there, and pami_put / pami_rmw through
+ *   their copy land in their mapping (they succeed: the path is load and
+ *   store; CMA would fail on the unmapped memory); a region destroyed before anyone
  *   mapped it cannot be mapped any more (PAMI_INVAL);
  * - after pami_client_destroy nothing of this task is left in /dev/shm.
  *
@@ -33,6 +41,9 @@
 
 #define BYTES (3 * 4096 + 100)
 #define SLOT  512
+#define PUTS  4096          /* offset of the put slots */
+#define WORD  (2 * 4096)    /* the fetch-add word, in task 0's region */
+#define ADDS  500
 
 static mp_job_t job;
 
@@ -184,6 +195,62 @@ int main(int argc, char **argv)
                       o, t);
         }
     }
+    /* pami_put and pami_get through the mapping, rmw mixed with the
+     * owner's own (its owner's path). */
+    for (pami_task_t t = 0; t < job.size; t++) {
+        if (t == job.me)
+            continue;
+        rma_fill(buf, PUTS + job.me * SLOT, SLOT, rma_seed(job.me, t + 100));
+        RMA_PUT_OK(&job, t, buf, SLOT, &shm_all[t], PUTS + job.me * SLOT,
+                   "put into task %u's shared region", t);
+        MP_EXPECT(rma_check(peer[t] + PUTS + job.me * SLOT,
+                            PUTS + job.me * SLOT, SLOT,
+                            rma_seed(job.me, t + 100)) < 0,
+                  "put into task %u's region: not in the mapping at "
+                  "remote completion", t);
+    }
+    rma_fill(shm + PUTS + job.me * SLOT, PUTS + job.me * SLOT, SLOT,
+             rma_seed(job.me, 999));
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    mp_sync(&job);
+    for (pami_task_t o = 0; o < job.size; o++)
+        MP_EXPECT(rma_check(shm + PUTS + o * SLOT, PUTS + o * SLOT, SLOT,
+                            rma_seed(o, o == job.me ? 999 : job.me + 100)) < 0,
+                  "task %u's put into our region is not there", o);
+    for (pami_task_t t = 0; t < job.size; t++) {
+        if (t == job.me)
+            continue;
+        memset(buf, 0, sizeof(buf));
+        RMA_GET_OK(&job, t, buf, SLOT, &shm_all[t], PUTS + t * SLOT,
+                   "get of task %u's own stores", t);
+        MP_EXPECT(rma_check(buf, PUTS + t * SLOT, SLOT,
+                            rma_seed(t, 999)) < 0,
+                  "get of task %u's own stores: wrong data", t);
+    }
+    uint64_t *seen = calloc(ADDS, sizeof(*seen));
+    MP_EXPECT(seen != NULL, "out of memory");
+    for (unsigned i = 0; i < ADDS; i++) {
+        uint64_t old = ~0ull;
+        MP_CHECK(rma_rmw(&job, 0, &shm_all[0], WORD, PAMI_RMW_FETCH_ADD, 8,
+                         1, 0, &old, "fetch-add on task 0's shared word"));
+        MP_EXPECT(old < (uint64_t)ADDS * job.size, "fetched %llu",
+                  (unsigned long long)old);
+        MP_EXPECT(i == 0 || old > seen[i - 1], "fetched %llu after %llu",
+                  (unsigned long long)old, (unsigned long long)seen[i - 1]);
+        seen[i] = old;
+    }
+    /* A lost or doubled update shows in the sum; rma-atomic-shm checks
+     * that all fetched values are distinct. */
+    free(seen);
+    mp_sync(&job);
+    if (job.me == 0)
+        MP_EXPECT(*(volatile uint64_t *)(shm + WORD) ==
+                      (uint64_t)ADDS * job.size,
+                  "the shared word holds %llu after %u fetch-adds by %zu "
+                  "tasks", (unsigned long long)*(volatile uint64_t *)(shm +
+                                                                    WORD),
+                  ADDS, job.size);
+    mp_sync(&job);
     forgeries(&shm_all[other]);
     mp_sync(&job);
 
@@ -218,6 +285,16 @@ int main(int argc, char **argv)
         MP_CHECK(pami_memregion_map(job.ctx[0], &shm_all[0], &again));
         MP_EXPECT(again == gone, "mapped again at %p, first at %p", again,
                   gone);
+        uint64_t word = 0x0123456789abcdefull + job.me, old = 0;
+        RMA_PUT_OK(&job, 0, &word, 8, &shm_all[0], SLOT * job.me,
+                   "put through a copy of a destroyed, mapped region");
+        MP_EXPECT(memcmp(gone + SLOT * job.me, &word, 8) == 0,
+                  "that put is not in our mapping");
+        MP_CHECK(rma_rmw(&job, 0, &shm_all[0], SLOT * job.me,
+                         PAMI_RMW_FETCH_ADD, 8, 1, 0, &old,
+                         "fetch-add through that copy"));
+        MP_EXPECT(old == word, "that fetch-add saw %llx",
+                  (unsigned long long)old);
         MP_CHECK(pami_memregion_destroy(job.ctx[0], &shm_mr));
     }
     MP_EXPECT(names_left(mine_prefix) == 0, "%u names of ours left",
