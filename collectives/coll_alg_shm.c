@@ -240,6 +240,20 @@ void cshm_op_setup(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
                      struct pami_geometry *g, size_t es, size_t algo_id)
 {
     cshm_op_t *op = &s->op;
+    if (cshm_ring_fits(s, x, x->count * es)) {
+        /* No round: the phase and the control lines stay as they are,
+         * and only the root's place on the node is looked at. */
+        *op = (cshm_op_t){.req = req, .x = x, .g = g, .n = g->size,
+                          .rank = g->rank, .root = x->root, .es = es ? es : 1,
+                          .total = x->count * es, .kind = CSHM_BCAST,
+                          .out = x->rbuf, .ring = true,
+                          .ring_k = s->ring_next++,
+                          .sig = signature(x, cshm_eager_id())}; /* AUTO or named */
+        s->idx[x->root] = (uint32_t)local_index(s, g->tasks[x->root]);
+        cshm_count(s, CSHM_STAT_ops);
+        cshm_count(s, CSHM_STAT_ring_calls);
+        return;
+    }
     *op = (cshm_op_t){.req = req, .x = x, .g = g, .n = g->size,
                       .rank = g->rank, .root = x->root, .es = es ? es : 1,
                       .total = x->count * es, .first = true,
@@ -273,14 +287,6 @@ void cshm_op_setup(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
         break;
     }
     cshm_count(s, CSHM_STAT_ops);
-    if (cshm_ring_fits(s, x, op->total)) {
-        /* No round: the phase and the control lines stay as they are. */
-        op->ring   = true;
-        op->ring_k = s->ring_next++;
-        op->sig    = signature(x, cshm_eager_id()); /* AUTO or named */
-        cshm_count(s, CSHM_STAT_ring_calls);
-        return;
-    }
     /* Alltoall and reduce_scatter write a slice of every block. */
     size_t all = cshm_blocks_kind(op->kind) ? op->total * op->n : op->total;
     op->tiny = all <= CSHM_TINY; /* one round whatever the kind */
