@@ -70,6 +70,8 @@ static void context_close(struct pami_context *ctx)
     if (ctx->loop_io != NULL)
         evloop_libev_ops.io_del(ctx->loop, ctx->loop_io);
     evloop_libev_ops.destroy(ctx->loop);
+    /* Segment names go on every path, also when the worker is left. */
+    pami_shm_close(ctx);
     /* UCX 1.13 aborts or crashes when a worker goes with a close still
      * running, or with requests queued toward a task that died (it purges
      * them and trips over their state). Leaving the worker, and what UCX

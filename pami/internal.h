@@ -147,6 +147,9 @@ typedef struct {
     uint32_t  generation;
     uint32_t  users;      /* operations in flight that use it locally */
     bool      live;
+    uint64_t  shm_bytes;  /* pami_memregion_alloc: the segment's mapped
+                             length (memregion_shm.c); 0: the program's
+                             memory */
 } pami_region_t;
 
 /* A pami_memregion_t, decoded and checked for form. */
@@ -157,8 +160,19 @@ typedef struct {
     uint32_t       generation;
     uint64_t       base;
     uint64_t       bytes;
+    uint32_t       flags;      /* PAMI_MR_FLAG_* */
     const uint8_t *rkey;
 } pami_mr_view_t;
+
+/* The memory of a region is a shared segment pami allocated. */
+#define PAMI_MR_FLAG_SHM 0x1u
+
+/* A node peer's segment mapped into this context (memregion_shm.c). */
+typedef struct {
+    uint32_t owner_task, owner_ctx, id, generation;
+    void    *addr;
+    size_t   len;
+} pami_shm_map_t;
 
 typedef struct {
     uint32_t   peer;
@@ -253,6 +267,13 @@ struct pami_context {
     size_t                nregions;
     pami_memregion_t      mr_verified; /* the last copy whose seal held */
     size_t                mr_verified_len; /* its bytes compared, or 0 */
+    /* Where a peer's shared region of that copy is mapped here
+     * (rma_shm.c): 0 not looked at yet, 1 at mr_verified_map, 2 none. */
+    uint8_t               mr_verified_shm;
+    void                 *mr_verified_map;
+    pami_shm_map_t       *shm_maps;   /* peers' segments mapped here */
+    size_t                shm_nmaps;
+    size_t                shm_cap;
     pami_rkey_entry_t    *rkeys;      /* open addressing, power of two */
     size_t                rkey_cap;
     size_t                rkey_count;
@@ -379,6 +400,9 @@ typedef struct pami_client {
 
 /* ---- tasks (tasks.c) ---- */
 pami_result_t pami_tasks_exchange(pami_client_impl_t *client);
+/* job_dir.c: the directory for the transport's shared-memory files, made
+ * and handed to the launcher for removal; NULL for the default. */
+const char *pami_job_shm_dir(pami_client_impl_t *c, char *buf, size_t len);
 /* Frees what the exchange made; safe on a client that never made it. */
 void pami_tasks_release(pami_client_impl_t *client);
 /* False only when the task is on this node and its process is gone. */
@@ -619,6 +643,28 @@ pami_result_t pami_rma_cma(struct pami_context *ctx, uint32_t index,
                            uint64_t raddr, pami_event_fn local_fn,
                            pami_event_fn remote_fn, void *cookie,
                            int32_t region);
+/* Ends an operation done during its call: its callbacks run from the
+ * next advance with rc; region (or -1) stays in use until then. */
+pami_result_t pami_rma_report_later(struct pami_context *ctx, uint32_t index,
+                                    pami_result_t rc, pami_event_fn local_fn,
+                                    pami_event_fn remote_fn, void *cookie,
+                                    int32_t region);
+/* Load and store on a node peer's shared region (rma_shm.c). The base of
+ * v's memory as this context maps it, or NULL (not a peer's shared region,
+ * or it cannot be mapped); v must be the copy pami_mr_decode verified
+ * last on ctx. */
+void *pami_rma_shm_base(struct pami_context *ctx, const pami_mr_view_t *v);
+pami_result_t pami_rma_shm_xfer(struct pami_context *ctx, uint32_t index,
+                                bool put, void *local, size_t bytes,
+                                uint8_t *remote, pami_event_fn local_fn,
+                                pami_event_fn remote_fn, void *cookie,
+                                int32_t region);
+pami_result_t pami_rma_shm_rmw(struct pami_context *ctx, uint32_t index,
+                               const pami_rmw_t *p, uint8_t *remote);
+/* A sequentially consistent pami_rmw_op_t of size 4 or 8 at addr; the old
+ * value. */
+uint64_t pami_atomic_apply(void *addr, size_t size, int op, uint64_t value,
+                           uint64_t compare);
 /* Reads bytes at src of process pid into dst, a large read on two cores
  * when spare_core (rma_cma.c); 0 or an errno, ESRCH when pid is gone. */
 int pami_cma_read(pid_t pid, void *dst, uint64_t src, size_t bytes,
@@ -652,6 +698,20 @@ void pami_mr_job_remove(pami_client_impl_t *c);
 pami_result_t pami_mr_pack(struct pami_context *ctx, void *addr, size_t bytes,
                            uint32_t id, pami_region_t *r,
                            pami_memregion_t *mr);
+/* A free slot of the region table (grown when full). */
+pami_result_t pami_region_slot(struct pami_context *ctx, uint32_t *id);
+/* Unmaps and unlinks the segment of a region pami allocated, once it is
+ * deregistered (memregion_shm.c). */
+void pami_shm_region_free(struct pami_context *ctx, uint32_t id,
+                          pami_region_t *r);
+/* Context close: removes the names of its live segments, and unmaps the
+ * peers' segments it mapped (their own segments are unmapped with their
+ * registration by pami_regions_destroy). */
+void pami_shm_close(struct pami_context *ctx);
+/* Maps (once per context) the segment of a node peer's shared region v
+ * (verified; flag, owner and locality checked by the caller). */
+pami_result_t pami_shm_map_view(struct pami_context *ctx,
+                                const pami_mr_view_t *v, void **addr);
 /* The live local region behind mr, or NULL (logged). */
 pami_region_t *pami_region_local(struct pami_context *ctx,
                                  const pami_memregion_t *mr,

@@ -22,7 +22,7 @@ typedef struct {
     uint16_t rkey_len;
     uint32_t owner_task;
     uint16_t owner_ctx;
-    uint16_t reserved;
+    uint16_t flags;       /* PAMI_MR_FLAG_*; unknown bits are refused */
     uint32_t id;          /* slot in the owner context's region table */
     uint32_t generation;  /* of that slot: a stale copy is told apart */
     uint64_t base;
@@ -52,6 +52,7 @@ static void mr_view(const mr_wire_t *w, const void *buf, pami_mr_view_t *v)
     v->generation = w->generation;
     v->base       = w->base;
     v->bytes      = w->bytes;
+    v->flags      = w->flags;
     v->rkey       = (const uint8_t *)buf + offsetof(mr_wire_t, rkey);
 }
 
@@ -63,7 +64,8 @@ pami_mr_verdict_t pami_mr_wire_decode(const void *buf, size_t len,
     if (buf == NULL || len != sizeof(w))
         return PAMI_MR_BAD_FORM;
     memcpy(&w, buf, sizeof(w));
-    if (w.magic != MR_MAGIC || w.version != MR_VERSION || w.reserved != 0 ||
+    if (w.magic != MR_MAGIC || w.version != MR_VERSION ||
+        (w.flags & ~PAMI_MR_FLAG_SHM) != 0 ||
         w.rkey_len == 0 || w.rkey_len > sizeof(w.rkey))
         return PAMI_MR_BAD_FORM;
     if (w.owner_task >= ntasks)
@@ -110,6 +112,7 @@ pami_result_t pami_mr_decode(struct pami_context *ctx,
                                               c->size, v);
     if (likely(r == PAMI_MR_OK)) {
         memcpy(&ctx->mr_verified, mr, sizeof(*mr));
+        ctx->mr_verified_shm = 0;
         ctx->mr_verified_len = offsetof(mr_wire_t, rkey) +
                                ((const mr_wire_t *)mr)->rkey_len;
         return PAMI_SUCCESS;
@@ -188,7 +191,7 @@ pami_result_t pami_memregion_query(const pami_memregion_t *mr, void **base,
     return PAMI_SUCCESS;
 }
 
-static pami_result_t region_slot(struct pami_context *ctx, uint32_t *id)
+pami_result_t pami_region_slot(struct pami_context *ctx, uint32_t *id)
 {
     for (uint32_t i = 0; i < ctx->nregions; i++)
         if (!ctx->regions[i].live) {
@@ -225,6 +228,7 @@ pami_result_t pami_mr_pack(struct pami_context *ctx, void *addr, size_t bytes,
     w.rkey_len   = (uint16_t)rkey_len;
     w.owner_task = ctx->client->task;
     w.owner_ctx  = (uint16_t)ctx->offset;
+    w.flags      = r->shm_bytes > 0 ? PAMI_MR_FLAG_SHM : 0;
     w.id         = id;
     w.generation = r->generation;
     w.base       = r->base;
@@ -244,7 +248,7 @@ pami_result_t pami_memregion_create(pami_context_t ctx, void *addr,
     PAMI_CHECK(addr != NULL && bytes > 0, PAMI_INVAL, "rma",
                "memregion_create of %p, %zu bytes: need memory", addr, bytes);
     uint32_t id;
-    pami_result_t rc = region_slot(ctx, &id);
+    pami_result_t rc = pami_region_slot(ctx, &id);
     if (rc != PAMI_SUCCESS)
         return rc;
     return pami_mr_pack(ctx, addr, bytes, id, &ctx->regions[id], mr);
@@ -296,6 +300,8 @@ pami_result_t pami_memregion_destroy(pami_context_t ctx, pami_memregion_t *mr)
     ctx->tp->mem_dereg(ctx->client->tp_ctx, r->mem);
     r->mem  = NULL;
     r->live = false;
+    if (r->shm_bytes > 0)
+        pami_shm_region_free(ctx, v.id, r);
     memset(mr, 0, sizeof(*mr));
     return PAMI_SUCCESS;
 }
@@ -385,6 +391,9 @@ void pami_regions_destroy(struct pami_context *ctx)
         if (ctx->regions[i].live) {
             pami_debug("rma", "region %zu still registered at destroy", i);
             ctx->tp->mem_dereg(ctx->client->tp_ctx, ctx->regions[i].mem);
+            ctx->regions[i].live = false;
+            if (ctx->regions[i].shm_bytes > 0)
+                pami_shm_region_free(ctx, (uint32_t)i, &ctx->regions[i]);
         }
     free(ctx->regions);
     ctx->regions  = NULL;

@@ -458,6 +458,27 @@ PAMI_EXPORT
 pami_result_t pami_memregion_destroy(pami_context_t context,
                                      pami_memregion_t *mr);
 
+/* Allocates bytes (> 0) of memory that the tasks of this node can map
+ * (a POSIX shared segment of pami's), zero-filled, page aligned, and
+ * registers it as a region exactly as pami_memregion_create would;
+ * *addr receives its address in this process. pami_memregion_destroy
+ * unregisters it and frees the memory (a peer that mapped it keeps valid
+ * memory until its context is destroyed: it never faults). */
+PAMI_EXPORT
+pami_result_t pami_memregion_alloc(pami_context_t context, size_t bytes,
+                                   void **addr, pami_memregion_t *mr);
+
+/* The address at which this task can load and store the memory of a
+ * region: its own regions, and regions another task of this node made
+ * with pami_memregion_alloc. PAMI_SUCCESS with *addr = the region's
+ * base as mapped here; PAMI_NOT_FOUND for a region on another node or
+ * over private memory (use pami_put/pami_get); PAMI_INVAL for a forged
+ * or corrupted handle. The mapping lasts until the context is
+ * destroyed; mapping the same region again returns the same address. */
+PAMI_EXPORT
+pami_result_t pami_memregion_map(pami_context_t context,
+                                 const pami_memregion_t *mr, void **addr);
+
 PAMI_EXPORT
 pami_result_t pami_memregion_query(const pami_memregion_t *mr, void **base,
                                    size_t *bytes, pami_endpoint_t *owner);

@@ -23,6 +23,8 @@ static inline bool in_bounds(uint64_t size, size_t offset, size_t bytes)
 typedef enum {
     ROUTE_UCX,    /* UCX RMA/atomics on hardware that checks the key */
     ROUTE_CMA,    /* process_vm_writev/readv on this node */
+    ROUTE_SHM,    /* memcpy and CPU atomics on a node peer's shared region
+                     mapped here */
     ROUTE_OWNER   /* a message the owner checks and applies itself */
 } rma_route_t;
 
@@ -44,13 +46,25 @@ bool pami_client_has_rdma(pami_client_impl_t *c)
     return c->rdma == 2;
 }
 
-static rma_route_t route(struct pami_context *ctx, uint32_t task, bool atomic)
+/* v is the copy pami_mr_decode verified last; *shm receives the base of
+ * its mapping for ROUTE_SHM. */
+static rma_route_t route(struct pami_context *ctx, const pami_mr_view_t *v,
+                         bool atomic, uint8_t **shm)
 {
     pami_client_impl_t *c = ctx->client;
     if (unlikely(c->config.rma_owner))
         return ROUTE_OWNER;
-    if (c->tasks[task].local)
+    if (c->tasks[v->owner_task].local) {
+        if ((v->flags & PAMI_MR_FLAG_SHM) &&
+            (*shm = pami_rma_shm_base(ctx, v)) != NULL)
+            return ROUTE_SHM;
         return atomic || c->cma_denied ? ROUTE_OWNER : ROUTE_CMA;
+    }
+    /* Every rmw on a shared region is then a CPU atomic on its memory
+     * (here, or at the owner), never UCX's, which would not be atomic
+     * with those. */
+    if (atomic && (v->flags & PAMI_MR_FLAG_SHM))
+        return ROUTE_OWNER;
     return pami_client_has_rdma(c) ? ROUTE_UCX : ROUTE_OWNER;
 }
 
@@ -151,7 +165,12 @@ static pami_result_t rma(struct pami_context *ctx, rma_dir_t dir,
         pami_warn("rma", "NULL local buffer for %zu bytes", bytes);
         return PAMI_INVAL;
     }
-    rma_route_t how = route(ctx, v.owner_task, false);
+    uint8_t    *shm = NULL;
+    rma_route_t how = route(ctx, &v, false, &shm);
+    if (how == ROUTE_SHM)
+        return pami_rma_shm_xfer(ctx, index, dir == RMA_PUT, local, bytes,
+                                 shm + roff, local_fn, remote_fn, cookie,
+                                 region);
     if (how == ROUTE_CMA) {
         rc = pami_rma_cma(ctx, index, dir == RMA_PUT, local, bytes,
                           v.base + roff, local_fn, remote_fn, cookie,
@@ -354,7 +373,11 @@ pami_result_t pami_rmw_sized(pami_context_t ctx, const pami_rmw_t *p,
     if (cswap)
         memcpy(p->result, p->size == 4 ? (const void *)&new32
                                        : (const void *)&p->value, p->size);
-    if (route(ctx, v.owner_task, true) == ROUTE_OWNER) {
+    uint8_t    *shm = NULL;
+    rma_route_t how = route(ctx, &v, true, &shm);
+    if (how == ROUTE_SHM)
+        return pami_rma_shm_rmw(ctx, index, p, shm + p->remote_offset);
+    if (how == ROUTE_OWNER) {
         pami_rma_msg_t m = owner_msg(PAMI_RMA_MSG_ATOMIC, &v,
                                      p->remote_offset, p->size);
         m.op      = (uint8_t)p->op;

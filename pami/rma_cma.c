@@ -244,22 +244,7 @@ pami_result_t pami_rma_cma(struct pami_context *ctx, uint32_t index,
         rc = left ? PAMI_SHUTDOWN
                   : err == EFAULT ? PAMI_INVAL : PAMI_TRANSPORT;
     }
-    pami_request_t *req = pami_request_get(ctx);
-    if (req == NULL)
-        return PAMI_ENOMEM;
     /* Done: both callbacks from the next advance, with the outcome. */
-    req->kind       = REQ_RMA;
-    req->peer       = index;
-    req->local_fn   = local_fn;
-    req->remote_fn  = remote_fn;
-    req->cookie     = cookie;
-    req->ack_result = PAMI_SUCCESS;
-    /* A local region stays in use until the callbacks ran, as for the
-     * other paths: destroy waits for them. */
-    if (region >= 0) {
-        req->region = region;
-        ctx->regions[region].users++;
-    }
-    pami_request_done(req, rc);
-    return PAMI_SUCCESS;
+    return pami_rma_report_later(ctx, index, rc, local_fn, remote_fn, cookie,
+                                 region);
 }

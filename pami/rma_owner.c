@@ -127,36 +127,6 @@ static void reply(struct pami_context *ctx, uint32_t peer, uint64_t cookie,
     pami_submit(ctx, req);
 }
 
-static uint64_t apply_atomic(void *addr, const pami_rma_msg_t *m)
-{
-    if (m->size == 4) {
-        uint32_t *p = addr, v = (uint32_t)m->operand, old;
-        switch (m->op) {
-        case PAMI_RMW_SWAP:
-            return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);
-        case PAMI_RMW_CSWAP:
-            old = (uint32_t)m->compare;
-            __atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_SEQ_CST,
-                                        __ATOMIC_SEQ_CST);
-            return old;
-        default:
-            return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
-        }
-    }
-    uint64_t *p = addr, v = m->operand, old;
-    switch (m->op) {
-    case PAMI_RMW_SWAP:
-        return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);
-    case PAMI_RMW_CSWAP:
-        old = m->compare;
-        __atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_SEQ_CST,
-                                    __ATOMIC_SEQ_CST);
-        return old;
-    default:
-        return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
-    }
-}
-
 /* The owner's side: the region must be a live one of this context, of
  * the copy's generation, and hold the whole access. */
 static void serve(struct pami_context *ctx, uint32_t peer, uint32_t task,
@@ -200,7 +170,9 @@ static void serve(struct pami_context *ctx, uint32_t peer, uint32_t task,
               (int32_t)m->id);
         break;
     default:
-        reply(ctx, peer, m->cookie, PAMI_SUCCESS, apply_atomic(addr, m),
+        reply(ctx, peer, m->cookie, PAMI_SUCCESS,
+              pami_atomic_apply(addr, m->size, m->op, m->operand,
+                                m->compare),
               NULL, 0, -1);
         break;
     }

@@ -43,6 +43,10 @@ typedef struct bootstrap_ops {
     /* A stable string naming the job (same on every rank, different for two
      * jobs at once), for names of shared objects. Owned by the state. */
     const char *(*job_id)(void *state);
+    /* Asks the launcher to remove the directory path, with its content,
+     * when the job ends, however its processes end. NULL when the
+     * launcher cannot (pamirun removes the job's files itself). */
+    int  (*cleanup_dir)(void *state, const char *path);
     void (*fini)(void *state);
 } bootstrap_ops_t;
 

@@ -517,6 +517,31 @@ static const char *pmix_job_id(void *state)
     return state != NULL ? ((pmix_state_t *)state)->job_id : NULL;
 }
 
+/* PMIx's server removes it at the job's end, also after SIGKILL (seen
+ * with Open MPI 4.1's mpirun). */
+static int pmix_cleanup_dir(void *state, const char *path)
+{
+    if (state == NULL || path == NULL)
+        return -EINVAL;
+    pmix_info_t info[2];
+    bool        recursive = true;
+    PMIX_INFO_CONSTRUCT(&info[0]);
+    PMIX_INFO_CONSTRUCT(&info[1]);
+    PMIx_Info_load(&info[0], PMIX_REGISTER_CLEANUP_DIR, path, PMIX_STRING);
+    PMIx_Info_load(&info[1], PMIX_CLEANUP_RECURSIVE, &recursive, PMIX_BOOL);
+    pmix_info_t  *results  = NULL;
+    size_t        nresults = 0;
+    pmix_status_t status   = PMIx_Job_control(NULL, 0, info, 2, &results,
+                                              &nresults);
+    PMIX_INFO_DESTRUCT(&info[0]);
+    PMIX_INFO_DESTRUCT(&info[1]);
+    if (results != NULL)
+        PMIX_INFO_FREE(results, nresults);
+    if (status != PMIX_SUCCESS)
+        return pmix_fail("PMIx_Job_control (cleanup)", status);
+    return 0;
+}
+
 static void pmix_fini(void *state)
 {
     if (state == NULL)
@@ -539,5 +564,6 @@ const bootstrap_ops_t bootstrap_pmix_ops = {
     .allgather = pmix_allgather,
     .barrier   = pmix_barrier,
     .job_id    = pmix_job_id,
+    .cleanup_dir = pmix_cleanup_dir,
     .fini      = pmix_fini,
 };

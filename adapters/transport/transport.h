@@ -44,6 +44,9 @@ typedef struct {
     /* How often endpoints with TP_EP_PEER_ERRORS check their peer, in
      * milliseconds; 0 leaves the transport's default. */
     unsigned keepalive_ms;
+    /* Directory (on a tmpfs) for the transport's shared-memory files;
+     * NULL: the transport's default. The user's own setting wins. */
+    const char *shm_dir;
 } tp_params_t;
 
 /* A queue entry from a node peer that does not decode: the queue is read

@@ -128,6 +128,10 @@ static int ucx_init(const tp_params_t *params, tp_context_t **out)
                        value);
     }
 
+    /* By its name in the posix table ("POSIX_DIR" is refused there). */
+    if (params->shm_dir != NULL)
+        config_default(config, "UCX_POSIX_DIR", "DIR", params->shm_dir);
+
     tp_context_t *ctx = calloc(1, sizeof(*ctx));
     if (ctx == NULL) {
         ucp_config_release(config);

@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -246,6 +247,24 @@ static void make_shm(void)
              my_rank);
     int fd = shm_open(name, O_CREAT | O_RDWR, 0600);
     CHECK(fd >= 0, "shm_open %s: %s", name, strerror(errno));
+    close(fd);
+
+    /* And one like the partly written file UCX leaves when a rank dies
+     * while UCX sets up: in the job's own UCX_POSIX_DIR, private. */
+    const char *ucx_dir = getenv("UCX_POSIX_DIR");
+    char        want[128];
+    struct stat st;
+    snprintf(want, sizeof(want), "/dev/shm/pami-%s-ucx", ops->job_id(bs));
+    CHECK(ucx_dir != NULL && strcmp(ucx_dir, want) == 0,
+          "UCX_POSIX_DIR is %s, expected %s", ucx_dir ? ucx_dir : "unset",
+          want);
+    CHECK(lstat(ucx_dir, &st) == 0 && S_ISDIR(st.st_mode) &&
+              (st.st_mode & 0777) == 0700 && st.st_uid == getuid(),
+          "%s is not a private directory of this user", ucx_dir);
+    snprintf(name, sizeof(name), "%s/ucx_shm_posix_test%u", ucx_dir, my_rank);
+    fd = open(name, O_CREAT | O_RDWR, 0600);
+    CHECK(fd >= 0 && ftruncate(fd, 1 << 20) == 0, "cannot make %s: %s", name,
+          strerror(errno));
     close(fd);
 }
 

@@ -24,7 +24,14 @@
  *    pami_fence_endpoint before the release. The final count is exactly
  *    size * rounds.
  *
- *   pamirun -n N rma_atomic [fadd|lock|all] [count] [rounds]
+ * With RMA_ATOMIC_ALLOC=1 task 0's region is one pami allocated
+ * (pami_memregion_alloc): the other tasks of its node then apply their
+ * operations with CPU atomics through their mapping, task 0 through its
+ * own endpoint (the owner's path), tasks of other nodes through the
+ * owner's path too; all must stay atomic with respect to each other.
+ *
+ *   [RMA_ATOMIC_ALLOC=1] pamirun -n N rma_atomic [fadd|lock|all] [count]
+ *                                                [rounds]
  */
 #include "rma_util.h"
 
@@ -408,15 +415,25 @@ int main(int argc, char **argv)
     rma_xchg_init(&job);
     MP_CHECK(pami_dispatch_fence(job.client));
 
+    const char *alloc_env = getenv("RMA_ATOMIC_ALLOC");
+    bool alloc = alloc_env != NULL && strcmp(alloc_env, "1") == 0;
     R = OFF_GATHER + job.size * count * sizeof(uint64_t);
-    region  = rma_alloc(R);
     mrs     = rma_alloc(job.size * sizeof(*mrs));
     fetched = rma_alloc(count * sizeof(*fetched));
-    memset(region, 0, R);
+    if (alloc) {
+        MP_CHECK(pami_memregion_alloc(job.ctx[0], R, (void **)&region,
+                                      &my_mr));
+        MP_EXPECT(rma_check_byte(region, R, 0) < 0, "allocated region is "
+                  "not zero-filled");
+    } else {
+        region = rma_alloc(R);
+        memset(region, 0, R);
+    }
     uint32_t c32 = C32_START, guard = GUARD32;
     memcpy(region + OFF_C32, &c32, 4);
     memcpy(region + OFF_GUARD, &guard, 4);
-    MP_CHECK(pami_memregion_create(job.ctx[0], region, R, &my_mr));
+    if (!alloc)
+        MP_CHECK(pami_memregion_create(job.ctx[0], region, R, &my_mr));
     rma_exchange(&job, &my_mr, region, R, mrs);
 
     test_semantics();
@@ -431,7 +448,8 @@ int main(int argc, char **argv)
     mp_sync(&job);
     MP_CHECK(pami_memregion_destroy(job.ctx[0], &my_mr));
     mp_finish(&job);
-    free(region);
+    if (!alloc)
+        free(region);
     free(mrs);
     free(fetched);
     return 0;

@@ -71,6 +71,9 @@ struct pamirun_job {
     char *const      *argv;     /* program and its arguments */
     char              job_id[64];
     char              dir[PATH_MAX];
+    /* /dev/shm/pami-<job id>-ucx, given to UCX as UCX_POSIX_DIR; empty
+     * when it could not be made (UCX then keeps /dev/shm). */
+    char              ucx_dir[128];
     char              sock_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
     pamirun_rank_t   *ranks;
     uint32_t          running;  /* started and not yet reaped */

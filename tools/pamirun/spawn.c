@@ -34,6 +34,20 @@ static void child_reset_signals(void)
     sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
+/* The user's own UCX_POSIX_DIR wins, except one an enclosing pamirun
+ * set for its job: this job's ranks get this job's directory. */
+static int child_set_ucx_dir(const pamirun_job_t *job)
+{
+    const char *cur = getenv("UCX_POSIX_DIR");
+    size_t      len = cur != NULL ? strlen(cur) : 0;
+    int         ours = cur != NULL && strncmp(cur, "/dev/shm/pami-", 14) == 0 &&
+                       len > 4 && strcmp(cur + len - 4, "-ucx") == 0;
+
+    if (job->ucx_dir[0] == '\0' || (cur != NULL && !ours))
+        return 0;
+    return setenv("UCX_POSIX_DIR", job->ucx_dir, 1);
+}
+
 static int child_set_env(const pamirun_job_t *job, uint32_t rank)
 {
     char rank_s[16], size_s[16];
@@ -46,6 +60,7 @@ static int child_set_env(const pamirun_job_t *job, uint32_t rank)
            setenv(PAMIRUN_ENV_RANK, rank_s, 1) |
            setenv(PAMIRUN_ENV_SIZE, size_s, 1) |
            setenv(PAMIRUN_ENV_JOBID, job->job_id, 1) |
+           child_set_ucx_dir(job) |
            (job->tag_output ? setenv(PAMIRUN_ENV_TAGGED, "1", 1)
                             : unsetenv(PAMIRUN_ENV_TAGGED));
 }

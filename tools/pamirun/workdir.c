@@ -3,6 +3,13 @@
  * the bootstrap socket, and the /dev/shm objects ranks create under the
  * job's prefix. pamirun removes all of them whatever way the job ends, so
  * a rank that dies cannot leak shared memory.
+ *
+ * UCX's own shared-memory files are among them: UCX 1.13's posix
+ * transport creates ucx_shm_posix_<random>, writes it to its full size
+ * and only then unlinks it, so a rank killed in between (at context
+ * creation) leaves a partly written file that names no job. pamirun
+ * therefore gives UCX a directory of the job's own (UCX_POSIX_DIR) and
+ * removes it with its content.
  */
 #include "pamirun.h"
 
@@ -15,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define SHM_DIR    "/dev/shm"
@@ -30,6 +38,43 @@ void job_make_id(pamirun_job_t *job)
         rnd ^= (uint64_t)(uintptr_t)&rnd ^ ((uint64_t)getpid() << 32);
     snprintf(job->job_id, sizeof(job->job_id), "%ld-%016llx", (long)getpid(),
              (unsigned long long)rnd);
+}
+
+/* Not fatal: without it UCX uses /dev/shm as it would outside pamirun. */
+static void ucx_dir_create(pamirun_job_t *job)
+{
+    int n = snprintf(job->ucx_dir, sizeof(job->ucx_dir), "%s/pami-%s-ucx",
+                     SHM_DIR, job->job_id);
+    if (n < 0 || (size_t)n >= sizeof(job->ucx_dir) ||
+        mkdir(job->ucx_dir, 0700) != 0) {
+        pami_warn(PAMIRUN_SUBSYS, "cannot create %s (%s): UCX keeps %s, "
+                  "and a rank killed while UCX sets up may leave a file "
+                  "there", job->ucx_dir, strerror(errno), SHM_DIR);
+        job->ucx_dir[0] = '\0';
+    }
+}
+
+static void ucx_dir_remove(pamirun_job_t *job)
+{
+    DIR *dir = opendir(job->ucx_dir);
+    if (dir != NULL) {
+        struct dirent *ent;
+        while ((ent = readdir(dir)) != NULL) {
+            if (strcmp(ent->d_name, ".") == 0 || strcmp(ent->d_name, "..") == 0)
+                continue;
+            if (unlinkat(dirfd(dir), ent->d_name, 0) != 0)
+                pami_warn(PAMIRUN_SUBSYS, "cannot remove %s/%s: %s",
+                          job->ucx_dir, ent->d_name, strerror(errno));
+            else
+                pami_debug(PAMIRUN_SUBSYS, "removed %s/%s left by UCX",
+                           job->ucx_dir, ent->d_name);
+        }
+        closedir(dir);
+    }
+    if (rmdir(job->ucx_dir) != 0 && errno != ENOENT)
+        pami_warn(PAMIRUN_SUBSYS, "cannot remove %s: %s", job->ucx_dir,
+                  strerror(errno));
+    job->ucx_dir[0] = '\0';
 }
 
 int workdir_create(pamirun_job_t *job)
@@ -60,6 +105,7 @@ int workdir_create(pamirun_job_t *job)
         return -1;
     }
     pami_debug(PAMIRUN_SUBSYS, "job %s in %s", job->job_id, job->dir);
+    ucx_dir_create(job);
     return 0;
 }
 
@@ -101,6 +147,8 @@ void workdir_remove(pamirun_job_t *job)
                   strerror(errno));
     job->sock_path[0] = '\0';
     job->dir[0]       = '\0';
+    if (job->ucx_dir[0] != '\0')
+        ucx_dir_remove(job);
     if (job->job_id[0] != '\0')
         shm_remove(job->job_id);
 }

@@ -1,0 +1,204 @@
+/* The symmetric heap: one block of SHMEM_SYMMETRIC_SIZE bytes per PE and
+ * an allocator that every PE runs with the same calls in the same order,
+ * so a block has the same offset on every PE. The allocator's bookkeeping
+ * is private memory (a sorted list of blocks), never the heap itself: a
+ * remote put cannot corrupt it. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "shmem_internal.h"
+
+#define HEAP_DEFAULT_SIZE ((size_t)128 << 20)
+/* Every block starts on a cache line: no false sharing between blocks,
+ * and any scalar type (long double, 16-byte atomics) is aligned. */
+#define HEAP_MIN_ALIGN 64
+
+typedef struct {
+    size_t offset;
+    size_t size;
+    int    used;
+} heap_block_t;
+
+static heap_block_t *blocks;
+static size_t nblocks, cap_blocks;
+
+static size_t round_up(size_t v, size_t a)
+{
+    return (v + a - 1) / a * a;
+}
+
+static int insert_block(size_t at, heap_block_t b)
+{
+    if (nblocks == cap_blocks) {
+        size_t cap = cap_blocks ? cap_blocks * 2 : 64;
+        heap_block_t *nb = realloc(blocks, cap * sizeof(*nb));
+
+        if (nb == NULL)
+            return -1;
+        blocks = nb;
+        cap_blocks = cap;
+    }
+    memmove(&blocks[at + 1], &blocks[at], (nblocks - at) * sizeof(*blocks));
+    blocks[at] = b;
+    nblocks++;
+    return 0;
+}
+
+static void remove_block(size_t at)
+{
+    memmove(&blocks[at], &blocks[at + 1],
+            (nblocks - at - 1) * sizeof(*blocks));
+    nblocks--;
+}
+
+static size_t heap_size_from_env(void)
+{
+    const char *text = getenv("SHMEM_SYMMETRIC_SIZE");
+    size_t bytes;
+
+    if (text == NULL)
+        return HEAP_DEFAULT_SIZE;
+    if (shmemi_parse_size(text, &bytes) != 0 || bytes == 0) {
+        shmemi_warn("SHMEM_SYMMETRIC_SIZE=%s is not a size (a number with "
+                    "an optional K, M, G or T); using %zu", text,
+                    HEAP_DEFAULT_SIZE);
+        return HEAP_DEFAULT_SIZE;
+    }
+    return round_up(bytes, (size_t)sysconf(_SC_PAGESIZE));
+}
+
+int shmemi_heap_init(void)
+{
+    shmemi_segment_t *seg = &shmemi.seg[SHMEMI_SEG_HEAP];
+    size_t size = heap_size_from_env();
+    void *base;
+    pami_result_t rc;
+
+    /* pami's shared segment: the node's other PEs map it (shmem_ptr,
+     * load/store RMA, CPU atomics); pages are taken as they are
+     * touched. */
+    rc = pami_memregion_alloc(shmemi.context, size, &base, &seg->mr);
+    if (rc != PAMI_SUCCESS) {
+        shmemi_warn("cannot allocate a symmetric heap of %zu bytes "
+                    "(SHMEM_SYMMETRIC_SIZE): %s", size, pami_error_text(rc));
+        return -1;
+    }
+    seg->base = base;
+    seg->size = size;
+    seg->registered = 1;
+    nblocks = 0;
+    if (insert_block(0, (heap_block_t){ 0, size, 0 }) != 0)
+        return -1;
+    return shmemi_segment_exchange(seg);
+}
+
+void shmemi_heap_fini(void)
+{
+    shmemi_segment_t *seg = &shmemi.seg[SHMEMI_SEG_HEAP];
+
+    /* Destroying the region frees the memory. */
+    shmemi_segment_release(seg);
+    seg->base = NULL;
+    seg->size = 0;
+    free(blocks);
+    blocks = NULL;
+    nblocks = cap_blocks = 0;
+}
+
+/* First fit: the lowest free block that holds an aligned start. */
+void *shmemi_heap_alloc(size_t alignment, size_t size)
+{
+    shmemi_segment_t *seg = &shmemi.seg[SHMEMI_SEG_HEAP];
+
+    if (alignment < HEAP_MIN_ALIGN)
+        alignment = HEAP_MIN_ALIGN;
+    if (size > seg->size)
+        return NULL;
+    size = round_up(size == 0 ? 1 : size, HEAP_MIN_ALIGN);
+    for (size_t i = 0; i < nblocks; i++) {
+        heap_block_t b = blocks[i];
+        size_t start, lead;
+
+        if (b.used)
+            continue;
+        start = round_up(b.offset, alignment);
+        lead = start - b.offset;
+        if (start < b.offset || lead > b.size || b.size - lead < size)
+            continue;
+        if (lead > 0) {
+            /* The skipped lead stays a free block of its own. */
+            blocks[i].size = lead;
+            if (insert_block(++i, (heap_block_t){ start, b.size - lead, 0 }))
+                return NULL;
+            b = blocks[i];
+        }
+        if (b.size > size &&
+            insert_block(i + 1, (heap_block_t){ start + size,
+                                               b.size - size, 0 }) != 0)
+            return NULL;
+        blocks[i].size = size;
+        blocks[i].used = 1;
+        return seg->base + start;
+    }
+    return NULL;
+}
+
+static size_t find_used(void *ptr)
+{
+    shmemi_segment_t *seg = &shmemi.seg[SHMEMI_SEG_HEAP];
+    size_t offset;
+    size_t lo = 0, hi = nblocks;
+
+    if ((char *)ptr < seg->base || (char *)ptr >= seg->base + seg->size)
+        return SIZE_MAX;
+    offset = (size_t)((char *)ptr - seg->base);
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+
+        if (blocks[mid].offset < offset)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < nblocks && blocks[lo].offset == offset && blocks[lo].used)
+        return lo;
+    return SIZE_MAX;
+}
+
+size_t shmemi_heap_block_size(void *ptr)
+{
+    size_t i = find_used(ptr);
+
+    return i == SIZE_MAX ? 0 : blocks[i].size;
+}
+
+void shmemi_heap_free(void *ptr)
+{
+    size_t i = find_used(ptr);
+
+    if (i == SIZE_MAX) {
+        shmemi_warn("shmem_free(%p): not a block of the symmetric heap; "
+                    "ignored", ptr);
+        return;
+    }
+    blocks[i].used = 0;
+    if (i + 1 < nblocks && !blocks[i + 1].used) {
+        blocks[i].size += blocks[i + 1].size;
+        remove_block(i + 1);
+    }
+    if (i > 0 && !blocks[i - 1].used) {
+        blocks[i - 1].size += blocks[i].size;
+        remove_block(i);
+    }
+}
+
+size_t shmemi_heap_used(void)
+{
+    size_t used = 0;
+
+    for (size_t i = 0; i < nblocks; i++)
+        if (blocks[i].used)
+            used += blocks[i].size;
+    return used;
+}

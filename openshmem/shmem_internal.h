@@ -1,0 +1,190 @@
+/*
+ * State and helpers shared by the files of libpami-shmem. Everything here
+ * has the shmemi_ prefix and hidden visibility; the library exports only
+ * shmem_*, shmemx_* and the pre-1.2 names (openshmem/shmem.map).
+ *
+ * The library is a client of pami's public API only, as any runtime
+ * outside pami would be.
+ */
+#ifndef SHMEM_INTERNAL_H
+#define SHMEM_INTERNAL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <pami.h>
+#include <pami_collectives.h>
+
+#include "shmem.h"
+
+#define SHMEMI_HIDDEN __attribute__((visibility("hidden")))
+
+/* A symmetric segment: the heap, or the executable's writable data and
+ * bss (global and static variables). Every PE has one of each, with the
+ * same layout, so an address translates by its offset from the base. */
+typedef struct {
+    char             *base;    /* this PE's copy */
+    size_t            size;
+    pami_memregion_t  mr;      /* this PE's region */
+    int               registered; /* mr exists (destroy it at the end) */
+    pami_memregion_t *mrs;     /* n_pes regions, from the exchange at init */
+    /* n_pes addresses at which this PE can load and store a peer's copy
+     * (NULL: not mapped, go through pami_put/get/rmw). */
+    char            **mapped;
+} shmemi_segment_t;
+
+enum { SHMEMI_SEG_HEAP = 0, SHMEMI_SEG_DATA = 1, SHMEMI_SEG_COUNT = 2 };
+
+/* A team: a pami geometry over some PEs of the world (teams.c, owned by
+ * the collectives side). The predefined ones are static objects. */
+struct shmemi_team {
+    pami_geometry_t     geometry;
+    int                 my_pe;     /* -1 when this PE is not a member */
+    int                 n_pes;
+    int                 start;     /* world PE of team PE 0 */
+    int                 stride;    /* world PEs between team PEs */
+    shmem_team_config_t config;
+    long                config_mask;
+    int                 contexts;  /* contexts made from it and alive */
+};
+
+/* A communication context. pami makes contexts collectively, at once,
+ * so every shmem context uses the one pami context of the library; a
+ * shmem context has its own count of operations in flight, which its
+ * quiet waits for. */
+struct shmemi_ctx {
+    pami_context_t  context;
+    long            options;
+    shmem_team_t    team;
+    /* Operations issued and not yet completed (quiet waits for 0);
+     * decremented by shmemi_count_done. */
+    volatile uint64_t pending;
+};
+
+typedef struct {
+    int               initialized;  /* shmem_init ran */
+    int               finalized;    /* shmem_finalize ran */
+    int               thread_level; /* provided */
+    pami_client_t     client;
+    pami_context_t    context;      /* of SHMEM_CTX_DEFAULT */
+    pami_geometry_t   world;
+    int               my_pe;
+    int               n_pes;
+    pami_endpoint_t  *endpoints;    /* n_pes, on context offset 0 */
+    /* Which PEs share this node (1) or not (0). */
+    unsigned char    *same_node;
+    shmemi_segment_t  seg[SHMEMI_SEG_COUNT];
+    int               debug;        /* SHMEM_DEBUG */
+} shmemi_state_t;
+
+extern shmemi_state_t shmemi SHMEMI_HIDDEN;
+
+/* Messages. shmemi_fatal prints and ends the whole job (global exit with
+ * status 1): it serves errors the specification gives no way to report. */
+SHMEMI_HIDDEN void shmemi_debug(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+SHMEMI_HIDDEN void shmemi_warn(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+SHMEMI_HIDDEN __attribute__((noreturn)) void shmemi_fatal(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+
+/* Ends the program with a message unless shmem_init ran (fn names the
+ * caller). */
+SHMEMI_HIDDEN void shmemi_require_init(const char *fn);
+
+/* Which symmetric segment holds [addr, addr + bytes) of this PE, and the
+ * offset in it; -1 when none does (not symmetric). */
+SHMEMI_HIDDEN int shmemi_segment_of(const void *addr, size_t bytes,
+                                    size_t *offset);
+
+/* Blocks through pami progress until *done is non-zero (advance, then
+ * pami_context_wait, so that waiting PEs do not take turns spinning). */
+SHMEMI_HIDDEN void shmemi_wait_flag(pami_context_t context,
+                                    volatile int *done);
+
+/* Makes progress once and yields when nothing happened: the body of
+ * every polling wait (wait_until, locks). */
+SHMEMI_HIDDEN void shmemi_progress(pami_context_t context);
+
+/* Waits until every operation of ctx is complete at its target. */
+SHMEMI_HIDDEN void shmemi_ctx_quiet(struct shmemi_ctx *ctx);
+
+/* Quiet on the default context, then a barrier of the world geometry. */
+SHMEMI_HIDDEN void shmemi_barrier_world(void);
+
+/* Allgather of len bytes per PE over the world geometry. */
+SHMEMI_HIDDEN int shmemi_allgather(const void *send, void *recv, size_t len);
+
+/* The heap (heap.c). */
+SHMEMI_HIDDEN int shmemi_heap_init(void);
+SHMEMI_HIDDEN void shmemi_heap_fini(void);
+SHMEMI_HIDDEN void *shmemi_heap_alloc(size_t alignment, size_t size);
+SHMEMI_HIDDEN void shmemi_heap_free(void *ptr);
+SHMEMI_HIDDEN size_t shmemi_heap_block_size(void *ptr);
+SHMEMI_HIDDEN size_t shmemi_heap_used(void);
+
+/* The executable's data and bss (data_segment.c). */
+SHMEMI_HIDDEN int shmemi_data_init(void);
+SHMEMI_HIDDEN void shmemi_data_fini(void);
+
+/* Segment exchange (segment.c): registers seg->base unless
+ * seg->registered, exchanges the regions and maps those of the node's
+ * peers that pami can map. */
+SHMEMI_HIDDEN int shmemi_segment_exchange(shmemi_segment_t *seg);
+SHMEMI_HIDDEN void shmemi_segment_release(shmemi_segment_t *seg);
+
+/* Where an access to [addr, addr + bytes) of PE pe goes: r->local, the
+ * address to load and store (the own PE, or a peer of the node whose
+ * segment pami mapped), or NULL and then r->mr and r->offset for pami's
+ * put, get and rmw. A PE out of range or an address outside the
+ * symmetric segments ends the job with a message naming fn. */
+typedef struct {
+    char                   *local;
+    const pami_memregion_t *mr;
+    size_t                  offset;
+    pami_endpoint_t         endpoint;
+} shmemi_remote_t;
+
+SHMEMI_HIDDEN __attribute__((noreturn)) void
+shmemi_bad_target(const char *fn, const void *addr, size_t bytes, int pe);
+
+static inline void shmemi_resolve(const char *fn, const void *addr,
+                                  size_t bytes, int pe, shmemi_remote_t *r)
+{
+    size_t offset;
+    int s;
+
+    if (pe < 0 || pe >= shmemi.n_pes ||
+        (s = shmemi_segment_of(addr, bytes, &offset)) < 0)
+        shmemi_bad_target(fn, addr, bytes, pe);
+    r->local = shmemi.seg[s].mapped[pe] != NULL
+                   ? shmemi.seg[s].mapped[pe] + offset : NULL;
+    r->mr = &shmemi.seg[s].mrs[pe];
+    r->offset = offset;
+    r->endpoint = shmemi.endpoints[pe];
+}
+
+/* pami completion callback whose cookie is a volatile uint64_t count of
+ * operations in flight: decrements it; a failed operation ends the job
+ * (the specification has no way to report it). */
+SHMEMI_HIDDEN void shmemi_count_done(pami_context_t context, void *cookie,
+                                     pami_result_t result);
+
+/* Blocks through progress until *count is 0. */
+SHMEMI_HIDDEN void shmemi_wait_count(pami_context_t context,
+                                     volatile uint64_t *count);
+
+/* Contiguous put and get; with count NULL they return complete (put:
+ * source reusable; get: data in dest), else each pami operation they
+ * start increments *count and decrements it when done. */
+SHMEMI_HIDDEN void shmemi_put(shmem_ctx_t ctx, void *dest, const void *src,
+                              size_t bytes, int pe, volatile uint64_t *count);
+SHMEMI_HIDDEN void shmemi_get(shmem_ctx_t ctx, void *dest, const void *src,
+                              size_t bytes, int pe, volatile uint64_t *count);
+
+/* Parses "64M", "1G", "4096", "2k" (K, M, G, T: powers of 1024). 0 on
+ * success. */
+SHMEMI_HIDDEN int shmemi_parse_size(const char *text, size_t *bytes);
+
+#endif /* SHMEM_INTERNAL_H */

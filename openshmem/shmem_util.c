@@ -1,0 +1,150 @@
+/* Messages, size parsing, and the waits every other file uses. */
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shmem_internal.h"
+
+static void say(const char *level, const char *fmt, va_list ap)
+{
+    char line[512];
+
+    vsnprintf(line, sizeof(line), fmt, ap);
+    if (shmemi.initialized)
+        fprintf(stderr, "shmem[%d] %s: %s\n", shmemi.my_pe, level, line);
+    else
+        fprintf(stderr, "shmem %s: %s\n", level, line);
+}
+
+void shmemi_debug(const char *fmt, ...)
+{
+    va_list ap;
+
+    if (!shmemi.debug)
+        return;
+    va_start(ap, fmt);
+    say("debug", fmt, ap);
+    va_end(ap);
+}
+
+void shmemi_warn(const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    say("warning", fmt, ap);
+    va_end(ap);
+}
+
+void shmemi_fatal(const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    say("error", fmt, ap);
+    va_end(ap);
+    fflush(stderr);
+    /* A non-zero exit of one task ends the job under pamirun and mpirun. */
+    _Exit(1);
+}
+
+void shmemi_require_init(const char *fn)
+{
+    if (!shmemi.initialized || shmemi.finalized)
+        shmemi_fatal("%s called %s shmem_init", fn,
+                     shmemi.finalized ? "after shmem_finalize" : "before");
+}
+
+int shmemi_parse_size(const char *text, size_t *bytes)
+{
+    char *end;
+    unsigned long long value;
+    unsigned shift = 0;
+
+    if (text == NULL || *text == '\0' || *text == '-')
+        return -1;
+    errno = 0;
+    value = strtoull(text, &end, 10);
+    if (errno != 0 || end == text)
+        return -1;
+    switch (*end) {
+    case '\0': break;
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    case 't': case 'T': shift = 40; end++; break;
+    default: return -1;
+    }
+    /* "64MB" and "64MiB" are read as "64M". */
+    if (shift != 0 && (strcmp(end, "B") == 0 || strcmp(end, "iB") == 0 ||
+                       strcmp(end, "b") == 0))
+        end += strlen(end);
+    if (*end != '\0')
+        return -1;
+    if (shift != 0 && value > (~0ULL >> shift))
+        return -1;
+    *bytes = (size_t)(value << shift);
+    return 0;
+}
+
+void shmemi_progress(pami_context_t context)
+{
+    if (pami_context_advance(context, 16) != PAMI_SUCCESS)
+        sched_yield();
+}
+
+void shmemi_wait_flag(pami_context_t context, volatile int *done)
+{
+    while (!*done) {
+        if (pami_context_advance(context, 16) == PAMI_SUCCESS)
+            continue;
+        if (*done)
+            break;
+        pami_context_wait(context, 100);
+    }
+}
+
+static void flag_done(pami_context_t context, void *cookie,
+                      pami_result_t result)
+{
+    (void)context;
+    if (result != PAMI_SUCCESS)
+        shmemi_fatal("operation failed: %s", pami_error_text(result));
+    *(volatile int *)cookie = 1;
+}
+
+void shmemi_barrier_world(void)
+{
+    pami_result_t rc;
+
+    shmem_quiet();
+    rc = pami_geometry_barrier(shmemi.context, shmemi.world);
+    if (rc != PAMI_SUCCESS)
+        shmemi_fatal("barrier failed: %s", pami_error_text(rc));
+}
+
+int shmemi_allgather(const void *send, void *recv, size_t len)
+{
+    volatile int done = 0;
+    pami_xfer_t xfer;
+    pami_result_t rc;
+
+    memset(&xfer, 0, sizeof(xfer));
+    xfer.kind = PAMI_XFER_ALLGATHER;
+    xfer.geometry = shmemi.world;
+    xfer.sbuf = send;
+    xfer.rbuf = recv;
+    xfer.count = len;
+    xfer.dtype = PAMI_TYPE_BYTE;
+    xfer.done_fn = flag_done;
+    xfer.cookie = (void *)&done;
+    rc = pami_collective(shmemi.context, &xfer);
+    if (rc != PAMI_SUCCESS) {
+        shmemi_warn("allgather failed: %s", pami_error_text(rc));
+        return -1;
+    }
+    shmemi_wait_flag(shmemi.context, &done);
+    return 0;
+}
