@@ -35,6 +35,7 @@
  *       talks to itself.
  */
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "../mp/mp_util.h"
 
