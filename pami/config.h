@@ -41,7 +41,7 @@
     X(rndv_via_origin, "PAMI_RNDV_VIA_ORIGIN", bool, "0",                    \
       "1 has the origin serve every large pami_send in chunk messages, "    \
       "as over TCP, instead of CMA on this node or a UCX get over RDMA")    \
-    X(shm_fastpath, "PAMI_SHM_FASTPATH", bool, "0",                          \
+    X(shm_fastpath, "PAMI_SHM_FASTPATH", bool, "1",                          \
       "1 sends active messages between endpoints of one node through "      \
       "shared-memory queues (docs/protocols/shm-queue.md); 0: by UCX alone")\
     X(shm_queue_lines, "PAMI_SHM_QUEUE_LINES", size, "256",                  \
