@@ -80,6 +80,15 @@ typedef struct {
 
 extern shmemi_state_t shmemi SHMEMI_HIDDEN;
 
+/* The library's active-message ids (pami user ids, registered at init):
+ * this list is the only place they are given out. */
+enum {
+    SHMEMI_DISPATCH_GLOBAL_EXIT = 0  /* header: int32 status */
+};
+
+/* Registers the library's handlers (init, before its first barrier). */
+SHMEMI_HIDDEN int shmemi_exit_init(void);
+
 /* Messages. shmemi_fatal prints and ends the whole job (global exit with
  * status 1): it serves errors the specification gives no way to report. */
 SHMEMI_HIDDEN void shmemi_debug(const char *fmt, ...)
