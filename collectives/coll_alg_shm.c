@@ -240,6 +240,20 @@ void cshm_op_setup(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
                      struct pami_geometry *g, size_t es, size_t algo_id)
 {
     cshm_op_t *op = &s->op;
+    if (cshm_ring_fits(s, x, x->count * es)) {
+        /* No round: the phase and the control lines stay as they are,
+         * and only the root's place on the node is looked at. */
+        *op = (cshm_op_t){.req = req, .x = x, .g = g, .n = g->size,
+                          .rank = g->rank, .root = x->root, .es = es ? es : 1,
+                          .total = x->count * es, .kind = CSHM_BCAST,
+                          .out = x->rbuf, .ring = true,
+                          .ring_k = s->ring_next++,
+                          .sig = signature(x, cshm_eager_id())}; /* AUTO or named */
+        s->idx[x->root] = (uint32_t)local_index(s, g->tasks[x->root]);
+        cshm_count(s, CSHM_STAT_ops);
+        cshm_count(s, CSHM_STAT_ring_calls);
+        return;
+    }
     *op = (cshm_op_t){.req = req, .x = x, .g = g, .n = g->size,
                       .rank = g->rank, .root = x->root, .es = es ? es : 1,
                       .total = x->count * es, .first = true,
@@ -273,14 +287,6 @@ void cshm_op_setup(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
         break;
     }
     cshm_count(s, CSHM_STAT_ops);
-    if (cshm_ring_fits(s, x, op->total)) {
-        /* No round: the phase and the control lines stay as they are. */
-        op->ring   = true;
-        op->ring_k = s->ring_next++;
-        op->sig    = signature(x, cshm_eager_id()); /* AUTO or named */
-        cshm_count(s, CSHM_STAT_ring_calls);
-        return;
-    }
     /* Alltoall and reduce_scatter write a slice of every block. */
     size_t all = cshm_blocks_kind(op->kind) ? op->total * op->n : op->total;
     op->tiny = all <= CSHM_TINY; /* one round whatever the kind */
@@ -471,6 +477,29 @@ static uint64_t ring_what(const cshm_t *s)
     return s->op.ring_k * 2 + (s->op.rank == s->op.root);
 }
 
+/* A root's look at the ring, cached: the lowest done it saw frees every
+ * call below it + CSHM_RING, so the readers' lines are read again only
+ * when the ring looks full, not at every call (each read takes a line a
+ * reader writes at every call of its own, and costs that reader a miss
+ * on its next store). Readers as cshm_ring_ready. */
+static int ring_ready_here(cshm_t *s, uint64_t what)
+{
+    uint64_t k = what >> 1;
+    if (!(what & 1))
+        return cshm_ring_ready(s, what);
+    if (k < s->ring_room)
+        return 1;
+    uint64_t low = UINT64_MAX;
+    for (size_t i = 0; i < s->nlocal; i++) {
+        uint64_t d = atomic_load_explicit(&cshm_ring_task(s, i)->done,
+                                          memory_order_acquire);
+        if (d < low)
+            low = d;
+    }
+    s->ring_room = low + CSHM_RING;
+    return k < s->ring_room;
+}
+
 static bool op_ghost(const cshm_op_t *op)
 {
     return op->poison || (op->req != NULL && op->req->status != PAMI_SUCCESS);
@@ -573,15 +602,19 @@ pami_result_t cshm_ring_inline(cshm_t *s)
     uint64_t budget = over ? CSHM_RING_YIELD_NS : s->spin_ns;
     unsigned mask = over ? 7 : 63;
     ring_enter(s);
-    int ready = cshm_ring_ready(s, what);
+    int ready = ring_ready_here(s, what);
     if (ready == 0)
         cshm_count(s, CSHM_STAT_ring_waits);
+    /* A root waiting for room polls the readers' lines 8 times less
+     * often: each look costs the reader it waits for a miss. */
+    unsigned relax = (what & 1) && !over ? 8 : 1;
     for (unsigned i = 1; ready == 0; i++) {
         if (over)
             sched_yield();
         else
-            pami_protocol_cpu_relax();
-        ready = cshm_ring_ready(s, what);
+            for (unsigned j = 0; j < relax; j++)
+                pami_protocol_cpu_relax();
+        ready = ring_ready_here(s, what);
         if ((i & mask) == 0) {
             uint64_t now = cshm_now_ns();
             if (start == 0)
@@ -605,7 +638,7 @@ static pami_result_t ring_engine(cshm_t *s)
     uint64_t what = ring_what(s);
     int ready = 0;
     for (unsigned i = 0; i < 256 && ready == 0; i++) {
-        ready = cshm_ring_ready(s, what);
+        ready = ring_ready_here(s, what);
         if (ready == 0)
             pami_protocol_cpu_relax();
     }

@@ -148,6 +148,9 @@ typedef struct cshm {
     bool               ring_ok; /* PAMI_COLL_SHM_EAGER */
     size_t             ring_off; /* where the ring starts in the segment */
     uint64_t           ring_next; /* ring calls started on this context */
+    uint64_t           ring_room; /* as a root, calls below this number
+                                   * found their entry free (every task's
+                                   * done seen, plus CSHM_RING) */
     uint64_t           spin_ns; /* a flag wait polls this long, then sleeps */
     bool               dead;    /* a task of this node died */
     pami_work_t        flag_work; /* the queued flag round's poll */
