@@ -153,6 +153,11 @@ int shmemi_alltoalls(struct shmemi_team *t, void *dest, const void *source,
                      ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
                      size_t esize, const char *what)
 {
+    if (dst < 1 || sst < 1) {
+        shmemi_warn("%s: strides %td and %td must be at least 1", what, dst,
+                    sst);
+        return -1;
+    }
     if (nelems == 0)
         return 0;
     size_t n = (size_t)t->n_pes, total = n * nelems;

@@ -38,6 +38,11 @@ struct shmemi_team_ext {
 
 struct shmemi_team_ext *shmemi_team_ext(struct shmemi_team *t);
 
+/* Fills SHMEM_TEAM_SHARED (its PEs, my_pe, start and stride) once,
+ * locally; every team call runs it first. 0, or -1 logged before
+ * shmem_init. */
+int shmemi_team_init(void);
+
 /* The pami team behind a public handle; NULL (with a log line naming
  * what) for SHMEM_TEAM_INVALID or a team this PE is not in. */
 struct shmemi_team *shmemi_team_get(shmem_team_t team, const char *what);

@@ -8,6 +8,7 @@
 
 void shmemi_bad_target(const char *fn, const void *addr, size_t bytes, int pe)
 {
+    shmemi_require_init(fn);
     if (pe < 0 || pe >= shmemi.n_pes)
         shmemi_fatal("%s: PE %d is out of range (0..%d)", fn, pe,
                      shmemi.n_pes - 1);

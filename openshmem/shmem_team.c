@@ -38,10 +38,11 @@ static int cmp_task(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The shared team is filled on first use: its members are known
- * locally, and its geometry needs no exchange before the first
- * collective on it. The world team is filled by shmem_init. */
-static int teams_init(void)
+/* The shared team is filled by the first team call (or by the core
+ * calling this at init): its members are known locally, and its
+ * geometry needs no exchange before the first collective on it. The
+ * world team is filled by shmem_init. */
+int shmemi_team_init(void)
 {
     if (teams_ready)
         return 0;
@@ -92,7 +93,7 @@ static int teams_init(void)
 
 struct shmemi_team *shmemi_team_get(shmem_team_t team, const char *what)
 {
-    if (teams_init() != 0)
+    if (shmemi_team_init() != 0)
         return NULL;
     struct shmemi_team *t = (struct shmemi_team *)team;
     if (t == NULL) {
@@ -335,14 +336,14 @@ void shmem_team_destroy(shmem_team_t team)
 
 int shmem_team_my_pe(shmem_team_t team)
 {
-    if (teams_init() != 0 || team == SHMEM_TEAM_INVALID)
+    if (shmemi_team_init() != 0 || team == SHMEM_TEAM_INVALID)
         return -1;
     return team->my_pe;
 }
 
 int shmem_team_n_pes(shmem_team_t team)
 {
-    if (teams_init() != 0 || team == SHMEM_TEAM_INVALID)
+    if (shmemi_team_init() != 0 || team == SHMEM_TEAM_INVALID)
         return -1;
     return team->n_pes;
 }
@@ -350,7 +351,8 @@ int shmem_team_n_pes(shmem_team_t team)
 int shmem_team_get_config(shmem_team_t team, long config_mask,
                           shmem_team_config_t *config)
 {
-    if (teams_init() != 0 || team == SHMEM_TEAM_INVALID || config == NULL)
+    if (shmemi_team_init() != 0 || team == SHMEM_TEAM_INVALID
+        || config == NULL)
         return -1;
     if (config_mask & SHMEM_TEAM_NUM_CONTEXTS)
         config->num_contexts = (team->config_mask & SHMEM_TEAM_NUM_CONTEXTS)
@@ -362,7 +364,7 @@ int shmem_team_get_config(shmem_team_t team, long config_mask,
 int shmem_team_translate_pe(shmem_team_t src_team, int src_pe,
                             shmem_team_t dest_team)
 {
-    if (teams_init() != 0 || src_team == SHMEM_TEAM_INVALID
+    if (shmemi_team_init() != 0 || src_team == SHMEM_TEAM_INVALID
         || dest_team == SHMEM_TEAM_INVALID)
         return -1;
     if (src_pe < 0 || src_pe >= src_team->n_pes)
@@ -406,7 +408,7 @@ static int n_active_sets;
 struct shmemi_team *shmemi_active_set(int PE_start, int logPE_stride,
                                       int PE_size, const char *what)
 {
-    if (teams_init() != 0)
+    if (shmemi_team_init() != 0)
         return NULL;
     int n = shmemi.n_pes, me = shmemi.my_pe;
     if (PE_start < 0 || PE_size < 1 || logPE_stride < 0

@@ -169,6 +169,8 @@ static void test_team(shmem_team_t team, const char *name)
     }
     CHECK(shmem_long_broadcast(team, dst, src, 1, n) != 0,
           "%s: a root outside the team is an error", name);
+    CHECK(shmem_long_alltoalls(team, dst, src, 0, 1, 1) != 0,
+          "%s: a stride of 0 is an error", name);
 }
 
 int main(void)

@@ -12,7 +12,8 @@
 #       runs each benchmark of OSU_BENCHES (default: the list below) as
 #       LAUNCHER OUT_DIR/bench ARGS, e.g. "oshrun -n 2" or
 #       "mpiexec --allow-run-as-root --oversubscribe -n 2". Each
-#       benchmark's output goes to OUT_DIR/NAME.out and to stdout; a
+#       benchmark's output goes to RESULTS/NAME[-ARG].out (RESULTS is
+#       $OSU_RESULTS, else OUT_DIR) and to stdout; a
 #       benchmark that fails is named and the script goes on, exiting 1
 #       at the end. The message-rate ones allocate 200 MiB of symmetric
 #       heap: run with SHMEM_SYMMETRIC_SIZE=256M (the script exports it
@@ -49,19 +50,22 @@ run() {
     [ $# -ge 2 ] || die "usage: run OUT_DIR LAUNCHER..."
     out=$1; shift
     export SHMEM_SYMMETRIC_SIZE="${SHMEM_SYMMETRIC_SIZE:-256M}"
+    results=${OSU_RESULTS:-$out}
+    mkdir -p "$results" || die "cannot create $results"
     fails=0
     for b in ${OSU_BENCHES:-$BENCHES_DEFAULT}; do
         name=osu_oshm_${b%%:*}
         arg=
         case $b in *:*) arg=${b#*:} ;; esac
+        file=$results/$name${arg:+-$arg}.out
         echo "### $name $arg"
         # shellcheck disable=SC2086
         if ! timeout "${OSU_TIMEOUT:-300}" "$@" "$out/$name" $arg \
-                >"$out/$name.out" 2>&1; then
-            echo "osu-shmem: $name failed" >&2
+                >"$file" 2>&1; then
+            echo "osu-shmem: $name $arg failed" >&2
             fails=$((fails + 1))
         fi
-        cat "$out/$name.out"
+        cat "$file"
     done
     [ $fails -eq 0 ]
 }
