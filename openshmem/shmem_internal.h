@@ -76,6 +76,9 @@ typedef struct {
     unsigned char    *same_node;
     shmemi_segment_t  seg[SHMEMI_SEG_COUNT];
     int               debug;        /* SHMEM_DEBUG */
+    /* A pami put or rmw was issued since the last pami_fence_all: quiet
+     * needs one (through mappings a memory fence is all it takes). */
+    int               pami_unfenced;
 } shmemi_state_t;
 
 extern shmemi_state_t shmemi SHMEMI_HIDDEN;

@@ -53,6 +53,8 @@ static void issue(shmem_ctx_t ctx, int is_put, void *local, size_t bytes,
     p.local_fn = shmemi_count_done;
     p.cookie = (void *)count;
     (*count)++;
+    if (is_put)
+        shmemi.pami_unfenced = 1;
     for (;;) {
         rc = is_put ? pami_put(ctx->context, &p) : pami_get(ctx->context, &p);
         if (rc != PAMI_EAGAIN)
