@@ -127,6 +127,18 @@ unsigned char *cshm_slot_of(cshm_t *s, size_t rank, uint32_t p)
  * left to right from rank 0, user ops from the top (inout = in op inout
  * with in from the lower rank) so no copy is needed. dst may be the
  * first (built-in) or last (user) slot itself. */
+/* Rank r's slice at off of round p, as a fold reads it: a
+ * reduce_scatter not in place reads its own slice from its input
+ * (cshm_blocks_write left it out of the slot). */
+static const unsigned char *fold_src(cshm_t *s, size_t r, uint32_t p,
+                                     size_t off)
+{
+    const cshm_op_t *op = &s->op;
+    if (r == op->rank && cshm_blocks_own_direct(op))
+        return op->in + r * op->total + op->pos;
+    return cshm_slot_of(s, r, p) + off;
+}
+
 void cshm_fold(cshm_t *s, unsigned char *dst, uint32_t p, size_t off,
                size_t count)
 {
@@ -136,19 +148,19 @@ void cshm_fold(cshm_t *s, unsigned char *dst, uint32_t p, size_t off,
     if (count == 0)
         return;
     if (!op->user) {
-        const unsigned char *first = cshm_slot_of(s, 0, p) + off;
+        const unsigned char *first = fold_src(s, 0, p, off);
         if (dst != first)
             memcpy(dst, first, bytes);
         for (size_t r = 1; r < op->n; r++)
-            coll_reduce_builtin(x->dtype, x->op, dst,
-                                cshm_slot_of(s, r, p) + off, count);
+            coll_reduce_builtin(x->dtype, x->op, dst, fold_src(s, r, p, off),
+                                count);
         return;
     }
-    const unsigned char *last = cshm_slot_of(s, op->n - 1, p) + off;
+    const unsigned char *last = fold_src(s, op->n - 1, p, off);
     if (dst != last)
         memcpy(dst, last, bytes);
     for (size_t r = op->n - 1; r-- > 0;)
-        x->user_fn(dst, cshm_slot_of(s, r, p) + off, count, x->user_cookie);
+        x->user_fn(dst, fold_src(s, r, p, off), count, x->user_cookie);
 }
 
 /* Elements of part j of a round of len bytes: [*off, *off + *cnt). */

@@ -124,9 +124,10 @@ void cshm_blocks_write(cshm_t *s, uint32_t p)
     if (op->kind == CSHM_A2A_CMA)
         return; /* read from the buffers themselves */
     unsigned char *mine = cshm_slot_of(s, op->rank, p);
-    /* Alltoall's own block goes straight to the output (in read): its
-     * slice of this slot is read by nobody. */
-    bool skip = op->kind == CSHM_ALLTOALL;
+    /* The own block's slice of this slot is read by nobody else:
+     * alltoall copies it from input to output, reduce_scatter (not in
+     * place) folds it from the input (cshm_blocks_own_direct). */
+    bool skip = op->kind == CSHM_ALLTOALL || cshm_blocks_own_direct(op);
     for (size_t j = 0; j < op->n; j++)
         if (!skip || j != op->rank)
             memcpy(mine + j * op->len, op->in + j * op->total + op->pos,

@@ -202,6 +202,13 @@ static inline bool cshm_blocks_kind(int kind)
 {
     return kind == CSHM_ALLTOALL || kind == CSHM_REDSCAT;
 }
+/* A reduce_scatter's fold reads this task's own slice from its input
+ * instead of its slot (not in place: in place, rank 0's slice is the
+ * output itself, which a user op's fold overwrites first). */
+static inline bool cshm_blocks_own_direct(const cshm_op_t *op)
+{
+    return op->kind == CSHM_REDSCAT && !op->in_place;
+}
 void cshm_blocks_setup(cshm_t *s, size_t algo_id); /* after the common part */
 void cshm_blocks_write(cshm_t *s, uint32_t p);   /* this task's slices */
 void cshm_blocks_read(cshm_t *s, uint32_t p);    /* its block from all */

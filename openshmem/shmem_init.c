@@ -109,6 +109,8 @@ int shmem_init_thread(int requested, int *provided)
     shmemi.debug = env_flag("SHMEM_DEBUG");
     join_pami();
     init_handles();
+    if (shmemi_exit_init() != 0)
+        shmemi_fatal("cannot register the library's message handlers");
     /* Calls into the library from several threads at once are not
      * serialized inside it (docs/openshmem.md): at most SERIALIZED. */
     if (requested < SHMEM_THREAD_SINGLE)
@@ -166,17 +168,6 @@ void shmem_finalize(void)
     shmemi.endpoints = NULL;
     shmemi.same_node = NULL;
     shmemi.finalized = 1;
-}
-
-void shmem_global_exit(int status)
-{
-    fflush(stdout);
-    fflush(stderr);
-    /* Skip at_exit's collective finalize: the other PEs are not in it.
-     * A task ending before finalize ends the job under pamirun (and
-     * mpirun); its status is the job's. */
-    shmemi.finalized = 1;
-    _Exit(status == 0 ? 0 : status);
 }
 
 int shmem_my_pe(void)

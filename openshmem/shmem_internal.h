@@ -76,9 +76,21 @@ typedef struct {
     unsigned char    *same_node;
     shmemi_segment_t  seg[SHMEMI_SEG_COUNT];
     int               debug;        /* SHMEM_DEBUG */
+    /* A pami put or rmw was issued since the last pami_fence_all: quiet
+     * needs one (through mappings a memory fence is all it takes). */
+    int               pami_unfenced;
 } shmemi_state_t;
 
 extern shmemi_state_t shmemi SHMEMI_HIDDEN;
+
+/* The library's active-message ids (pami user ids, registered at init):
+ * this list is the only place they are given out. */
+enum {
+    SHMEMI_DISPATCH_GLOBAL_EXIT = 0  /* header: int32 status */
+};
+
+/* Registers the library's handlers (init, before its first barrier). */
+SHMEMI_HIDDEN int shmemi_exit_init(void);
 
 /* Messages. shmemi_fatal prints and ends the whole job (global exit with
  * status 1): it serves errors the specification gives no way to report. */
@@ -93,10 +105,6 @@ SHMEMI_HIDDEN __attribute__((noreturn)) void shmemi_fatal(const char *fmt, ...)
  * caller). */
 SHMEMI_HIDDEN void shmemi_require_init(const char *fn);
 
-/* Which symmetric segment holds [addr, addr + bytes) of this PE, and the
- * offset in it; -1 when none does (not symmetric). */
-SHMEMI_HIDDEN int shmemi_segment_of(const void *addr, size_t bytes,
-                                    size_t *offset);
 
 /* Blocks through pami progress until *done is non-zero (advance, then
  * pami_context_wait, so that waiting PEs do not take turns spinning). */
@@ -145,6 +153,28 @@ typedef struct {
     size_t                  offset;
     pami_endpoint_t         endpoint;
 } shmemi_remote_t;
+
+/* Which symmetric segment holds [addr, addr + bytes) of this PE, and the
+ * offset in it; -1 when none does (not symmetric). Inline: every RMA and
+ * atomic asks, and a put through a mapping is little more than this and
+ * a memcpy. */
+static inline int shmemi_segment_of(const void *addr, size_t bytes,
+                                    size_t *offset)
+{
+    for (int s = 0; s < SHMEMI_SEG_COUNT; s++) {
+        const shmemi_segment_t *seg = &shmemi.seg[s];
+        uintptr_t off = (uintptr_t)addr - (uintptr_t)seg->base;
+
+        /* one unsigned compare: below base wraps to a huge offset */
+        if (off < seg->size) {
+            if (bytes > seg->size - off)
+                return -1;
+            *offset = off;
+            return s;
+        }
+    }
+    return -1;
+}
 
 SHMEMI_HIDDEN __attribute__((noreturn)) void
 shmemi_bad_target(const char *fn, const void *addr, size_t bytes, int pe);

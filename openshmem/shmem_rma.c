@@ -8,6 +8,7 @@
 
 void shmemi_bad_target(const char *fn, const void *addr, size_t bytes, int pe)
 {
+    shmemi_require_init(fn);
     if (pe < 0 || pe >= shmemi.n_pes)
         shmemi_fatal("%s: PE %d is out of range (0..%d)", fn, pe,
                      shmemi.n_pes - 1);
@@ -52,6 +53,8 @@ static void issue(shmem_ctx_t ctx, int is_put, void *local, size_t bytes,
     p.local_fn = shmemi_count_done;
     p.cookie = (void *)count;
     (*count)++;
+    if (is_put)
+        shmemi.pami_unfenced = 1;
     for (;;) {
         rc = is_put ? pami_put(ctx->context, &p) : pami_get(ctx->context, &p);
         if (rc != PAMI_EAGAIN)

@@ -74,24 +74,6 @@ void shmemi_segment_release(shmemi_segment_t *seg)
     seg->mapped = NULL;
 }
 
-int shmemi_segment_of(const void *addr, size_t bytes, size_t *offset)
-{
-    const char *p = addr;
-
-    for (int s = 0; s < SHMEMI_SEG_COUNT; s++) {
-        const shmemi_segment_t *seg = &shmemi.seg[s];
-
-        if (seg->base == NULL || p < seg->base ||
-            p >= seg->base + seg->size)
-            continue;
-        if (bytes > seg->size - (size_t)(p - seg->base))
-            return -1;
-        *offset = (size_t)(p - seg->base);
-        return s;
-    }
-    return -1;
-}
-
 void *shmem_ptr(const void *dest, int pe)
 {
     size_t offset;
