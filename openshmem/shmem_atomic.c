@@ -61,6 +61,7 @@ static void rmw_issue(shmem_ctx_t ctx, const shmemi_remote_t *r, size_t size,
     p.done_fn = shmemi_count_done;
     p.cookie = (void *)count;
     (*count)++;
+    shmemi.pami_unfenced = 1;
     for (;;) {
         rc = pami_rmw(ctx->context, &p);
         if (rc != PAMI_EAGAIN)

@@ -7,8 +7,7 @@ static void fence_done(pami_context_t context, void *cookie,
 {
     (void)context;
     if (result != PAMI_SUCCESS)
-        shmemi_fatal("completing puts and atomics failed: %s",
-                     pami_error_text(result));
+        shmemi_op_failed(result);
     *(volatile int *)cookie = 1;
 }
 
@@ -21,6 +20,11 @@ void shmemi_ctx_quiet(struct shmemi_ctx *ctx)
      * operations: their local completion, then a flush to the targets. */
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     shmemi_wait_count(ctx->context, &ctx->pending);
+    /* The fence covers the whole pami context, every shmem context's
+     * operations: one since the last puts and rmws is enough. */
+    if (!shmemi.pami_unfenced)
+        return;
+    shmemi.pami_unfenced = 0;
     rc = pami_fence_all(ctx->context, fence_done, (void *)&done);
     if (rc != PAMI_SUCCESS)
         shmemi_fatal("pami_fence_all: %s", pami_error_text(rc));
