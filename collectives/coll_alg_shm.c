@@ -127,6 +127,18 @@ unsigned char *cshm_slot_of(cshm_t *s, size_t rank, uint32_t p)
  * left to right from rank 0, user ops from the top (inout = in op inout
  * with in from the lower rank) so no copy is needed. dst may be the
  * first (built-in) or last (user) slot itself. */
+/* Rank r's slice at off of round p, as a fold reads it: a
+ * reduce_scatter not in place reads its own slice from its input
+ * (cshm_blocks_write left it out of the slot). */
+static const unsigned char *fold_src(cshm_t *s, size_t r, uint32_t p,
+                                     size_t off)
+{
+    const cshm_op_t *op = &s->op;
+    if (r == op->rank && cshm_blocks_own_direct(op))
+        return op->in + r * op->total + op->pos;
+    return cshm_slot_of(s, r, p) + off;
+}
+
 void cshm_fold(cshm_t *s, unsigned char *dst, uint32_t p, size_t off,
                size_t count)
 {
@@ -136,19 +148,19 @@ void cshm_fold(cshm_t *s, unsigned char *dst, uint32_t p, size_t off,
     if (count == 0)
         return;
     if (!op->user) {
-        const unsigned char *first = cshm_slot_of(s, 0, p) + off;
+        const unsigned char *first = fold_src(s, 0, p, off);
         if (dst != first)
             memcpy(dst, first, bytes);
         for (size_t r = 1; r < op->n; r++)
-            coll_reduce_builtin(x->dtype, x->op, dst,
-                                cshm_slot_of(s, r, p) + off, count);
+            coll_reduce_builtin(x->dtype, x->op, dst, fold_src(s, r, p, off),
+                                count);
         return;
     }
-    const unsigned char *last = cshm_slot_of(s, op->n - 1, p) + off;
+    const unsigned char *last = fold_src(s, op->n - 1, p, off);
     if (dst != last)
         memcpy(dst, last, bytes);
     for (size_t r = op->n - 1; r-- > 0;)
-        x->user_fn(dst, cshm_slot_of(s, r, p) + off, count, x->user_cookie);
+        x->user_fn(dst, fold_src(s, r, p, off), count, x->user_cookie);
 }
 
 /* Elements of part j of a round of len bytes: [*off, *off + *cnt). */
@@ -240,6 +252,20 @@ void cshm_op_setup(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
                      struct pami_geometry *g, size_t es, size_t algo_id)
 {
     cshm_op_t *op = &s->op;
+    if (cshm_ring_fits(s, x, x->count * es)) {
+        /* No round: the phase and the control lines stay as they are,
+         * and only the root's place on the node is looked at. */
+        *op = (cshm_op_t){.req = req, .x = x, .g = g, .n = g->size,
+                          .rank = g->rank, .root = x->root, .es = es ? es : 1,
+                          .total = x->count * es, .kind = CSHM_BCAST,
+                          .out = x->rbuf, .ring = true,
+                          .ring_k = s->ring_next++,
+                          .sig = signature(x, cshm_eager_id())}; /* AUTO or named */
+        s->idx[x->root] = (uint32_t)local_index(s, g->tasks[x->root]);
+        cshm_count(s, CSHM_STAT_ops);
+        cshm_count(s, CSHM_STAT_ring_calls);
+        return;
+    }
     *op = (cshm_op_t){.req = req, .x = x, .g = g, .n = g->size,
                       .rank = g->rank, .root = x->root, .es = es ? es : 1,
                       .total = x->count * es, .first = true,
@@ -273,14 +299,6 @@ void cshm_op_setup(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
         break;
     }
     cshm_count(s, CSHM_STAT_ops);
-    if (cshm_ring_fits(s, x, op->total)) {
-        /* No round: the phase and the control lines stay as they are. */
-        op->ring   = true;
-        op->ring_k = s->ring_next++;
-        op->sig    = signature(x, cshm_eager_id()); /* AUTO or named */
-        cshm_count(s, CSHM_STAT_ring_calls);
-        return;
-    }
     /* Alltoall and reduce_scatter write a slice of every block. */
     size_t all = cshm_blocks_kind(op->kind) ? op->total * op->n : op->total;
     op->tiny = all <= CSHM_TINY; /* one round whatever the kind */
@@ -471,6 +489,29 @@ static uint64_t ring_what(const cshm_t *s)
     return s->op.ring_k * 2 + (s->op.rank == s->op.root);
 }
 
+/* A root's look at the ring, cached: the lowest done it saw frees every
+ * call below it + CSHM_RING, so the readers' lines are read again only
+ * when the ring looks full, not at every call (each read takes a line a
+ * reader writes at every call of its own, and costs that reader a miss
+ * on its next store). Readers as cshm_ring_ready. */
+static int ring_ready_here(cshm_t *s, uint64_t what)
+{
+    uint64_t k = what >> 1;
+    if (!(what & 1))
+        return cshm_ring_ready(s, what);
+    if (k < s->ring_room)
+        return 1;
+    uint64_t low = UINT64_MAX;
+    for (size_t i = 0; i < s->nlocal; i++) {
+        uint64_t d = atomic_load_explicit(&cshm_ring_task(s, i)->done,
+                                          memory_order_acquire);
+        if (d < low)
+            low = d;
+    }
+    s->ring_room = low + CSHM_RING;
+    return k < s->ring_room;
+}
+
 static bool op_ghost(const cshm_op_t *op)
 {
     return op->poison || (op->req != NULL && op->req->status != PAMI_SUCCESS);
@@ -573,15 +614,19 @@ pami_result_t cshm_ring_inline(cshm_t *s)
     uint64_t budget = over ? CSHM_RING_YIELD_NS : s->spin_ns;
     unsigned mask = over ? 7 : 63;
     ring_enter(s);
-    int ready = cshm_ring_ready(s, what);
+    int ready = ring_ready_here(s, what);
     if (ready == 0)
         cshm_count(s, CSHM_STAT_ring_waits);
+    /* A root waiting for room polls the readers' lines 8 times less
+     * often: each look costs the reader it waits for a miss. */
+    unsigned relax = (what & 1) && !over ? 8 : 1;
     for (unsigned i = 1; ready == 0; i++) {
         if (over)
             sched_yield();
         else
-            pami_protocol_cpu_relax();
-        ready = cshm_ring_ready(s, what);
+            for (unsigned j = 0; j < relax; j++)
+                pami_protocol_cpu_relax();
+        ready = ring_ready_here(s, what);
         if ((i & mask) == 0) {
             uint64_t now = cshm_now_ns();
             if (start == 0)
@@ -605,7 +650,7 @@ static pami_result_t ring_engine(cshm_t *s)
     uint64_t what = ring_what(s);
     int ready = 0;
     for (unsigned i = 0; i < 256 && ready == 0; i++) {
-        ready = cshm_ring_ready(s, what);
+        ready = ring_ready_here(s, what);
         if (ready == 0)
             pami_protocol_cpu_relax();
     }

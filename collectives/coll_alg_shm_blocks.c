@@ -124,8 +124,14 @@ void cshm_blocks_write(cshm_t *s, uint32_t p)
     if (op->kind == CSHM_A2A_CMA)
         return; /* read from the buffers themselves */
     unsigned char *mine = cshm_slot_of(s, op->rank, p);
+    /* The own block's slice of this slot is read by nobody else:
+     * alltoall copies it from input to output, reduce_scatter (not in
+     * place) folds it from the input (cshm_blocks_own_direct). */
+    bool skip = op->kind == CSHM_ALLTOALL || cshm_blocks_own_direct(op);
     for (size_t j = 0; j < op->n; j++)
-        memcpy(mine + j * op->len, op->in + j * op->total + op->pos, op->len);
+        if (!skip || j != op->rank)
+            memcpy(mine + j * op->len, op->in + j * op->total + op->pos,
+                   op->len);
 }
 
 void cshm_blocks_read(cshm_t *s, uint32_t p)
@@ -136,9 +142,13 @@ void cshm_blocks_read(cshm_t *s, uint32_t p)
         cshm_fold(s, op->out + op->pos, p, mine, op->len / op->es);
         return;
     }
-    for (size_t j = 0; j < op->n; j++)
-        memcpy(op->out + j * op->total + op->pos,
-               cshm_slot_of(s, j, p) + mine, op->len);
+    for (size_t j = 0; j < op->n; j++) {
+        size_t at = j * op->total + op->pos;
+        if (j != op->rank)
+            memcpy(op->out + at, cshm_slot_of(s, j, p) + mine, op->len);
+        else if (!op->in_place) /* in place: the slice is already there */
+            memcpy(op->out + at, op->in + at, op->len);
+    }
 }
 
 /* The registry's check: this node's tasks, and a slot that holds one

@@ -148,6 +148,9 @@ typedef struct cshm {
     bool               ring_ok; /* PAMI_COLL_SHM_EAGER */
     size_t             ring_off; /* where the ring starts in the segment */
     uint64_t           ring_next; /* ring calls started on this context */
+    uint64_t           ring_room; /* as a root, calls below this number
+                                   * found their entry free (every task's
+                                   * done seen, plus CSHM_RING) */
     uint64_t           spin_ns; /* a flag wait polls this long, then sleeps */
     bool               dead;    /* a task of this node died */
     pami_work_t        flag_work; /* the queued flag round's poll */
@@ -198,6 +201,13 @@ void cshm_fold(cshm_t *s, unsigned char *dst, uint32_t p, size_t off,
 static inline bool cshm_blocks_kind(int kind)
 {
     return kind == CSHM_ALLTOALL || kind == CSHM_REDSCAT;
+}
+/* A reduce_scatter's fold reads this task's own slice from its input
+ * instead of its slot (not in place: in place, rank 0's slice is the
+ * output itself, which a user op's fold overwrites first). */
+static inline bool cshm_blocks_own_direct(const cshm_op_t *op)
+{
+    return op->kind == CSHM_REDSCAT && !op->in_place;
 }
 void cshm_blocks_setup(cshm_t *s, size_t algo_id); /* after the common part */
 void cshm_blocks_write(cshm_t *s, uint32_t p);   /* this task's slices */

@@ -5,7 +5,6 @@
  * remote put cannot corrupt it. */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "shmem_internal.h"
@@ -74,16 +73,20 @@ int shmemi_heap_init(void)
     shmemi_segment_t *seg = &shmemi.seg[SHMEMI_SEG_HEAP];
     size_t size = heap_size_from_env();
     void *base;
+    pami_result_t rc;
 
-    /* Pages are taken as they are touched. */
-    base = mmap(NULL, size, PROT_READ | PROT_WRITE,
-                MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (base == MAP_FAILED) {
-        shmemi_warn("cannot reserve a symmetric heap of %zu bytes", size);
+    /* pami's shared segment: the node's other PEs map it (shmem_ptr,
+     * load/store RMA, CPU atomics); pages are taken as they are
+     * touched. */
+    rc = pami_memregion_alloc(shmemi.context, size, &base, &seg->mr);
+    if (rc != PAMI_SUCCESS) {
+        shmemi_warn("cannot allocate a symmetric heap of %zu bytes "
+                    "(SHMEM_SYMMETRIC_SIZE): %s", size, pami_error_text(rc));
         return -1;
     }
     seg->base = base;
     seg->size = size;
+    seg->registered = 1;
     nblocks = 0;
     if (insert_block(0, (heap_block_t){ 0, size, 0 }) != 0)
         return -1;
@@ -94,9 +97,8 @@ void shmemi_heap_fini(void)
 {
     shmemi_segment_t *seg = &shmemi.seg[SHMEMI_SEG_HEAP];
 
+    /* Destroying the region frees the memory. */
     shmemi_segment_release(seg);
-    if (seg->base != NULL)
-        munmap(seg->base, seg->size);
     seg->base = NULL;
     seg->size = 0;
     free(blocks);

@@ -93,7 +93,6 @@ static void init_handles(void)
     c->context = shmemi.context;
     c->team = SHMEM_TEAM_WORLD;
     c->pending = 0;
-    c->owns_context = 0;
 }
 
 int shmem_init_thread(int requested, int *provided)
@@ -110,11 +109,14 @@ int shmem_init_thread(int requested, int *provided)
     shmemi.debug = env_flag("SHMEM_DEBUG");
     join_pami();
     init_handles();
-    /* Calls on one pami context are serialized by its lock, which the
-     * library takes around each call: MULTIPLE is provided. */
-    if (requested < SHMEM_THREAD_SINGLE || requested > SHMEM_THREAD_MULTIPLE)
+    if (shmemi_exit_init() != 0)
+        shmemi_fatal("cannot register the library's message handlers");
+    /* Calls into the library from several threads at once are not
+     * serialized inside it (docs/openshmem.md): at most SERIALIZED. */
+    if (requested < SHMEM_THREAD_SINGLE)
         requested = SHMEM_THREAD_SINGLE;
-    shmemi.thread_level = requested;
+    shmemi.thread_level = requested < SHMEM_THREAD_SERIALIZED
+                              ? requested : SHMEM_THREAD_SERIALIZED;
     shmemi.initialized = 1;
     if (shmemi_heap_init() != 0 || shmemi_data_init() != 0)
         shmemi_fatal("cannot set up the symmetric memory");
@@ -166,17 +168,6 @@ void shmem_finalize(void)
     shmemi.endpoints = NULL;
     shmemi.same_node = NULL;
     shmemi.finalized = 1;
-}
-
-void shmem_global_exit(int status)
-{
-    fflush(stdout);
-    fflush(stderr);
-    /* Skip at_exit's collective finalize: the other PEs are not in it.
-     * A task ending before finalize ends the job under pamirun (and
-     * mpirun); its status is the job's. */
-    shmemi.finalized = 1;
-    _Exit(status == 0 ? 0 : status);
 }
 
 int shmem_my_pe(void)

@@ -27,6 +27,7 @@ typedef struct {
     char             *base;    /* this PE's copy */
     size_t            size;
     pami_memregion_t  mr;      /* this PE's region */
+    int               registered; /* mr exists (destroy it at the end) */
     pami_memregion_t *mrs;     /* n_pes regions, from the exchange at init */
     /* n_pes addresses at which this PE can load and store a peer's copy
      * (NULL: not mapped, go through pami_put/get/rmw). */
@@ -48,14 +49,17 @@ struct shmemi_team {
     int                 contexts;  /* contexts made from it and alive */
 };
 
-/* A communication context: a pami context, or the default one. */
+/* A communication context. pami makes contexts collectively, at once,
+ * so every shmem context uses the one pami context of the library; a
+ * shmem context has its own count of operations in flight, which its
+ * quiet waits for. */
 struct shmemi_ctx {
     pami_context_t  context;
     long            options;
     shmem_team_t    team;
-    /* Operations issued and not yet completed (quiet waits for 0). */
-    uint64_t        pending;
-    int             owns_context; /* destroy context with the ctx */
+    /* Operations issued and not yet completed (quiet waits for 0);
+     * decremented by shmemi_count_done. */
+    volatile uint64_t pending;
 };
 
 typedef struct {
@@ -72,9 +76,21 @@ typedef struct {
     unsigned char    *same_node;
     shmemi_segment_t  seg[SHMEMI_SEG_COUNT];
     int               debug;        /* SHMEM_DEBUG */
+    /* A pami put or rmw was issued since the last pami_fence_all: quiet
+     * needs one (through mappings a memory fence is all it takes). */
+    int               pami_unfenced;
 } shmemi_state_t;
 
 extern shmemi_state_t shmemi SHMEMI_HIDDEN;
+
+/* The library's active-message ids (pami user ids, registered at init):
+ * this list is the only place they are given out. */
+enum {
+    SHMEMI_DISPATCH_GLOBAL_EXIT = 0  /* header: int32 status */
+};
+
+/* Registers the library's handlers (init, before its first barrier). */
+SHMEMI_HIDDEN int shmemi_exit_init(void);
 
 /* Messages. shmemi_fatal prints and ends the whole job (global exit with
  * status 1): it serves errors the specification gives no way to report. */
@@ -89,10 +105,6 @@ SHMEMI_HIDDEN __attribute__((noreturn)) void shmemi_fatal(const char *fmt, ...)
  * caller). */
 SHMEMI_HIDDEN void shmemi_require_init(const char *fn);
 
-/* Which symmetric segment holds [addr, addr + bytes) of this PE, and the
- * offset in it; -1 when none does (not symmetric). */
-SHMEMI_HIDDEN int shmemi_segment_of(const void *addr, size_t bytes,
-                                    size_t *offset);
 
 /* Blocks through pami progress until *done is non-zero (advance, then
  * pami_context_wait, so that waiting PEs do not take turns spinning). */
@@ -124,10 +136,82 @@ SHMEMI_HIDDEN size_t shmemi_heap_used(void);
 SHMEMI_HIDDEN int shmemi_data_init(void);
 SHMEMI_HIDDEN void shmemi_data_fini(void);
 
-/* Segment exchange (segment.c): registers seg->base, exchanges regions
- * and maps the node's peers. */
+/* Segment exchange (segment.c): registers seg->base unless
+ * seg->registered, exchanges the regions and maps those of the node's
+ * peers that pami can map. */
 SHMEMI_HIDDEN int shmemi_segment_exchange(shmemi_segment_t *seg);
 SHMEMI_HIDDEN void shmemi_segment_release(shmemi_segment_t *seg);
+
+/* Where an access to [addr, addr + bytes) of PE pe goes: r->local, the
+ * address to load and store (the own PE, or a peer of the node whose
+ * segment pami mapped), or NULL and then r->mr and r->offset for pami's
+ * put, get and rmw. A PE out of range or an address outside the
+ * symmetric segments ends the job with a message naming fn. */
+typedef struct {
+    char                   *local;
+    const pami_memregion_t *mr;
+    size_t                  offset;
+    pami_endpoint_t         endpoint;
+} shmemi_remote_t;
+
+/* Which symmetric segment holds [addr, addr + bytes) of this PE, and the
+ * offset in it; -1 when none does (not symmetric). Inline: every RMA and
+ * atomic asks, and a put through a mapping is little more than this and
+ * a memcpy. */
+static inline int shmemi_segment_of(const void *addr, size_t bytes,
+                                    size_t *offset)
+{
+    for (int s = 0; s < SHMEMI_SEG_COUNT; s++) {
+        const shmemi_segment_t *seg = &shmemi.seg[s];
+        uintptr_t off = (uintptr_t)addr - (uintptr_t)seg->base;
+
+        /* one unsigned compare: below base wraps to a huge offset */
+        if (off < seg->size) {
+            if (bytes > seg->size - off)
+                return -1;
+            *offset = off;
+            return s;
+        }
+    }
+    return -1;
+}
+
+SHMEMI_HIDDEN __attribute__((noreturn)) void
+shmemi_bad_target(const char *fn, const void *addr, size_t bytes, int pe);
+
+static inline void shmemi_resolve(const char *fn, const void *addr,
+                                  size_t bytes, int pe, shmemi_remote_t *r)
+{
+    size_t offset;
+    int s;
+
+    if (pe < 0 || pe >= shmemi.n_pes ||
+        (s = shmemi_segment_of(addr, bytes, &offset)) < 0)
+        shmemi_bad_target(fn, addr, bytes, pe);
+    r->local = shmemi.seg[s].mapped[pe] != NULL
+                   ? shmemi.seg[s].mapped[pe] + offset : NULL;
+    r->mr = &shmemi.seg[s].mrs[pe];
+    r->offset = offset;
+    r->endpoint = shmemi.endpoints[pe];
+}
+
+/* pami completion callback whose cookie is a volatile uint64_t count of
+ * operations in flight: decrements it; a failed operation ends the job
+ * (the specification has no way to report it). */
+SHMEMI_HIDDEN void shmemi_count_done(pami_context_t context, void *cookie,
+                                     pami_result_t result);
+
+/* Blocks through progress until *count is 0. */
+SHMEMI_HIDDEN void shmemi_wait_count(pami_context_t context,
+                                     volatile uint64_t *count);
+
+/* Contiguous put and get; with count NULL they return complete (put:
+ * source reusable; get: data in dest), else each pami operation they
+ * start increments *count and decrements it when done. */
+SHMEMI_HIDDEN void shmemi_put(shmem_ctx_t ctx, void *dest, const void *src,
+                              size_t bytes, int pe, volatile uint64_t *count);
+SHMEMI_HIDDEN void shmemi_get(shmem_ctx_t ctx, void *dest, const void *src,
+                              size_t bytes, int pe, volatile uint64_t *count);
 
 /* Parses "64M", "1G", "4096", "2k" (K, M, G, T: powers of 1024). 0 on
  * success. */

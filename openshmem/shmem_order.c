@@ -17,9 +17,15 @@ void shmemi_ctx_quiet(struct shmemi_ctx *ctx)
     volatile int done = 0;
     pami_result_t rc;
 
-    /* Gets and local completions of this context's operations first. */
-    while (ctx->pending != 0)
-        shmemi_progress(ctx->context);
+    /* Loads and stores through mappings, then the context's pami
+     * operations: their local completion, then a flush to the targets. */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    shmemi_wait_count(ctx->context, &ctx->pending);
+    /* The fence covers the whole pami context, every shmem context's
+     * operations: one since the last puts and rmws is enough. */
+    if (!shmemi.pami_unfenced)
+        return;
+    shmemi.pami_unfenced = 0;
     rc = pami_fence_all(ctx->context, fence_done, (void *)&done);
     if (rc != PAMI_SUCCESS)
         shmemi_fatal("pami_fence_all: %s", pami_error_text(rc));

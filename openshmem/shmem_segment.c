@@ -6,17 +6,29 @@
 
 #include "shmem_internal.h"
 
+static int count_mapped(const shmemi_segment_t *seg)
+{
+    int n = 0;
+
+    for (int pe = 0; pe < shmemi.n_pes; pe++)
+        n += pe != shmemi.my_pe && seg->mapped[pe] != NULL;
+    return n;
+}
+
 int shmemi_segment_exchange(shmemi_segment_t *seg)
 {
     size_t n = (size_t)shmemi.n_pes;
     pami_result_t rc;
 
-    rc = pami_memregion_create(shmemi.context, seg->base, seg->size,
-                               &seg->mr);
-    if (rc != PAMI_SUCCESS) {
-        shmemi_warn("pami_memregion_create(%p, %zu): %s", (void *)seg->base,
-                    seg->size, pami_error_text(rc));
-        return -1;
+    if (!seg->registered) {
+        rc = pami_memregion_create(shmemi.context, seg->base, seg->size,
+                                   &seg->mr);
+        if (rc != PAMI_SUCCESS) {
+            shmemi_warn("pami_memregion_create(%p, %zu): %s",
+                        (void *)seg->base, seg->size, pami_error_text(rc));
+            return -1;
+        }
+        seg->registered = 1;
     }
     seg->mrs = calloc(n, sizeof(*seg->mrs));
     seg->mapped = calloc(n, sizeof(*seg->mapped));
@@ -27,6 +39,22 @@ int shmemi_segment_exchange(shmemi_segment_t *seg)
     if (shmemi_allgather(&seg->mr, seg->mrs, sizeof(seg->mr)) != 0)
         return -1;
     seg->mapped[shmemi.my_pe] = seg->base;
+    for (int pe = 0; pe < shmemi.n_pes; pe++) {
+        void *addr;
+
+        if (pe == shmemi.my_pe || !shmemi.same_node[pe])
+            continue;
+        /* NOT_FOUND: private memory (the data segment), reached by
+         * pami_put/get instead. */
+        rc = pami_memregion_map(shmemi.context, &seg->mrs[pe], &addr);
+        if (rc == PAMI_SUCCESS)
+            seg->mapped[pe] = addr;
+        else if (rc != PAMI_NOT_FOUND)
+            shmemi_warn("pami_memregion_map(PE %d): %s", pe,
+                        pami_error_text(rc));
+    }
+    shmemi_debug("segment %p: %zu bytes, mapped from %d PEs of the node",
+                 (void *)seg->base, seg->size, count_mapped(seg));
     return 0;
 }
 
@@ -34,33 +62,16 @@ void shmemi_segment_release(shmemi_segment_t *seg)
 {
     pami_result_t rc;
 
-    if (seg->mrs == NULL)
-        return;
-    rc = pami_memregion_destroy(shmemi.context, &seg->mr);
-    if (rc != PAMI_SUCCESS)
-        shmemi_warn("pami_memregion_destroy: %s", pami_error_text(rc));
+    if (seg->registered) {
+        rc = pami_memregion_destroy(shmemi.context, &seg->mr);
+        if (rc != PAMI_SUCCESS)
+            shmemi_warn("pami_memregion_destroy: %s", pami_error_text(rc));
+        seg->registered = 0;
+    }
     free(seg->mrs);
     free(seg->mapped);
     seg->mrs = NULL;
     seg->mapped = NULL;
-}
-
-int shmemi_segment_of(const void *addr, size_t bytes, size_t *offset)
-{
-    const char *p = addr;
-
-    for (int s = 0; s < SHMEMI_SEG_COUNT; s++) {
-        const shmemi_segment_t *seg = &shmemi.seg[s];
-
-        if (seg->base == NULL || p < seg->base ||
-            p >= seg->base + seg->size)
-            continue;
-        if (bytes > seg->size - (size_t)(p - seg->base))
-            return -1;
-        *offset = (size_t)(p - seg->base);
-        return s;
-    }
-    return -1;
 }
 
 void *shmem_ptr(const void *dest, int pe)

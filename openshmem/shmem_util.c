@@ -42,6 +42,12 @@ void shmemi_fatal(const char *fmt, ...)
 {
     va_list ap;
 
+    /* The failure may be a PE that shmem_global_exit ended: the message
+     * that ends this one is then already here, and its status is the
+     * one to exit with. From a handler, advance refuses: no harm. */
+    if (shmemi.initialized && !shmemi.finalized && shmemi.context != NULL)
+        for (int i = 0; i < 1000; i++)
+            pami_context_advance(shmemi.context, 16);
     va_start(ap, fmt);
     say("error", fmt, ap);
     va_end(ap);

@@ -63,6 +63,32 @@ int main(int argc, char **argv)
         CHECK(shmem_ptr(&global_counter, me) == &global_counter,
               "shmem_ptr to my global");
         CHECK(shmem_ptr(&local, me) == NULL, "shmem_ptr to the stack");
+        /* pamirun starts every PE on this node: the heap of each is
+         * mapped here, and so are the globals unless they were kept
+         * private (SHMEM_GLOBALS_SHARED=0). */
+        const char *gs = getenv("SHMEM_GLOBALS_SHARED");
+        int globals_shared = gs == NULL || strcmp(gs, "0") != 0;
+
+        for (int pe = 0; pe < n; pe++) {
+            CHECK(shmem_ptr(heap, pe) != NULL, "no mapping of PE %d's heap",
+                  pe);
+            CHECK(pe == me ||
+                  (shmem_ptr(&global_counter, pe) != NULL) == globals_shared,
+                  "PE %d's globals %s", pe,
+                  globals_shared ? "not mapped" : "mapped");
+        }
+        if (globals_shared) {
+            long *peer = shmem_ptr(&global_counter, (me + 1) % n);
+
+            CHECK(*peer == 7, "a peer's global read through the mapping: "
+                  "%ld", *peer);
+        }
+        CHECK(shmem_ptr(heap, n) == NULL, "shmem_ptr to PE %d", n);
+        *(long *)shmem_ptr(heap, me) = 1000 + me;
+        shmem_barrier_all();
+        CHECK(*(long *)shmem_ptr(heap, (me + 1) % n) == 1000 + (me + 1) % n,
+              "load through the mapping of PE %d", (me + 1) % n);
+        shmem_barrier_all();
         shmem_free(heap);
     }
     CHECK(shmemx_wtime() > 0, "wtime");

@@ -1,0 +1,279 @@
+/*
+ * Team collectives of OpenSHMEM 1.5 on pami: broadcast, collect,
+ * fcollect, alltoall, alltoalls (typed and mem forms; barrier_all and
+ * sync_all are the core's, shmem_order.c). Each is one pami collective with AUTO on the team's geometry
+ * (collect two: the sizes, then the data), landing directly in dest.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "shmem_coll.h"
+
+int shmemi_coll_run(struct shmemi_team *t, pami_xfer_t *x, const char *what)
+{
+    pami_geometry_t g = shmemi_team_geometry(t);
+    if (g == NULL)
+        return -1;
+    pami_result_t rc;
+    if (x->kind == PAMI_XFER_BARRIER) {
+        /* Its blocking form polls the shared-memory register inline. */
+        rc = pami_geometry_barrier(shmemi.context, g);
+    } else {
+        x->geometry = g;
+        x->algorithm = PAMI_ALGORITHM_AUTO;
+        rc = pami_collective_wait(shmemi.context, x);
+    }
+    if (rc != PAMI_SUCCESS) {
+        shmemi_warn("%s on a team of %d PEs: %s", what, t->n_pes,
+                         pami_error_text(rc));
+        return -1;
+    }
+    return 0;
+}
+
+__attribute__((noreturn)) void shmemi_coll_fatal(const char *what)
+{
+    shmemi_fatal("%s: invalid call (see the message above), the job stops",
+                 what);
+}
+
+int shmemi_broadcast(struct shmemi_team *t, void *dest, const void *source,
+                     size_t bytes, int PE_root, int root_updates,
+                     const char *what)
+{
+    if (PE_root < 0 || PE_root >= t->n_pes) {
+        shmemi_warn("%s: root %d is not a PE of a team of %d", what,
+                         PE_root, t->n_pes);
+        return -1;
+    }
+    if (bytes == 0)
+        return 0;
+    void *buf = dest;
+    if (t->my_pe == PE_root) {
+        if (root_updates) {
+            if (dest != source)
+                memmove(dest, source, bytes);
+        } else {
+            buf = (void *)source; /* the root's buffer is only read */
+        }
+    }
+    pami_xfer_t x = { .kind = PAMI_XFER_BROADCAST, .root = (size_t)PE_root,
+                      .rbuf = buf, .count = bytes, .dtype = PAMI_TYPE_BYTE };
+    return shmemi_coll_run(t, &x, what);
+}
+
+int shmemi_fcollect(struct shmemi_team *t, void *dest, const void *source,
+                    size_t bytes, const char *what)
+{
+    if (bytes == 0)
+        return 0;
+    const void *s = source;
+    if ((const char *)source == (char *)dest + (size_t)t->my_pe * bytes)
+        s = PAMI_IN_PLACE;
+    pami_xfer_t x = { .kind = PAMI_XFER_ALLGATHER, .sbuf = s, .rbuf = dest,
+                      .count = bytes, .dtype = PAMI_TYPE_BYTE };
+    return shmemi_coll_run(t, &x, what);
+}
+
+/* collect: each PE's size travels in a record of an allgather that also
+ * carries its data when that is small, so a small collect is a single
+ * collective; when some PE's data does not fit its record, an allgatherv
+ * follows, its counts from the records. */
+#define COLLECT_INLINE 64
+
+struct collect_record {
+    uint64_t bytes;
+    unsigned char data[COLLECT_INLINE];
+};
+
+int shmemi_collect(struct shmemi_team *t, void *dest, const void *source,
+                   size_t bytes, const char *what)
+{
+    size_t n = (size_t)t->n_pes;
+    struct shmemi_team_ext *e = shmemi_team_ext(t);
+    if (e->counts == NULL) {
+        e->counts = malloc(n * sizeof(*e->counts));
+        e->displs = malloc(n * sizeof(*e->displs));
+        e->records = malloc((n + 1) * sizeof(struct collect_record));
+        if (e->counts == NULL || e->displs == NULL || e->records == NULL) {
+            free(e->counts);
+            free(e->displs);
+            free(e->records);
+            e->counts = e->displs = NULL;
+            e->records = NULL;
+            shmemi_warn("%s: out of memory", what);
+            return -1;
+        }
+    }
+    struct collect_record *all = e->records, *mine = &all[n];
+    mine->bytes = bytes;
+    if (bytes <= COLLECT_INLINE)
+        memcpy(mine->data, source, bytes);
+    pami_xfer_t c = { .kind = PAMI_XFER_ALLGATHER, .sbuf = mine,
+                      .rbuf = all, .count = sizeof(*mine),
+                      .dtype = PAMI_TYPE_BYTE };
+    if (shmemi_coll_run(t, &c, what) != 0)
+        return -1;
+    size_t total = 0;
+    int inline_all = 1;
+    for (size_t i = 0; i < n; i++) {
+        e->counts[i] = (size_t)all[i].bytes;
+        e->displs[i] = total;
+        total += e->counts[i];
+        if (e->counts[i] > COLLECT_INLINE)
+            inline_all = 0;
+    }
+    if (inline_all) {
+        for (size_t i = 0; i < n; i++)
+            memcpy((char *)dest + e->displs[i], all[i].data, e->counts[i]);
+        return 0;
+    }
+    pami_xfer_t x = { .field_mask = PAMI_XFER_FIELD_VCOUNTS,
+                      .kind = PAMI_XFER_ALLGATHERV, .sbuf = source,
+                      .rbuf = dest, .count = bytes,
+                      .dtype = PAMI_TYPE_BYTE, .rcounts = e->counts,
+                      .rdispls = e->displs };
+    return shmemi_coll_run(t, &x, what);
+}
+
+int shmemi_alltoall(struct shmemi_team *t, void *dest, const void *source,
+                    size_t bytes, const char *what)
+{
+    if (bytes == 0)
+        return 0;
+    pami_xfer_t x = { .kind = PAMI_XFER_ALLTOALL, .sbuf = source,
+                      .rbuf = dest, .count = bytes,
+                      .dtype = PAMI_TYPE_BYTE };
+    return shmemi_coll_run(t, &x, what);
+}
+
+/* Strided alltoall: packed into a contiguous buffer, exchanged, then
+ * spread with the destination stride (strides in elements of esize). */
+int shmemi_alltoalls(struct shmemi_team *t, void *dest, const void *source,
+                     ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+                     size_t esize, const char *what)
+{
+    if (dst < 1 || sst < 1) {
+        shmemi_warn("%s: strides %td and %td must be at least 1", what, dst,
+                    sst);
+        return -1;
+    }
+    if (nelems == 0)
+        return 0;
+    size_t n = (size_t)t->n_pes, total = n * nelems;
+    char *packed = malloc(2 * total * esize);
+    if (packed == NULL) {
+        shmemi_warn("%s: out of memory for %zu bytes", what,
+                         2 * total * esize);
+        return -1;
+    }
+    char *got = packed + total * esize;
+    const char *s = source;
+    for (size_t i = 0; i < total; i++)
+        memcpy(packed + i * esize, s + (ptrdiff_t)i * sst * (ptrdiff_t)esize,
+               esize);
+    int rc = shmemi_alltoall(t, got, packed, nelems * esize, what);
+    if (rc == 0) {
+        char *d = dest;
+        for (size_t i = 0; i < total; i++)
+            memcpy(d + (ptrdiff_t)i * dst * (ptrdiff_t)esize,
+                   got + i * esize, esize);
+    }
+    free(packed);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Public team forms                                                         */
+/* ------------------------------------------------------------------------ */
+
+int shmem_broadcastmem(shmem_team_t team, void *dest, const void *source,
+                       size_t nelems, int PE_root)
+{
+    struct shmemi_team *t = shmemi_team_get(team, "broadcastmem");
+    return t == NULL ? -1 : shmemi_broadcast(t, dest, source, nelems,
+                                             PE_root, 1, "broadcastmem");
+}
+
+int shmem_collectmem(shmem_team_t team, void *dest, const void *source,
+                     size_t nelems)
+{
+    struct shmemi_team *t = shmemi_team_get(team, "collectmem");
+    return t == NULL ? -1 : shmemi_collect(t, dest, source, nelems,
+                                           "collectmem");
+}
+
+int shmem_fcollectmem(shmem_team_t team, void *dest, const void *source,
+                      size_t nelems)
+{
+    struct shmemi_team *t = shmemi_team_get(team, "fcollectmem");
+    return t == NULL ? -1 : shmemi_fcollect(t, dest, source, nelems,
+                                            "fcollectmem");
+}
+
+int shmem_alltoallmem(shmem_team_t team, void *dest, const void *source,
+                      size_t nelems)
+{
+    struct shmemi_team *t = shmemi_team_get(team, "alltoallmem");
+    return t == NULL ? -1 : shmemi_alltoall(t, dest, source, nelems,
+                                            "alltoallmem");
+}
+
+int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source,
+                       ptrdiff_t dst, ptrdiff_t sst, size_t nelems)
+{
+    struct shmemi_team *t = shmemi_team_get(team, "alltoallsmem");
+    return t == NULL ? -1 : shmemi_alltoalls(t, dest, source, dst, sst,
+                                             nelems, 1, "alltoallsmem");
+}
+
+#define SHMEMI_TEAM_COLL(TYPE, NAME)                                          \
+    int shmem_##NAME##_broadcast(shmem_team_t team, TYPE *dest,               \
+                                 const TYPE *source, size_t nelems,           \
+                                 int PE_root)                                 \
+    {                                                                         \
+        struct shmemi_team *t = shmemi_team_get(team, #NAME "_broadcast");    \
+        return t == NULL ? -1                                                 \
+                         : shmemi_broadcast(t, dest, source,                  \
+                                            nelems * sizeof(TYPE), PE_root,   \
+                                            1, #NAME "_broadcast");           \
+    }                                                                         \
+    int shmem_##NAME##_collect(shmem_team_t team, TYPE *dest,                 \
+                               const TYPE *source, size_t nelems)             \
+    {                                                                         \
+        struct shmemi_team *t = shmemi_team_get(team, #NAME "_collect");      \
+        return t == NULL ? -1                                                 \
+                         : shmemi_collect(t, dest, source,                    \
+                                          nelems * sizeof(TYPE),              \
+                                          #NAME "_collect");                  \
+    }                                                                         \
+    int shmem_##NAME##_fcollect(shmem_team_t team, TYPE *dest,                \
+                                const TYPE *source, size_t nelems)            \
+    {                                                                         \
+        struct shmemi_team *t = shmemi_team_get(team, #NAME "_fcollect");     \
+        return t == NULL ? -1                                                 \
+                         : shmemi_fcollect(t, dest, source,                   \
+                                           nelems * sizeof(TYPE),             \
+                                           #NAME "_fcollect");                \
+    }                                                                         \
+    int shmem_##NAME##_alltoall(shmem_team_t team, TYPE *dest,                \
+                                const TYPE *source, size_t nelems)            \
+    {                                                                         \
+        struct shmemi_team *t = shmemi_team_get(team, #NAME "_alltoall");     \
+        return t == NULL ? -1                                                 \
+                         : shmemi_alltoall(t, dest, source,                   \
+                                           nelems * sizeof(TYPE),             \
+                                           #NAME "_alltoall");                \
+    }                                                                         \
+    int shmem_##NAME##_alltoalls(shmem_team_t team, TYPE *dest,               \
+                                 const TYPE *source, ptrdiff_t dst,           \
+                                 ptrdiff_t sst, size_t nelems)                \
+    {                                                                         \
+        struct shmemi_team *t = shmemi_team_get(team, #NAME "_alltoalls");    \
+        return t == NULL ? -1                                                 \
+                         : shmemi_alltoalls(t, dest, source, dst, sst,        \
+                                            nelems, sizeof(TYPE),             \
+                                            #NAME "_alltoalls");              \
+    }
+
+SHMEMI_RMA_TYPES(SHMEMI_TEAM_COLL)

@@ -1,0 +1,91 @@
+/*
+ * Teams and collectives of libpami-shmem: a team is a pami geometry on
+ * the library's default context, and every collective is a pami
+ * collective with PAMI_ALGORITHM_AUTO on it. Internal to openshmem/.
+ */
+#ifndef SHMEM_COLL_H
+#define SHMEM_COLL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <pami.h>
+#include <pami_collectives.h>
+
+#include "shmem_internal.h"
+
+/* Geometry ids. Ids of split teams come from an allreduce (max) over the
+ * parent of each PE's next free id, so they count up from TEAM_ID_FIRST
+ * and never reach the bit that marks the ids derived from an active set
+ * or the node's shared team. */
+#define SHMEMI_TEAM_ID_SHARED  1u
+#define SHMEMI_TEAM_ID_FIRST   2u
+#define SHMEMI_TEAM_ID_ACTIVE  0x80000000u
+
+/* What the collectives keep beside a team's public part (struct
+ * shmemi_team, shmem_internal.h): a split team or active set is one of
+ * these, the predefined teams have static ones (shmemi_team_ext). */
+struct shmemi_team_ext {
+    struct shmemi_team pub;     /* first: a team handle points here */
+    uint32_t id;                /* of its geometry */
+    /* Team PE i is world PE pub.start + i * pub.stride when pub.stride is
+     * not 0, else world_pes[i]; world_pes is also the geometry's list. */
+    pami_task_t *world_pes;     /* n_pes entries or NULL; owned */
+    size_t *counts;             /* collect's per-PE sizes, n_pes entries */
+    size_t *displs;
+    void *records;              /* collect's allgather, n_pes + 1 records */
+};
+
+struct shmemi_team_ext *shmemi_team_ext(struct shmemi_team *t);
+
+/* Fills SHMEM_TEAM_SHARED (its PEs, my_pe, start and stride) once,
+ * locally; every team call runs it first. 0, or -1 logged before
+ * shmem_init. */
+int shmemi_team_init(void);
+
+/* The pami team behind a public handle; NULL (with a log line naming
+ * what) for SHMEM_TEAM_INVALID or a team this PE is not in. */
+struct shmemi_team *shmemi_team_get(shmem_team_t team, const char *what);
+
+/* The geometry of t, created on first use for the shared team and
+ * active sets (collective over the members, who all call it in the same
+ * order). NULL on failure, logged. */
+pami_geometry_t shmemi_team_geometry(struct shmemi_team *t);
+
+/* The cached team of the deprecated active set (PE_start, logPE_stride,
+ * PE_size), or the world team when the set is every PE; NULL (logged,
+ * what names the call) when the set is malformed or this PE is not in
+ * it. */
+struct shmemi_team *shmemi_active_set(int PE_start, int logPE_stride,
+                                      int PE_size, const char *what);
+
+/* World PE of team PE pe (0 <= pe < n_pes). */
+int shmemi_team_world_pe(struct shmemi_team *t, int pe);
+
+/* Runs xfer (its geometry, context filled here) with AUTO and waits for
+ * it through pami's progress. 0 on success, -1 logged otherwise. */
+int shmemi_coll_run(struct shmemi_team *t, pami_xfer_t *xfer,
+                    const char *what);
+
+/* What a void-returning deprecated call does with an error: a clear
+ * message and a non-zero exit of the job, never silent corruption. */
+__attribute__((noreturn)) void shmemi_coll_fatal(const char *what);
+
+/* The data movers behind the typed and deprecated forms; sizes in
+ * bytes (alltoalls: nelems elements of esize, strides in elements).
+ * 0 on success, -1 logged. root_updates: the team form's root also
+ * receives into dest; the deprecated one's does not. */
+int shmemi_broadcast(struct shmemi_team *t, void *dest, const void *source,
+                     size_t bytes, int PE_root, int root_updates,
+                     const char *what);
+int shmemi_collect(struct shmemi_team *t, void *dest, const void *source,
+                   size_t bytes, const char *what);
+int shmemi_fcollect(struct shmemi_team *t, void *dest, const void *source,
+                    size_t bytes, const char *what);
+int shmemi_alltoall(struct shmemi_team *t, void *dest, const void *source,
+                    size_t bytes, const char *what);
+int shmemi_alltoalls(struct shmemi_team *t, void *dest, const void *source,
+                     ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+                     size_t esize, const char *what);
+
+#endif /* SHMEM_COLL_H */

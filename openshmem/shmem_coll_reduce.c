@@ -1,0 +1,98 @@
+/*
+ * Reductions on teams (OpenSHMEM 1.5 shmem_TYPENAME_OP_reduce): one pami
+ * allreduce with AUTO, in place when source is dest. The complex types
+ * have no pami type: their sum is the sum of the real and imaginary
+ * parts as reals, their product a gather of every PE's values multiplied
+ * in PE order, the same order on every PE so that all get one result.
+ */
+#include <complex.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shmem_coll.h"
+#include "shmem_coll_reduce.h"
+#include "shmem_coll_types.h"
+
+int shmemi_reduce(struct shmemi_team *t, void *dest, const void *source,
+                  size_t count, pami_type_t type, pami_op_t op,
+                  const char *what)
+{
+    if (count == 0)
+        return 0;
+    pami_xfer_t x = { .kind = PAMI_XFER_ALLREDUCE,
+                      .sbuf = dest == source ? PAMI_IN_PLACE : source,
+                      .rbuf = dest, .count = count, .dtype = type,
+                      .op = op };
+    return shmemi_coll_run(t, &x, what);
+}
+
+/* The product of complex values: every PE's values gathered, then
+ * multiplied in PE order. */
+#define COMPLEX_PROD(CTYPE)                                                   \
+    {                                                                         \
+        size_t n = (size_t)t->n_pes;                                          \
+        CTYPE *all = malloc(n * count * sizeof(CTYPE));                       \
+        if (all == NULL) {                                                    \
+            shmemi_warn("%s: out of memory", what);                           \
+            return -1;                                                        \
+        }                                                                     \
+        int rc = shmemi_fcollect(t, all, source, count * sizeof(CTYPE),      \
+                                 what);                                       \
+        if (rc == 0) {                                                        \
+            CTYPE *d = dest;                                                  \
+            for (size_t i = 0; i < count; i++) {                              \
+                CTYPE p = all[i];                                             \
+                for (size_t r = 1; r < n; r++)                                \
+                    p *= all[r * count + i];                                  \
+                d[i] = p;                                                     \
+            }                                                                 \
+        }                                                                     \
+        free(all);                                                            \
+        return rc;                                                            \
+    }
+
+int shmemi_reduce_typed(struct shmemi_team *t, void *dest,
+                        const void *source, size_t count, pami_type_t type,
+                        int per, pami_op_t op, const char *what)
+{
+    if (per == 1 || op == PAMI_OP_SUM)
+        return shmemi_reduce(t, dest, source, count * (size_t)per, type, op,
+                             what);
+    if (op != PAMI_OP_PROD) {
+        shmemi_warn("%s: complex values have only sum and prod", what);
+        return -1;
+    }
+    if (count == 0)
+        return 0;
+    if (type == PAMI_TYPE_DOUBLE)
+        COMPLEX_PROD(double _Complex)
+    COMPLEX_PROD(float _Complex)
+}
+
+#define TEAM_REDUCE(TYPE, NAME, OPNAME, OP)                                   \
+    int shmem_##NAME##_##OPNAME##_reduce(shmem_team_t team, TYPE *dest,       \
+                                         const TYPE *source, size_t nreduce)  \
+    {                                                                         \
+        const char *what = #NAME "_" #OPNAME "_reduce";                       \
+        struct shmemi_team *t = shmemi_team_get(team, what);                  \
+        return t == NULL ? -1                                                 \
+                         : shmemi_reduce_typed(t, dest, source, nreduce,      \
+                                               SHMEMI_PTYPE(TYPE),            \
+                                               SHMEMI_PTYPE_PER(TYPE), OP,    \
+                                               what);                         \
+    }
+
+#define TEAM_BITWISE(TYPE, NAME)                                              \
+    TEAM_REDUCE(TYPE, NAME, and, PAMI_OP_BAND)                                \
+    TEAM_REDUCE(TYPE, NAME, or, PAMI_OP_BOR)                                  \
+    TEAM_REDUCE(TYPE, NAME, xor, PAMI_OP_BXOR)
+#define TEAM_MINMAX(TYPE, NAME)                                               \
+    TEAM_REDUCE(TYPE, NAME, min, PAMI_OP_MIN)                                 \
+    TEAM_REDUCE(TYPE, NAME, max, PAMI_OP_MAX)
+#define TEAM_ARITH(TYPE, NAME)                                                \
+    TEAM_REDUCE(TYPE, NAME, sum, PAMI_OP_SUM)                                 \
+    TEAM_REDUCE(TYPE, NAME, prod, PAMI_OP_PROD)
+
+SHMEMI_REDUCE_BIT_TYPES(TEAM_BITWISE)
+SHMEMI_REDUCE_CMP_TYPES(TEAM_MINMAX)
+SHMEMI_REDUCE_ARITH_TYPES(TEAM_ARITH)
