@@ -20,10 +20,13 @@ static const coll_algo_t *named_shm(const pami_xfer_t *x)
                ? a : NULL;
 }
 
-/* Does AUTO pick a shared-memory algorithm for x (its entry, else NULL)? */
-static const coll_algo_t *auto_shm(const pami_xfer_t *x)
+/* Does AUTO pick a shared-memory algorithm for x (its entry, else NULL)?
+ * call: x is being started (the selection is logged, as
+ * coll_auto_select's), and *sel receives it. */
+static const coll_algo_t *auto_shm(const pami_xfer_t *x,
+                                   pami_algorithm_selection_t *sel, bool call)
 {
-    pami_algorithm_t id = coll_auto_select(x, x->geometry, NULL, false);
+    pami_algorithm_t id = coll_auto_select(x, x->geometry, sel, call);
     if (id == 0 || coll_algos[id - 1].build != coll_shm_build)
         return NULL;
     return &coll_algos[id - 1];
@@ -40,8 +43,8 @@ static bool runs_here(const pami_xfer_t *x)
         x->algorithm != PAMI_ALGORITHM_AUTO)
         return named_shm(x) != NULL;
     if (x->kind == PAMI_XFER_BROADCAST || x->kind == PAMI_XFER_REDUCE)
-        return coll_type_valid(x->dtype) && auto_shm(x) != NULL;
-    return auto_shm(x) != NULL;
+        return coll_type_valid(x->dtype) && auto_shm(x, NULL, false) != NULL;
+    return auto_shm(x, NULL, false) != NULL;
 }
 
 void coll_shm_poison(pami_context_t ctx, const pami_xfer_t *x)
@@ -94,7 +97,8 @@ size_t cshm_eager_id(void)
 /* Calls this path takes; anything else (and any bad argument) goes the
  * ordinary way, which reports it. */
 static bool inline_fits(cshm_t *s, coll_ctx_t *cc, const pami_xfer_t *x,
-                        const coll_algo_t **algo)
+                        const coll_algo_t **algo,
+                        pami_algorithm_selection_t *sel)
 {
     struct pami_geometry *g = x->geometry;
     if (g == NULL || g->cc != cc || !g->ready || s->qlen > 0 || s->running ||
@@ -110,9 +114,6 @@ static bool inline_fits(cshm_t *s, coll_ctx_t *cc, const pami_xfer_t *x,
         return false;
     bool named = (x->field_mask & PAMI_XFER_FIELD_ALGORITHM) &&
                  x->algorithm != PAMI_ALGORITHM_AUTO;
-    const coll_algo_t *a = named ? named_shm(x) : auto_shm(x);
-    if (a == NULL || a->check == coll_shm_cma_check) /* two barriers */
-        return false;
     size_t es = coll_type_valid(x->dtype) ? pami_type_size(x->dtype) : 0;
     size_t per = blk ? g->size : 1;
     if (es == 0 || x->count == 0 || x->count > CSHM_SMALL_MAX / es / per ||
@@ -129,6 +130,10 @@ static bool inline_fits(cshm_t *s, coll_ctx_t *cc, const pami_xfer_t *x,
     if (x->kind != PAMI_XFER_BROADCAST &&
         (x->sbuf == NULL || (IN_PLACE(x->sbuf) &&
                              x->kind == PAMI_XFER_REDUCE && !root)))
+        return false;
+    /* AUTO's selection once per call: it is also the one counted. */
+    const coll_algo_t *a = named ? named_shm(x) : auto_shm(x, sel, true);
+    if (a == NULL || a->check == coll_shm_cma_check) /* two barriers */
         return false;
     *algo = a;
     return true;
@@ -147,7 +152,9 @@ bool coll_shm_wait_inline(pami_context_t ctx, const pami_xfer_t *x,
     cshm_t *s = cshm_of(ctx);
     coll_ctx_t *cc = coll_ctx_of(ctx);
     const coll_algo_t *a = NULL;
-    if (s == NULL || cc == NULL || x == NULL || !inline_fits(s, cc, x, &a) ||
+    pami_algorithm_selection_t sel;
+    if (s == NULL || cc == NULL || x == NULL ||
+        !inline_fits(s, cc, x, &a, &sel) ||
         pami_protocol_in_handler(ctx))
         return false;
     struct pami_geometry *g = x->geometry;
@@ -166,9 +173,7 @@ bool coll_shm_wait_inline(pami_context_t ctx, const pami_xfer_t *x,
         x->algorithm != PAMI_ALGORITHM_AUTO) {
         cc->selected[PAMI_SELECTED_NAMED]++;
     } else {
-        pami_algorithm_selection_t sel;
-        coll_auto_select(x, g, &sel, true); /* counted and logged */
-        cc->selected[sel.reason]++;
+        cc->selected[sel.reason]++; /* selected (and logged) by inline_fits */
         slot = coll_online_commit(g, x, (pami_algorithm_t)(a - coll_algos + 1),
                                   NULL);
     }

@@ -79,6 +79,9 @@ typedef struct {
     /* A pami put or rmw was issued since the last pami_fence_all: quiet
      * needs one (through mappings a memory fence is all it takes). */
     int               pami_unfenced;
+    /* The first failure a completion callback saw (it cannot end the
+     * program from inside progress); the waits report it. */
+    pami_result_t     op_error;
 } shmemi_state_t;
 
 extern shmemi_state_t shmemi SHMEMI_HIDDEN;
@@ -100,6 +103,10 @@ SHMEMI_HIDDEN void shmemi_warn(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)));
 SHMEMI_HIDDEN __attribute__((noreturn)) void shmemi_fatal(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)));
+
+/* For completion callbacks: records a failed operation (the waits then
+ * end the job with shmemi_fatal, outside progress). */
+SHMEMI_HIDDEN void shmemi_op_failed(pami_result_t result);
 
 /* Ends the program with a message unless shmem_init ran (fn names the
  * caller). */

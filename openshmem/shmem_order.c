@@ -7,8 +7,7 @@ static void fence_done(pami_context_t context, void *cookie,
 {
     (void)context;
     if (result != PAMI_SUCCESS)
-        shmemi_fatal("completing puts and atomics failed: %s",
-                     pami_error_text(result));
+        shmemi_op_failed(result);
     *(volatile int *)cookie = 1;
 }
 

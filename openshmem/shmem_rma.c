@@ -22,8 +22,7 @@ void shmemi_count_done(pami_context_t context, void *cookie,
 {
     (void)context;
     if (result != PAMI_SUCCESS)
-        shmemi_fatal("a put, get or atomic failed: %s",
-                     pami_error_text(result));
+        shmemi_op_failed(result);
     (*(volatile uint64_t *)cookie)--;
 }
 
@@ -35,6 +34,9 @@ void shmemi_wait_count(pami_context_t context, volatile uint64_t *count)
         if (*count != 0)
             pami_context_wait(context, 100);
     }
+    if (shmemi.op_error != PAMI_SUCCESS)
+        shmemi_fatal("a put, get or atomic failed: %s",
+                     pami_error_text(shmemi.op_error));
 }
 
 /* Issues one pami put or get; retries while pami says EAGAIN. */

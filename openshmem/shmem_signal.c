@@ -13,7 +13,7 @@ static void fence_done(pami_context_t context, void *cookie,
 {
     (void)context;
     if (result != PAMI_SUCCESS)
-        shmemi_fatal("put with signal: %s", pami_error_text(result));
+        shmemi_op_failed(result);
     *(volatile int *)cookie = 1;
 }
 

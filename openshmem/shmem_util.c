@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "shmem_internal.h"
 
@@ -38,16 +39,56 @@ void shmemi_warn(const char *fmt, ...)
     va_end(ap);
 }
 
+static double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* A failure may come from a PE that shmem_global_exit ended; the message
+ * that ends this PE with the right status is then on its way (from the
+ * PE that called it, which may have needed to connect first). When pami
+ * knows of a dead peer, give it up to 2 s; otherwise drain what is here.
+ * From a handler, advance refuses: no harm. */
+static void await_global_exit(void)
+{
+    pami_context_stats_t st;
+    double until;
+
+    if (!shmemi.initialized || shmemi.finalized || shmemi.context == NULL)
+        return;
+    until = now_s();
+    if (pami_context_stats(shmemi.context, &st) == PAMI_SUCCESS &&
+        st.peer_failures > 0)
+        until += 2.0;
+    do {
+        for (int i = 0; i < 100; i++)
+            pami_context_advance(shmemi.context, 16);
+        if (now_s() < until)
+            pami_context_wait(shmemi.context, 10);
+    } while (now_s() < until);
+}
+
+void shmemi_op_failed(pami_result_t result)
+{
+    if (shmemi.op_error == PAMI_SUCCESS)
+        shmemi.op_error = result;
+}
+
+static void check_op_error(void)
+{
+    if (shmemi.op_error != PAMI_SUCCESS)
+        shmemi_fatal("a put, get, atomic or fence failed: %s",
+                     pami_error_text(shmemi.op_error));
+}
+
 void shmemi_fatal(const char *fmt, ...)
 {
     va_list ap;
 
-    /* The failure may be a PE that shmem_global_exit ended: the message
-     * that ends this one is then already here, and its status is the
-     * one to exit with. From a handler, advance refuses: no harm. */
-    if (shmemi.initialized && !shmemi.finalized && shmemi.context != NULL)
-        for (int i = 0; i < 1000; i++)
-            pami_context_advance(shmemi.context, 16);
+    await_global_exit();
     va_start(ap, fmt);
     say("error", fmt, ap);
     va_end(ap);
@@ -110,6 +151,7 @@ void shmemi_wait_flag(pami_context_t context, volatile int *done)
             break;
         pami_context_wait(context, 100);
     }
+    check_op_error();
 }
 
 static void flag_done(pami_context_t context, void *cookie,
@@ -117,7 +159,7 @@ static void flag_done(pami_context_t context, void *cookie,
 {
     (void)context;
     if (result != PAMI_SUCCESS)
-        shmemi_fatal("operation failed: %s", pami_error_text(result));
+        shmemi_op_failed(result);
     *(volatile int *)cookie = 1;
 }
 
@@ -129,6 +171,7 @@ void shmemi_barrier_world(void)
     rc = pami_geometry_barrier(shmemi.context, shmemi.world);
     if (rc != PAMI_SUCCESS)
         shmemi_fatal("barrier failed: %s", pami_error_text(rc));
+    check_op_error();
 }
 
 int shmemi_allgather(const void *send, void *recv, size_t len)

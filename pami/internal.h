@@ -551,6 +551,11 @@ void pami_requests_destroy(struct pami_context *ctx);
 void pami_requests_free(struct pami_context *ctx);
 
 /* ---- active messages (am_recv.c, send.c) ---- */
+/* The shared-memory transport's settings for a context (shm_path.c). */
+#define SHM_ENTRY_HDR_BYTES 16
+void pami_shm_params(const pami_client_impl_t *c, size_t num_contexts,
+                     tp_worker_params_t *wp);
+
 void pami_am_recv(void *arg, const void *hdr, size_t hdr_len, void *data,
                   size_t data_len, void *rndv_desc);
 pami_result_t pami_send_ack(struct pami_context *ctx, uint32_t peer,
