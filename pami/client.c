@@ -188,7 +188,7 @@ pami_result_t pami_client_create(const char *name,
     if (rc != PAMI_SUCCESS)
         goto fail;
 
-    c->tp = &tp_ucx_ops;
+    c->tp = &tp_shm_ops; /* UCX alone when PAMI_SHM_FASTPATH is 0 */
     char        shm_dir[160];
     tp_params_t tpp = {
         .thread_shared = 1, /* contexts may live on different threads */

@@ -41,6 +41,15 @@
     X(rndv_via_origin, "PAMI_RNDV_VIA_ORIGIN", bool, "0",                    \
       "1 has the origin serve every large pami_send in chunk messages, "    \
       "as over TCP, instead of CMA on this node or a UCX get over RDMA")    \
+    X(shm_fastpath, "PAMI_SHM_FASTPATH", bool, "1",                          \
+      "1 sends active messages between endpoints of one node through "      \
+      "shared-memory queues (docs/protocols/shm-queue.md); 0: by UCX alone")\
+    X(shm_queue_lines, "PAMI_SHM_QUEUE_LINES", size, "256",                  \
+      "64-byte lines of each shared-memory queue a context receives on "     \
+      "(a power of two, 64..65536)")                                                            \
+    X(shm_entry_max, "PAMI_SHM_ENTRY_MAX", size, "2032",                     \
+      "bytes of a message one queue entry carries whole (16..65520, at "   \
+      "most half the queue); longer ones go in several entries")           \
     X(protocols, "PAMI_PROTOCOLS", list, "",                                 \
       "protocol plug-ins (shared objects) pami_client_create loads and "    \
       "registers, in order, separated by ':'")
@@ -57,6 +66,9 @@ typedef struct {
     size_t peer_timeout_ms;
     int    rma_owner;
     int    rndv_via_origin;
+    int    shm_fastpath;
+    size_t shm_queue_lines;
+    size_t shm_entry_max;
     char   protocols[4096];
 } pami_config_t;
 

@@ -16,7 +16,7 @@ static void loop_io_noop(void *arg, int fd)
     (void)fd;
 }
 
-static pami_result_t context_open(pami_client_impl_t *c, size_t offset,
+static pami_result_t context_open(pami_client_impl_t *c, size_t offset, size_t n,
                                   pami_context_t *out)
 {
     struct pami_context *ctx = calloc(1, sizeof(*ctx));
@@ -40,6 +40,7 @@ static pami_result_t context_open(pami_client_impl_t *c, size_t offset,
     pthread_mutex_init(&ctx->post_lock, NULL);
 
     tp_worker_params_t wp = {.am_fn = pami_am_recv, .am_arg = ctx};
+    pami_shm_params(c, n, &wp);
     int rc = ctx->tp->worker_create(c->tp_ctx, &wp, &ctx->worker);
     if (rc != 0) {
         free(ctx);
@@ -66,6 +67,7 @@ static void context_close(struct pami_context *ctx)
 {
     pami_requests_destroy(ctx);
     pami_self_discard(ctx);
+    pami_rma_done_free(ctx); /* reported by pami_requests_destroy */
     if (ctx->loop_io != NULL)
         evloop_libev_ops.io_del(ctx->loop, ctx->loop_io);
     evloop_libev_ops.destroy(ctx->loop);
@@ -174,7 +176,7 @@ pami_result_t pami_context_createv(pami_client_t c,
     pami_result_t rc = PAMI_SUCCESS;
     size_t made = 0;
     for (; made < n; made++) {
-        rc = context_open(c, made, &contexts[made]);
+        rc = context_open(c, made, n, &contexts[made]);
         if (rc != PAMI_SUCCESS)
             break;
     }
@@ -313,7 +315,8 @@ PAMI_PARAMS_LAYOUTS(stats_layouts, pami_context_stats_t,
                     PAMI_PARAMS_PREFIX(pami_context_stats_t, dropped_malformed),
                     PAMI_PARAMS_PREFIX(pami_context_stats_t, peer_failures),
                     PAMI_PARAMS_PREFIX(pami_context_stats_t, posted),
-                    PAMI_PARAMS_PREFIX(pami_context_stats_t, sleeps));
+                    PAMI_PARAMS_PREFIX(pami_context_stats_t, sleeps),
+                    PAMI_PARAMS_PREFIX(pami_context_stats_t, bad_regions));
 
 pami_result_t pami_context_stats_sized(pami_context_t ctx,
                                        pami_context_stats_t *stats,
@@ -324,6 +327,16 @@ pami_result_t pami_context_stats_sized(pami_context_t ctx,
     pami_result_t rc = pami_params_out(&stats_layouts, size);
     if (rc != PAMI_SUCCESS)
         return rc;
-    memcpy(stats, &ctx->stats, size);
+    pami_context_stats_t all = ctx->stats;
+    tp_stats_t ts = {0};
+    if (ctx->tp->stats != NULL)
+        ctx->tp->stats(ctx->worker, &ts);
+    all.shm_on       = (uint64_t)ts.shm_on;
+    all.shm_peers    = ts.shm_peers;
+    all.shm_sent     = ts.shm_sent;
+    all.shm_received = ts.shm_received;
+    all.shm_full     = ts.shm_full;
+    all.shm_wakeups  = ts.shm_wakeups;
+    memcpy(stats, &all, size);
     return PAMI_SUCCESS;
 }

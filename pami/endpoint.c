@@ -257,8 +257,12 @@ static pami_result_t peer_connect(struct pami_context *ctx, pami_peer_t *peer,
      * process when that task dies while we still answer a get it asked of
      * us (UCX emulates gets over TCP with messages). */
     bool remote = peer_errors_on(c, index);
-    int rc = ctx->tp->ep_create(ctx->worker, addr,
-                                remote ? TP_EP_PEER_ERRORS : 0,
+    /* A task of this node may be reached through the shared-memory
+     * queues (the transport decides; docs/protocols/shm-queue.md). */
+    unsigned flags = remote ? TP_EP_PEER_ERRORS : 0;
+    if (c->tasks[index / c->num_contexts].local)
+        flags |= TP_EP_LOCAL;
+    int rc = ctx->tp->ep_create(ctx->worker, addr, flags,
                                 remote ? peer_failed : NULL,
                                 remote ? peer : NULL, &peer->ep);
     if (rc != 0) {

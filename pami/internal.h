@@ -235,6 +235,15 @@ _Static_assert(sizeof(pami_post_item_t) <= sizeof(pami_work_t),
 
 typedef struct pami_self_msg pami_self_msg_t;
 
+/* A one-sided operation done during its call (load and store, CMA),
+ * waiting for advance to run its callbacks (rma_shm.c). */
+typedef struct {
+    pami_event_fn local_fn, remote_fn;
+    void         *cookie;
+    int32_t       region;   /* local region in use until then, or -1 */
+    pami_result_t result;
+} pami_rma_done_t;
+
 struct pami_context {
     struct pami_client   *client;
     size_t                offset;
@@ -262,11 +271,18 @@ struct pami_context {
     pami_self_msg_t     **self_tail;
     size_t                self_count;
     size_t                bounced;    /* REQ_IMM requests in flight */
+    /* Operations done during their call, reported in order from advance:
+     * a ring (power-of-two capacity) that rma_batch, queued among the
+     * finished requests while it is not empty, stands for. No request
+     * of the table each: the load-and-store path stays a few stores. */
+    pami_rma_done_t      *rma_done;
+    uint32_t              rma_done_head, rma_done_tail, rma_done_cap;
+    pami_request_t        rma_batch;
 
     pami_region_t        *regions;    /* memregion.c */
     size_t                nregions;
     pami_memregion_t      mr_verified; /* the last copy whose seal held */
-    size_t                mr_verified_len; /* its bytes compared, or 0 */
+    size_t                mr_verified_len; /* its sealed bytes, or 0: none */
     /* Where a peer's shared region of that copy is mapped here
      * (rma_shm.c): 0 not looked at yet, 1 at mr_verified_map, 2 none. */
     uint8_t               mr_verified_shm;
@@ -535,6 +551,11 @@ void pami_requests_destroy(struct pami_context *ctx);
 void pami_requests_free(struct pami_context *ctx);
 
 /* ---- active messages (am_recv.c, send.c) ---- */
+/* The shared-memory transport's settings for a context (shm_path.c). */
+#define SHM_ENTRY_HDR_BYTES 16
+void pami_shm_params(const pami_client_impl_t *c, size_t num_contexts,
+                     tp_worker_params_t *wp);
+
 void pami_am_recv(void *arg, const void *hdr, size_t hdr_len, void *data,
                   size_t data_len, void *rndv_desc);
 pami_result_t pami_send_ack(struct pami_context *ctx, uint32_t peer,
@@ -639,7 +660,9 @@ pami_result_t pami_rma_cma(struct pami_context *ctx, uint32_t index,
                            pami_event_fn remote_fn, void *cookie,
                            int32_t region);
 /* Ends an operation done during its call: its callbacks run from the
- * next advance with rc; region (or -1) stays in use until then. */
+ * next advance with rc; region (or -1) stays in use until then. Their
+ * ring is run by pami_request_report when it meets ctx->rma_batch, and
+ * freed by pami_rma_done_free at context close. */
 pami_result_t pami_rma_report_later(struct pami_context *ctx, uint32_t index,
                                     pami_result_t rc, pami_event_fn local_fn,
                                     pami_event_fn remote_fn, void *cookie,
@@ -649,6 +672,8 @@ pami_result_t pami_rma_report_later(struct pami_context *ctx, uint32_t index,
  * or it cannot be mapped); v must be the copy pami_mr_decode verified
  * last on ctx. */
 void *pami_rma_shm_base(struct pami_context *ctx, const pami_mr_view_t *v);
+unsigned pami_rma_done_report(struct pami_context *ctx);
+void pami_rma_done_free(struct pami_context *ctx);
 pami_result_t pami_rma_shm_xfer(struct pami_context *ctx, uint32_t index,
                                 bool put, void *local, size_t bytes,
                                 uint8_t *remote, pami_event_fn local_fn,
@@ -657,9 +682,38 @@ pami_result_t pami_rma_shm_xfer(struct pami_context *ctx, uint32_t index,
 pami_result_t pami_rma_shm_rmw(struct pami_context *ctx, uint32_t index,
                                const pami_rmw_t *p, uint8_t *remote);
 /* A sequentially consistent pami_rmw_op_t of size 4 or 8 at addr; the old
- * value. */
-uint64_t pami_atomic_apply(void *addr, size_t size, int op, uint64_t value,
-                           uint64_t compare);
+ * value. Inline: the load-and-store path is a handful of instructions. */
+static inline uint64_t pami_atomic_apply(void *addr, size_t size, int op, uint64_t value,
+                           uint64_t compare)
+{
+    if (size == 4) {
+        uint32_t *p = addr, v = (uint32_t)value, old;
+        switch (op) {
+        case PAMI_RMW_SWAP:
+            return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);
+        case PAMI_RMW_CSWAP:
+            old = (uint32_t)compare;
+            __atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_SEQ_CST);
+            return old;
+        default:
+            return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
+        }
+    }
+    uint64_t *p = addr, old;
+    switch (op) {
+    case PAMI_RMW_SWAP:
+        return __atomic_exchange_n(p, value, __ATOMIC_SEQ_CST);
+    case PAMI_RMW_CSWAP:
+        old = compare;
+        __atomic_compare_exchange_n(p, &old, value, false, __ATOMIC_SEQ_CST,
+                                    __ATOMIC_SEQ_CST);
+        return old;
+    default:
+        return __atomic_fetch_add(p, value, __ATOMIC_SEQ_CST);
+    }
+}
+
 /* Reads bytes at src of process pid into dst, a large read on two cores
  * when spare_core (rma_cma.c); 0 or an errno, ESRCH when pid is gone. */
 int pami_cma_read(pid_t pid, void *dst, uint64_t src, size_t bytes,

@@ -295,6 +295,14 @@ typedef struct {
     uint64_t bad_regions;       /* memregions refused: forged, corrupted,
                                    of another job (from the program or
                                    the wire) */
+    /* The shared-memory queues between endpoints of one node
+     * (PAMI_SHM_FASTPATH; docs/protocols/shm-queue.md). */
+    uint64_t shm_on;            /* 1 when this context's queues are on */
+    uint64_t shm_peers;         /* endpoints that send by queue */
+    uint64_t shm_sent;          /* messages sent by queue */
+    uint64_t shm_received;      /* messages taken from queues */
+    uint64_t shm_full;          /* sends that found their queue full */
+    uint64_t shm_wakeups;       /* sleeping peers woken */
 } pami_context_stats_t;
 
 PAMI_EXPORT

@@ -213,6 +213,10 @@ unsigned pami_request_report(struct pami_context *ctx)
         if (ctx->done_head == NULL)
             ctx->done_tail = &ctx->done_head;
         req->queued = false;
+        if (req == &ctx->rma_batch) {
+            n += pami_rma_done_report(ctx);
+            continue;
+        }
         n++;
         /* Chunk messages of an origin-served transfer still out: it
          * reports after them (rndv_msg.c queues it again). */

@@ -362,7 +362,9 @@ pami_result_t pami_rmw_sized(pami_context_t ctx, const pami_rmw_t *p,
                                   p->remote_offset, p->size, &index, &v);
     if (rc != PAMI_SUCCESS)
         return rc;
-    PAMI_CHECK((v.base + p->remote_offset) % p->size == 0, PAMI_INVAL, "rma",
+    /* size is 4 or 8: a mask, not a division (tens of cycles). */
+    PAMI_CHECK(((v.base + p->remote_offset) & (p->size - 1)) == 0,
+               PAMI_INVAL, "rma",
                "rmw at address 0x%llx is not aligned to %zu",
                (unsigned long long)(v.base + p->remote_offset), p->size);
     /* For a compare-and-swap UCX wants the new value in the reply buffer,

@@ -4,6 +4,7 @@
  * memcpy and the CPU's atomics, done during the call, reported from the
  * next advance (docs/protocols/rma.md, "Load and store").
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -25,35 +26,56 @@ void *pami_rma_shm_base(struct pami_context *ctx, const pami_mr_view_t *v)
     return base;
 }
 
-uint64_t pami_atomic_apply(void *addr, size_t size, int op, uint64_t value,
-                           uint64_t compare)
+static bool done_grow(struct pami_context *ctx)
 {
-    if (size == 4) {
-        uint32_t *p = addr, v = (uint32_t)value, old;
-        switch (op) {
-        case PAMI_RMW_SWAP:
-            return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);
-        case PAMI_RMW_CSWAP:
-            old = (uint32_t)compare;
-            __atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_SEQ_CST,
-                                        __ATOMIC_SEQ_CST);
-            return old;
-        default:
-            return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
-        }
+    uint32_t cap = ctx->rma_done_cap ? ctx->rma_done_cap * 2 : 64;
+    pami_rma_done_t *r = malloc(cap * sizeof(*r));
+    if (r == NULL)
+        return false;
+    uint32_t n = ctx->rma_done_tail - ctx->rma_done_head;
+    for (uint32_t i = 0; i < n; i++)
+        r[i] = ctx->rma_done[(ctx->rma_done_head + i) &
+                             (ctx->rma_done_cap - 1)];
+    free(ctx->rma_done);
+    ctx->rma_done      = r;
+    ctx->rma_done_cap  = cap;
+    ctx->rma_done_head = 0;
+    ctx->rma_done_tail = n;
+    if (ctx->rma_batch.ctx == NULL) {
+        ctx->rma_batch.ctx  = ctx;
+        ctx->rma_batch.kind = REQ_RMA;
+        ctx->rma_batch.peer = UINT32_MAX;
     }
-    uint64_t *p = addr, old;
-    switch (op) {
-    case PAMI_RMW_SWAP:
-        return __atomic_exchange_n(p, value, __ATOMIC_SEQ_CST);
-    case PAMI_RMW_CSWAP:
-        old = compare;
-        __atomic_compare_exchange_n(p, &old, value, false, __ATOMIC_SEQ_CST,
-                                    __ATOMIC_SEQ_CST);
-        return old;
-    default:
-        return __atomic_fetch_add(p, value, __ATOMIC_SEQ_CST);
-    }
+    return true;
+}
+
+/* Room for one more entry (grown when full). */
+static inline bool done_room(struct pami_context *ctx)
+{
+    return likely(ctx->rma_done_tail - ctx->rma_done_head !=
+                  ctx->rma_done_cap) ||
+           done_grow(ctx);
+}
+
+/* Appends an entry there is room for; the batch joins the finished
+ * requests if it is not among them. */
+static inline void done_push(struct pami_context *ctx, pami_result_t rc,
+                             pami_event_fn local_fn, pami_event_fn remote_fn,
+                             void *cookie, int32_t region)
+{
+    pami_rma_done_t *d =
+        &ctx->rma_done[ctx->rma_done_tail++ & (ctx->rma_done_cap - 1)];
+    d->local_fn  = local_fn;
+    d->remote_fn = remote_fn;
+    d->cookie    = cookie;
+    d->region    = region;
+    d->result    = rc;
+    /* A local region stays in use until the callbacks ran, as on the
+     * other paths: destroy waits for them. */
+    if (region >= 0)
+        ctx->regions[region].users++;
+    if (!ctx->rma_batch.queued)
+        pami_request_done(&ctx->rma_batch, PAMI_SUCCESS);
 }
 
 pami_result_t pami_rma_report_later(struct pami_context *ctx, uint32_t index,
@@ -61,23 +83,38 @@ pami_result_t pami_rma_report_later(struct pami_context *ctx, uint32_t index,
                                     pami_event_fn remote_fn, void *cookie,
                                     int32_t region)
 {
-    pami_request_t *req = pami_request_get(ctx);
-    if (unlikely(req == NULL))
+    (void)index;
+    if (!done_room(ctx))
         return PAMI_ENOMEM;
-    req->kind       = REQ_RMA;
-    req->peer       = index;
-    req->local_fn   = local_fn;
-    req->remote_fn  = remote_fn;
-    req->cookie     = cookie;
-    req->ack_result = PAMI_SUCCESS;
-    /* A local region stays in use until the callbacks ran, as on the
-     * other paths: destroy waits for them. */
-    if (region >= 0) {
-        req->region = region;
-        ctx->regions[region].users++;
-    }
-    pami_request_done(req, rc);
+    done_push(ctx, rc, local_fn, remote_fn, cookie, region);
     return PAMI_SUCCESS;
+}
+
+unsigned pami_rma_done_report(struct pami_context *ctx)
+{
+    unsigned n = 0;
+    /* A callback may start more: they are run too (as finished requests
+     * queued meanwhile are); each entry is copied out first, the ring
+     * may grow under it. */
+    while (ctx->rma_done_head != ctx->rma_done_tail) {
+        pami_rma_done_t d = ctx->rma_done[ctx->rma_done_head++ &
+                                          (ctx->rma_done_cap - 1)];
+        if (d.region >= 0)
+            ctx->regions[d.region].users--;
+        if (d.local_fn != NULL)
+            d.local_fn(ctx, d.cookie, d.result);
+        if (d.remote_fn != NULL)
+            d.remote_fn(ctx, d.cookie, d.result);
+        n++;
+    }
+    return n;
+}
+
+void pami_rma_done_free(struct pami_context *ctx)
+{
+    free(ctx->rma_done);
+    ctx->rma_done = NULL;
+    ctx->rma_done_cap = ctx->rma_done_head = ctx->rma_done_tail = 0;
 }
 
 pami_result_t pami_rma_shm_xfer(struct pami_context *ctx, uint32_t index,
@@ -86,41 +123,45 @@ pami_result_t pami_rma_shm_xfer(struct pami_context *ctx, uint32_t index,
                                 pami_event_fn remote_fn, void *cookie,
                                 int32_t region)
 {
+    (void)index;
+    /* Room first: once the data moved, a failure could no longer mean
+     * "nothing happened". */
+    if (!done_room(ctx))
+        return PAMI_ENOMEM;
     if (bytes == 0) {
         /* Nothing moves (local may be NULL). */
     } else if (put) {
         memcpy(remote, local, bytes);
-        /* remote_fn says the data is in the owner's memory: the stores
-         * are visible to every task before any callback can run. */
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        /* remote_fn says the data is in the owner's memory: a release
+         * fence orders these stores before every store this task makes
+         * after the call (the flag or message by which the program tells
+         * the owner), so whoever sees that sees the data. x86 keeps
+         * stores in order anyway (no instruction); ARM needs a dmb. */
+        __atomic_thread_fence(__ATOMIC_RELEASE);
     } else {
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
         memcpy(local, remote, bytes);
     }
-    return pami_rma_report_later(ctx, index, PAMI_SUCCESS, local_fn,
-                                 remote_fn, cookie, region);
+    done_push(ctx, PAMI_SUCCESS, local_fn, remote_fn, cookie, region);
+    return PAMI_SUCCESS;
 }
 
 pami_result_t pami_rma_shm_rmw(struct pami_context *ctx, uint32_t index,
                                const pami_rmw_t *p, uint8_t *remote)
 {
-    /* Take the request first: once the atomic is applied, a failure could
-     * no longer mean "nothing happened". */
-    pami_request_t *req = pami_request_get(ctx);
-    if (unlikely(req == NULL))
+    (void)index;
+    if (!done_room(ctx))
         return PAMI_ENOMEM;
     uint64_t old = pami_atomic_apply(remote, p->size, p->op, p->value,
                                      p->compare);
-    if (p->result != NULL) {
+    if (p->result == NULL)
+        ;
+    else if (p->size == 8)
+        memcpy(p->result, &old, 8);
+    else {
         uint32_t old32 = (uint32_t)old;
-        memcpy(p->result, p->size == 4 ? (const void *)&old32
-                                       : (const void *)&old, p->size);
+        memcpy(p->result, &old32, 4);
     }
-    req->kind       = REQ_RMA;
-    req->peer       = index;
-    req->local_fn   = p->done_fn;
-    req->cookie     = p->cookie;
-    req->ack_result = PAMI_SUCCESS;
-    pami_request_done(req, PAMI_SUCCESS);
+    done_push(ctx, PAMI_SUCCESS, p->done_fn, NULL, p->cookie, -1);
     return PAMI_SUCCESS;
 }

@@ -1,7 +1,9 @@
 /*
- * Transport seam. UCX is the only transport; the ops table exists so a test
- * adapter can wrap it (delay, reorder across endpoints, kill a peer) and so
- * pami/ never includes a UCX header. Functions return 0 or a negative errno:
+ * Transport seam. UCX carries everything; tp_shm_ops (shm.c) sits on top
+ * of it and carries active messages between endpoints of one node through
+ * shared-memory queues. The ops table also lets a test adapter wrap it
+ * (delay, reorder across endpoints, kill a peer) and keeps UCX headers out
+ * of pami/. Functions return 0 or a negative errno:
  * -EAGAIN no resources now, -ENOMEM, -EINVAL, -ECONNRESET peer gone,
  * -ECANCELED canceled by close, -EIO anything else.
  *
@@ -47,10 +49,28 @@ typedef struct {
     const char *shm_dir;
 } tp_params_t;
 
+/* A queue entry from a node peer that does not decode: the queue is read
+ * no more. */
+typedef void (*tp_drop_fn)(void *arg, const char *why);
+
 typedef struct {
     tp_am_fn am_fn;
     void    *am_arg;
+    /* tp_shm_ops only; shm_on 0 makes it UCX alone. */
+    int        shm_on;
+    uint32_t   shm_queue_lines; /* lines of 64 bytes per queue, power of 2 */
+    uint32_t   shm_entry_lines; /* lines of the largest entry */
+    uint32_t   shm_max_queues;  /* senders a worker takes by queue */
+    size_t     shm_msg_max;     /* longest message (header + data) */
+    tp_drop_fn drop_fn;         /* called with am_arg */
 } tp_worker_params_t;
+
+/* Counters of the shared-memory queues of one worker. */
+typedef struct {
+    int      shm_on;
+    uint64_t shm_sent, shm_received, shm_full, shm_wakeups, shm_peers;
+    uint64_t shm_dropped;
+} tp_stats_t;
 
 typedef struct {
     char   version[32];
@@ -66,6 +86,8 @@ enum {
      * endpoint to transports that can tell (TCP), so pami uses it on a
      * second, idle endpoint that only watches the peer. */
     TP_EP_PEER_ERRORS = 1u << 0,
+    /* The peer is on this node (tp_shm_ops may use its queues). */
+    TP_EP_LOCAL = 1u << 1,
 };
 
 typedef struct tp_ops {
@@ -126,10 +148,13 @@ typedef struct tp_ops {
     int  (*atomic)(tp_ep_t *ep, int op, size_t size, const void *value,
                    void *result, uint64_t raddr, tp_rkey_t *rkey,
                    tp_req_t *req);
+    /* Optional (NULL: none). */
+    void (*stats)(tp_worker_t *worker, tp_stats_t *stats);
 } tp_ops_t;
 
 enum { TP_ATOMIC_ADD, TP_ATOMIC_FADD, TP_ATOMIC_SWAP, TP_ATOMIC_CSWAP };
 
 extern const tp_ops_t tp_ucx_ops;
+extern const tp_ops_t tp_shm_ops;
 
 #endif

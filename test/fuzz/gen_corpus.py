@@ -534,6 +534,32 @@ def profile_seeds():
     yield "not-json", b"{ \"format_version\": 1, [ }"
 
 
+def shmq_raw(nlines=1, kind=1, flags=3, hdr=8, frag=18, total=18, move=1,
+             payload=b""):
+    return (u8(0) + u16(nlines) + u8(kind) + u8(flags) + u16(hdr) + u16(frag)
+            + u32(total) + u8(move - 1) + payload)
+
+
+def shmq_msg(hdr, data):
+    return u8(1) + u16(hdr) + u16(data)
+
+
+def shmq_seeds():
+    """test/fuzz/fuzz_shmq.c: ring of 64 lines, entries of 32, 64 KiB."""
+    head = u8(0) + u8(31) + u8(63)
+    yield "round-trip", head + b"".join(
+        shmq_msg(h, d) for h, d in [(8, 10), (8, 200), (18, 3000), (0, 0),
+                                    (100, 9000), (8, 40)] * 4)
+    yield "one-line", head + shmq_raw(payload=bytes(48))
+    yield "two-entries", head + shmq_raw(2, 1, 1, 8, 100, 150, 2) + \
+        shmq_raw(1, 1, 2, 0, 50, 0, 1)
+    yield "pad", head + shmq_raw(64, 2, 0, 0, 0, 0, 32)
+    yield "lines-too-many", head + shmq_raw(40, 1, 3, 8, 2000, 2000, 32)
+    yield "continuation-alone", head + shmq_raw(1, 1, 2, 0, 10, 0, 1)
+    yield "header-past-total", head + shmq_raw(1, 1, 3, 30, 18, 18, 1)
+    yield "huge-total", head + shmq_raw(1, 1, 1, 8, 40, 0xffffffff, 1)
+
+
 TARGETS = {
     "am": am_seeds, "rndv": rndv_seeds, "rndv_chunk": rndv_chunk_seeds,
     "memregion": memregion_seeds,
@@ -541,7 +567,7 @@ TARGETS = {
     "coll_shm": cshm_seeds,
     "shmb": shmb_seeds, "config": config_seeds,
     "bootstrap": bootstrap_seeds, "pamirun": pamirun_seeds,
-    "profile": profile_seeds,
+    "profile": profile_seeds, "shmq": shmq_seeds,
 }
 
 

@@ -27,6 +27,8 @@ typedef enum {
     T_PUT_BW,
     T_GET_BW,
     T_RMW_LAT,
+    T_PUT_LAT_SHM,             /* put_lat on memory pami allocated shared */
+    T_RMW_LAT_SHM,             /* rmw_lat on the same */
     T_P2P_COUNT,               /* above: two tasks, task 1 serves */
     T_BARRIER = T_P2P_COUNT,   /* below: every task runs the loop */
     T_SVD_UPDATE,
@@ -110,6 +112,12 @@ typedef struct {
     bool            own_mr;        /* mr was created */
     pami_memregion_t mr;           /* our rbuf */
     pami_memregion_t peer_mr;      /* the peer's rbuf */
+    /* The *_shm tests: a region pami_memregion_alloc made, and the
+     * peer's. */
+    bool            have_shm;      /* both tasks have one */
+    void           *shm;
+    pami_memregion_t shm_mr;
+    pami_memregion_t peer_shm_mr;
     uint64_t        fetch;         /* rmw result */
 
     /* Task 1: the plan of the measurement it serves. */
@@ -249,7 +257,9 @@ void bench_mpi_joint_barrier(void (*poll)(void *arg), void *arg);
 
 /* ---- ucx_side.c ---- */
 /* Which UCP pattern stands against a pami line. */
-typedef enum { UCX_SAME, UCX_GET_FOR_SEND } ucx_variant_t;
+/* For the *_shm tests UCX_SAME is UCP on memory ucp_mem_map allocated,
+ * UCX_PRIVATE the same operation on the private rbuf. */
+typedef enum { UCX_SAME, UCX_GET_FOR_SEND, UCX_PRIVATE } ucx_variant_t;
 
 ucx_side_t *ucx_side_create(bench_t *b);
 /* Connects to the peer; run by both tasks, through pami. */
@@ -297,6 +307,9 @@ typedef struct {
     double   cpu_share;
     unsigned redone;
     double   vs_floor; /* am_lat: pami / floor_lat beside it; <= 0: none */
+    /* *_shm: UCP's median on the private buffers, in the same repetitions
+     * (<= 0: none). */
+    double   ucx_private;
 } quality_t;
 
 /* The floor_lat and floor_rate lines (medians only). */

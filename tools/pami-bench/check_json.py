@@ -13,7 +13,9 @@ the wrong type, when a median lies outside its spread, or when the ucx
 (or, for group tests, mpi) values and the ratio are missing with --ucx
 (--mpi), or present without it. With --ucx (the two tasks share a node)
 the floor_lat and floor_rate lines must be there and every am_lat line
-must carry vs_floor. --group names the lines a group run must
+must carry vs_floor, and every put_lat_shm and rmw_lat_shm line a
+positive ucx_private_us (UCP on the private buffers; absent without
+--ucx). --group names the lines a group run must
 print (e.g. barrier_packets). --coll names collective tests (allreduce,
 bcast, allgather, alltoall, reduce_scatter): every line must belong to one
 of them (registry name of its collective, e.g. allreduce_ring, or
@@ -38,7 +40,11 @@ TESTS = {
     "put_bw": "bw_gbps",
     "get_bw": "bw_gbps",
     "rmw_lat": "lat_us",
+    "put_lat_shm": "lat_us",
+    "rmw_lat_shm": "lat_us",
 }
+# Lines that also carry UCP's figure on the private buffers with --ucx.
+PRIVATE = ("put_lat_shm", "rmw_lat_shm")
 # Collective tests: the registry's prefix of their lines, their MPI call,
 # whether they reduce doubles.
 COLLS = {
@@ -127,6 +133,13 @@ def check_line(obj, ucx, errors):
     elif "vs_floor" in obj:
         errors.append("%s: vs_floor outside an am_lat line with --vs-ucx"
                       % where)
+    if test in PRIVATE and ucx:
+        if not number(obj.get("ucx_private_us")) or \
+                obj["ucx_private_us"] <= 0:
+            errors.append("%s: no ucx_private_us" % where)
+    elif "ucx_private_us" in obj:
+        errors.append("%s: ucx_private_us outside a *_shm line with "
+                      "--vs-ucx" % where)
     if ucx and not obj.get("ucx_op"):
         errors.append("%s: no ucx_op" % where)
 

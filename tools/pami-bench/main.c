@@ -91,6 +91,12 @@ static void usage(FILE *f)
         "  put_bw    pami_put windows closed by pami_fence_endpoint\n"
         "  get_bw    pami_get windows\n"
         "  rmw_lat   8 B fetch-add round trip\n"
+        "  put_lat_shm  put_lat on a region pami_memregion_alloc made (on\n"
+        "            one node: a store through pami's mapping); ucx: UCP on\n"
+        "            memory ucp_mem_map allocated (UCP_MEM_MAP_ALLOCATE);\n"
+        "            ucx_private_us: UCP on put_lat's private buffers, in\n"
+        "            the same repetitions\n"
+        "  rmw_lat_shm  rmw_lat the same way\n"
         "group tests (any number of tasks, named explicitly):\n"
         "  barrier     pami_barrier_wait with each algorithm\n"
         "  svd_update  pami_svd_update_wait to 1, 4, 7 users, 64 B .. 4 MiB\n"
@@ -251,6 +257,8 @@ static plan_t make_plan(const opts_t *o, test_id_t t, size_t bytes)
     case T_AM_LAT:
     case T_PUT_LAT:
     case T_RMW_LAT:
+    case T_PUT_LAT_SHM:
+    case T_RMW_LAT_SHM:
         p.ops      = or_default(o->iters, 10000);
         p.warm_ops = or_default(o->warmup, 1000);
         break;
@@ -350,7 +358,8 @@ static summary_t floor_last;
 
 static bool is_lat(test_id_t t)
 {
-    return t == T_AM_LAT || t == T_PUT_LAT || t == T_RMW_LAT;
+    return t == T_AM_LAT || t == T_PUT_LAT || t == T_RMW_LAT ||
+           t == T_PUT_LAT_SHM || t == T_RMW_LAT_SHM;
 }
 
 /* Measures and prints the floor; false without one. */
@@ -369,7 +378,8 @@ static void run_line(bench_t *b, test_id_t t, size_t bytes)
     unsigned  reps = b->opt.reps;
     bool      vs   = b->opt.vs_ucx;
     bool      get  = vs && t == T_SEND_BW;
-    double    ps[64], us[64], gs[64];
+    bool      priv = vs && (t == T_PUT_LAT_SHM || t == T_RMW_LAT_SHM);
+    double    ps[64], us[64], gs[64], vs_priv[64];
     quality_t q    = {.cpu_share = 1.0};
     /* The floor before and after each latency line, so that a change of
      * the machine's state during the line shows; the line after reuses
@@ -383,7 +393,7 @@ static void run_line(bench_t *b, test_id_t t, size_t bytes)
 
     for (unsigned r = 0; r < reps;) {
         cpu_mark_t m = cpu_mark(b);
-        double     pv = -1, uv = -1, gv = -1;
+        double     pv = -1, uv = -1, gv = -1, xv = -1;
         /* Alternate who goes first, so a drift of the machine does not
          * always favour the same side. */
         if (r % 2 == 0)
@@ -394,6 +404,8 @@ static void run_line(bench_t *b, test_id_t t, size_t bytes)
             if (get)
                 gv = to_metric(&p, ucx_side_run(b->ucx, b, &p,
                                                 UCX_GET_FOR_SEND));
+            if (priv)
+                xv = to_metric(&p, ucx_side_run(b->ucx, b, &p, UCX_PRIVATE));
             ucx_side_leave(b->ucx, b);
         }
         if (r % 2 == 1)
@@ -410,10 +422,15 @@ static void run_line(bench_t *b, test_id_t t, size_t bytes)
         ps[r] = pv;
         us[r] = uv;
         gs[r] = gv;
+        vs_priv[r] = xv;
         r++;
     }
     summary_t sp = summarize(ps, reps);
     summary_t su = vs ? summarize(us, reps) : (summary_t){0};
+    if (priv) {
+        summary_t sx = summarize(vs_priv, reps);
+        q.ucx_private = sx.valid ? sx.median : 0;
+    }
     metric_t  m  = test_metric(t);
     if (fl && before.valid && floor_line(b) && t == T_AM_LAT && sp.valid)
         q.vs_floor = sp.median / ((before.median + floor_last.median) / 2);
@@ -434,7 +451,8 @@ static void drive(bench_t *b)
         if (!(b->opt.tests & (1u << t)))
             continue;
         bool rma = t == T_PUT_LAT || t == T_PUT_BW || t == T_GET_BW ||
-                   t == T_RMW_LAT;
+                   t == T_RMW_LAT || t == T_PUT_LAT_SHM ||
+                   t == T_RMW_LAT_SHM;
         if (rma && !b->have_rma && !warned) {
             fprintf(stderr, "pami-bench: pami memory regions are not "
                             "available here; RMA lines have no pami "
@@ -480,8 +498,14 @@ typedef struct {
     uint32_t         vs_ucx;
     uint64_t         buf_bytes;
     uint64_t         pid;
+    uint32_t         have_shm;
+    uint32_t         reserved;
     pami_memregion_t mr;
+    pami_memregion_t shm_mr;
 } card_t;
+
+/* The *_shm tests' target: one page is plenty for 8 B at offset 0. */
+#define SHM_BYTES 4096
 
 static void *alloc_buffer(size_t bytes)
 {
@@ -534,6 +558,13 @@ static void setup(bench_t *b)
     else if (b->me == 0)
         fprintf(stderr, "pami-bench: pami_memregion_create: %s\n",
                 pami_error_text(rc));
+    rc = pami_memregion_alloc(b->ctx, SHM_BYTES, &b->shm, &b->shm_mr);
+    mine.have_shm = rc == PAMI_SUCCESS;
+    if (mine.have_shm)
+        mine.shm_mr = b->shm_mr;
+    else
+        fprintf(stderr, "pami-bench: task %u: pami_memregion_alloc: %s\n",
+                b->me, pami_error_text(rc));
     size_t len;
     card_t *theirs = pami_side_exchange(b, &mine, sizeof(mine), &len, NULL,
                                         NULL);
@@ -547,6 +578,8 @@ static void setup(bench_t *b)
         if (a.local_tasks[i] == 1 - b->me)
             b->peer_pid = (long)theirs->pid;
     b->peer_mr  = theirs->mr;
+    b->have_shm = mine.have_shm && theirs->have_shm;
+    b->peer_shm_mr = theirs->shm_mr;
     free(theirs);
 
     if (b->opt.vs_ucx) {
@@ -567,6 +600,9 @@ static void teardown(bench_t *b)
     if (b->own_mr)
         bench_check(pami_memregion_destroy(b->ctx, &b->mr),
                     "pami_memregion_destroy");
+    if (b->shm != NULL)
+        bench_check(pami_memregion_destroy(b->ctx, &b->shm_mr),
+                    "pami_memregion_destroy of the shared region");
     bench_check(pami_client_destroy(&b->client), "pami_client_destroy");
     free(b->sbuf);
     free(b->rbuf);

@@ -323,7 +323,9 @@ static double run_put_lat(bench_t *b, const plan_t *p)
     counters_t *c = &b->pami_cnt;
     uint64_t base = c->done;
     pami_rma_t r = {.dest = b->peer, .local = b->sbuf, .bytes = p->bytes,
-                    .remote_mr = &b->peer_mr, .remote_fn = count_done,
+                    .remote_mr = p->test == T_PUT_LAT_SHM ? &b->peer_shm_mr
+                                                          : &b->peer_mr,
+                    .remote_fn = count_done,
                     .cookie = (void *)&c->done};
     double t0 = bench_now();
     for (size_t i = 0; i < p->warm_ops + p->ops; i++) {
@@ -381,7 +383,9 @@ static double run_rmw_lat(bench_t *b, const plan_t *p)
 {
     counters_t *c = &b->pami_cnt;
     uint64_t base = c->done;
-    pami_rmw_t r = {.dest = b->peer, .remote_mr = &b->peer_mr,
+    pami_rmw_t r = {.dest = b->peer,
+                    .remote_mr = p->test == T_RMW_LAT_SHM ? &b->peer_shm_mr
+                                                          : &b->peer_mr,
                     .op = PAMI_RMW_FETCH_ADD, .size = sizeof(uint64_t),
                     .value = 1, .result = &b->fetch, .done_fn = count_done,
                     .cookie = (void *)&c->done};
@@ -401,6 +405,9 @@ double pami_side_run(bench_t *b, const plan_t *p)
                p->test == T_GET_BW || p->test == T_RMW_LAT;
     if (rma && !b->have_rma)
         return -1;
+    bool shm = p->test == T_PUT_LAT_SHM || p->test == T_RMW_LAT_SHM;
+    if (shm && !b->have_shm)
+        return -1;
     pami_side_ctrl(b, CTRL_SETUP, p);
     switch (p->test) {
     case T_AM_LAT:  return run_am_lat(b, p);
@@ -410,6 +417,8 @@ double pami_side_run(bench_t *b, const plan_t *p)
     case T_PUT_BW:  return run_put_bw(b, p);
     case T_GET_BW:  return run_get_bw(b, p);
     case T_RMW_LAT: return run_rmw_lat(b, p);
+    case T_PUT_LAT_SHM: return run_put_lat(b, p);
+    case T_RMW_LAT_SHM: return run_rmw_lat(b, p);
     default:        return -1;
     }
 }

@@ -19,6 +19,8 @@ static const struct {
     [T_PUT_BW]  = {"put_bw", METRIC_BW_GBPS},
     [T_GET_BW]  = {"get_bw", METRIC_BW_GBPS},
     [T_RMW_LAT] = {"rmw_lat", METRIC_LAT_US},
+    [T_PUT_LAT_SHM] = {"put_lat_shm", METRIC_LAT_US},
+    [T_RMW_LAT_SHM] = {"rmw_lat_shm", METRIC_LAT_US},
     [T_BARRIER] = {"barrier", METRIC_LAT_US},
     [T_SVD_UPDATE] = {"svd_update", METRIC_LAT_US},
     [T_ALLREDUCE] = {"allreduce", METRIC_LAT_US},
@@ -80,6 +82,8 @@ double to_metric(const plan_t *plan, double seconds)
         return seconds * 1e6 / ops / 2.0;
     case T_PUT_LAT: /* one operation and its remote completion */
     case T_RMW_LAT:
+    case T_PUT_LAT_SHM:
+    case T_RMW_LAT_SHM:
         return seconds * 1e6 / ops;
     case T_AM_RATE:
         return ops / seconds;
@@ -98,8 +102,10 @@ void report_header(const bench_t *b)
     printf("# each value: median [min .. max] of %u measurements; "
            "ratio = pami / ucx median\n", b->opt.reps);
     printf("# lat_us: am_lat half round trip, put_lat put + remote "
-           "completion, rmw_lat fetch-add round trip; rate_mps: "
-           "messages/s; bw_gbps: 1e9 B/s\n");
+           "completion, rmw_lat fetch-add round trip (*_shm: on memory "
+           "pami_memregion_alloc / ucp_mem_map allocated; private: UCP on "
+           "the private buffers); rate_mps: messages/s; bw_gbps: 1e9 "
+           "B/s\n");
     printf("# cpu: least share of a kept repetition in which no task "
            "waited for a CPU; redo: repetitions measured again because it "
            "was below %.2f\n", b->opt.min_cpu);
@@ -189,6 +195,8 @@ void report_line(const bench_t *b, const char *test, size_t bytes,
             printf(", \"ucx_op\": null");
         if (q->vs_floor > 0)
             printf(", \"vs_floor\": %.6g", q->vs_floor);
+        if (q->ucx_private > 0)
+            printf(", \"ucx_private_us\": %.6g", q->ucx_private);
         printf(", \"reps\": %u, \"ops\": %zu, \"window\": %zu, "
                "\"cpu_share\": %.3f, \"redone\": %u}\n", b->opt.reps,
                plan->ops, plan->window, q->cpu_share, q->redone);
@@ -205,9 +213,12 @@ void report_line(const bench_t *b, const char *test, size_t bytes,
             snprintf(f, sizeof(f), "%.2f", q->vs_floor);
         else
             snprintf(f, sizeof(f), "-");
-        printf("%-12s %9zu %-9s %-30s %-30s %7s %5.2f %4u %6s  %s\n", test,
+        char priv[48] = "";
+        if (q->ucx_private > 0)
+            snprintf(priv, sizeof(priv), "; private %.3f", q->ucx_private);
+        printf("%-12s %9zu %-9s %-30s %-30s %7s %5.2f %4u %6s  %s%s\n", test,
                bytes, metric_name(metric), p, u, r, q->cpu_share, q->redone,
-               f, vs ? ucx_op : "-");
+               f, vs ? ucx_op : "-", priv);
     }
     fflush(stdout);
 }

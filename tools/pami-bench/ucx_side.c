@@ -16,6 +16,10 @@
  *   put_bw    windows of ucp_put_nbx, then ucp_ep_flush_nbx
  *   get_bw    windows of ucp_get_nbx, each with a completion callback
  *   rmw_lat   ucp_atomic_op_nbx fetch-add (64-bit), one at a time
+ *   put_lat_shm, rmw_lat_shm  put_lat and rmw_lat on a page task 1
+ *             allocated with ucp_mem_map(UCP_MEM_MAP_ALLOCATE), which UCX
+ *             may place where its shared-memory transports reach it; the
+ *             private variant runs them on rbuf, as put_lat and rmw_lat
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +44,12 @@ struct ucx_side {
     ucp_ep_h       ep;
     ucp_rkey_h     peer_rkey; /* the peer's rbuf */
     uint64_t       peer_rbuf;
+    ucp_mem_h      shm_memh;  /* our page UCP allocated */
+    void          *shm_rkey_buf;
+    size_t         shm_rkey_len;
+    uint64_t       shm_addr;
+    ucp_rkey_h     peer_shm_rkey; /* the peer's such page */
+    uint64_t       peer_shm;
     volatile int   ready;     /* task 0: task 1 polls UCP now */
     counters_t     cnt;
 };
@@ -50,7 +60,11 @@ typedef struct {
     uint64_t addr_len;
     uint64_t rkey_len;
     uint64_t rbuf;
+    uint64_t shm_rkey_len; /* its packed key follows rbuf's */
+    uint64_t shm;
 } ucx_card_t;
+
+#define UCX_SHM_BYTES 4096
 
 static void die_status(const char *what, ucs_status_t status)
 {
@@ -328,20 +342,46 @@ ucx_side_t *ucx_side_create(bench_t *b)
     status = ucp_rkey_pack(u->ucp, u->memh, &u->rkey_buf, &u->rkey_len);
     if (status != UCS_OK)
         die_status("ucp_rkey_pack", status);
+
+    ucp_mem_map_params_t ap = {
+        .field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
+                      UCP_MEM_MAP_PARAM_FIELD_LENGTH |
+                      UCP_MEM_MAP_PARAM_FIELD_FLAGS,
+        .address    = NULL,
+        .length     = UCX_SHM_BYTES,
+        .flags      = UCP_MEM_MAP_ALLOCATE,
+    };
+    status = ucp_mem_map(u->ucp, &ap, &u->shm_memh);
+    if (status != UCS_OK)
+        die_status("ucp_mem_map(UCP_MEM_MAP_ALLOCATE)", status);
+    ucp_mem_attr_t attr = {.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS};
+    status = ucp_mem_query(u->shm_memh, &attr);
+    if (status != UCS_OK)
+        die_status("ucp_mem_query", status);
+    u->shm_addr = (uint64_t)(uintptr_t)attr.address;
+    memset(attr.address, 0, UCX_SHM_BYTES);
+    status = ucp_rkey_pack(u->ucp, u->shm_memh, &u->shm_rkey_buf,
+                           &u->shm_rkey_len);
+    if (status != UCS_OK)
+        die_status("ucp_rkey_pack", status);
     return u;
 }
 
 void ucx_side_connect(ucx_side_t *u, bench_t *b)
 {
-    size_t   len  = sizeof(ucx_card_t) + u->addr_len + u->rkey_len;
+    size_t   len  = sizeof(ucx_card_t) + u->addr_len + u->rkey_len +
+                    u->shm_rkey_len;
     uint8_t *card = malloc(len);
     if (card == NULL)
         bench_die("out of memory");
     ucx_card_t c = {.addr_len = u->addr_len, .rkey_len = u->rkey_len,
-                    .rbuf = (uint64_t)(uintptr_t)b->rbuf};
+                    .rbuf = (uint64_t)(uintptr_t)b->rbuf,
+                    .shm_rkey_len = u->shm_rkey_len, .shm = u->shm_addr};
     memcpy(card, &c, sizeof(c));
     memcpy(card + sizeof(c), u->addr, u->addr_len);
     memcpy(card + sizeof(c) + u->addr_len, u->rkey_buf, u->rkey_len);
+    memcpy(card + sizeof(c) + u->addr_len + u->rkey_len, u->shm_rkey_buf,
+           u->shm_rkey_len);
 
     size_t   peer_len;
     uint8_t *peer = pami_side_exchange(b, card, len, &peer_len, NULL, NULL);
@@ -349,7 +389,7 @@ void ucx_side_connect(ucx_side_t *u, bench_t *b)
     if (peer_len < sizeof(c))
         bench_die("malformed UCP card from the peer (%zu bytes)", peer_len);
     memcpy(&c, peer, sizeof(c));
-    if (peer_len != sizeof(c) + c.addr_len + c.rkey_len)
+    if (peer_len != sizeof(c) + c.addr_len + c.rkey_len + c.shm_rkey_len)
         bench_die("malformed UCP card from the peer (%zu bytes)", peer_len);
 
     ucp_ep_params_t ep = {
@@ -366,6 +406,12 @@ void ucx_side_connect(ucx_side_t *u, bench_t *b)
     if (status != UCS_OK)
         die_status("ucp_ep_rkey_unpack", status);
     u->peer_rbuf = c.rbuf;
+    status = ucp_ep_rkey_unpack(u->ep,
+                                peer + sizeof(c) + c.addr_len + c.rkey_len,
+                                &u->peer_shm_rkey);
+    if (status != UCS_OK)
+        die_status("ucp_ep_rkey_unpack", status);
+    u->peer_shm = c.shm;
     free(peer);
 }
 
@@ -380,6 +426,7 @@ void ucx_side_destroy(ucx_side_t *u, bench_t *b)
     if (u == NULL)
         return;
     ucp_rkey_destroy(u->peer_rkey);
+    ucp_rkey_destroy(u->peer_shm_rkey);
     ucp_request_param_t p = {.op_attr_mask = 0};
     complete(u, ucp_ep_close_nbx(u->ep, &p), "ucp_ep_close_nbx");
     /* The peer's close may need this worker's progress: keep polling it
@@ -389,6 +436,8 @@ void ucx_side_destroy(ucx_side_t *u, bench_t *b)
     free(pami_side_exchange(b, &mark, sizeof(mark), &len, progress_cb, u));
     ucp_rkey_buffer_release(u->rkey_buf);
     ucp_mem_unmap(u->ucp, u->memh);
+    ucp_rkey_buffer_release(u->shm_rkey_buf);
+    ucp_mem_unmap(u->ucp, u->shm_memh);
     ucp_worker_release_address(u->worker, u->addr);
     ucp_worker_destroy(u->worker);
     ucp_cleanup(u->ucp);
@@ -482,18 +531,29 @@ static double run_send_bw(ucx_side_t *u, const plan_t *p)
     return bench_now() - t0;
 }
 
-static double run_put_lat(ucx_side_t *u, const plan_t *p)
+/* Where put_lat and rmw_lat go: rbuf, or the page UCP allocated. */
+static void lat_target(ucx_side_t *u, bool shm, uint64_t *addr,
+                       ucp_rkey_h *rkey)
+{
+    *addr = shm ? u->peer_shm : u->peer_rbuf;
+    *rkey = shm ? u->peer_shm_rkey : u->peer_rkey;
+}
+
+static double run_put_lat(ucx_side_t *u, const plan_t *p, bool shm)
 {
     counters_t *c = &u->cnt;
     uint64_t base = c->done;
+    uint64_t   raddr;
+    ucp_rkey_h rkey;
+    lat_target(u, shm, &raddr, &rkey);
     ucp_request_param_t none = {.op_attr_mask = 0};
     ucp_request_param_t rp   = counting(&c->done);
     double t0 = bench_now();
     for (size_t i = 0; i < p->warm_ops + p->ops; i++) {
         if (i == p->warm_ops)
             t0 = bench_now();
-        released(ucp_put_nbx(u->ep, u->b->sbuf, p->bytes, u->peer_rbuf,
-                             u->peer_rkey, &none), "ucp_put_nbx");
+        released(ucp_put_nbx(u->ep, u->b->sbuf, p->bytes, raddr, rkey,
+                             &none), "ucp_put_nbx");
         counted(ucp_ep_flush_nbx(u->ep, &rp), &c->done, "ucp_ep_flush_nbx");
         wait_for(u, &c->done, base + i + 1, "UCP put_lat flush");
     }
@@ -541,11 +601,14 @@ static double run_get_bw(ucx_side_t *u, const plan_t *p)
     return bench_now() - t0;
 }
 
-static double run_rmw_lat(ucx_side_t *u, const plan_t *p)
+static double run_rmw_lat(ucx_side_t *u, const plan_t *p, bool shm)
 {
     counters_t *c = &u->cnt;
     uint64_t base = c->done;
     uint64_t one  = 1;
+    uint64_t   raddr;
+    ucp_rkey_h rkey;
+    lat_target(u, shm, &raddr, &rkey);
     ucp_request_param_t rp = counting(&c->done);
     rp.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE |
                        UCP_OP_ATTR_FIELD_REPLY_BUFFER;
@@ -555,8 +618,8 @@ static double run_rmw_lat(ucx_side_t *u, const plan_t *p)
     for (size_t i = 0; i < p->warm_ops + p->ops; i++) {
         if (i == p->warm_ops)
             t0 = bench_now();
-        counted(ucp_atomic_op_nbx(u->ep, UCP_ATOMIC_OP_ADD, &one, 1,
-                                  u->peer_rbuf, u->peer_rkey, &rp),
+        counted(ucp_atomic_op_nbx(u->ep, UCP_ATOMIC_OP_ADD, &one, 1, raddr,
+                                  rkey, &rp),
                 &c->done, "ucp_atomic_op_nbx");
         wait_for(u, &c->done, base + i + 1, "UCP rmw_lat");
     }
@@ -570,14 +633,17 @@ double ucx_side_run(ucx_side_t *u, bench_t *b, const plan_t *p,
     send_ctrl(u, UCTRL_SETUP, p);
     if (variant == UCX_GET_FOR_SEND)
         return run_get_bw(u, p);
+    bool shm = variant != UCX_PRIVATE;
     switch (p->test) {
     case T_AM_LAT:  return run_am_lat(u, p);
     case T_AM_RATE: return run_am_rate(u, p);
     case T_SEND_BW: return run_send_bw(u, p);
-    case T_PUT_LAT: return run_put_lat(u, p);
+    case T_PUT_LAT: return run_put_lat(u, p, false);
     case T_PUT_BW:  return run_put_bw(u, p);
     case T_GET_BW:  return run_get_bw(u, p);
-    case T_RMW_LAT: return run_rmw_lat(u, p);
+    case T_RMW_LAT: return run_rmw_lat(u, p, false);
+    case T_PUT_LAT_SHM: return run_put_lat(u, p, shm);
+    case T_RMW_LAT_SHM: return run_rmw_lat(u, p, shm);
     default:        return -1;
     }
 }
@@ -594,6 +660,14 @@ const char *ucx_side_op_name(test_id_t test, ucx_variant_t variant)
     case T_PUT_BW:  return "ucp_put_nbx+ucp_ep_flush_nbx";
     case T_GET_BW:  return "ucp_get_nbx";
     case T_RMW_LAT: return "ucp_atomic_op_nbx";
+    case T_PUT_LAT_SHM:
+        return variant == UCX_PRIVATE
+                   ? "ucp_put_nbx+ucp_ep_flush_nbx"
+                   : "ucp_put_nbx+ucp_ep_flush_nbx (UCP_MEM_MAP_ALLOCATE)";
+    case T_RMW_LAT_SHM:
+        return variant == UCX_PRIVATE
+                   ? "ucp_atomic_op_nbx"
+                   : "ucp_atomic_op_nbx (UCP_MEM_MAP_ALLOCATE)";
     default:        return "?";
     }
 }

@@ -122,6 +122,16 @@ static void print_counters(pami_client_t client)
                    st[k].name, (unsigned long long)st[k].value);
         printf("\n");
     }
+    pami_context_stats_t cs;
+    if (pami_context_stats(ctx, &cs) == PAMI_SUCCESS)
+        printf("\nshared-memory fast path (PAMI_SHM_FASTPATH; counters of "
+               "this idle context):\n  %s, peers=%llu sent=%llu "
+               "received=%llu full=%llu wakeups=%llu\n",
+               cs.shm_on ? "on" : "off", (unsigned long long)cs.shm_peers,
+               (unsigned long long)cs.shm_sent,
+               (unsigned long long)cs.shm_received,
+               (unsigned long long)cs.shm_full,
+               (unsigned long long)cs.shm_wakeups);
     print_algorithms(ctx);
     pami_context_destroyv(&ctx, 1);
 }

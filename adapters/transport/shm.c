@@ -1,0 +1,815 @@
+/*
+ * The shared-memory transport: UCX underneath for everything, and for
+ * active messages between endpoints of one node a queue per ordered pair
+ * of workers (shm_queue.h) in the receiving worker's inbox, a memfd that
+ * peers open through /proc/PID/fd (so no name is ever left in /dev/shm,
+ * even after SIGKILL). A sleeping worker is woken through its eventfd,
+ * which peers take with pidfd_getfd, and only when its sleeping flag is
+ * set (docs/protocols/shm-queue.md gives the layout and the order).
+ *
+ * Worker addresses carry a shm_addr_t in front of UCX's own.
+ */
+#include "transport.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "shm_queue.h"
+
+#define SHM_ADDR_MAGIC 0x70616d73u /* "pams" */
+#define SHM_SEG_MAGIC  0x70616d692d73686dull
+#define SHM_VERSION    1
+#define SHM_PAGE       4096
+#define SHM_CLAIM_OFF  64   /* the claim counter's line */
+#define SHM_SLEEP_OFF  128  /* the sleeping flag's line */
+#define SHM_CTL_OFF    SHM_PAGE
+#define SHM_POLL_MAX   64   /* entries taken from one queue per poll */
+#define SHM_UCX_EVERY  8    /* an idle UCX worker is polled every 8 turns */
+#define SHM_UCX_HOT    1024 /* ... but every turn for this many after UCX
+                               had work or was given some */
+
+typedef struct {
+    uint64_t magic;
+    uint64_t nonce;
+    uint32_t version;
+    uint32_t nlines;
+    uint32_t max_lines;
+    uint32_t max_queues;
+} shm_seg_hdr_t;
+
+typedef struct {
+    uint32_t magic;
+    uint32_t on;
+    int32_t  pid;
+    int32_t  memfd;
+    int32_t  efd;
+    uint32_t pad;
+    uint64_t nonce;
+} shm_addr_t;
+
+typedef struct shm_pending {
+    struct shm_pending *next;
+    tp_req_t   *req;
+    const void *hdr, *data;
+    size_t      hdr_len, data_len, off;
+    int         status; /* for the cancel list */
+} shm_pending_t;
+
+typedef struct shm_ep   shm_ep_t;
+typedef struct shm_worker {
+    tp_worker_t *ucx;
+    tp_am_fn     am_fn;
+    void        *am_arg;
+    tp_drop_fn   drop_fn;
+    bool         on;
+    int          memfd, efd, epfd, ucx_fd;
+    uint8_t     *seg;
+    size_t       seg_bytes, ring_off;
+    uint32_t     nlines, max_lines, max_queues;
+    size_t       msg_max;
+    _Atomic uint32_t *claimed, *sleeping;
+    shmq_cons_t *cons;
+    uint32_t     ncons;
+    uint8_t     *scratch;
+    bool         armed, ucx_busy;
+    unsigned     ucx_hot;
+    unsigned     turn;
+    shm_ep_t    *pending_eps;
+    shm_pending_t *cancel_head;
+    size_t       shm_eps;
+    uint8_t     *addr;
+    size_t       addr_len;
+    tp_stats_t   stats;
+} shm_worker_t;
+
+struct shm_ep {
+    tp_ep_t      *ucx;
+    shm_worker_t *w;
+    bool          shm, failed, on_list;
+    shmq_prod_t   prod;
+    size_t        msg_max;
+    uint8_t      *peer_seg;
+    size_t        peer_bytes;
+    _Atomic uint32_t *peer_sleeping;
+    int           peer_efd;
+    shm_pending_t *pend_head, **pend_tail;
+    shm_ep_t     *next_pending;
+    tp_req_t     *close_req; /* a close waiting for pending sends */
+};
+
+#define W(x)  ((shm_worker_t *)(x))
+#define E(x)  ((shm_ep_t *)(x))
+
+static size_t round_page(size_t n)
+{
+    return (n + SHM_PAGE - 1) / SHM_PAGE * SHM_PAGE;
+}
+
+static size_t seg_ring_off(uint32_t max_queues)
+{
+    return SHM_CTL_OFF + round_page((size_t)max_queues * SHMQ_LINE);
+}
+
+static size_t seg_size(uint32_t nlines, uint32_t max_queues)
+{
+    return seg_ring_off(max_queues) +
+           (size_t)max_queues * nlines * SHMQ_LINE;
+}
+
+static uint64_t nonce_new(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^
+                 ((uint64_t)getpid() << 17) ^ (uint64_t)(uintptr_t)&ts;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    return x ^ (x >> 29);
+}
+
+/* ---- the inbox ---- */
+
+static int inbox_create(shm_worker_t *w, const tp_worker_params_t *p)
+{
+    w->nlines     = p->shm_queue_lines;
+    w->max_lines  = p->shm_entry_lines;
+    w->max_queues = p->shm_max_queues;
+    w->msg_max    = p->shm_msg_max;
+    if (w->nlines < 64 || (w->nlines & (w->nlines - 1)) != 0 ||
+        w->max_lines == 0 || w->max_lines > 1024 ||
+        w->max_lines > w->nlines / 2 || w->max_queues == 0 ||
+        w->msg_max > UINT32_MAX) {
+        pami_error("shm", "queue settings out of range (%u lines, entries "
+                   "of %u lines, %u queues)", w->nlines, w->max_lines,
+                   w->max_queues);
+        return -EINVAL;
+    }
+    w->seg_bytes = seg_size(w->nlines, w->max_queues);
+    w->ring_off  = seg_ring_off(w->max_queues);
+    w->memfd = memfd_create("pami-shmq", MFD_CLOEXEC);
+    if (w->memfd < 0 || ftruncate(w->memfd, (off_t)w->seg_bytes) != 0) {
+        pami_error("shm", "cannot make a %zu-byte inbox: %s", w->seg_bytes,
+                   strerror(errno));
+        return -errno;
+    }
+    void *seg = mmap(NULL, w->seg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+                     w->memfd, 0);
+    if (seg == MAP_FAILED) {
+        pami_error("shm", "cannot map the inbox: %s", strerror(errno));
+        return -errno;
+    }
+    w->seg      = seg;
+    w->claimed  = (_Atomic uint32_t *)(w->seg + SHM_CLAIM_OFF);
+    w->sleeping = (_Atomic uint32_t *)(w->seg + SHM_SLEEP_OFF);
+    w->cons     = calloc(w->max_queues, sizeof(*w->cons));
+    w->scratch  = malloc(shmq_frag_max(w->max_lines));
+    w->efd      = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    w->epfd     = epoll_create1(EPOLL_CLOEXEC);
+    if (w->cons == NULL || w->scratch == NULL || w->efd < 0 || w->epfd < 0)
+        return -ENOMEM;
+    struct epoll_event ev = {.events = EPOLLIN};
+    if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->ucx_fd, &ev) != 0 ||
+        epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->efd, &ev) != 0)
+        return -errno;
+    shm_seg_hdr_t *h = (shm_seg_hdr_t *)w->seg;
+    h->nonce      = nonce_new();
+    h->version    = SHM_VERSION;
+    h->nlines     = w->nlines;
+    h->max_lines  = w->max_lines;
+    h->max_queues = w->max_queues;
+    h->magic      = SHM_SEG_MAGIC;
+    return 0;
+}
+
+static void inbox_destroy(shm_worker_t *w)
+{
+    if (w->cons != NULL)
+        for (uint32_t i = 0; i < w->ncons; i++)
+            shmq_cons_fini(&w->cons[i]);
+    free(w->cons);
+    free(w->scratch);
+    if (w->seg != NULL)
+        munmap(w->seg, w->seg_bytes);
+    if (w->memfd >= 0)
+        close(w->memfd);
+    if (w->efd >= 0)
+        close(w->efd);
+    if (w->epfd >= 0)
+        close(w->epfd);
+}
+
+/* ---- the worker ---- */
+
+static int shm_init(const tp_params_t *params, tp_context_t **ctx)
+{
+    return tp_ucx_ops.init(params, ctx);
+}
+
+static void shm_fini(tp_context_t *ctx)
+{
+    tp_ucx_ops.fini(ctx);
+}
+
+static int shm_query(tp_context_t *ctx, tp_info_t *info)
+{
+    return tp_ucx_ops.query(ctx, info);
+}
+
+static void shm_worker_destroy(tp_worker_t *tw)
+{
+    shm_worker_t *w = W(tw);
+    if (w == NULL)
+        return;
+    while (w->cancel_head != NULL) {
+        shm_pending_t *p = w->cancel_head;
+        w->cancel_head   = p->next;
+        free(p);
+    }
+    inbox_destroy(w);
+    if (w->ucx != NULL)
+        tp_ucx_ops.worker_destroy(w->ucx);
+    free(w->addr);
+    free(w);
+}
+
+static int shm_worker_create(tp_context_t *ctx, const tp_worker_params_t *p,
+                             tp_worker_t **out)
+{
+    shm_worker_t *w = calloc(1, sizeof(*w));
+    if (w == NULL)
+        return -ENOMEM;
+    w->memfd = w->efd = w->epfd = -1;
+    w->am_fn   = p->am_fn;
+    w->am_arg  = p->am_arg;
+    w->drop_fn = p->drop_fn;
+    w->on      = p->shm_on != 0;
+    int rc = tp_ucx_ops.worker_create(ctx, p, &w->ucx);
+    if (rc == 0)
+        rc = tp_ucx_ops.event_fd(w->ucx, &w->ucx_fd);
+    if (rc == 0 && w->on)
+        rc = inbox_create(w, p);
+    const void *uaddr = NULL;
+    size_t      ulen  = 0;
+    if (rc == 0)
+        rc = tp_ucx_ops.worker_address(w->ucx, &uaddr, &ulen);
+    if (rc == 0) {
+        w->addr_len = sizeof(shm_addr_t) + ulen;
+        w->addr     = calloc(1, w->addr_len);
+        if (w->addr == NULL)
+            rc = -ENOMEM;
+    }
+    if (rc != 0) {
+        shm_worker_destroy((tp_worker_t *)w);
+        return rc;
+    }
+    shm_addr_t a = {.magic = SHM_ADDR_MAGIC, .on = w->on, .pid = getpid(),
+                    .memfd = w->memfd, .efd = w->efd,
+                    .nonce = w->on ? ((shm_seg_hdr_t *)w->seg)->nonce : 0};
+    memcpy(w->addr, &a, sizeof(a));
+    memcpy(w->addr + sizeof(a), uaddr, ulen);
+    w->stats.shm_on = w->on;
+    *out = (tp_worker_t *)w;
+    return 0;
+}
+
+static int shm_worker_address(tp_worker_t *tw, const void **addr, size_t *len)
+{
+    *addr = W(tw)->addr;
+    *len  = W(tw)->addr_len;
+    return 0;
+}
+
+/* ---- endpoints ---- */
+
+/* Whether fd is an eventfd: only such a descriptor of the peer is
+ * written to. */
+static bool is_eventfd(int fd)
+{
+    char path[64], link[64];
+    snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(path, link, sizeof(link) - 1);
+    if (n <= 0)
+        return false;
+    link[n] = '\0';
+    return strcmp(link, "anon_inode:[eventfd]") == 0;
+}
+
+/* Maps the peer's inbox, checks its header and claims a queue in it. */
+static int shm_connect(shm_ep_t *e, const shm_addr_t *a)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)a->pid, (int)a->memfd);
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    struct stat sb;
+    int rc = -EPROTO;
+    if (fstat(fd, &sb) != 0 || (size_t)sb.st_size < SHM_CTL_OFF) {
+        close(fd);
+        return rc;
+    }
+    e->peer_bytes = (size_t)sb.st_size;
+    void *seg = mmap(NULL, e->peer_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+                     fd, 0);
+    close(fd);
+    if (seg == MAP_FAILED)
+        return -errno;
+    e->peer_seg = seg;
+    shm_seg_hdr_t h;
+    memcpy(&h, seg, sizeof(h));
+    if (h.magic != SHM_SEG_MAGIC || h.nonce != a->nonce ||
+        h.version != SHM_VERSION || h.nlines < 64 ||
+        (h.nlines & (h.nlines - 1)) != 0 || h.max_lines == 0 ||
+        h.max_lines > 1024 || h.max_lines > h.nlines / 2 ||
+        h.max_queues == 0 || h.max_queues > (1u << 20) ||
+        seg_size(h.nlines, h.max_queues) > e->peer_bytes)
+        return -EPROTO;
+    int pidfd = (int)syscall(SYS_pidfd_open, a->pid, 0);
+    if (pidfd < 0)
+        return -errno;
+    e->peer_efd = (int)syscall(SYS_pidfd_getfd, pidfd, a->efd, 0);
+    close(pidfd);
+    if (e->peer_efd < 0)
+        return -errno;
+    if (!is_eventfd(e->peer_efd))
+        return -EPROTO;
+    uint32_t q = atomic_fetch_add((_Atomic uint32_t *)(e->peer_seg +
+                                                       SHM_CLAIM_OFF), 1);
+    if (q >= h.max_queues)
+        return -ENOSPC;
+    e->prod.ctl  = (shmq_ctl_t *)(e->peer_seg + SHM_CTL_OFF +
+                                  (size_t)q * SHMQ_LINE);
+    e->prod.ring = e->peer_seg + seg_ring_off(h.max_queues) +
+                   (size_t)q * h.nlines * SHMQ_LINE;
+    e->prod.nlines    = h.nlines;
+    e->prod.max_lines = h.max_lines;
+    e->peer_sleeping  = (_Atomic uint32_t *)(e->peer_seg + SHM_SLEEP_OFF);
+    return 0;
+}
+
+static void shm_disconnect(shm_ep_t *e)
+{
+    if (e->peer_seg != NULL)
+        munmap(e->peer_seg, e->peer_bytes);
+    if (e->peer_efd >= 0)
+        close(e->peer_efd);
+    e->peer_seg = NULL;
+    e->peer_efd = -1;
+    if (e->shm)
+        e->w->shm_eps--;
+    e->shm = false;
+}
+
+static int shm_ep_create(tp_worker_t *tw, const void *addr, unsigned flags,
+                         tp_ep_error_fn err_fn, void *err_arg, tp_ep_t **out)
+{
+    shm_worker_t     *w = W(tw);
+    const shm_addr_t *a = addr;
+    if (a->magic != SHM_ADDR_MAGIC) {
+        pami_error("shm", "a worker address without its shm part");
+        return -EINVAL;
+    }
+    shm_ep_t *e = calloc(1, sizeof(*e));
+    if (e == NULL)
+        return -ENOMEM;
+    e->w         = w;
+    e->peer_efd  = -1;
+    e->pend_tail = &e->pend_head;
+    int rc = tp_ucx_ops.ep_create(w->ucx, (const uint8_t *)addr + sizeof(*a),
+                                  flags & ~(unsigned)TP_EP_LOCAL, err_fn,
+                                  err_arg, &e->ucx);
+    if (rc != 0) {
+        free(e);
+        return rc;
+    }
+    if (w->on && a->on && (flags & TP_EP_LOCAL) &&
+        !(flags & TP_EP_PEER_ERRORS)) {
+        int src = shm_connect(e, a);
+        if (src == 0) {
+            e->shm     = true;
+            e->msg_max = w->msg_max;
+            w->shm_eps++;
+            w->stats.shm_peers++;
+        } else {
+            pami_debug("shm", "pid %d: its queues cannot be used (%s); "
+                       "sending by UCX", (int)a->pid, strerror(-src));
+            e->shm = false;
+            shm_disconnect(e);
+        }
+    }
+    *out = (tp_ep_t *)e;
+    return 0;
+}
+
+/* Wakes the peer when it sleeps or is about to: the enqueue's stores,
+ * then this fence, then the flag (the peer: flag, fence, queues). */
+static inline void wake(shm_ep_t *e)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(e->peer_sleeping, memory_order_relaxed)) {
+        uint64_t one = 1;
+        if (write(e->peer_efd, &one, sizeof(one)) == sizeof(one))
+            e->w->stats.shm_wakeups++;
+    }
+}
+
+/* Writes as much of the message as fits; returns the new offset. */
+static size_t put_some(shm_ep_t *e, const void *hdr, size_t hdr_len,
+                       const void *data, size_t data_len, size_t off)
+{
+    size_t total = hdr_len + data_len;
+    do {
+        long n = shmq_put_frag(&e->prod, (uint16_t)hdr_len, total, hdr,
+                               hdr_len, data, data_len, off);
+        if (n < 0)
+            break;
+        off += (size_t)n;
+    } while (off < total);
+    return off;
+}
+
+static int shm_am_send_imm(tp_ep_t *te, const void *hdr, size_t hdr_len,
+                           const void *data, size_t data_len)
+{
+    shm_ep_t *e = E(te);
+    if (!e->shm) {
+        e->w->ucx_hot = SHM_UCX_HOT;
+        return tp_ucx_ops.am_send_imm(e->ucx, hdr, hdr_len, data, data_len);
+    }
+    size_t total = hdr_len + data_len;
+    if (e->failed)
+        return -ECONNRESET;
+    if (total > e->msg_max || hdr_len > UINT16_MAX)
+        return tp_ucx_ops.am_send_imm(e->ucx, hdr, hdr_len, data, data_len);
+    if (e->pend_head != NULL) {
+        e->w->stats.shm_full++;
+        return -EAGAIN;
+    }
+    if (total > shmq_frag_max(e->prod.max_lines)) {
+        size_t need = shmq_lines_needed(&e->prod, total);
+        if (shmq_room(&e->prod, need) < need) {
+            e->w->stats.shm_full++;
+            return -EAGAIN;
+        }
+        put_some(e, hdr, hdr_len, data, data_len, 0);
+    } else if (shmq_put_frag(&e->prod, (uint16_t)hdr_len, total, hdr,
+                             hdr_len, data, data_len, 0) < 0) {
+        e->w->stats.shm_full++;
+        return -EAGAIN;
+    }
+    e->w->stats.shm_sent++;
+    wake(e);
+    return 0;
+}
+
+static void pending_list_add(shm_ep_t *e)
+{
+    if (e->on_list)
+        return;
+    e->on_list       = true;
+    e->next_pending  = e->w->pending_eps;
+    e->w->pending_eps = e;
+}
+
+static int shm_am_send(tp_ep_t *te, const void *hdr, size_t hdr_len,
+                       const void *data, size_t data_len, unsigned flags,
+                       tp_req_t *req)
+{
+    shm_ep_t *e = E(te);
+    if (!e->shm) {
+        e->w->ucx_hot = SHM_UCX_HOT;
+        return tp_ucx_ops.am_send(e->ucx, hdr, hdr_len, data, data_len, flags,
+                                  req);
+    }
+    size_t total = hdr_len + data_len;
+    if (e->failed)
+        return -ECONNRESET;
+    /* Only beyond what an entry header can say (4 GiB) does a message
+     * leave the queue's order. */
+    if (total > e->msg_max || hdr_len > UINT16_MAX) {
+        e->w->ucx_hot = SHM_UCX_HOT;
+        return tp_ucx_ops.am_send(e->ucx, hdr, hdr_len, data, data_len, flags,
+                                  req);
+    }
+    size_t off = 0;
+    if (e->pend_head == NULL) {
+        off = put_some(e, hdr, hdr_len, data, data_len, 0);
+        if (off == total) {
+            e->w->stats.shm_sent++;
+            wake(e);
+            return 0;
+        }
+        if (off > 0)
+            wake(e);
+    }
+    shm_pending_t *p = malloc(sizeof(*p));
+    if (p == NULL)
+        return -ENOMEM; /* nothing of it went when off is 0 */
+    *p = (shm_pending_t){.req = req, .hdr = hdr, .data = data,
+                         .hdr_len = hdr_len, .data_len = data_len, .off = off};
+    *e->pend_tail = p;
+    e->pend_tail  = &p->next;
+    e->w->stats.shm_full++;
+    pending_list_add(e);
+    return 1;
+}
+
+/* Ends a close that waited for the pending sends. */
+static void close_now(shm_ep_t *e)
+{
+    tp_req_t *req = e->close_req;
+    shm_disconnect(e);
+    int rc = tp_ucx_ops.ep_close(e->ucx, 0, req);
+    free(e);
+    if (rc != 1)
+        req->fn(req, 0);
+}
+
+/* Sends what waited for room, in order; returns the messages done. */
+static unsigned pending_drain(shm_worker_t *w)
+{
+    unsigned   n = 0;
+    shm_ep_t **link = &w->pending_eps;
+    while (*link != NULL) {
+        shm_ep_t *e = *link;
+        bool      moved = false;
+        while (e->pend_head != NULL) {
+            shm_pending_t *p = e->pend_head;
+            size_t off = put_some(e, p->hdr, p->hdr_len, p->data, p->data_len,
+                                  p->off);
+            moved |= off != p->off;
+            p->off = off;
+            if (off < p->hdr_len + p->data_len)
+                break;
+            e->pend_head = p->next;
+            if (e->pend_head == NULL)
+                e->pend_tail = &e->pend_head;
+            w->stats.shm_sent++;
+            n++;
+            tp_req_t *req = p->req;
+            free(p);
+            req->fn(req, 0);
+        }
+        if (moved)
+            wake(e);
+        if (e->pend_head == NULL) {
+            *link      = e->next_pending;
+            e->on_list = false;
+            if (e->close_req != NULL)
+                close_now(e);
+        } else
+            link = &e->next_pending;
+    }
+    return n;
+}
+
+static int shm_ep_close(tp_ep_t *te, int force, tp_req_t *req)
+{
+    shm_ep_t     *e = E(te);
+    shm_worker_t *w = e->w;
+    if (e->pend_head != NULL && !force) {
+        e->close_req = req;
+        return 1;
+    }
+    if (e->pend_head != NULL) {
+        /* Their callbacks run from the next progress, as UCX's would. */
+        *e->pend_tail  = w->cancel_head;
+        w->cancel_head = e->pend_head;
+        e->pend_head   = NULL;
+        e->pend_tail   = &e->pend_head;
+    }
+    if (e->on_list) {
+        for (shm_ep_t **l = &w->pending_eps; *l != NULL;
+             l = &(*l)->next_pending)
+            if (*l == e) {
+                *l = e->next_pending;
+                break;
+            }
+    }
+    shm_disconnect(e);
+    w->ucx_hot = SHM_UCX_HOT;
+    int rc = tp_ucx_ops.ep_close(e->ucx, force, req);
+    free(e);
+    return rc;
+}
+
+/* ---- progress and sleep ---- */
+
+static void deliver(void *arg, uint8_t *msg, size_t hdr_len, size_t total)
+{
+    shm_worker_t *w = arg;
+    w->stats.shm_received++;
+    w->am_fn(w->am_arg, msg, hdr_len, msg + hdr_len, total - hdr_len, NULL);
+}
+
+static void drop(void *arg, const char *why)
+{
+    shm_worker_t *w = arg;
+    w->stats.shm_dropped++;
+    if (w->drop_fn != NULL)
+        w->drop_fn(w->am_arg, why);
+}
+
+/* Queues claimed since the last look get their consumer state. */
+static uint32_t queues_seen(shm_worker_t *w)
+{
+    uint32_t n = atomic_load_explicit(w->claimed, memory_order_acquire);
+    if (n > w->max_queues)
+        n = w->max_queues;
+    for (uint32_t i = w->ncons; i < n; i++) {
+        shmq_cons_t *q = &w->cons[i];
+        q->ctl       = (shmq_ctl_t *)(w->seg + SHM_CTL_OFF +
+                                      (size_t)i * SHMQ_LINE);
+        q->ring      = w->seg + w->ring_off + (size_t)i * w->nlines * SHMQ_LINE;
+        q->nlines    = w->nlines;
+        q->max_lines = w->max_lines;
+        q->msg_max   = w->msg_max;
+    }
+    if (n > w->ncons)
+        w->ncons = n;
+    return w->ncons;
+}
+
+static unsigned shm_progress(tp_worker_t *tw)
+{
+    shm_worker_t *w = W(tw);
+    unsigned      n = 0;
+    if (!w->on)
+        return tp_ucx_ops.progress(w->ucx);
+    if (w->armed) {
+        uint64_t v;
+        w->armed = false;
+        atomic_store_explicit(w->sleeping, 0, memory_order_relaxed);
+        while (read(w->efd, &v, sizeof(v)) == sizeof(v))
+            ;
+    }
+    while (w->cancel_head != NULL) {
+        shm_pending_t *p = w->cancel_head;
+        w->cancel_head   = p->next;
+        tp_req_t *req    = p->req;
+        free(p);
+        req->fn(req, -ECANCELED);
+        n++;
+    }
+    uint32_t nq = queues_seen(w);
+    for (uint32_t i = 0; i < nq; i++)
+        n += shmq_poll(&w->cons[i], SHM_POLL_MAX, w->scratch, deliver, drop,
+                       w);
+    if (w->pending_eps != NULL)
+        n += pending_drain(w);
+    /* UCX's worker costs a poll even when idle: with node peers talking
+     * by queue it is polled every few turns, and every turn for a while
+     * after it had work or was handed an operation (a put's completion
+     * must not wait 8 turns). */
+    if (w->ucx_busy || w->ucx_hot > 0 || (nq == 0 && w->shm_eps == 0) ||
+        (++w->turn % SHM_UCX_EVERY) == 0) {
+        unsigned m  = tp_ucx_ops.progress(w->ucx);
+        w->ucx_busy = m > 0;
+        if (m > 0)
+            w->ucx_hot = SHM_UCX_HOT;
+        else if (w->ucx_hot > 0)
+            w->ucx_hot--;
+        n += m;
+    }
+    return n;
+}
+
+static int shm_event_fd(tp_worker_t *tw, int *fd)
+{
+    shm_worker_t *w = W(tw);
+    *fd = w->on ? w->epfd : w->ucx_fd;
+    return 0;
+}
+
+static int shm_arm(tp_worker_t *tw)
+{
+    shm_worker_t *w = W(tw);
+    if (!w->on)
+        return tp_ucx_ops.arm(w->ucx);
+    /* Sends waiting for room need the peer to drain, which does not wake
+     * us: no sleep while there are some. */
+    if (w->pending_eps != NULL || w->cancel_head != NULL || w->ucx_busy)
+        return -EAGAIN;
+    atomic_store_explicit(w->sleeping, 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_seq_cst);
+    int rc = 0;
+    uint32_t nq = queues_seen(w);
+    for (uint32_t i = 0; i < nq && rc == 0; i++)
+        if (shmq_ready(&w->cons[i]))
+            rc = -EAGAIN;
+    if (rc == 0)
+        rc = tp_ucx_ops.arm(w->ucx);
+    if (rc != 0) {
+        atomic_store_explicit(w->sleeping, 0, memory_order_relaxed);
+        return rc;
+    }
+    w->armed = true;
+    return 0;
+}
+
+static void shm_stats(tp_worker_t *tw, tp_stats_t *s)
+{
+    *s = W(tw)->stats;
+}
+
+/* ---- the rest is UCX's, on the wrapped objects ---- */
+
+static inline void hot(shm_worker_t *w)
+{
+    w->ucx_hot = SHM_UCX_HOT;
+}
+
+static int shm_worker_flush(tp_worker_t *tw, tp_req_t *req)
+{
+    hot(W(tw));
+    return tp_ucx_ops.worker_flush(W(tw)->ucx, req);
+}
+
+static int shm_ep_flush(tp_ep_t *te, tp_req_t *req)
+{
+    hot(E(te)->w);
+    return tp_ucx_ops.ep_flush(E(te)->ucx, req);
+}
+
+static int shm_rkey_unpack(tp_ep_t *te, const void *rkey, tp_rkey_t **out)
+{
+    return tp_ucx_ops.rkey_unpack(E(te)->ucx, rkey, out);
+}
+
+static int shm_mem_reg(tp_context_t *ctx, void *addr, size_t len,
+                       tp_mem_t **mem, void *rkey, size_t *rkey_len)
+{
+    return tp_ucx_ops.mem_reg(ctx, addr, len, mem, rkey, rkey_len);
+}
+
+static void shm_mem_dereg(tp_context_t *ctx, tp_mem_t *mem)
+{
+    tp_ucx_ops.mem_dereg(ctx, mem);
+}
+
+static void shm_rkey_destroy(tp_rkey_t *rkey)
+{
+    tp_ucx_ops.rkey_destroy(rkey);
+}
+
+static int shm_put(tp_ep_t *te, const void *local, size_t len, uint64_t raddr,
+                   tp_rkey_t *rkey, tp_req_t *req)
+{
+    hot(E(te)->w);
+    return tp_ucx_ops.put(E(te)->ucx, local, len, raddr, rkey, req);
+}
+
+static int shm_get(tp_ep_t *te, void *local, size_t len, uint64_t raddr,
+                   tp_rkey_t *rkey, tp_req_t *req)
+{
+    hot(E(te)->w);
+    return tp_ucx_ops.get(E(te)->ucx, local, len, raddr, rkey, req);
+}
+
+static int shm_atomic(tp_ep_t *te, int op, size_t size, const void *value,
+                      void *result, uint64_t raddr, tp_rkey_t *rkey,
+                      tp_req_t *req)
+{
+    hot(E(te)->w);
+    return tp_ucx_ops.atomic(E(te)->ucx, op, size, value, result, raddr, rkey,
+                             req);
+}
+
+const tp_ops_t tp_shm_ops = {
+    .name           = "shm",
+    .init           = shm_init,
+    .fini           = shm_fini,
+    .query          = shm_query,
+    .worker_create  = shm_worker_create,
+    .worker_destroy = shm_worker_destroy,
+    .worker_address = shm_worker_address,
+    .ep_create      = shm_ep_create,
+    .ep_close       = shm_ep_close,
+    .am_send_imm    = shm_am_send_imm,
+    .am_send        = shm_am_send,
+    .progress       = shm_progress,
+    .event_fd       = shm_event_fd,
+    .arm            = shm_arm,
+    .worker_flush   = shm_worker_flush,
+    .ep_flush       = shm_ep_flush,
+    .mem_reg        = shm_mem_reg,
+    .mem_dereg      = shm_mem_dereg,
+    .rkey_unpack    = shm_rkey_unpack,
+    .rkey_destroy   = shm_rkey_destroy,
+    .put            = shm_put,
+    .get            = shm_get,
+    .atomic         = shm_atomic,
+    .stats          = shm_stats,
+};

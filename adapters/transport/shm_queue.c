@@ -1,0 +1,221 @@
+/*
+ * The queue's producer and consumer (shm_queue.h). Every field the
+ * consumer reads from shared memory is copied once and checked before use:
+ * the producer is another process and may be broken or hostile.
+ */
+#include "shm_queue.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static inline uint32_t lines_of(size_t frag)
+{
+    return (uint32_t)((SHMQ_ENTRY_HDR + frag + SHMQ_LINE - 1) / SHMQ_LINE);
+}
+
+size_t shmq_lines_needed(const shmq_prod_t *q, size_t total)
+{
+    size_t fmax  = shmq_frag_max(q->max_lines);
+    size_t whole = total / fmax;
+    size_t lines = whole * q->max_lines;
+    if (total % fmax != 0 || total == 0)
+        lines += lines_of(total % fmax);
+    /* Each wrap may waste up to max_lines - 1 lines in a pad. */
+    return lines + (lines / q->nlines + 1) * (q->max_lines - 1);
+}
+
+size_t shmq_room(shmq_prod_t *q, size_t want)
+{
+    uint64_t used = q->tail - q->head_seen;
+    if (used <= q->nlines && q->nlines - used >= want)
+        return q->nlines - used;
+    uint64_t head = atomic_load_explicit(&q->ctl->head, memory_order_acquire);
+    if (head > q->tail || q->tail - head > q->nlines)
+        return 0; /* a head that cannot be: no room, ever */
+    q->head_seen = head;
+    return q->nlines - (q->tail - head);
+}
+
+/* Copies n bytes at offset off of the two-part source. */
+static void gather(uint8_t *dst, const uint8_t *a, size_t alen,
+                   const uint8_t *b, size_t off, size_t n)
+{
+    if (off < alen) {
+        size_t k = alen - off < n ? alen - off : n;
+        memcpy(dst, a + off, k);
+        dst += k;
+        n -= k;
+        off = alen;
+    }
+    if (n > 0)
+        memcpy(dst, b + (off - alen), n);
+}
+
+long shmq_put_frag(shmq_prod_t *q, uint16_t hdr_len, size_t total,
+                   const void *a, size_t alen, const void *b, size_t blen,
+                   size_t off)
+{
+    (void)blen;
+    size_t   fmax = shmq_frag_max(q->max_lines);
+    size_t   frag = total - off < fmax ? total - off : fmax;
+    uint32_t need = lines_of(frag);
+    uint32_t idx  = (uint32_t)(q->tail & (q->nlines - 1));
+    uint32_t pad  = idx + need > q->nlines ? q->nlines - idx : 0;
+    if (shmq_room(q, pad + need) < pad + need)
+        return -1;
+    if (pad > 0) {
+        shmq_entry_t *p = (shmq_entry_t *)(q->ring + (size_t)idx * SHMQ_LINE);
+        p->nlines   = (uint16_t)pad;
+        p->kind     = SHMQ_KIND_PAD;
+        p->flags    = 0;
+        p->hdr_len  = 0;
+        p->frag_len = 0;
+        p->total    = 0;
+        atomic_store_explicit(&p->stamp, (uint32_t)(q->tail + 1),
+                              memory_order_release);
+        q->tail += pad;
+        idx = 0;
+    }
+    uint8_t      *line = q->ring + (size_t)idx * SHMQ_LINE;
+    shmq_entry_t *e    = (shmq_entry_t *)line;
+    gather(line + SHMQ_ENTRY_HDR, a, alen, b, off, frag);
+    e->nlines   = (uint16_t)need;
+    e->kind     = SHMQ_KIND_MSG;
+    e->flags    = (uint8_t)((off == 0 ? SHMQ_FIRST : 0) |
+                            (off + frag == total ? SHMQ_LAST : 0));
+    e->hdr_len  = hdr_len;
+    e->frag_len = (uint16_t)frag;
+    e->total    = (uint32_t)total;
+    atomic_store_explicit(&e->stamp, (uint32_t)(q->tail + 1),
+                          memory_order_release);
+    q->tail += need;
+    return (long)frag;
+}
+
+const char *shmq_entry_check(const shmq_entry_t *e, uint32_t nlines,
+                             uint32_t max_lines, uint64_t head,
+                             size_t msg_max, bool in_message, size_t asm_len,
+                             size_t asm_total)
+{
+    uint32_t idx = (uint32_t)(head & (nlines - 1));
+    if (e->nlines == 0 || e->nlines > max_lines)
+        return "an entry of a line count out of range";
+    if (idx + e->nlines > nlines)
+        return "an entry that crosses the ring's end";
+    if (e->kind == SHMQ_KIND_PAD)
+        return NULL;
+    if (e->kind != SHMQ_KIND_MSG)
+        return "an entry of unknown kind";
+    if (lines_of(e->frag_len) != e->nlines)
+        return "an entry whose length does not match its lines";
+    bool first = e->flags & SHMQ_FIRST, last = e->flags & SHMQ_LAST;
+    if (e->flags & ~(SHMQ_FIRST | SHMQ_LAST))
+        return "an entry with unknown flags";
+    if (first) {
+        if (in_message)
+            return "a new message before the last one ended";
+        if (e->total > msg_max)
+            return "a message longer than the limit";
+        if (e->hdr_len > e->total)
+            return "a header longer than its message";
+        if (last ? e->frag_len != e->total
+                 : e->frag_len == 0 || e->frag_len >= e->total)
+            return "a first fragment of the wrong length";
+        return NULL;
+    }
+    if (!in_message)
+        return "a continuation of no message";
+    if (last ? asm_len + e->frag_len != asm_total
+             : e->frag_len == 0 || asm_len + e->frag_len >= asm_total)
+        return "a continuation of the wrong length";
+    return NULL;
+}
+
+/* Room for need bytes of a message of several entries, grown as its
+ * entries come (a sender must send the bytes it announces before they
+ * cost memory here), kept for the next one. */
+static bool asm_reserve(shmq_cons_t *q, size_t need, size_t total)
+{
+    if (q->asm_cap >= need)
+        return true;
+    size_t cap = q->asm_cap * 2 > need ? q->asm_cap * 2 : need;
+    if (cap > total)
+        cap = total;
+    uint8_t *b = realloc(q->asm_buf, cap);
+    if (b == NULL)
+        return false;
+    q->asm_buf = b;
+    q->asm_cap = cap;
+    return true;
+}
+
+unsigned shmq_poll(shmq_cons_t *q, unsigned max, uint8_t *scratch,
+                   shmq_deliver_fn deliver, shmq_drop_fn drop, void *arg)
+{
+    unsigned taken = 0;
+    uint64_t head0 = q->head;
+    while (taken < max && !q->broken) {
+        uint8_t      *line = q->ring +
+                        (size_t)(q->head & (q->nlines - 1)) * SHMQ_LINE;
+        shmq_entry_t *se   = (shmq_entry_t *)line;
+        if (atomic_load_explicit(&se->stamp, memory_order_acquire) !=
+            (uint32_t)(q->head + 1))
+            break;
+        shmq_entry_t e;
+        e.nlines   = se->nlines;
+        e.kind     = se->kind;
+        e.flags    = se->flags;
+        e.hdr_len  = se->hdr_len;
+        e.frag_len = se->frag_len;
+        e.total    = se->total;
+        bool in_message = q->asm_total > 0;
+        const char *why = shmq_entry_check(&e, q->nlines, q->max_lines,
+                                           q->head, q->msg_max, in_message,
+                                           q->asm_len, q->asm_total);
+        if (why == NULL && e.kind == SHMQ_KIND_MSG &&
+            (e.flags & (SHMQ_FIRST | SHMQ_LAST)) != (SHMQ_FIRST | SHMQ_LAST)) {
+            size_t done  = (e.flags & SHMQ_FIRST) ? 0 : q->asm_len;
+            size_t total = (e.flags & SHMQ_FIRST) ? e.total : q->asm_total;
+            if (!asm_reserve(q, done + e.frag_len, total))
+                why = "a message too long to assemble (no memory)";
+        }
+        if (why != NULL) {
+            q->broken = true;
+            drop(arg, why);
+            break;
+        }
+        q->head += e.nlines;
+        taken++;
+        if (e.kind == SHMQ_KIND_PAD)
+            continue;
+        if ((e.flags & (SHMQ_FIRST | SHMQ_LAST)) == (SHMQ_FIRST | SHMQ_LAST)) {
+            memcpy(scratch, line + SHMQ_ENTRY_HDR, e.frag_len);
+            deliver(arg, scratch, e.hdr_len, e.frag_len);
+            continue;
+        }
+        if (e.flags & SHMQ_FIRST) {
+            q->asm_total = e.total;
+            q->asm_hdr   = e.hdr_len;
+            q->asm_len   = 0;
+        }
+        memcpy(q->asm_buf + q->asm_len, line + SHMQ_ENTRY_HDR, e.frag_len);
+        q->asm_len += e.frag_len;
+        if (e.flags & SHMQ_LAST) {
+            size_t total = q->asm_total;
+            q->asm_total = 0;
+            q->asm_len   = 0;
+            deliver(arg, q->asm_buf, q->asm_hdr, total);
+        }
+    }
+    if (q->head != head0)
+        atomic_store_explicit(&q->ctl->head, q->head, memory_order_release);
+    return taken;
+}
+
+void shmq_cons_fini(shmq_cons_t *q)
+{
+    free(q->asm_buf);
+    q->asm_buf = NULL;
+    q->asm_cap = 0;
+}

@@ -1,0 +1,120 @@
+/*
+ * Single-producer/single-consumer queue of 64-byte lines in shared memory
+ * (docs/protocols/shm-queue.md). An entry is one or more consecutive lines;
+ * its first line starts with a 16-byte entry header whose stamp, stored
+ * last with release order, says the entry is complete. The consumer hands
+ * lines back by storing its head in the queue's control line. No atomic
+ * read-modify-write anywhere.
+ *
+ * This file knows nothing of processes, files or pami: the producer and
+ * consumer views point at memory someone else mapped.
+ */
+#ifndef PAMI_ADAPTERS_SHM_QUEUE_H
+#define PAMI_ADAPTERS_SHM_QUEUE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SHMQ_LINE      64
+#define SHMQ_ENTRY_HDR 16
+
+enum { SHMQ_KIND_MSG = 1, SHMQ_KIND_PAD = 2 };
+enum { SHMQ_FIRST = 1u << 0, SHMQ_LAST = 1u << 1 };
+
+/* First 16 bytes of an entry's first line. */
+typedef struct {
+    _Atomic uint32_t stamp;    /* (uint32_t)(line position + 1) */
+    uint16_t         nlines;   /* lines of this entry, >= 1 */
+    uint8_t          kind;     /* SHMQ_KIND_* */
+    uint8_t          flags;    /* SHMQ_FIRST, SHMQ_LAST (messages) */
+    uint16_t         hdr_len;  /* message's header bytes (FIRST only) */
+    uint16_t         frag_len; /* payload bytes in this entry */
+    uint32_t         total;    /* message's header + data bytes (FIRST) */
+} shmq_entry_t;
+
+/* The queue's control line, written by the consumer only. */
+typedef struct {
+    _Atomic uint64_t head;     /* lines the consumer is done with */
+    uint8_t          pad[SHMQ_LINE - sizeof(uint64_t)];
+} shmq_ctl_t;
+
+typedef struct {
+    shmq_ctl_t *ctl;
+    uint8_t    *ring;       /* nlines * SHMQ_LINE bytes */
+    uint64_t    tail;       /* next line to write */
+    uint64_t    head_seen;  /* last head read from ctl */
+    uint32_t    nlines;     /* power of two */
+    uint32_t    max_lines;  /* lines of the largest entry */
+} shmq_prod_t;
+
+/* Bytes of a message one entry of max_lines carries. */
+static inline size_t shmq_frag_max(uint32_t max_lines)
+{
+    return (size_t)max_lines * SHMQ_LINE - SHMQ_ENTRY_HDR;
+}
+
+/* Lines the whole message of total bytes needs, pads for wrapping
+ * included at worst. */
+size_t shmq_lines_needed(const shmq_prod_t *q, size_t total);
+
+/* Free lines now (reads the consumer's head when the cached one says
+ * less than want). A head that cannot be (ahead of the tail or further
+ * back than the ring) reads as no room. */
+size_t shmq_room(shmq_prod_t *q, size_t want);
+
+/* Writes the fragment of the message (a[0..alen) followed by b[0..blen))
+ * that starts at offset off; returns the bytes written, -1 when no room.
+ * hdr_len and total describe the whole message. */
+long shmq_put_frag(shmq_prod_t *q, uint16_t hdr_len, size_t total,
+                     const void *a, size_t alen, const void *b, size_t blen,
+                     size_t off);
+
+/* The consumer's private state for one queue: nothing in it is read from
+ * shared memory except through shmq_poll's checks. */
+typedef struct {
+    shmq_ctl_t *ctl;
+    uint8_t    *ring;
+    uint64_t    head;
+    uint32_t    nlines;
+    uint32_t    max_lines;
+    size_t      msg_max;
+    bool        broken;     /* a malformed entry: the stream is lost */
+    uint8_t    *asm_buf;    /* a message of several entries, being built */
+    size_t      asm_cap, asm_len, asm_total;
+    uint16_t    asm_hdr;
+} shmq_cons_t;
+
+typedef void (*shmq_deliver_fn)(void *arg, uint8_t *msg, size_t hdr_len,
+                                size_t total);
+typedef void (*shmq_drop_fn)(void *arg, const char *why);
+
+/* Why an entry header (copied out of shared memory) is refused; NULL
+ * when it is acceptable at this point of the stream. */
+const char *shmq_entry_check(const shmq_entry_t *e, uint32_t nlines,
+                             uint32_t max_lines, uint64_t head,
+                             size_t msg_max, bool in_message, size_t asm_len,
+                             size_t asm_total);
+
+/* Takes up to max entries; delivers each whole message (from scratch, of
+ * shmq_frag_max(max_lines) bytes, or the assembly buffer). A malformed
+ * entry is reported through drop and the queue is read no more. Returns
+ * the entries taken. */
+unsigned shmq_poll(shmq_cons_t *q, unsigned max, uint8_t *scratch,
+                   shmq_deliver_fn deliver, shmq_drop_fn drop, void *arg);
+
+/* Whether an entry is ready (the sleep check). */
+static inline bool shmq_ready(const shmq_cons_t *q)
+{
+    const shmq_entry_t *e = (const shmq_entry_t *)(
+        q->ring + (size_t)(q->head & (q->nlines - 1)) * SHMQ_LINE);
+    return !q->broken &&
+           atomic_load_explicit(&((shmq_entry_t *)e)->stamp,
+                                memory_order_acquire) ==
+               (uint32_t)(q->head + 1);
+}
+
+void shmq_cons_fini(shmq_cons_t *q);
+
+#endif
