@@ -81,6 +81,8 @@ typedef struct shm_worker {
     size_t       msg_max;
     _Atomic uint32_t *claimed, *sleeping;
     shmq_cons_t *cons;
+    int         *prod_efd;  /* per queue: its producer's eventfd, -1 none
+                               yet, -2 none to be had */
     uint32_t     ncons;
     uint8_t     *scratch;
     bool         armed, ucx_busy;
@@ -174,11 +176,15 @@ static int inbox_create(shm_worker_t *w, const tp_worker_params_t *p)
     w->claimed  = (_Atomic uint32_t *)(w->seg + SHM_CLAIM_OFF);
     w->sleeping = (_Atomic uint32_t *)(w->seg + SHM_SLEEP_OFF);
     w->cons     = calloc(w->max_queues, sizeof(*w->cons));
+    w->prod_efd = malloc(w->max_queues * sizeof(*w->prod_efd));
     w->scratch  = malloc(shmq_frag_max(w->max_lines));
     w->efd      = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     w->epfd     = epoll_create1(EPOLL_CLOEXEC);
-    if (w->cons == NULL || w->scratch == NULL || w->efd < 0 || w->epfd < 0)
+    if (w->cons == NULL || w->prod_efd == NULL || w->scratch == NULL ||
+        w->efd < 0 || w->epfd < 0)
         return -ENOMEM;
+    for (uint32_t i = 0; i < w->max_queues; i++)
+        w->prod_efd[i] = -1;
     struct epoll_event ev = {.events = EPOLLIN};
     if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->ucx_fd, &ev) != 0 ||
         epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->efd, &ev) != 0)
@@ -199,6 +205,11 @@ static void inbox_destroy(shm_worker_t *w)
         for (uint32_t i = 0; i < w->ncons; i++)
             shmq_cons_fini(&w->cons[i]);
     free(w->cons);
+    if (w->prod_efd != NULL)
+        for (uint32_t i = 0; i < w->ncons; i++)
+            if (w->prod_efd[i] >= 0)
+                close(w->prod_efd[i]);
+    free(w->prod_efd);
     free(w->scratch);
     if (w->seg != NULL)
         munmap(w->seg, w->seg_bytes);
@@ -306,6 +317,21 @@ static bool is_eventfd(int fd)
     return strcmp(link, "anon_inode:[eventfd]") == 0;
 }
 
+/* Descriptor fd of process pid, when it is an eventfd; -1 otherwise. */
+static int eventfd_of(int pid, int fd)
+{
+    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (pidfd < 0)
+        return -1;
+    int mine = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+    close(pidfd);
+    if (mine >= 0 && !is_eventfd(mine)) {
+        close(mine);
+        mine = -1;
+    }
+    return mine;
+}
+
 /* Maps the peer's inbox, checks its header and claims a queue in it. */
 static int shm_connect(shm_ep_t *e, const shm_addr_t *a)
 {
@@ -336,14 +362,8 @@ static int shm_connect(shm_ep_t *e, const shm_addr_t *a)
         h.max_queues == 0 || h.max_queues > (1u << 20) ||
         seg_size(h.nlines, h.max_queues) > e->peer_bytes)
         return -EPROTO;
-    int pidfd = (int)syscall(SYS_pidfd_open, a->pid, 0);
-    if (pidfd < 0)
-        return -errno;
-    e->peer_efd = (int)syscall(SYS_pidfd_getfd, pidfd, a->efd, 0);
-    close(pidfd);
+    e->peer_efd = eventfd_of(a->pid, a->efd);
     if (e->peer_efd < 0)
-        return -errno;
-    if (!is_eventfd(e->peer_efd))
         return -EPROTO;
     uint32_t q = atomic_fetch_add((_Atomic uint32_t *)(e->peer_seg +
                                                        SHM_CLAIM_OFF), 1);
@@ -355,6 +375,10 @@ static int shm_connect(shm_ep_t *e, const shm_addr_t *a)
                    (size_t)q * h.nlines * SHMQ_LINE;
     e->prod.nlines    = h.nlines;
     e->prod.max_lines = h.max_lines;
+    /* Before the first entry: the owner reads them only when we ask for
+     * room, which comes later. */
+    e->prod.ctl->pid = getpid();
+    e->prod.ctl->efd = e->w->efd;
     e->peer_sleeping  = (_Atomic uint32_t *)(e->peer_seg + SHM_SLEEP_OFF);
     return 0;
 }
@@ -625,6 +649,23 @@ static void drop(void *arg, const char *why)
         w->drop_fn(w->am_arg, why);
 }
 
+/* The producer of queue i sleeps until we free room in it: its eventfd,
+ * taken once (from the pid and descriptor it wrote in the control line;
+ * only an eventfd is ever written to). */
+static void wake_producer(shm_worker_t *w, uint32_t i)
+{
+    w->cons[i].room_wanted = false;
+    if (w->prod_efd[i] == -1) {
+        const shmq_ctl_t *ctl = w->cons[i].ctl;
+        int fd = eventfd_of(ctl->pid, ctl->efd);
+        w->prod_efd[i] = fd >= 0 ? fd : -2;
+    }
+    uint64_t one = 1;
+    if (w->prod_efd[i] >= 0 &&
+        write(w->prod_efd[i], &one, sizeof(one)) == sizeof(one))
+        w->stats.shm_wakeups++;
+}
+
 /* Queues claimed since the last look get their consumer state. */
 static uint32_t queues_seen(shm_worker_t *w)
 {
@@ -667,9 +708,12 @@ static unsigned shm_progress(tp_worker_t *tw)
         n++;
     }
     uint32_t nq = queues_seen(w);
-    for (uint32_t i = 0; i < nq; i++)
+    for (uint32_t i = 0; i < nq; i++) {
         n += shmq_poll(&w->cons[i], SHM_POLL_MAX, w->scratch, deliver, drop,
                        w);
+        if (w->cons[i].room_wanted)
+            wake_producer(w, i);
+    }
     if (w->pending_eps != NULL)
         n += pending_drain(w);
     /* UCX's worker costs a poll even when idle: with node peers talking
@@ -701,13 +745,23 @@ static int shm_arm(tp_worker_t *tw)
     shm_worker_t *w = W(tw);
     if (!w->on)
         return tp_ucx_ops.arm(w->ucx);
-    /* Sends waiting for room need the peer to drain, which does not wake
-     * us: no sleep while there are some. */
-    if (w->pending_eps != NULL || w->cancel_head != NULL || w->ucx_busy)
+    if (w->cancel_head != NULL || w->ucx_busy)
         return -EAGAIN;
+    /* Sends waiting for room: the consumer wakes us when it frees some
+     * and sees want_room (flag, fence, head; it: head, fence, flag). */
+    for (shm_ep_t *e = w->pending_eps; e != NULL; e = e->next_pending)
+        atomic_store_explicit(&e->prod.ctl->want_room, 1,
+                              memory_order_relaxed);
     atomic_store_explicit(w->sleeping, 1, memory_order_relaxed);
     atomic_thread_fence(memory_order_seq_cst);
     int rc = 0;
+    for (shm_ep_t *e = w->pending_eps; e != NULL && rc == 0;
+         e = e->next_pending)
+        if (e->close_req != NULL ||
+            shmq_can_put(&e->prod, e->pend_head->hdr_len +
+                                       e->pend_head->data_len,
+                         e->pend_head->off))
+            rc = -EAGAIN;
     uint32_t nq = queues_seen(w);
     for (uint32_t i = 0; i < nq && rc == 0; i++)
         if (shmq_ready(&w->cons[i]))
