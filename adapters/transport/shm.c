@@ -37,6 +37,13 @@
 #define SHM_CTL_OFF    SHM_PAGE
 #define SHM_POLL_MAX   64   /* entries taken from one queue per poll */
 #define SHM_UCX_EVERY  8    /* an idle UCX worker is polled every 8 turns */
+#define SHM_STALL_NS   2000000 /* sends waiting this long for room sleep */
+/* A message longer than this (none of the program's sends below the
+ * default rendezvous threshold; pami's bulk messages of its TCP-style
+ * paths) moves its endpoint to UCX for good, once the queue is empty: a
+ * ring of a few KiB moves megabytes only as fast as both tasks get turns
+ * on a CPU, which oversubscribed is slow. */
+#define SHM_BULK       ((size_t)128 * 1024)
 #define SHM_UCX_HOT    1024 /* ... but every turn for this many after UCX
                                had work or was given some */
 
@@ -64,7 +71,8 @@ typedef struct shm_pending {
     tp_req_t   *req;
     const void *hdr, *data;
     size_t      hdr_len, data_len, off;
-    int         status; /* for the cancel list */
+    unsigned    flags;
+    bool        bulk;   /* goes by UCX once the queue is empty */
 } shm_pending_t;
 
 typedef struct shm_ep   shm_ep_t;
@@ -89,6 +97,7 @@ typedef struct shm_worker {
     unsigned     ucx_hot;
     unsigned     turn;
     shm_ep_t    *pending_eps;
+    uint64_t     pend_moved_ns; /* when waiting sends last moved */
     shm_pending_t *cancel_head;
     size_t       shm_eps;
     uint8_t     *addr;
@@ -100,6 +109,7 @@ struct shm_ep {
     tp_ep_t      *ucx;
     shm_worker_t *w;
     bool          shm, failed, on_list;
+    bool          ucx_only; /* a bulk message moved it to UCX */
     shmq_prod_t   prod;
     size_t        msg_max;
     uint8_t      *peer_seg;
@@ -471,7 +481,7 @@ static int shm_am_send_imm(tp_ep_t *te, const void *hdr, size_t hdr_len,
                            const void *data, size_t data_len)
 {
     shm_ep_t *e = E(te);
-    if (!e->shm) {
+    if (!e->shm || (e->ucx_only && e->pend_head == NULL)) {
         e->w->ucx_hot = SHM_UCX_HOT;
         return tp_ucx_ops.am_send_imm(e->ucx, hdr, hdr_len, data, data_len);
     }
@@ -501,10 +511,19 @@ static int shm_am_send_imm(tp_ep_t *te, const void *hdr, size_t hdr_len,
     return 0;
 }
 
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static void pending_list_add(shm_ep_t *e)
 {
     if (e->on_list)
         return;
+    if (e->w->pending_eps == NULL)
+        e->w->pend_moved_ns = now_ns();
     e->on_list       = true;
     e->next_pending  = e->w->pending_eps;
     e->w->pending_eps = e;
@@ -515,7 +534,7 @@ static int shm_am_send(tp_ep_t *te, const void *hdr, size_t hdr_len,
                        tp_req_t *req)
 {
     shm_ep_t *e = E(te);
-    if (!e->shm) {
+    if (!e->shm || (e->ucx_only && e->pend_head == NULL)) {
         e->w->ucx_hot = SHM_UCX_HOT;
         return tp_ucx_ops.am_send(e->ucx, hdr, hdr_len, data, data_len, flags,
                                   req);
@@ -530,8 +549,15 @@ static int shm_am_send(tp_ep_t *te, const void *hdr, size_t hdr_len,
         return tp_ucx_ops.am_send(e->ucx, hdr, hdr_len, data, data_len, flags,
                                   req);
     }
+    bool bulk = total > SHM_BULK;
+    if (bulk && e->pend_head == NULL && shmq_empty(&e->prod)) {
+        e->ucx_only   = true;
+        e->w->ucx_hot = SHM_UCX_HOT;
+        return tp_ucx_ops.am_send(e->ucx, hdr, hdr_len, data, data_len, flags,
+                                  req);
+    }
     size_t off = 0;
-    if (e->pend_head == NULL) {
+    if (e->pend_head == NULL && !bulk) {
         off = put_some(e, hdr, hdr_len, data, data_len, 0);
         if (off == total) {
             e->w->stats.shm_sent++;
@@ -545,7 +571,8 @@ static int shm_am_send(tp_ep_t *te, const void *hdr, size_t hdr_len,
     if (p == NULL)
         return -ENOMEM; /* nothing of it went when off is 0 */
     *p = (shm_pending_t){.req = req, .hdr = hdr, .data = data,
-                         .hdr_len = hdr_len, .data_len = data_len, .off = off};
+                         .hdr_len = hdr_len, .data_len = data_len, .off = off,
+                         .flags = flags, .bulk = bulk};
     *e->pend_tail = p;
     e->pend_tail  = &p->next;
     e->w->stats.shm_full++;
@@ -574,6 +601,29 @@ static unsigned pending_drain(shm_worker_t *w)
         bool      moved = false;
         while (e->pend_head != NULL) {
             shm_pending_t *p = e->pend_head;
+            if (p->bulk && !e->ucx_only) {
+                if (!shmq_empty(&e->prod))
+                    break; /* the consumer has not taken all before it */
+                e->ucx_only = true;
+            }
+            if (e->ucx_only) {
+                /* In order behind the queue's last message, which the
+                 * consumer has delivered. */
+                e->pend_head = p->next;
+                if (e->pend_head == NULL)
+                    e->pend_tail = &e->pend_head;
+                w->ucx_hot = SHM_UCX_HOT;
+                int rc = tp_ucx_ops.am_send(e->ucx, p->hdr, p->hdr_len,
+                                            p->data, p->data_len, p->flags,
+                                            p->req);
+                tp_req_t *req = p->req;
+                free(p);
+                if (rc != 1)
+                    req->fn(req, rc < 0 ? rc : 0);
+                n++;
+                moved = true;
+                continue;
+            }
             size_t off = put_some(e, p->hdr, p->hdr_len, p->data, p->data_len,
                                   p->off);
             moved |= off != p->off;
@@ -589,8 +639,10 @@ static unsigned pending_drain(shm_worker_t *w)
             free(p);
             req->fn(req, 0);
         }
-        if (moved)
+        if (moved) {
             wake(e);
+            w->pend_moved_ns = now_ns();
+        }
         if (e->pend_head == NULL) {
             *link      = e->next_pending;
             e->on_list = false;
@@ -747,6 +799,12 @@ static int shm_arm(tp_worker_t *tw)
         return tp_ucx_ops.arm(w->ucx);
     if (w->cancel_head != NULL || w->ucx_busy)
         return -EAGAIN;
+    /* A bulk message through a queue stalls for a moment at every turn of
+     * the ring: the consumer is draining it, and a sleep and wakeup per
+     * ring would cost more than the wait. Only a stall longer than that
+     * sleeps. */
+    if (w->pending_eps != NULL && now_ns() - w->pend_moved_ns < SHM_STALL_NS)
+        return -EAGAIN;
     /* Sends waiting for room: the consumer wakes us when it frees some
      * and sees want_room (flag, fence, head; it: head, fence, flag). */
     for (shm_ep_t *e = w->pending_eps; e != NULL; e = e->next_pending)
@@ -757,10 +815,12 @@ static int shm_arm(tp_worker_t *tw)
     int rc = 0;
     for (shm_ep_t *e = w->pending_eps; e != NULL && rc == 0;
          e = e->next_pending)
-        if (e->close_req != NULL ||
-            shmq_can_put(&e->prod, e->pend_head->hdr_len +
-                                       e->pend_head->data_len,
-                         e->pend_head->off))
+        if (e->close_req != NULL || e->ucx_only ||
+            (e->pend_head->bulk
+                 ? shmq_empty(&e->prod)
+                 : shmq_can_put(&e->prod, e->pend_head->hdr_len +
+                                              e->pend_head->data_len,
+                                e->pend_head->off)))
             rc = -EAGAIN;
     uint32_t nq = queues_seen(w);
     for (uint32_t i = 0; i < nq && rc == 0; i++)

@@ -67,6 +67,13 @@ size_t shmq_lines_needed(const shmq_prod_t *q, size_t total);
  * back than the ring) reads as no room. */
 size_t shmq_room(shmq_prod_t *q, size_t want);
 
+/* Whether the consumer has taken (and delivered) every entry. */
+static inline bool shmq_empty(shmq_prod_t *q)
+{
+    return atomic_load_explicit(&q->ctl->head, memory_order_acquire) ==
+           q->tail;
+}
+
 /* Whether shmq_put_frag of the fragment at off would find room now. */
 bool shmq_can_put(shmq_prod_t *q, size_t total, size_t off);
 
