@@ -118,9 +118,21 @@ SHMEMI_HIDDEN void shmemi_require_init(const char *fn);
 SHMEMI_HIDDEN void shmemi_wait_flag(pami_context_t context,
                                     volatile int *done);
 
-/* Makes progress once and yields when nothing happened: the body of
- * every polling wait (wait_until, locks). */
+/* Makes progress once and yields when nothing happened (retries after
+ * EAGAIN, test_lock). */
 SHMEMI_HIDDEN void shmemi_progress(pami_context_t context);
+
+/* The body of a wait on memory (wait_until, set_lock): progress, and
+ * when nothing happened a yield; once nothing has happened for
+ * SHMEMI_POLL_SPIN_NS, a sleep in pami_context_wait of at most 1 ms
+ * (woken at once by pami's events; a store through a mapping makes
+ * none, so the variable is looked at again after the nap). Start each
+ * wait with a zeroed state. */
+typedef struct {
+    uint64_t idle_since_ns; /* 0: something happened on the last look */
+} shmemi_poll_t;
+#define SHMEMI_POLL_SPIN_NS 100000
+SHMEMI_HIDDEN void shmemi_poll(pami_context_t context, shmemi_poll_t *state);
 
 /* Waits until every operation of ctx is complete at its target. */
 SHMEMI_HIDDEN void shmemi_ctx_quiet(struct shmemi_ctx *ctx);

@@ -10,9 +10,11 @@ static long take(long *lock)
 
 void shmem_set_lock(long *lock)
 {
+    shmemi_poll_t ps = { 0 };
+
     shmemi_require_init("shmem_set_lock");
     while (take(lock) != 0)
-        shmemi_progress(shmemi.context);
+        shmemi_poll(shmemi.context, &ps);
 }
 
 int shmem_test_lock(long *lock)

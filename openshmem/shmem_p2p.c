@@ -3,7 +3,8 @@
  * drives pami between looks (a peer's update may come through pami, whose
  * owner-side atomics this PE applies only while it progresses); when
  * nothing happened it yields the CPU, so PEs that outnumber the cores
- * take turns instead of spinning each other out. */
+ * take turns, and after SHMEMI_POLL_SPIN_NS of nothing it naps in
+ * pami_context_wait (shmemi_poll). */
 #include "shmem_internal.h"
 
 static void bad_cmp(const char *fn, int cmp)
@@ -32,6 +33,13 @@ static void poll_once(void)
 {
     shmemi_progress(shmemi.context);
 }
+
+#define POLL_UNTIL(cond)                                                       \
+    do {                                                                     \
+        shmemi_poll_t ps_ = { 0 };                                           \
+        while (!(cond))                                                      \
+            shmemi_poll(shmemi.context, &ps_);                               \
+    } while (0)
 
 #define ELIGIBLE(i) (status == NULL || status[i] == 0)
 #define VALUE_OF(i) (values != NULL ? values[i] : value)
@@ -87,8 +95,7 @@ static void poll_once(void)
     void shmem_##N##_wait_until(T *ivar, int cmp, T value)                   \
     {                                                                        \
         shmemi_require_init("shmem_wait_until");                             \
-        while (!cmp_##N("shmem_wait_until", ivar, cmp, value))               \
-            poll_once();                                                     \
+        POLL_UNTIL(cmp_##N("shmem_wait_until", ivar, cmp, value));           \
     }                                                                        \
     int shmem_##N##_test_all(T *ivars, size_t n, const int *status, int cmp, \
                              T value)                                        \
@@ -105,15 +112,13 @@ static void poll_once(void)
     void shmem_##N##_wait_until_all(T *ivars, size_t n, const int *status,   \
                                     int cmp, T value)                        \
     {                                                                        \
-        while (!all_##N(ivars, n, status, cmp, value, NULL))                 \
-            poll_once();                                                     \
+        POLL_UNTIL(all_##N(ivars, n, status, cmp, value, NULL));             \
     }                                                                        \
     void shmem_##N##_wait_until_all_vector(T *ivars, size_t n,               \
                                            const int *status, int cmp,       \
                                            T *values)                        \
     {                                                                        \
-        while (!all_##N(ivars, n, status, cmp, 0, values))                   \
-            poll_once();                                                     \
+        POLL_UNTIL(all_##N(ivars, n, status, cmp, 0, values));               \
     }                                                                        \
     size_t shmem_##N##_test_any(T *ivars, size_t n, const int *status,       \
                                 int cmp, T value)                            \
@@ -134,9 +139,8 @@ static void poll_once(void)
         size_t i;                                                            \
         if (none_eligible_##N(n, status))                                    \
             return SIZE_MAX;                                                 \
-        while ((i = any_##N(ivars, n, status, cmp, value, NULL)) ==          \
-               SIZE_MAX)                                                     \
-            poll_once();                                                     \
+        POLL_UNTIL((i = any_##N(ivars, n, status, cmp, value, NULL)) !=      \
+                   SIZE_MAX);                                                \
         return i;                                                            \
     }                                                                        \
     size_t shmem_##N##_wait_until_any_vector(T *ivars, size_t n,             \
@@ -146,8 +150,8 @@ static void poll_once(void)
         size_t i;                                                            \
         if (none_eligible_##N(n, status))                                    \
             return SIZE_MAX;                                                 \
-        while ((i = any_##N(ivars, n, status, cmp, 0, values)) == SIZE_MAX)  \
-            poll_once();                                                     \
+        POLL_UNTIL((i = any_##N(ivars, n, status, cmp, 0, values)) !=        \
+                   SIZE_MAX);                                                \
         return i;                                                            \
     }                                                                        \
     size_t shmem_##N##_test_some(T *ivars, size_t n, size_t *indices,        \
@@ -169,9 +173,8 @@ static void poll_once(void)
         size_t k;                                                            \
         if (none_eligible_##N(n, status))                                    \
             return 0;                                                        \
-        while ((k = some_##N(ivars, n, indices, status, cmp, value,          \
-                             NULL)) == 0)                                    \
-            poll_once();                                                     \
+        POLL_UNTIL((k = some_##N(ivars, n, indices, status, cmp, value,      \
+                                 NULL)) != 0);                               \
         return k;                                                            \
     }                                                                        \
     size_t shmem_##N##_wait_until_some_vector(T *ivars, size_t n,            \
@@ -182,9 +185,8 @@ static void poll_once(void)
         size_t k;                                                            \
         if (none_eligible_##N(n, status))                                    \
             return 0;                                                        \
-        while ((k = some_##N(ivars, n, indices, status, cmp, 0, values)) ==  \
-               0)                                                            \
-            poll_once();                                                     \
+        POLL_UNTIL((k = some_##N(ivars, n, indices, status, cmp, 0,          \
+                                 values)) != 0);                             \
         return k;                                                            \
     }
 SHMEMI_P2P_TYPES(DEF_P2P)

@@ -142,6 +142,23 @@ void shmemi_progress(pami_context_t context)
         sched_yield();
 }
 
+void shmemi_poll(pami_context_t context, shmemi_poll_t *state)
+{
+    uint64_t now;
+
+    if (pami_context_advance(context, 16) == PAMI_SUCCESS) {
+        state->idle_since_ns = 0;
+        return;
+    }
+    now = (uint64_t)(now_s() * 1e9);
+    if (state->idle_since_ns == 0)
+        state->idle_since_ns = now;
+    if (now - state->idle_since_ns < SHMEMI_POLL_SPIN_NS)
+        sched_yield();
+    else
+        pami_context_wait(context, 1);
+}
+
 void shmemi_wait_flag(pami_context_t context, volatile int *done)
 {
     while (!*done) {
