@@ -190,6 +190,19 @@ struct pami_geometry {
     /* The measured built-in rules' span per collective and type class,
      * + 1 (0: the hand-set rules), coll_builtin.c. */
     uint16_t              builtin[PAMI_XFER_COUNT][COLL_TCLASSES];
+    /* AUTO's last decision for a call started on the geometry, and the
+     * call's inputs that decided it (coll_select.c): a loop of one call
+     * asks the table and the checks once. */
+    struct {
+        bool                       valid;
+        pami_xfer_type_t           kind;
+        pami_type_t                dtype;
+        pami_op_t                  op;
+        int                        user_commutative;
+        size_t                     count, root;
+        unsigned                   flags;
+        pami_algorithm_selection_t sel;
+    } memo;
 };
 
 #define COLL_CACHE 8      /* built schedules kept per context for reuse */
