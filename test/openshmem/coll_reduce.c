@@ -1,6 +1,6 @@
 /*
- * Reductions on teams (world, the even PEs, rows and columns of a 2-d
- * split): and, or, xor, min, max, sum, prod on every type the
+ * Reductions on teams (world, the node's PEs, the even PEs, rows and
+ * columns of a 2-d split): and, or, xor, min, max, sum, prod on every type the
  * specification lists for them, out of place and in place, short and
  * long vectors. Each result is compared with the same reduction done
  * serially over the values the team's PEs gave.
@@ -141,6 +141,7 @@ int main(void)
     CHECK(sbuf != NULL && dbuf != NULL, "symmetric buffers");
 
     test_team(SHMEM_TEAM_WORLD, "world");
+    test_team(SHMEM_TEAM_SHARED, "shared");
     shmem_team_t evens, x, y;
     CHECK(shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 2, (npes + 1) / 2,
                                    NULL, 0, &evens) == 0, "evens");

@@ -57,14 +57,54 @@ int main(void)
     me = shmem_my_pe();
     npes = shmem_n_pes();
 
-    /* Predefined teams: one node here, so SHARED is the world. */
+    /* Predefined teams. SHARED is this node's PEs in world order: the
+     * world under pamirun, a part of it on a cluster (test/cluster). */
     CHECK(shmem_team_my_pe(SHMEM_TEAM_WORLD) == me, "world my_pe");
     CHECK(shmem_team_n_pes(SHMEM_TEAM_WORLD) == npes, "world n_pes");
-    CHECK(shmem_team_n_pes(SHMEM_TEAM_SHARED) == npes, "shared n_pes %d",
-          shmem_team_n_pes(SHMEM_TEAM_SHARED));
-    CHECK(shmem_team_my_pe(SHMEM_TEAM_SHARED) == me, "shared my_pe");
-    CHECK(shmem_team_translate_pe(SHMEM_TEAM_SHARED, me, SHMEM_TEAM_WORLD)
+    int ns = shmem_team_n_pes(SHMEM_TEAM_SHARED);
+    int ms = shmem_team_my_pe(SHMEM_TEAM_SHARED);
+    CHECK(ns >= 1 && ns <= npes && ms >= 0 && ms < ns,
+          "shared: PE %d of %d", ms, ns);
+    CHECK(shmem_team_translate_pe(SHMEM_TEAM_SHARED, ms, SHMEM_TEAM_WORLD)
               == me, "shared to world");
+    for (int i = 0, prev = -1; i < ns; i++) {
+        int w = shmem_team_translate_pe(SHMEM_TEAM_SHARED, i,
+                                        SHMEM_TEAM_WORLD);
+        CHECK(w > prev && w < npes, "shared PE %d is world %d", i, w);
+        CHECK(shmem_team_translate_pe(SHMEM_TEAM_WORLD, w, SHMEM_TEAM_SHARED)
+                  == i, "world %d back to shared", w);
+        prev = w;
+    }
+    {
+        static int one = 1, count, first;
+        CHECK(shmem_int_sum_reduce(SHMEM_TEAM_SHARED, &count, &one, 1) == 0
+                  && count == ns, "shared: %d PEs counted, %d", count, ns);
+        /* every member sees the same first PE of the node */
+        first = me;
+        CHECK(shmem_int_min_reduce(SHMEM_TEAM_SHARED, &first, &first, 1) == 0
+                  && first == shmem_team_translate_pe(SHMEM_TEAM_SHARED, 0,
+                                                      SHMEM_TEAM_WORLD),
+              "shared: first PE %d", first);
+    }
+    /* A split of the shared team (its even PEs): a list of world PEs
+     * when the node's PEs are not consecutive. */
+    {
+        shmem_team_t half;
+        CHECK(shmem_team_split_strided(SHMEM_TEAM_SHARED, 0, 2, (ns + 1) / 2,
+                                       NULL, 0, &half) == 0, "shared split");
+        CHECK((half != SHMEM_TEAM_INVALID) == (ms % 2 == 0),
+              "shared split membership");
+        if (half != SHMEM_TEAM_INVALID) {
+            CHECK(shmem_team_my_pe(half) == ms / 2, "shared split my_pe");
+            for (int i = 0; i < shmem_team_n_pes(half); i++)
+                CHECK(shmem_team_translate_pe(half, i, SHMEM_TEAM_WORLD)
+                          == shmem_team_translate_pe(SHMEM_TEAM_SHARED, 2 * i,
+                                                     SHMEM_TEAM_WORLD),
+                      "shared split PE %d", i);
+            CHECK(shmem_team_sync(half) == 0, "shared split sync");
+            shmem_team_destroy(half);
+        }
+    }
     CHECK(shmem_team_sync(SHMEM_TEAM_WORLD) == 0, "world sync");
     CHECK(shmem_team_sync(SHMEM_TEAM_SHARED) == 0, "shared sync");
     CHECK(shmem_team_my_pe(SHMEM_TEAM_INVALID) == -1, "invalid my_pe");
@@ -170,7 +210,7 @@ int main(void)
 
     shmem_barrier_all();
     if (me == 0)
-        printf("coll_team: %d PEs ok\n", npes);
+        printf("coll_team: %d PEs ok (shared team of %d)\n", npes, ns);
     shmem_finalize();
     return 0;
 }
