@@ -376,7 +376,10 @@ static int shm_ep_create(tp_worker_t *tw, const void *addr, unsigned flags,
                          tp_ep_error_fn err_fn, void *err_arg, tp_ep_t **out)
 {
     shm_worker_t     *w = W(tw);
-    const shm_addr_t *a = addr;
+    /* Addresses sit in the exchanged blob at any alignment. */
+    shm_addr_t        copy;
+    const shm_addr_t *a = &copy;
+    memcpy(&copy, addr, sizeof(copy));
     if (a->magic != SHM_ADDR_MAGIC) {
         pami_error("shm", "a worker address without its shm part");
         return -EINVAL;
