@@ -65,7 +65,8 @@ pami_mr_verdict_t pami_mr_wire_decode(const void *buf, size_t len,
         return PAMI_MR_BAD_FORM;
     memcpy(&w, buf, sizeof(w));
     if (w.magic != MR_MAGIC || w.version != MR_VERSION ||
-        (w.flags & ~PAMI_MR_FLAG_SHM) != 0 ||
+        (w.flags & ~(PAMI_MR_FLAG_SHM | PAMI_MR_FLAG_JOBDIR)) != 0 ||
+        w.flags == PAMI_MR_FLAG_JOBDIR ||
         w.rkey_len == 0 || w.rkey_len > sizeof(w.rkey))
         return PAMI_MR_BAD_FORM;
     if (w.owner_task >= ntasks)
@@ -242,7 +243,9 @@ pami_result_t pami_mr_pack(struct pami_context *ctx, void *addr, size_t bytes,
     w.rkey_len   = (uint16_t)rkey_len;
     w.owner_task = ctx->client->task;
     w.owner_ctx  = (uint16_t)ctx->offset;
-    w.flags      = r->shm_bytes > 0 ? PAMI_MR_FLAG_SHM : 0;
+    w.flags      = r->shm_bytes == 0 ? 0
+                   : r->shm_in_dir  ? PAMI_MR_FLAG_SHM | PAMI_MR_FLAG_JOBDIR
+                                    : PAMI_MR_FLAG_SHM;
     w.id         = id;
     w.generation = r->generation;
     w.base       = r->base;
