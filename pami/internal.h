@@ -679,6 +679,8 @@ pami_result_t pami_rma_report_later(struct pami_context *ctx, uint32_t index,
  * last on ctx. */
 void *pami_rma_shm_base(struct pami_context *ctx, const pami_mr_view_t *v);
 unsigned pami_rma_done_report(struct pami_context *ctx);
+/* Makes room for one entry (then pami_rma_report_later cannot fail). */
+bool pami_rma_done_room(struct pami_context *ctx);
 void pami_rma_done_free(struct pami_context *ctx);
 pami_result_t pami_rma_shm_xfer(struct pami_context *ctx, uint32_t index,
                                 bool put, void *local, size_t bytes,
