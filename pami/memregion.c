@@ -97,12 +97,15 @@ static const char *verdict_text(pami_mr_verdict_t r)
 static inline bool same_as_verified(const struct pami_context *ctx,
                                     const pami_memregion_t *mr)
 {
-    const uint64_t *a = mr->opaque, *b = ctx->mr_verified.opaque;
+    /* Copied, not read in place: a copy may sit unaligned in a packet. */
+    uint64_t a[6];
+    memcpy(a, mr, sizeof(a));
+    const uint64_t *b = ctx->mr_verified.opaque;
     if (((a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2]) | (a[3] ^ b[3]) |
          (a[4] ^ b[4]) | (a[5] ^ b[5])) != 0)
         return false;
     size_t key = ctx->mr_verified_len - offsetof(mr_wire_t, rkey);
-    return memcmp(a + 6, b + 6, key) == 0;
+    return memcmp((const uint8_t *)mr + sizeof(a), b + 6, key) == 0;
 }
 _Static_assert(offsetof(mr_wire_t, rkey) == 6 * sizeof(uint64_t),
                "same_as_verified compares the head and the seal as words");
