@@ -111,6 +111,7 @@ static uint64_t amo(shmem_ctx_t ctx, const char *fn, void *dest, size_t size,
         shmemi_fatal("%s on SHMEM_CTX_INVALID", fn);
     if (((uintptr_t)dest & (size - 1)) != 0)
         shmemi_fatal("%s: %p is not aligned to %zu bytes", fn, dest, size);
+    pe = shmemi_ctx_pe(ctx, pe, fn);
     shmemi_resolve(fn, dest, size, pe, &r);
     v &= mask;
     cmp &= mask;

@@ -4,6 +4,7 @@
  * for pami's fence of the whole pami context. */
 #include <stdlib.h>
 
+#include "shmem_coll.h"
 #include "shmem_internal.h"
 
 int shmem_team_create_ctx(shmem_team_t team, long options, shmem_ctx_t *ctx)
@@ -14,7 +15,9 @@ int shmem_team_create_ctx(shmem_team_t team, long options, shmem_ctx_t *ctx)
     if (ctx == NULL)
         return -1;
     *ctx = SHMEM_CTX_INVALID;
-    if (team == SHMEM_TEAM_INVALID || team->my_pe < 0)
+    /* SHMEM_TEAM_SHARED is filled by the first team call: this may be it. */
+    if (team == SHMEM_TEAM_INVALID || shmemi_team_init() != 0 ||
+        team->my_pe < 0)
         return -1;
     if (options & ~(SHMEM_CTX_SERIALIZED | SHMEM_CTX_PRIVATE |
                     SHMEM_CTX_NOSTORE))

@@ -198,6 +198,17 @@ static inline int shmemi_segment_of(const void *addr, size_t bytes,
 SHMEMI_HIDDEN __attribute__((noreturn)) void
 shmemi_bad_target(const char *fn, const void *addr, size_t bytes, int pe);
 
+/* A context made from a team names PEs by their number in that team
+ * (OpenSHMEM 1.5, 9.4.1): the world PE of pe, or the job ends. */
+SHMEMI_HIDDEN int shmemi_ctx_team_pe(const struct shmemi_ctx *ctx, int pe,
+                                     const char *fn);
+static inline int shmemi_ctx_pe(const struct shmemi_ctx *ctx, int pe,
+                                const char *fn)
+{
+    return ctx->team == SHMEM_TEAM_WORLD ? pe
+                                         : shmemi_ctx_team_pe(ctx, pe, fn);
+}
+
 static inline void shmemi_resolve(const char *fn, const void *addr,
                                   size_t bytes, int pe, shmemi_remote_t *r)
 {

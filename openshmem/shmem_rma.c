@@ -76,6 +76,7 @@ void shmemi_put(shmem_ctx_t ctx, void *dest, const void *src, size_t bytes,
 
     if (bytes == 0)
         return;
+    pe = shmemi_ctx_pe(ctx, pe, "shmem_put");
     shmemi_resolve("shmem_put", dest, bytes, pe, &r);
     if (r.local != NULL) {
         memcpy(r.local, src, bytes);
@@ -94,6 +95,7 @@ void shmemi_get(shmem_ctx_t ctx, void *dest, const void *src, size_t bytes,
 
     if (bytes == 0)
         return;
+    pe = shmemi_ctx_pe(ctx, pe, "shmem_get");
     shmemi_resolve("shmem_get", src, bytes, pe, &r);
     if (r.local != NULL) {
         memcpy(dest, r.local, bytes);

@@ -29,9 +29,11 @@ static void put_signal(shmem_ctx_t ctx, void *dest, const void *source,
     if (sig_op != SHMEM_SIGNAL_SET && sig_op != SHMEM_SIGNAL_ADD)
         shmemi_fatal("shmem_put_signal: sig_op %d is neither "
                      "SHMEM_SIGNAL_SET nor SHMEM_SIGNAL_ADD", sig_op);
-    shmemi_resolve("shmem_put_signal", sig_addr, sizeof(*sig_addr), pe, &r);
+    /* shmemi_put takes the context's own PE number, the rest the world's. */
+    int wpe = shmemi_ctx_pe(ctx, pe, "shmem_put_signal");
+    shmemi_resolve("shmem_put_signal", sig_addr, sizeof(*sig_addr), wpe, &r);
     if (bytes > 0) {
-        shmemi_resolve("shmem_put_signal", dest, bytes, pe, &r);
+        shmemi_resolve("shmem_put_signal", dest, bytes, wpe, &r);
         shmemi_put(ctx, dest, source, bytes, pe, &mine);
         shmemi_wait_count(ctx->context, &mine);
         if (r.local == NULL) {

@@ -32,6 +32,15 @@ int shmemi_team_world_pe(struct shmemi_team *t, int pe)
     return (int)shmemi_team_ext(t)->world_pes[pe];
 }
 
+int shmemi_ctx_team_pe(const struct shmemi_ctx *ctx, int pe, const char *fn)
+{
+    struct shmemi_team *t = ctx->team;
+    if (pe < 0 || pe >= t->n_pes)
+        shmemi_fatal("%s: PE %d is out of range of the context's team "
+                     "(0..%d)", fn, pe, t->n_pes - 1);
+    return shmemi_team_world_pe(t, pe);
+}
+
 static int cmp_task(const void *a, const void *b)
 {
     pami_task_t x = *(const pami_task_t *)a, y = *(const pami_task_t *)b;

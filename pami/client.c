@@ -189,12 +189,15 @@ pami_result_t pami_client_create(const char *name,
         goto fail;
 
     c->tp = &tp_shm_ops; /* UCX alone when PAMI_SHM_FASTPATH is 0 */
-    char        shm_dir[160];
+    const char *shm_dir = pami_job_shm_dir(c, c->job_dir,
+                                           sizeof(c->job_dir));
+    if (shm_dir == NULL)
+        c->job_dir[0] = '\0';
     tp_params_t tpp = {
         .thread_shared = 1, /* contexts may live on different threads */
         .estimated_eps = size,
         .keepalive_ms  = c->config.peer_errors ? PAMI_KEEPALIVE_MS : 0,
-        .shm_dir       = pami_job_shm_dir(c, shm_dir, sizeof(shm_dir)),
+        .shm_dir       = shm_dir,
     };
     int trc = c->tp->init(&tpp, &c->tp_ctx);
     if (trc != 0) {

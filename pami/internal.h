@@ -150,6 +150,7 @@ typedef struct {
     uint64_t  shm_bytes;  /* pami_memregion_alloc: the segment's mapped
                              length (memregion_shm.c); 0: the program's
                              memory */
+    bool      shm_in_dir; /* the segment is in the client's job_dir */
 } pami_region_t;
 
 /* A pami_memregion_t, decoded and checked for form. */
@@ -165,7 +166,9 @@ typedef struct {
 } pami_mr_view_t;
 
 /* The memory of a region is a shared segment pami allocated. */
-#define PAMI_MR_FLAG_SHM 0x1u
+#define PAMI_MR_FLAG_SHM    0x1u
+/* ... kept in the job's directory (client job_dir), not /dev/shm. */
+#define PAMI_MR_FLAG_JOBDIR 0x2u
 
 /* A node peer's segment mapped into this context (memregion_shm.c). */
 typedef struct {
@@ -390,6 +393,9 @@ typedef struct pami_client {
     int                   rdma;         /* UCX has RDMA (rc/dc): 2 yes,
                                            1 no, 0 not looked at yet */
     bool                  tp_leaked;    /* a worker was left to UCX */
+    /* The job's directory for shared-memory files that the launcher
+     * removes at the job's end (job_dir.c); "" when there is none. */
+    char                  job_dir[160];
 
     pami_protocol_slot_t  protocols[PAMI_PROTOCOL_MAX];
     size_t                num_protocols;
@@ -673,6 +679,8 @@ pami_result_t pami_rma_report_later(struct pami_context *ctx, uint32_t index,
  * last on ctx. */
 void *pami_rma_shm_base(struct pami_context *ctx, const pami_mr_view_t *v);
 unsigned pami_rma_done_report(struct pami_context *ctx);
+/* Makes room for one entry (then pami_rma_report_later cannot fail). */
+bool pami_rma_done_room(struct pami_context *ctx);
 void pami_rma_done_free(struct pami_context *ctx);
 pami_result_t pami_rma_shm_xfer(struct pami_context *ctx, uint32_t index,
                                 bool put, void *local, size_t bytes,

@@ -65,7 +65,8 @@ pami_mr_verdict_t pami_mr_wire_decode(const void *buf, size_t len,
         return PAMI_MR_BAD_FORM;
     memcpy(&w, buf, sizeof(w));
     if (w.magic != MR_MAGIC || w.version != MR_VERSION ||
-        (w.flags & ~PAMI_MR_FLAG_SHM) != 0 ||
+        (w.flags & ~(PAMI_MR_FLAG_SHM | PAMI_MR_FLAG_JOBDIR)) != 0 ||
+        w.flags == PAMI_MR_FLAG_JOBDIR ||
         w.rkey_len == 0 || w.rkey_len > sizeof(w.rkey))
         return PAMI_MR_BAD_FORM;
     if (w.owner_task >= ntasks)
@@ -96,12 +97,15 @@ static const char *verdict_text(pami_mr_verdict_t r)
 static inline bool same_as_verified(const struct pami_context *ctx,
                                     const pami_memregion_t *mr)
 {
-    const uint64_t *a = mr->opaque, *b = ctx->mr_verified.opaque;
+    /* Copied, not read in place: a copy may sit unaligned in a packet. */
+    uint64_t a[6];
+    memcpy(a, mr, sizeof(a));
+    const uint64_t *b = ctx->mr_verified.opaque;
     if (((a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2]) | (a[3] ^ b[3]) |
          (a[4] ^ b[4]) | (a[5] ^ b[5])) != 0)
         return false;
     size_t key = ctx->mr_verified_len - offsetof(mr_wire_t, rkey);
-    return memcmp(a + 6, b + 6, key) == 0;
+    return memcmp((const uint8_t *)mr + sizeof(a), b + 6, key) == 0;
 }
 _Static_assert(offsetof(mr_wire_t, rkey) == 6 * sizeof(uint64_t),
                "same_as_verified compares the head and the seal as words");
@@ -242,7 +246,9 @@ pami_result_t pami_mr_pack(struct pami_context *ctx, void *addr, size_t bytes,
     w.rkey_len   = (uint16_t)rkey_len;
     w.owner_task = ctx->client->task;
     w.owner_ctx  = (uint16_t)ctx->offset;
-    w.flags      = r->shm_bytes > 0 ? PAMI_MR_FLAG_SHM : 0;
+    w.flags      = r->shm_bytes == 0 ? 0
+                   : r->shm_in_dir  ? PAMI_MR_FLAG_SHM | PAMI_MR_FLAG_JOBDIR
+                                    : PAMI_MR_FLAG_SHM;
     w.id         = id;
     w.generation = r->generation;
     w.base       = r->base;

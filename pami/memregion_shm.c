@@ -20,24 +20,50 @@
 #include "internal.h"
 #include "siphash.h"
 
-/* "/pami-<job>-mr-<task>-<ctx>-<id>-<generation>-<tag>": the prefix is the
- * one pamirun removes after the job, whatever way it ended. */
-#define SHM_NAME_MAX 160
+/* "/pami-<job>-mr-<task>-<ctx>-<id>-<generation>-<tag>" for shm_open,
+ * whose prefix pamirun removes after the job whatever way it ended; or,
+ * when the launcher removes the job's directory instead (PMIx),
+ * "<job_dir>/mr-<task>-<ctx>-<id>-<generation>-<tag>". */
+#define SHM_NAME_MAX 256
 
 /* The tag keeps two clients of one process (same task, other secrets)
  * apart and makes the name unguessable outside the job. */
 static void shm_name(pami_client_impl_t *c, uint32_t task, uint32_t octx,
-                     uint32_t id, uint32_t gen, char *out)
+                     uint32_t id, uint32_t gen, bool in_dir, char *out)
 {
-    pami_protocol_job_key_t key;
-    if (pami_protocol_job_key(c, &key) != PAMI_SUCCESS)
-        snprintf(key.name, sizeof(key.name), "nojob");
     uint32_t what[6] = {0x2d6d6873u /* "shm-" */, task, octx, id, gen, 0};
     uint64_t tag = pami_siphash24(c->secrets + (size_t)task *
                                                    PAMI_SIPHASH_KEY_LEN,
                                   what, sizeof(what));
+    if (in_dir) {
+        /* The owner's directory: every task of the node names it alike
+         * (job_dir.c), also one whose own registration failed. */
+        char dir[sizeof(c->job_dir)];
+        const char *id_text = c->bs->job_id(c->bs_state);
+        if (c->job_dir[0] != '\0')
+            snprintf(dir, sizeof(dir), "%s", c->job_dir);
+        else
+            snprintf(dir, sizeof(dir), "/dev/shm/pami-%s-ucx",
+                     id_text != NULL ? id_text : "");
+        snprintf(out, SHM_NAME_MAX, "%s/mr-%" PRIu32 "-%" PRIu32 "-%" PRIu32
+                 "-%" PRIu32 "-%016" PRIx64, dir, task, octx, id, gen, tag);
+        return;
+    }
+    pami_protocol_job_key_t key;
+    if (pami_protocol_job_key(c, &key) != PAMI_SUCCESS)
+        snprintf(key.name, sizeof(key.name), "nojob");
     snprintf(out, SHM_NAME_MAX, "/pami-%s-mr-%" PRIu32 "-%" PRIu32 "-%" PRIu32
              "-%" PRIu32 "-%016" PRIx64, key.name, task, octx, id, gen, tag);
+}
+
+static int seg_open(const char *name, bool in_dir, int flags, mode_t mode)
+{
+    return in_dir ? open(name, flags, mode) : shm_open(name, flags, mode);
+}
+
+static int seg_unlink(const char *name, bool in_dir)
+{
+    return in_dir ? unlink(name) : shm_unlink(name);
 }
 
 static bool page_round(size_t bytes, size_t *out)
@@ -63,10 +89,11 @@ pami_result_t pami_memregion_alloc(pami_context_t ctx, size_t bytes,
         return rc;
     pami_region_t *r = &ctx->regions[id];
     char name[SHM_NAME_MAX];
+    bool in_dir = ctx->client->job_dir[0] != '\0';
     shm_name(ctx->client, ctx->client->task, (uint32_t)ctx->offset, id,
-             r->generation + 1, name);
-    int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC,
-                      0600);
+             r->generation + 1, in_dir, name);
+    int fd = seg_open(name, in_dir,
+                      O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {
         int e = errno;
         pami_warn("rma", "memregion_alloc: cannot create %s: %s", name,
@@ -86,16 +113,17 @@ pami_result_t pami_memregion_alloc(pami_context_t ctx, size_t bytes,
     if (p == MAP_FAILED) {
         pami_warn("rma", "memregion_alloc of %zu bytes in %s: %s", len, name,
                   strerror(e));
-        shm_unlink(name);
+        seg_unlink(name, in_dir);
         return e == ENOMEM || e == ENOSPC || e == EFBIG ? PAMI_ENOMEM
                                                         : PAMI_ERROR;
     }
-    r->shm_bytes = len;
+    r->shm_bytes  = len;
+    r->shm_in_dir = in_dir;
     rc = pami_mr_pack(ctx, p, bytes, id, r, mr);
     if (rc != PAMI_SUCCESS) {
         r->shm_bytes = 0;
         munmap(p, len);
-        shm_unlink(name);
+        seg_unlink(name, in_dir);
         return rc;
     }
     *addr = p;
@@ -107,10 +135,10 @@ void pami_shm_region_free(struct pami_context *ctx, uint32_t id,
 {
     char name[SHM_NAME_MAX];
     shm_name(ctx->client, ctx->client->task, (uint32_t)ctx->offset, id,
-             r->generation, name);
+             r->generation, r->shm_in_dir, name);
     /* Peers that mapped it keep their pages; only the name and our view
      * go. ENOENT: context close removed the name already. */
-    if (shm_unlink(name) != 0 && errno != ENOENT)
+    if (seg_unlink(name, r->shm_in_dir) != 0 && errno != ENOENT)
         pami_warn("rma", "cannot remove %s: %s", name, strerror(errno));
     munmap((void *)(uintptr_t)r->base, r->shm_bytes);
     r->shm_bytes = 0;
@@ -124,8 +152,8 @@ void pami_shm_close(struct pami_context *ctx)
             continue;
         char name[SHM_NAME_MAX];
         shm_name(ctx->client, ctx->client->task, (uint32_t)ctx->offset,
-                 (uint32_t)i, r->generation, name);
-        shm_unlink(name);
+                 (uint32_t)i, r->generation, r->shm_in_dir, name);
+        seg_unlink(name, r->shm_in_dir);
     }
     for (size_t i = 0; i < ctx->shm_nmaps; i++)
         munmap(ctx->shm_maps[i].addr, ctx->shm_maps[i].len);
@@ -156,9 +184,10 @@ static pami_result_t map_open(struct pami_context *ctx,
     if (!page_round(v->bytes, &len))
         return PAMI_INVAL;
     char name[SHM_NAME_MAX];
+    bool in_dir = (v->flags & PAMI_MR_FLAG_JOBDIR) != 0;
     shm_name(ctx->client, v->owner_task, v->owner_ctx, v->id, v->generation,
-             name);
-    int fd = shm_open(name, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
+             in_dir, name);
+    int fd = seg_open(name, in_dir, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
     if (fd < 0) {
         int e = errno;
         pami_warn("rma", "memregion_map: region %u/%u of task %u context %u "

@@ -215,6 +215,10 @@ pami_result_t pami_rma_cma(struct pami_context *ctx, uint32_t index,
 {
     pami_client_impl_t *c    = ctx->client;
     uint32_t            task = index / (uint32_t)c->num_contexts;
+    /* Room for the report first: once the data moved, a failure could no
+     * longer mean "nothing happened". */
+    if (!pami_rma_done_room(ctx))
+        return PAMI_ENOMEM;
     int err = put ? cma_move(c->tasks[task].pid, true, local, raddr, bytes)
                   : pami_cma_read(c->tasks[task].pid, local, raddr, bytes,
                                   pami_cma_spare_core(c));

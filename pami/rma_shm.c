@@ -57,6 +57,11 @@ static inline bool done_room(struct pami_context *ctx)
            done_grow(ctx);
 }
 
+bool pami_rma_done_room(struct pami_context *ctx)
+{
+    return done_room(ctx);
+}
+
 /* Appends an entry there is room for; the batch joins the finished
  * requests if it is not among them. */
 static inline void done_push(struct pami_context *ctx, pami_result_t rc,

@@ -15,7 +15,9 @@
  *
  * WORKLOAD: am (small sends to every task), rndv (large sends), barrier,
  * coll (allreduce and broadcast), rma (put/get/rmw on every task's
- * region), svd (every task updates its key, which all others use), cycle
+ * region; rma-shm: the same on regions from pami_memregion_alloc, which
+ * tasks of a node reach by load and store), svd (every task updates its
+ * key, which all others use), cycle
  * (client create, contexts, an exchange, destroy, again and again),
  * destroy (am, but the survivors destroy their client as soon as the
  * driver announces the kill, most often before the death is noticed: the
@@ -251,11 +253,20 @@ static void on_mr(pami_context_t c, void *cookie, const void *hdr,
     mrs_seen++;
 }
 
+/* rma-shm: region is pami's (freed by destroy, or by the context). */
+static bool region_alloc;
+
 static void rma_setup(void)
 {
-    region = calloc(1, REGION);
-    MP_EXPECT(region != NULL, "out of memory");
-    MP_CHECK(pami_memregion_create(job.ctx[0], region, REGION, &my_mr));
+    region_alloc = strcmp(workload, "rma-shm") == 0;
+    if (region_alloc) {
+        MP_CHECK(pami_memregion_alloc(job.ctx[0], REGION, (void **)&region,
+                                      &my_mr));
+    } else {
+        region = calloc(1, REGION);
+        MP_EXPECT(region != NULL, "out of memory");
+        MP_CHECK(pami_memregion_create(job.ctx[0], region, REGION, &my_mr));
+    }
     for (size_t k = 1; k < job.size; k++) {
         pami_send_immediate_t s = {.dest = mp_ep(&job, mp_peer(&job, k), 0),
                                    .dispatch = ID_MR, .header = &my_mr,
@@ -366,7 +377,7 @@ static void round_run(unsigned round)
     else if (strcmp(workload, "coll") == 0)
         round_coll(round % 2 ? PAMI_XFER_BROADCAST : PAMI_XFER_ALLREDUCE,
                    round % 4 == 3 ? 64 : 1);
-    else if (strcmp(workload, "rma") == 0)
+    else if (strcmp(workload, "rma") == 0 || strcmp(workload, "rma-shm") == 0)
         round_rma(round);
     else
         round_svd(round);
@@ -377,7 +388,8 @@ static void round_run(unsigned round)
 static void run_workload(void)
 {
     MP_CHECK(pami_geometry_world(job.ctx[0], &world));
-    if (strcmp(workload, "rma") == 0 || strcmp(workload, "svd") == 0)
+    if (strcmp(workload, "rma") == 0 || strcmp(workload, "rma-shm") == 0 ||
+        strcmp(workload, "svd") == 0)
         rma_setup();
     if (strcmp(workload, "svd") == 0)
         svd_setup();
@@ -563,7 +575,8 @@ static int task_main(void)
     printf("fault_run %s: task %u: %s", workload, job.me, text);
     free(src);
     free(landing);
-    free(region);
+    if (!region_alloc)
+        free(region);
     free(peer_mr);
     free(have_mr);
     return 0;
@@ -572,7 +585,8 @@ static int task_main(void)
 int main(int argc, char **argv)
 {
     static const char *const known[] = {"am", "rndv", "barrier", "coll",
-                                        "rma", "svd", "cycle", "destroy"};
+                                        "rma", "rma-shm", "svd", "cycle",
+                                        "destroy"};
     bool ok = false;
     if (argc >= 3)
         for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)

@@ -6,7 +6,9 @@ set -u
 lib=$1 inc=$2 cc=$3
 dir=$(mktemp -d) || exit 1
 trap 'rm -rf "$dir"' EXIT
-nm -D --defined-only "$lib" | awk '{print $3}' | sort -u > "$dir/defined"
+# AddressSanitizer adds an __odr_asan.<name> for each exported variable.
+nm -D --defined-only "$lib" | awk '{print $3}' | grep -v '^__odr_asan\.' |
+    sort -u > "$dir/defined"
 bad=$(grep -vE '^(shmem_|shmemx_|start_pes$|_my_pe$|_num_pes$|shmalloc$|shfree$|shrealloc$|shmemalign$)' "$dir/defined")
 if [ -n "$bad" ]; then
     echo "exports.sh: exported beyond the OpenSHMEM names:" $bad >&2

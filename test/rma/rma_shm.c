@@ -28,7 +28,10 @@
  *   their copy land in their mapping (they succeed: the path is load and
  *   store; CMA would fail on the unmapped memory); a region destroyed before anyone
  *   mapped it cannot be mapped any more (PAMI_INVAL);
- * - after pami_client_destroy nothing of this task is left in /dev/shm.
+ * - after pami_client_destroy nothing of this task is left in /dev/shm;
+ *   under PMIx (mpirun) the segments live in the job's directory
+ *   /dev/shm/pami-<job id>-ucx, which the launcher removes, not in
+ *   /dev/shm itself.
  *
  *   pamirun -n N rma_shm      (N >= 2, all on one node)
  */
@@ -47,11 +50,12 @@
 
 static mp_job_t job;
 
-/* How many /dev/shm names this task's regions hold now. */
-static unsigned names_left(const char *prefix)
+/* Entries of dir whose names start with prefix (none: no dir). */
+static unsigned count_in(const char *dir, const char *prefix)
 {
-    DIR *d = opendir("/dev/shm");
-    MP_EXPECT(d != NULL, "opendir /dev/shm: %s", strerror(errno));
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return 0;
     unsigned       n = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL)
@@ -59,6 +63,15 @@ static unsigned names_left(const char *prefix)
             n++;
     closedir(d);
     return n;
+}
+
+static char job_dir[256], dir_prefix[64];
+
+/* How many names this task's segments hold now, in /dev/shm or in the
+ * job's directory. */
+static unsigned names_left(const char *prefix)
+{
+    return count_in("/dev/shm", prefix) + count_in(job_dir, dir_prefix);
 }
 
 static uint64_t bad_regions(void)
@@ -132,6 +145,14 @@ int main(int argc, char **argv)
     char mine_prefix[128];
     snprintf(mine_prefix, sizeof(mine_prefix), "pami-%s-mr-%u-", key.name,
              job.me);
+    pami_client_attr_t ja = {.field_mask = PAMI_CLIENT_ATTR_JOB_ID};
+    MP_CHECK(pami_client_query(job.client, &ja));
+    snprintf(job_dir, sizeof(job_dir), "/dev/shm/pami-%s-ucx", ja.job_id);
+    snprintf(dir_prefix, sizeof(dir_prefix), "mr-%u-", job.me);
+    /* Under PMIx pami keeps its segments in the directory the launcher
+     * removes (unless the program chose UCX's directory itself). */
+    bool in_dir = job.attr.bootstrap == PAMI_BOOTSTRAP_PMIX &&
+                  getenv("UCX_POSIX_DIR") == NULL;
 
     pami_memregion_t shm_mr, priv_mr;
     uint8_t *shm = NULL;
@@ -140,6 +161,8 @@ int main(int argc, char **argv)
     MP_EXPECT(rma_check_byte(shm, BYTES, 0) < 0, "shared memory not zeroed");
     MP_EXPECT(names_left(mine_prefix) == 1, "%u names of ours in /dev/shm",
               names_left(mine_prefix));
+    MP_EXPECT(count_in(job_dir, dir_prefix) == (in_dir ? 1u : 0u),
+              "the segment is %sin %s", in_dir ? "not " : "", job_dir);
     uint8_t *priv = rma_alloc(BYTES);
     MP_CHECK(pami_memregion_create(job.ctx[0], priv, BYTES, &priv_mr));
 

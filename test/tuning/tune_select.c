@@ -5,7 +5,8 @@
  *
  *   tune_select slow      allreduce_reduce_broadcast (slow here) declared
  *                         best for 1-4 KiB of int32: AUTO takes it there
- *                         (query and counters), the built-in rule elsewhere
+ *                         (query and counters), the built-in rule elsewhere,
+ *                         also when calls alternate between the two
  *   tune_select differ    task 0's profile differs: every member falls
  *                         back to the built-in rules, results stay right
  *   tune_select bad KIND  a profile that cannot be used (KIND: garbage,
@@ -208,6 +209,18 @@ static void slow(void)
         const char *ran = run_allreduce(&w, outside[i]);
         MP_EXPECT(strcmp(ran, "allreduce_reduce_broadcast") != 0,
                   "%zu int32 outside the profile ran %s", outside[i], ran);
+    }
+    /* AUTO keeps its last decision per geometry (coll_select.c): calls
+     * that alternate between inputs that decide differently each get
+     * their own decision, never the one kept for the other. */
+    for (int k = 0; k < 4; k++) {
+        bool in = strcmp(run_allreduce(&w, 512),
+                         "allreduce_reduce_broadcast") == 0;
+        bool out = strcmp(run_allreduce(&w, 64),
+                          "allreduce_reduce_broadcast") != 0;
+        MP_EXPECT(in && out, "alternating %d: 512 int32 %s the profile's, "
+                  "64 int32 %s the built-in rule's", k,
+                  in ? "took" : "did not take", out ? "took" : "did not take");
     }
     expect_builtin(w.g, 512, PAMI_TYPE_DOUBLE);
     MP_EXPECT(ct_stat(job.ctx[0], "coll_select", "selected_profile") >= 5,

@@ -133,11 +133,17 @@ void floor_setup(bench_t *b)
         close(fd);
     }
     ok = map != MAP_FAILED;
+    /* Set before the last exchange: task 0 may leave it first and ask for
+     * a floor round, which task 1's handler can see while it is still
+     * inside the exchange. Task 0 asks only when both have the mapping. */
+    if (ok)
+        b->floor = map;
     uint32_t *peer = pami_side_exchange(b, &ok, sizeof(ok), &len, NULL, NULL);
     bool both = ok && len == sizeof(*peer) && *peer;
     free(peer);
     unlink_name(); /* both have tried: the name is no longer needed */
     if (!both) {
+        b->floor = NULL;
         if (map != MAP_FAILED)
             munmap(map, bytes);
         if (b->me == 0)

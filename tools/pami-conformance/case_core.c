@@ -493,7 +493,6 @@ static void order(cf_env_t *e)
     CF_OK(e, pami_dispatch_set(e->ctx, ORD_ID_B, on_ord, &s, NULL));
     CF_OK(e, pami_dispatch_fence(e->client));
     pami_endpoint_t ep = cf_ep(e, (pami_task_t)((e->task + 1) % e->size));
-    size_t sent_big = 0;
     for (uint32_t q = 0; q < ORD_MSGS; q++) {
         uint64_t r = cf_byte(e->seed, e->task, q, 0) % 3;
         size_t id = q % 2 ? ORD_ID_A : ORD_ID_B;
@@ -505,7 +504,6 @@ static void order(cf_env_t *e)
             rc = cf_send_immediate(e, &m);
         } else {
             size_t len = r == 1 ? 200 : big;
-            sent_big += r == 2;
             pami_send_t m = {.send = {.dest = ep, .dispatch = id,
                                       .header = &q, .header_len = sizeof(q),
                                       .data = src, .data_len = len}};
