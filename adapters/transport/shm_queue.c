@@ -62,7 +62,8 @@ long shmq_put_frag(shmq_prod_t *q, uint16_t hdr_len, size_t total,
     uint32_t need = lines_of(frag);
     uint32_t idx  = (uint32_t)(q->tail & (q->nlines - 1));
     uint32_t pad  = idx + need > q->nlines ? q->nlines - idx : 0;
-    if (shmq_room(q, pad + need) < pad + need)
+    /* One line more than the entry: the line after it (see below). */
+    if (shmq_room(q, pad + need + 1) < pad + need + 1)
         return -1;
     if (pad > 0) {
         shmq_entry_t *p = (shmq_entry_t *)(q->ring + (size_t)idx * SHMQ_LINE);
@@ -87,6 +88,16 @@ long shmq_put_frag(shmq_prod_t *q, uint16_t hdr_len, size_t total,
     e->hdr_len  = hdr_len;
     e->frag_len = (uint16_t)frag;
     e->total    = (uint32_t)total;
+    /* The next entry starts at the line after this one. From the last
+     * lap that line may hold payload of a longer entry, whose first bytes
+     * can equal the stamp the consumer will wait for there: clear them
+     * before this entry is published, so the consumer, which sees this
+     * stamp, also sees the cleared one. (After a pad comes line 0, which
+     * entries never cross into: always an entry's first line.) */
+    shmq_entry_t *next = (shmq_entry_t *)(q->ring +
+                             (size_t)((q->tail + need) & (q->nlines - 1)) *
+                                 SHMQ_LINE);
+    atomic_store_explicit(&next->stamp, 0, memory_order_relaxed);
     atomic_store_explicit(&e->stamp, (uint32_t)(q->tail + 1),
                           memory_order_release);
     q->tail += need;
