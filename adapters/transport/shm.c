@@ -37,6 +37,13 @@
 #define SHM_CTL_OFF    SHM_PAGE
 #define SHM_POLL_MAX   64   /* entries taken from one queue per poll */
 #define SHM_UCX_EVERY  8    /* an idle UCX worker is polled every 8 turns */
+#define SHM_STALL_NS   2000000 /* sends waiting this long for room sleep */
+/* A message longer than this (none of the program's sends below the
+ * default rendezvous threshold; pami's bulk messages of its TCP-style
+ * paths) moves its endpoint to UCX for good, once the queue is empty: a
+ * ring of a few KiB moves megabytes only as fast as both tasks get turns
+ * on a CPU, which oversubscribed is slow. */
+#define SHM_BULK       ((size_t)128 * 1024)
 #define SHM_UCX_HOT    1024 /* ... but every turn for this many after UCX
                                had work or was given some */
 
@@ -64,7 +71,8 @@ typedef struct shm_pending {
     tp_req_t   *req;
     const void *hdr, *data;
     size_t      hdr_len, data_len, off;
-    int         status; /* for the cancel list */
+    unsigned    flags;
+    bool        bulk;   /* goes by UCX once the queue is empty */
 } shm_pending_t;
 
 typedef struct shm_ep   shm_ep_t;
@@ -81,12 +89,15 @@ typedef struct shm_worker {
     size_t       msg_max;
     _Atomic uint32_t *claimed, *sleeping;
     shmq_cons_t *cons;
+    int         *prod_efd;  /* per queue: its producer's eventfd, -1 none
+                               yet, -2 none to be had */
     uint32_t     ncons;
     uint8_t     *scratch;
     bool         armed, ucx_busy;
     unsigned     ucx_hot;
     unsigned     turn;
     shm_ep_t    *pending_eps;
+    uint64_t     pend_moved_ns; /* when waiting sends last moved */
     shm_pending_t *cancel_head;
     size_t       shm_eps;
     uint8_t     *addr;
@@ -98,6 +109,7 @@ struct shm_ep {
     tp_ep_t      *ucx;
     shm_worker_t *w;
     bool          shm, failed, on_list;
+    bool          ucx_only; /* a bulk message moved it to UCX */
     shmq_prod_t   prod;
     size_t        msg_max;
     uint8_t      *peer_seg;
@@ -174,11 +186,15 @@ static int inbox_create(shm_worker_t *w, const tp_worker_params_t *p)
     w->claimed  = (_Atomic uint32_t *)(w->seg + SHM_CLAIM_OFF);
     w->sleeping = (_Atomic uint32_t *)(w->seg + SHM_SLEEP_OFF);
     w->cons     = calloc(w->max_queues, sizeof(*w->cons));
+    w->prod_efd = malloc(w->max_queues * sizeof(*w->prod_efd));
     w->scratch  = malloc(shmq_frag_max(w->max_lines));
     w->efd      = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     w->epfd     = epoll_create1(EPOLL_CLOEXEC);
-    if (w->cons == NULL || w->scratch == NULL || w->efd < 0 || w->epfd < 0)
+    if (w->cons == NULL || w->prod_efd == NULL || w->scratch == NULL ||
+        w->efd < 0 || w->epfd < 0)
         return -ENOMEM;
+    for (uint32_t i = 0; i < w->max_queues; i++)
+        w->prod_efd[i] = -1;
     struct epoll_event ev = {.events = EPOLLIN};
     if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->ucx_fd, &ev) != 0 ||
         epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->efd, &ev) != 0)
@@ -199,6 +215,11 @@ static void inbox_destroy(shm_worker_t *w)
         for (uint32_t i = 0; i < w->ncons; i++)
             shmq_cons_fini(&w->cons[i]);
     free(w->cons);
+    if (w->prod_efd != NULL)
+        for (uint32_t i = 0; i < w->ncons; i++)
+            if (w->prod_efd[i] >= 0)
+                close(w->prod_efd[i]);
+    free(w->prod_efd);
     free(w->scratch);
     if (w->seg != NULL)
         munmap(w->seg, w->seg_bytes);
@@ -306,6 +327,21 @@ static bool is_eventfd(int fd)
     return strcmp(link, "anon_inode:[eventfd]") == 0;
 }
 
+/* Descriptor fd of process pid, when it is an eventfd; -1 otherwise. */
+static int eventfd_of(int pid, int fd)
+{
+    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (pidfd < 0)
+        return -1;
+    int mine = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+    close(pidfd);
+    if (mine >= 0 && !is_eventfd(mine)) {
+        close(mine);
+        mine = -1;
+    }
+    return mine;
+}
+
 /* Maps the peer's inbox, checks its header and claims a queue in it. */
 static int shm_connect(shm_ep_t *e, const shm_addr_t *a)
 {
@@ -336,14 +372,8 @@ static int shm_connect(shm_ep_t *e, const shm_addr_t *a)
         h.max_queues == 0 || h.max_queues > (1u << 20) ||
         seg_size(h.nlines, h.max_queues) > e->peer_bytes)
         return -EPROTO;
-    int pidfd = (int)syscall(SYS_pidfd_open, a->pid, 0);
-    if (pidfd < 0)
-        return -errno;
-    e->peer_efd = (int)syscall(SYS_pidfd_getfd, pidfd, a->efd, 0);
-    close(pidfd);
+    e->peer_efd = eventfd_of(a->pid, a->efd);
     if (e->peer_efd < 0)
-        return -errno;
-    if (!is_eventfd(e->peer_efd))
         return -EPROTO;
     uint32_t q = atomic_fetch_add((_Atomic uint32_t *)(e->peer_seg +
                                                        SHM_CLAIM_OFF), 1);
@@ -355,6 +385,10 @@ static int shm_connect(shm_ep_t *e, const shm_addr_t *a)
                    (size_t)q * h.nlines * SHMQ_LINE;
     e->prod.nlines    = h.nlines;
     e->prod.max_lines = h.max_lines;
+    /* Before the first entry: the owner reads them only when we ask for
+     * room, which comes later. */
+    e->prod.ctl->pid = getpid();
+    e->prod.ctl->efd = e->w->efd;
     e->peer_sleeping  = (_Atomic uint32_t *)(e->peer_seg + SHM_SLEEP_OFF);
     return 0;
 }
@@ -447,7 +481,7 @@ static int shm_am_send_imm(tp_ep_t *te, const void *hdr, size_t hdr_len,
                            const void *data, size_t data_len)
 {
     shm_ep_t *e = E(te);
-    if (!e->shm) {
+    if (!e->shm || (e->ucx_only && e->pend_head == NULL)) {
         e->w->ucx_hot = SHM_UCX_HOT;
         return tp_ucx_ops.am_send_imm(e->ucx, hdr, hdr_len, data, data_len);
     }
@@ -477,10 +511,19 @@ static int shm_am_send_imm(tp_ep_t *te, const void *hdr, size_t hdr_len,
     return 0;
 }
 
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static void pending_list_add(shm_ep_t *e)
 {
     if (e->on_list)
         return;
+    if (e->w->pending_eps == NULL)
+        e->w->pend_moved_ns = now_ns();
     e->on_list       = true;
     e->next_pending  = e->w->pending_eps;
     e->w->pending_eps = e;
@@ -491,7 +534,7 @@ static int shm_am_send(tp_ep_t *te, const void *hdr, size_t hdr_len,
                        tp_req_t *req)
 {
     shm_ep_t *e = E(te);
-    if (!e->shm) {
+    if (!e->shm || (e->ucx_only && e->pend_head == NULL)) {
         e->w->ucx_hot = SHM_UCX_HOT;
         return tp_ucx_ops.am_send(e->ucx, hdr, hdr_len, data, data_len, flags,
                                   req);
@@ -506,8 +549,15 @@ static int shm_am_send(tp_ep_t *te, const void *hdr, size_t hdr_len,
         return tp_ucx_ops.am_send(e->ucx, hdr, hdr_len, data, data_len, flags,
                                   req);
     }
+    bool bulk = total > SHM_BULK;
+    if (bulk && e->pend_head == NULL && shmq_empty(&e->prod)) {
+        e->ucx_only   = true;
+        e->w->ucx_hot = SHM_UCX_HOT;
+        return tp_ucx_ops.am_send(e->ucx, hdr, hdr_len, data, data_len, flags,
+                                  req);
+    }
     size_t off = 0;
-    if (e->pend_head == NULL) {
+    if (e->pend_head == NULL && !bulk) {
         off = put_some(e, hdr, hdr_len, data, data_len, 0);
         if (off == total) {
             e->w->stats.shm_sent++;
@@ -521,7 +571,8 @@ static int shm_am_send(tp_ep_t *te, const void *hdr, size_t hdr_len,
     if (p == NULL)
         return -ENOMEM; /* nothing of it went when off is 0 */
     *p = (shm_pending_t){.req = req, .hdr = hdr, .data = data,
-                         .hdr_len = hdr_len, .data_len = data_len, .off = off};
+                         .hdr_len = hdr_len, .data_len = data_len, .off = off,
+                         .flags = flags, .bulk = bulk};
     *e->pend_tail = p;
     e->pend_tail  = &p->next;
     e->w->stats.shm_full++;
@@ -550,6 +601,29 @@ static unsigned pending_drain(shm_worker_t *w)
         bool      moved = false;
         while (e->pend_head != NULL) {
             shm_pending_t *p = e->pend_head;
+            if (p->bulk && !e->ucx_only) {
+                if (!shmq_empty(&e->prod))
+                    break; /* the consumer has not taken all before it */
+                e->ucx_only = true;
+            }
+            if (e->ucx_only) {
+                /* In order behind the queue's last message, which the
+                 * consumer has delivered. */
+                e->pend_head = p->next;
+                if (e->pend_head == NULL)
+                    e->pend_tail = &e->pend_head;
+                w->ucx_hot = SHM_UCX_HOT;
+                int rc = tp_ucx_ops.am_send(e->ucx, p->hdr, p->hdr_len,
+                                            p->data, p->data_len, p->flags,
+                                            p->req);
+                tp_req_t *req = p->req;
+                free(p);
+                if (rc != 1)
+                    req->fn(req, rc < 0 ? rc : 0);
+                n++;
+                moved = true;
+                continue;
+            }
             size_t off = put_some(e, p->hdr, p->hdr_len, p->data, p->data_len,
                                   p->off);
             moved |= off != p->off;
@@ -565,8 +639,10 @@ static unsigned pending_drain(shm_worker_t *w)
             free(p);
             req->fn(req, 0);
         }
-        if (moved)
+        if (moved) {
             wake(e);
+            w->pend_moved_ns = now_ns();
+        }
         if (e->pend_head == NULL) {
             *link      = e->next_pending;
             e->on_list = false;
@@ -625,6 +701,23 @@ static void drop(void *arg, const char *why)
         w->drop_fn(w->am_arg, why);
 }
 
+/* The producer of queue i sleeps until we free room in it: its eventfd,
+ * taken once (from the pid and descriptor it wrote in the control line;
+ * only an eventfd is ever written to). */
+static void wake_producer(shm_worker_t *w, uint32_t i)
+{
+    w->cons[i].room_wanted = false;
+    if (w->prod_efd[i] == -1) {
+        const shmq_ctl_t *ctl = w->cons[i].ctl;
+        int fd = eventfd_of(ctl->pid, ctl->efd);
+        w->prod_efd[i] = fd >= 0 ? fd : -2;
+    }
+    uint64_t one = 1;
+    if (w->prod_efd[i] >= 0 &&
+        write(w->prod_efd[i], &one, sizeof(one)) == sizeof(one))
+        w->stats.shm_wakeups++;
+}
+
 /* Queues claimed since the last look get their consumer state. */
 static uint32_t queues_seen(shm_worker_t *w)
 {
@@ -667,9 +760,12 @@ static unsigned shm_progress(tp_worker_t *tw)
         n++;
     }
     uint32_t nq = queues_seen(w);
-    for (uint32_t i = 0; i < nq; i++)
+    for (uint32_t i = 0; i < nq; i++) {
         n += shmq_poll(&w->cons[i], SHM_POLL_MAX, w->scratch, deliver, drop,
                        w);
+        if (w->cons[i].room_wanted)
+            wake_producer(w, i);
+    }
     if (w->pending_eps != NULL)
         n += pending_drain(w);
     /* UCX's worker costs a poll even when idle: with node peers talking
@@ -701,13 +797,31 @@ static int shm_arm(tp_worker_t *tw)
     shm_worker_t *w = W(tw);
     if (!w->on)
         return tp_ucx_ops.arm(w->ucx);
-    /* Sends waiting for room need the peer to drain, which does not wake
-     * us: no sleep while there are some. */
-    if (w->pending_eps != NULL || w->cancel_head != NULL || w->ucx_busy)
+    if (w->cancel_head != NULL || w->ucx_busy)
         return -EAGAIN;
+    /* A bulk message through a queue stalls for a moment at every turn of
+     * the ring: the consumer is draining it, and a sleep and wakeup per
+     * ring would cost more than the wait. Only a stall longer than that
+     * sleeps. */
+    if (w->pending_eps != NULL && now_ns() - w->pend_moved_ns < SHM_STALL_NS)
+        return -EAGAIN;
+    /* Sends waiting for room: the consumer wakes us when it frees some
+     * and sees want_room (flag, fence, head; it: head, fence, flag). */
+    for (shm_ep_t *e = w->pending_eps; e != NULL; e = e->next_pending)
+        atomic_store_explicit(&e->prod.ctl->want_room, 1,
+                              memory_order_relaxed);
     atomic_store_explicit(w->sleeping, 1, memory_order_relaxed);
     atomic_thread_fence(memory_order_seq_cst);
     int rc = 0;
+    for (shm_ep_t *e = w->pending_eps; e != NULL && rc == 0;
+         e = e->next_pending)
+        if (e->close_req != NULL || e->ucx_only ||
+            (e->pend_head->bulk
+                 ? shmq_empty(&e->prod)
+                 : shmq_can_put(&e->prod, e->pend_head->hdr_len +
+                                              e->pend_head->data_len,
+                                e->pend_head->off)))
+            rc = -EAGAIN;
     uint32_t nq = queues_seen(w);
     for (uint32_t i = 0; i < nq && rc == 0; i++)
         if (shmq_ready(&w->cons[i]))

@@ -37,6 +37,16 @@ size_t shmq_room(shmq_prod_t *q, size_t want)
     return q->nlines - (q->tail - head);
 }
 
+bool shmq_can_put(shmq_prod_t *q, size_t total, size_t off)
+{
+    size_t   fmax = shmq_frag_max(q->max_lines);
+    size_t   frag = total - off < fmax ? total - off : fmax;
+    uint32_t need = lines_of(frag);
+    uint32_t idx  = (uint32_t)(q->tail & (q->nlines - 1));
+    uint32_t pad  = idx + need > q->nlines ? q->nlines - idx : 0;
+    return shmq_room(q, pad + need) >= pad + need;
+}
+
 /* Copies n bytes at offset off of the two-part source. */
 static void gather(uint8_t *dst, const uint8_t *a, size_t alen,
                    const uint8_t *b, size_t off, size_t n)
@@ -219,8 +229,16 @@ unsigned shmq_poll(shmq_cons_t *q, unsigned max, uint8_t *scratch,
             deliver(arg, q->asm_buf, q->asm_hdr, total);
         }
     }
-    if (q->head != head0)
+    if (q->head != head0) {
         atomic_store_explicit(&q->ctl->head, q->head, memory_order_release);
+        /* The producer's order is the mirror: flag, fence, head. */
+        atomic_thread_fence(memory_order_seq_cst);
+        if (atomic_load_explicit(&q->ctl->want_room, memory_order_relaxed)) {
+            atomic_store_explicit(&q->ctl->want_room, 0,
+                                  memory_order_relaxed);
+            q->room_wanted = true;
+        }
+    }
     return taken;
 }
 

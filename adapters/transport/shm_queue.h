@@ -34,10 +34,13 @@ typedef struct {
     uint32_t         total;    /* message's header + data bytes (FIRST) */
 } shmq_entry_t;
 
-/* The queue's control line, written by the consumer only. */
+/* The queue's control line: head by the consumer, the rest by the
+ * producer. */
 typedef struct {
-    _Atomic uint64_t head;     /* lines the consumer is done with */
-    uint8_t          pad[SHMQ_LINE - sizeof(uint64_t)];
+    _Atomic uint64_t head;      /* lines the consumer is done with */
+    _Atomic uint32_t want_room; /* 1: the producer sleeps until room */
+    int32_t          pid, efd;  /* where the producer is woken */
+    uint8_t          pad[SHMQ_LINE - 20];
 } shmq_ctl_t;
 
 typedef struct {
@@ -64,6 +67,16 @@ size_t shmq_lines_needed(const shmq_prod_t *q, size_t total);
  * back than the ring) reads as no room. */
 size_t shmq_room(shmq_prod_t *q, size_t want);
 
+/* Whether the consumer has taken (and delivered) every entry. */
+static inline bool shmq_empty(shmq_prod_t *q)
+{
+    return atomic_load_explicit(&q->ctl->head, memory_order_acquire) ==
+           q->tail;
+}
+
+/* Whether shmq_put_frag of the fragment at off would find room now. */
+bool shmq_can_put(shmq_prod_t *q, size_t total, size_t off);
+
 /* Writes the fragment of the message (a[0..alen) followed by b[0..blen))
  * that starts at offset off; returns the bytes written, -1 when no room.
  * hdr_len and total describe the whole message. */
@@ -81,6 +94,7 @@ typedef struct {
     uint32_t    max_lines;
     size_t      msg_max;
     bool        broken;     /* a malformed entry: the stream is lost */
+    bool        room_wanted; /* the last poll freed room for a sleeper */
     uint8_t    *asm_buf;    /* a message of several entries, being built */
     size_t      asm_cap, asm_len, asm_total;
     uint16_t    asm_hdr;

@@ -12,8 +12,11 @@
  *     and all of them (counts).
  *  2. A slow consumer: task 1 stops advancing for 2 s; task 0 sends 8 B
  *     immediates to it without advancing until PAMI_EAGAIN (with the fast
- *     path on it must come: the queue fills, then pami's copies), then
- *     tells the count; task 1 must receive exactly that many, in order.
+ *     path on it must come: the queue fills, then pami's copies), then a
+ *     pami_send behind them, whose local completion it awaits in
+ *     pami_context_wait: with the fast path on it must sleep meanwhile
+ *     (woken when task 1 frees room), not spin. Then it tells the count;
+ *     task 1 must receive exactly that many, in order.
  *  3. Counters: with the fast path on, shm_on is 1 and every message to
  *     another task of this node went by queue (shm_sent, shm_received),
  *     and task 0 saw its queue full; off, shm_on and shm_sent are 0.
@@ -217,6 +220,28 @@ static void slow_consumer(bool on)
         if (on)
             MP_EXPECT(again > 0, "no PAMI_EAGAIN in %llu sends into a full "
                       "queue", (unsigned long long)seq);
+        /* A send behind all those copies: its local completion means all
+         * went into the queue, which needs task 1 back. Meanwhile this
+         * task must sleep, not spin (the consumer wakes it when it frees
+         * room). */
+        static uint8_t tail[MEDIUM];
+        unsigned done0 = local_done;
+        pami_send_t m = {.send = {.dest = to, .dispatch = ID_SLOW,
+                                  .header = &seq, .header_len = sizeof(seq),
+                                  .data = tail, .data_len = sizeof(tail)},
+                         .local_fn = on_local};
+        MP_CHECK(pami_send(ctx, &m));
+        seq++;
+        uint64_t sleeps0 = stats().sleeps;
+        double   t0 = mp_now();
+        MP_WAIT(&job, ctx, local_done > done0, MP_WAIT_S,
+                "the send behind a full queue");
+        uint64_t slept = stats().sleeps - sleeps0;
+        printf("shm_flood: task 0 waited %.2f s for room, sleeping %llu "
+               "times\n", mp_now() - t0, (unsigned long long)slept);
+        if (on && mp_now() - t0 > 0.5)
+            MP_EXPECT(slept > 0, "task 0 spun %.2f s waiting for room",
+                      mp_now() - t0);
         pami_send_immediate_t c = {.dest = to, .dispatch = ID_SLOW_COUNT,
                                    .header = &seq, .header_len = sizeof(seq)};
         mp_send_imm(&job, ctx, &c);
