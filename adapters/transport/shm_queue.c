@@ -21,8 +21,9 @@ size_t shmq_lines_needed(const shmq_prod_t *q, size_t total)
     size_t lines = whole * q->max_lines;
     if (total % fmax != 0 || total == 0)
         lines += lines_of(total % fmax);
-    /* Each wrap may waste up to max_lines - 1 lines in a pad. */
-    return lines + (lines / q->nlines + 1) * (q->max_lines - 1);
+    /* Each wrap may waste up to max_lines - 1 lines in a pad; the line
+     * after the last entry must be free too (shmq_put_frag). */
+    return lines + (lines / q->nlines + 1) * (q->max_lines - 1) + 1;
 }
 
 size_t shmq_room(shmq_prod_t *q, size_t want)
@@ -37,14 +38,30 @@ size_t shmq_room(shmq_prod_t *q, size_t want)
     return q->nlines - (q->tail - head);
 }
 
+/* Where the fragment of a message at offset off goes: its bytes, lines
+ * and the pad before it; whether the ring has room for them and for the
+ * line after the entry (shmq_put_frag clears that line's stamp). */
+typedef struct {
+    size_t   frag;
+    uint32_t need, idx, pad;
+} frag_place_t;
+
+static bool frag_place(shmq_prod_t *q, size_t total, size_t off,
+                       frag_place_t *f)
+{
+    size_t fmax = shmq_frag_max(q->max_lines);
+    f->frag = total - off < fmax ? total - off : fmax;
+    f->need = lines_of(f->frag);
+    f->idx  = (uint32_t)(q->tail & (q->nlines - 1));
+    f->pad  = f->idx + f->need > q->nlines ? q->nlines - f->idx : 0;
+    size_t want = (size_t)f->pad + f->need + 1;
+    return shmq_room(q, want) >= want;
+}
+
 bool shmq_can_put(shmq_prod_t *q, size_t total, size_t off)
 {
-    size_t   fmax = shmq_frag_max(q->max_lines);
-    size_t   frag = total - off < fmax ? total - off : fmax;
-    uint32_t need = lines_of(frag);
-    uint32_t idx  = (uint32_t)(q->tail & (q->nlines - 1));
-    uint32_t pad  = idx + need > q->nlines ? q->nlines - idx : 0;
-    return shmq_room(q, pad + need) >= pad + need;
+    frag_place_t f;
+    return frag_place(q, total, off, &f);
 }
 
 /* Copies n bytes at offset off of the two-part source. */
@@ -67,13 +84,11 @@ long shmq_put_frag(shmq_prod_t *q, uint16_t hdr_len, size_t total,
                    size_t off)
 {
     (void)blen;
-    size_t   fmax = shmq_frag_max(q->max_lines);
-    size_t   frag = total - off < fmax ? total - off : fmax;
-    uint32_t need = lines_of(frag);
-    uint32_t idx  = (uint32_t)(q->tail & (q->nlines - 1));
-    uint32_t pad  = idx + need > q->nlines ? q->nlines - idx : 0;
-    if (shmq_room(q, pad + need) < pad + need)
+    frag_place_t f;
+    if (!frag_place(q, total, off, &f))
         return -1;
+    size_t   frag = f.frag;
+    uint32_t need = f.need, idx = f.idx, pad = f.pad;
     if (pad > 0) {
         shmq_entry_t *p = (shmq_entry_t *)(q->ring + (size_t)idx * SHMQ_LINE);
         p->nlines   = (uint16_t)pad;
@@ -97,6 +112,16 @@ long shmq_put_frag(shmq_prod_t *q, uint16_t hdr_len, size_t total,
     e->hdr_len  = hdr_len;
     e->frag_len = (uint16_t)frag;
     e->total    = (uint32_t)total;
+    /* The next entry starts at the line after this one. From the last
+     * lap that line may hold payload of a longer entry, whose first bytes
+     * can equal the stamp the consumer will wait for there: clear them
+     * before this entry is published, so the consumer, which sees this
+     * stamp, also sees the cleared one. (After a pad comes line 0, which
+     * entries never cross into: always an entry's first line.) */
+    shmq_entry_t *next = (shmq_entry_t *)(q->ring +
+                             (size_t)((q->tail + need) & (q->nlines - 1)) *
+                                 SHMQ_LINE);
+    atomic_store_explicit(&next->stamp, 0, memory_order_relaxed);
     atomic_store_explicit(&e->stamp, (uint32_t)(q->tail + 1),
                           memory_order_release);
     q->tail += need;

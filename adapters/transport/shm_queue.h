@@ -58,8 +58,8 @@ static inline size_t shmq_frag_max(uint32_t max_lines)
     return (size_t)max_lines * SHMQ_LINE - SHMQ_ENTRY_HDR;
 }
 
-/* Lines the whole message of total bytes needs, pads for wrapping
- * included at worst. */
+/* Free lines the whole message of total bytes needs, pads for wrapping
+ * included at worst, and the line after its last entry. */
 size_t shmq_lines_needed(const shmq_prod_t *q, size_t total);
 
 /* Free lines now (reads the consumer's head when the cached one says
