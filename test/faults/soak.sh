@@ -27,6 +27,10 @@ export PAMI_PEER_TIMEOUT
 log=$(mktemp /tmp/pami-soak.XXXXXX) || exit 1
 trap 'rm -f "$log"' EXIT
 
+# UCX's shared-memory files directly in /dev/shm (pami's runs keep them
+# in the job's own directory: docs/pamirun.md).
+ucx_files() { ls /dev/shm 2>/dev/null | grep '^ucx_shm_posix_' || true; }
+
 echo "soak: SOAK_SEED=$master, $runs runs per cell, $n tasks," \
      "PAMI_PEER_TIMEOUT=$PAMI_PEER_TIMEOUT"
 i=0
@@ -35,16 +39,25 @@ for l in $launchers; do
         echo "soak: no mpirun, its cells are skipped"
         continue
     fi
-    for w in am rndv barrier coll rma svd cycle destroy; do
+    for w in am rndv barrier coll rma rma-shm svd cycle destroy; do
         for m in kill exit stop; do
             r=0
             while [ "$r" -lt "$runs" ]; do
                 i=$((i + 1))
                 r=$((r + 1))
                 seed=$(( (master * 7919 + i * 104729) % 1000000007 ))
+                before=$(ucx_files)
                 out=$(sh "$drive" "$l" "$pamirun" "$prog" "$w" "$m" "$n" \
                       "$seed" 2>/dev/null)
                 [ -n "$out" ] || out="fault: launcher=$l workload=$w mode=$m n=$n seed=$seed FAIL: no output"
+                # The drive finds what names the job; soak runs alone, so
+                # it also sees files of UCX's that name no job.
+                if [ -z "$before" ]; then
+                    new=$(ucx_files)
+                else
+                    new=$(ucx_files | grep -vxF -e "$before" || true)
+                fi
+                [ -z "$new" ] || out="${out% ok} FAIL: left in /dev/shm: $(echo $new)"
                 echo "$out" >>"$log"
                 case $out in
                 *" ok") printf . ;;
