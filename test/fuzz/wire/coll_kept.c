@@ -102,9 +102,11 @@ static void flood(unsigned long n)
     pami_client_attr_t a = {.field_mask = PAMI_CLIENT_ATTR_IMMEDIATE_MAX};
     MP_CHECK(pami_client_query(job.client, &a));
     size_t base = coll_base();
+    /* Before the sync: a task may leave it first and send while another
+     * is still inside it, whose progress takes the packets there. */
+    uint64_t drop0 = stat("kept_dropped");
     mp_sync(&job);
     unsigned long rss0 = rss_kb();
-    uint64_t drop0 = stat("kept_dropped");
     size_t   len   = a.immediate_max - sizeof(coll_hdr_t);
     if (len > 4096)
         len = 4096;
