@@ -4,6 +4,7 @@
  * sync_all are the core's, shmem_order.c). Each is one pami collective with AUTO on the team's geometry
  * (collect two: the sizes, then the data), landing directly in dest.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,6 +38,41 @@ __attribute__((noreturn)) void shmemi_coll_fatal(const char *what)
                  what);
 }
 
+/* A large broadcast within a node: each member copies from the root's
+ * source through its mapping of the root's heap or globals, all at once
+ * and one copy each, instead of a copy into pami's shared slots and one
+ * out. The members first agree (an allreduce of whether each can), so one
+ * that cannot map the root's source sends all to pami's broadcast; the
+ * barrier after it keeps the root from changing source while it is read.
+ * Returns 1 when done, 0 when pami's broadcast must run, -1 on error. */
+#define SHMEMI_BCAST_DIRECT_MIN (16 * 1024)
+
+static int broadcast_direct(struct shmemi_team *t, void *dest,
+                            const void *source, size_t bytes, int PE_root,
+                            int root_updates, const char *what)
+{
+    int    root = shmemi_team_world_pe(t, PE_root);
+    size_t offset;
+    int    s    = shmemi_segment_of(source, bytes, &offset);
+    const uint8_t *from = NULL;
+    if (s >= 0 && shmemi.seg[s].mapped[root] != NULL)
+        from = (const uint8_t *)shmemi.seg[s].mapped[root] + offset;
+    int32_t mine = from != NULL, all = 0;
+    pami_xfer_t agree = { .kind = PAMI_XFER_ALLREDUCE, .sbuf = &mine,
+                          .rbuf = &all, .count = 1,
+                          .dtype = PAMI_TYPE_INT32, .op = PAMI_OP_MIN };
+    if (shmemi_coll_run(t, &agree, what) != 0)
+        return -1;
+    if (!all)
+        return 0;
+    if (t->my_pe != PE_root)
+        memcpy(dest, from, bytes);
+    else if (root_updates && dest != source)
+        memmove(dest, source, bytes);
+    pami_xfer_t done = { .kind = PAMI_XFER_BARRIER };
+    return shmemi_coll_run(t, &done, what) == 0 ? 1 : -1;
+}
+
 int shmemi_broadcast(struct shmemi_team *t, void *dest, const void *source,
                      size_t bytes, int PE_root, int root_updates,
                      const char *what)
@@ -48,6 +84,12 @@ int shmemi_broadcast(struct shmemi_team *t, void *dest, const void *source,
     }
     if (bytes == 0)
         return 0;
+    if (bytes >= SHMEMI_BCAST_DIRECT_MIN && t->n_pes > 1) {
+        int rc = broadcast_direct(t, dest, source, bytes, PE_root,
+                                  root_updates, what);
+        if (rc != 0)
+            return rc < 0 ? -1 : 0;
+    }
     void *buf = dest;
     if (t->my_pe == PE_root) {
         if (root_updates) {
