@@ -125,8 +125,31 @@ int shmemi_fcollect(struct shmemi_team *t, void *dest, const void *source,
 
 struct collect_record {
     uint64_t bytes;
+    uint64_t maps_all;  /* this PE maps every member's source */
     unsigned char data[COLLECT_INLINE];
 };
+
+/* Where this PE reaches member j's copy of the symmetric source, or NULL. */
+static const uint8_t *mapped_source(struct shmemi_team *t, int j,
+                                    const void *source, size_t bytes)
+{
+    size_t offset;
+    int    s = shmemi_segment_of(source, bytes, &offset);
+    if (s < 0)
+        return NULL;
+    const uint8_t *base =
+        (const uint8_t *)shmemi.seg[s].mapped[shmemi_team_world_pe(t, j)];
+    return base != NULL ? base + offset : NULL;
+}
+
+static uint64_t maps_all_sources(struct shmemi_team *t, const void *source,
+                                 size_t bytes)
+{
+    for (int j = 0; j < t->n_pes; j++)
+        if (j != t->my_pe && mapped_source(t, j, source, bytes) == NULL)
+            return 0;
+    return 1;
+}
 
 int shmemi_collect(struct shmemi_team *t, void *dest, const void *source,
                    size_t bytes, const char *what)
@@ -149,6 +172,7 @@ int shmemi_collect(struct shmemi_team *t, void *dest, const void *source,
     }
     struct collect_record *all = e->records, *mine = &all[n];
     mine->bytes = bytes;
+    mine->maps_all = maps_all_sources(t, source, bytes);
     if (bytes <= COLLECT_INLINE)
         memcpy(mine->data, source, bytes);
     pami_xfer_t c = { .kind = PAMI_XFER_ALLGATHER, .sbuf = mine,
@@ -157,18 +181,45 @@ int shmemi_collect(struct shmemi_team *t, void *dest, const void *source,
     if (shmemi_coll_run(t, &c, what) != 0)
         return -1;
     size_t total = 0;
-    int inline_all = 1;
+    int inline_all = 1, direct = 1;
     for (size_t i = 0; i < n; i++) {
         e->counts[i] = (size_t)all[i].bytes;
         e->displs[i] = total;
         total += e->counts[i];
         if (e->counts[i] > COLLECT_INLINE)
             inline_all = 0;
+        /* Every PE must map the others' sources: the decision is the
+         * same on all, from the records all have. */
+        if (!all[i].maps_all)
+            direct = 0;
     }
     if (inline_all) {
         for (size_t i = 0; i < n; i++)
             memcpy((char *)dest + e->displs[i], all[i].data, e->counts[i]);
         return 0;
+    }
+    if (direct) {
+        /* Within a node: each PE copies every part straight from its
+         * owner's source (one copy instead of two through pami's slots);
+         * the barrier keeps the owners from changing their sources while
+         * others read them. */
+        for (size_t i = 0; i < n; i++) {
+            char *to = (char *)dest + e->displs[i];
+            if ((int)i == t->my_pe)
+                memmove(to, source, e->counts[i]);
+            else if (e->counts[i] <= COLLECT_INLINE)
+                memcpy(to, all[i].data, e->counts[i]);
+            else {
+                const uint8_t *from = mapped_source(t, (int)i, source,
+                                                    e->counts[i]);
+                if (from == NULL)
+                    shmemi_fatal("%s: PE %zu's %zu bytes at source are not "
+                                 "all symmetric", what, i, e->counts[i]);
+                memcpy(to, from, e->counts[i]);
+            }
+        }
+        pami_xfer_t done = { .kind = PAMI_XFER_BARRIER };
+        return shmemi_coll_run(t, &done, what);
     }
     pami_xfer_t x = { .field_mask = PAMI_XFER_FIELD_VCOUNTS,
                       .kind = PAMI_XFER_ALLGATHERV, .sbuf = source,
