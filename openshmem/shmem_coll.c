@@ -38,6 +38,19 @@ __attribute__((noreturn)) void shmemi_coll_fatal(const char *what)
                  what);
 }
 
+/* Where this PE reaches member j's copy of the symmetric source, or NULL. */
+static const uint8_t *mapped_source(struct shmemi_team *t, int j,
+                                    const void *source, size_t bytes)
+{
+    size_t offset;
+    int    s = shmemi_segment_of(source, bytes, &offset);
+    if (s < 0)
+        return NULL;
+    const uint8_t *base =
+        (const uint8_t *)shmemi.seg[s].mapped[shmemi_team_world_pe(t, j)];
+    return base != NULL ? base + offset : NULL;
+}
+
 /* A large broadcast within a node: each member copies from the root's
  * source through its mapping of the root's heap or globals, all at once
  * and one copy each, instead of a copy into pami's shared slots and one
@@ -51,12 +64,7 @@ static int broadcast_direct(struct shmemi_team *t, void *dest,
                             const void *source, size_t bytes, int PE_root,
                             int root_updates, const char *what)
 {
-    int    root = shmemi_team_world_pe(t, PE_root);
-    size_t offset;
-    int    s    = shmemi_segment_of(source, bytes, &offset);
-    const uint8_t *from = NULL;
-    if (s >= 0 && shmemi.seg[s].mapped[root] != NULL)
-        from = (const uint8_t *)shmemi.seg[s].mapped[root] + offset;
+    const uint8_t *from = mapped_source(t, PE_root, source, bytes);
     int32_t mine = from != NULL, all = 0;
     pami_xfer_t agree = { .kind = PAMI_XFER_ALLREDUCE, .sbuf = &mine,
                           .rbuf = &all, .count = 1,
@@ -128,19 +136,6 @@ struct collect_record {
     uint64_t maps_all;  /* this PE maps every member's source */
     unsigned char data[COLLECT_INLINE];
 };
-
-/* Where this PE reaches member j's copy of the symmetric source, or NULL. */
-static const uint8_t *mapped_source(struct shmemi_team *t, int j,
-                                    const void *source, size_t bytes)
-{
-    size_t offset;
-    int    s = shmemi_segment_of(source, bytes, &offset);
-    if (s < 0)
-        return NULL;
-    const uint8_t *base =
-        (const uint8_t *)shmemi.seg[s].mapped[shmemi_team_world_pe(t, j)];
-    return base != NULL ? base + offset : NULL;
-}
 
 static uint64_t maps_all_sources(struct shmemi_team *t, const void *source,
                                  size_t bytes)
