@@ -131,6 +131,11 @@ static int ucx_init(const tp_params_t *params, tp_context_t **out)
     /* By its name in the posix table ("POSIX_DIR" is refused there). */
     if (params->shm_dir != NULL)
         config_default(config, "UCX_POSIX_DIR", "DIR", params->shm_dir);
+    /* UCX's SysV transport makes a segment (shmget) and marks it for
+     * removal only after attaching it: a task killed in between leaves
+     * the segment behind, and no launcher can remove it for us (seen in
+     * the fault suite). posix does the same job in the job's directory. */
+    config_default(config, "UCX_TLS", "TLS", "^sysv");
 
     tp_context_t *ctx = calloc(1, sizeof(*ctx));
     if (ctx == NULL) {

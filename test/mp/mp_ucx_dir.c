@@ -6,13 +6,15 @@
  * names no job. Run with UCX_POSIX_USE_PROC_LINK=n, UCX keeps its files
  * by name while they are in use, so the test can see where they are:
  * every task finds UCX's files in /dev/shm/pami-<job id>-ucx after
- * traffic between the tasks, under pamirun and under mpirun. That the directory goes with the job,
+ * traffic between the tasks, under pamirun and under mpirun; and none
+ * of the SysV segments UCX's sysv transport would make. That the directory goes with the job,
  * also after SIGKILL, is the pamirun suite's kill scenario.
  */
 #include "mp_util.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <unistd.h>
 
 static unsigned count_ucx_files(const char *path)
 {
@@ -24,6 +26,29 @@ static unsigned count_ucx_files(const char *path)
         if (strncmp(e->d_name, "ucx_shm_posix_", 14) == 0)
             n++;
     closedir(d);
+    return n;
+}
+
+/* SysV segments this process created (/proc/sysvipc/shm, column cpid). */
+static unsigned count_own_sysv(void)
+{
+    FILE *f = fopen("/proc/sysvipc/shm", "r");
+    if (f == NULL)
+        return 0; /* no SysV IPC here: nothing to leave either */
+    char     line[512];
+    unsigned n = 0;
+    long     me = (long)getpid();
+    if (fgets(line, sizeof(line), f) == NULL) { /* the header */
+        fclose(f);
+        return 0;
+    }
+    while (fgets(line, sizeof(line), f) != NULL) {
+        long key, id, perms, size, cpid;
+        if (sscanf(line, "%ld %ld %lo %ld %ld", &key, &id, &perms, &size,
+                   &cpid) == 5 && cpid == me)
+            n++;
+    }
+    fclose(f);
     return n;
 }
 
@@ -57,6 +82,12 @@ int main(int argc, char **argv)
               "directory", dir);
     printf("mp_ucx_dir: task %u: %u UCX files in the job's directory\n",
            job.me, in_job);
+    /* UCX's SysV transport is kept off (a kill while it sets up leaves a
+     * segment no launcher removes), unless the user's UCX_TLS asks. */
+    if (getenv("UCX_TLS") == NULL) {
+        unsigned sysv = count_own_sysv();
+        MP_EXPECT(sysv == 0, "%u SysV segments made by this task", sysv);
+    }
     mp_sync(&job);
     mp_finish(&job);
     return 0;
