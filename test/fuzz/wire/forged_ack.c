@@ -5,15 +5,18 @@
  * sends task 1 acks for every likely cookie. None may complete task 1's
  * sends: an ack counts only from the task the send went to.
  *
- * Ordering without timing: task 2, before it advances at all, sends task
- * 1 a "release" message; its acks follow it on the same endpoint, so a
- * remote completion task 1 sees before the release is a forged one.
+ * Ordering without timing: task 2 tells task 1 when it has stopped
+ * advancing (it may still be inside the sync when task 1 leaves it), and
+ * before it advances again sends task 1 a "release" message; its acks
+ * follow it on the same endpoint, so a remote completion task 1 sees
+ * before the release is a forged one.
  */
 #include "../../mp/mp_util.h"
 #include "raw_send.h"
 
 #define ID_MSG     7
 #define ID_RELEASE 8
+#define ID_READY   9
 #define SENDS      16
 #define GENERATIONS 64
 #define INDEXES    128
@@ -21,6 +24,7 @@
 typedef struct {
     atomic_uint received;    /* task 2: task 1's messages */
     atomic_bool released;    /* task 1: task 2's release arrived */
+    atomic_bool ready;       /* task 1: task 2 stopped advancing */
     atomic_uint completed;   /* task 1: remote completions */
     atomic_uint early;       /* task 1: of those, before the release */
 } fa_t;
@@ -43,6 +47,15 @@ static void on_release(pami_context_t ctx, void *cookie, const void *header,
     atomic_store(&((fa_t *)cookie)->released, true);
 }
 
+static void on_ready(pami_context_t ctx, void *cookie, const void *header,
+                     size_t header_size, const void *data, size_t data_size,
+                     pami_endpoint_t origin, pami_recv_t *recv)
+{
+    (void)ctx; (void)header; (void)header_size; (void)data;
+    (void)data_size; (void)origin; (void)recv;
+    atomic_store(&((fa_t *)cookie)->ready, true);
+}
+
 static void on_remote(pami_context_t ctx, void *cookie, pami_result_t rc)
 {
     (void)ctx;
@@ -63,10 +76,15 @@ int main(int argc, char **argv)
     pami_context_t ctx = job.ctx[0];
     MP_CHECK(pami_dispatch_set(ctx, ID_MSG, on_msg, &fa, NULL));
     MP_CHECK(pami_dispatch_set(ctx, ID_RELEASE, on_release, &fa, NULL));
+    MP_CHECK(pami_dispatch_set(ctx, ID_READY, on_ready, &fa, NULL));
     MP_CHECK(pami_dispatch_fence(job.client));
     mp_sync(&job);
 
     if (job.me == 1) {
+        /* Task 2 may still be inside the sync, advancing: its messages
+         * would be taken and acked there. Send once it has stopped. */
+        MP_WAIT(&job, ctx, atomic_load(&fa.ready), MP_WAIT_S,
+                "task 2's ready message");
         for (uint32_t i = 0; i < SENDS; i++) {
             pami_send_t s = {.send = {.dest = mp_ep(&job, 2, 0),
                                       .dispatch = ID_MSG, .header = &i,
@@ -107,7 +125,11 @@ int main(int argc, char **argv)
         MP_WAIT(&job, ctx, raw_inflight == 0, MP_WAIT_S,
                 "%lu forged acks to leave", raw_inflight);
     } else {
-        /* Not a single advance until the acks had time to arrive. */
+        /* From here not a single advance until the acks had time to
+         * arrive (an immediate send does not advance). */
+        pami_send_immediate_t ready = {.dest = mp_ep(&job, 1, 0),
+                                       .dispatch = ID_READY};
+        MP_CHECK(pami_send_immediate(ctx, &ready));
         mp_sleep_ms(2000);
         pami_send_immediate_t s = {.dest = mp_ep(&job, 1, 0),
                                    .dispatch = ID_RELEASE};
