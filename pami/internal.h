@@ -425,6 +425,8 @@ pami_result_t pami_tasks_exchange(pami_client_impl_t *client);
 /* job_dir.c: the directory for the transport's shared-memory files, made
  * and handed to the launcher for removal; NULL for the default. */
 const char *pami_job_shm_dir(pami_client_impl_t *c, char *buf, size_t len);
+/* Its name, whether or not it exists (false: no job id, or too long). */
+bool pami_job_dir_name(pami_client_impl_t *c, char *buf, size_t len);
 /* Frees what the exchange made; safe on a client that never made it. */
 void pami_tasks_release(pami_client_impl_t *client);
 /* False only when the task is on this node and its process is gone. */

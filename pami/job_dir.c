@@ -36,13 +36,17 @@ static bool dir_is_ours(const char *path)
     return ok;
 }
 
+bool pami_job_dir_name(pami_client_impl_t *c, char *buf, size_t len)
+{
+    const char *id = c->bs->job_id(c->bs_state);
+    int n = snprintf(buf, len, PAMI_JOB_DIR_FMT, id != NULL ? id : "");
+    return id != NULL && n >= 0 && (size_t)n < len;
+}
+
 const char *pami_job_shm_dir(pami_client_impl_t *c, char *buf, size_t len)
 {
-    if (getenv("UCX_POSIX_DIR") != NULL || c->bs->cleanup_dir == NULL)
-        return NULL;
-    const char *id = c->bs->job_id(c->bs_state);
-    int n = snprintf(buf, len, "/dev/shm/pami-%s-ucx", id != NULL ? id : "");
-    if (id == NULL || n < 0 || (size_t)n >= len)
+    if (getenv("UCX_POSIX_DIR") != NULL || c->bs->cleanup_dir == NULL ||
+        !pami_job_dir_name(c, buf, len))
         return NULL;
     if (mkdir(buf, 0700) != 0 && errno != EEXIST) {
         pami_warn("client", "cannot create %s (%s): UCX keeps /dev/shm",

@@ -39,12 +39,10 @@ static void shm_name(pami_client_impl_t *c, uint32_t task, uint32_t octx,
         /* The owner's directory: every task of the node names it alike
          * (job_dir.c), also one whose own registration failed. */
         char dir[sizeof(c->job_dir)];
-        const char *id_text = c->bs->job_id(c->bs_state);
         if (c->job_dir[0] != '\0')
             snprintf(dir, sizeof(dir), "%s", c->job_dir);
         else
-            snprintf(dir, sizeof(dir), "/dev/shm/pami-%s-ucx",
-                     id_text != NULL ? id_text : "");
+            (void)pami_job_dir_name(c, dir, sizeof(dir));
         snprintf(out, SHM_NAME_MAX, "%s/mr-%" PRIu32 "-%" PRIu32 "-%" PRIu32
                  "-%" PRIu32 "-%016" PRIx64, dir, task, octx, id, gen, tag);
         return;

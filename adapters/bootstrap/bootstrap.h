@@ -59,6 +59,10 @@ extern const bootstrap_ops_t bootstrap_oob_ops;
 #define PAMIRUN_ENV_RANK   "PAMI_RANK"
 #define PAMIRUN_ENV_SIZE   "PAMI_SIZE"
 #define PAMIRUN_ENV_JOBID  "PAMI_JOB_ID"
+/* The job's directory for shared-memory files (UCX's and pami's own),
+ * which the launcher removes at the job's end: pamirun makes it, under
+ * PMIx each task does (pami/job_dir.c). %s: the job id. */
+#define PAMI_JOB_DIR_FMT   "/dev/shm/pami-%s-ucx"
 /* "1" when pamirun prefixes every output line with the rank itself
  * (--tag-output), so pami's log lines leave theirs out. */
 #define PAMIRUN_ENV_TAGGED "PAMI_OUTPUT_TAGGED"

@@ -13,6 +13,8 @@
  */
 #include "pamirun.h"
 
+#include "bootstrap.h"
+
 #include "log.h"
 
 #include <dirent.h>
@@ -43,8 +45,8 @@ void job_make_id(pamirun_job_t *job)
 /* Not fatal: without it UCX uses /dev/shm as it would outside pamirun. */
 static void ucx_dir_create(pamirun_job_t *job)
 {
-    int n = snprintf(job->ucx_dir, sizeof(job->ucx_dir), "%s/pami-%s-ucx",
-                     SHM_DIR, job->job_id);
+    int n = snprintf(job->ucx_dir, sizeof(job->ucx_dir), PAMI_JOB_DIR_FMT,
+                     job->job_id);
     if (n < 0 || (size_t)n >= sizeof(job->ucx_dir) ||
         mkdir(job->ucx_dir, 0700) != 0) {
         pami_warn(PAMIRUN_SUBSYS, "cannot create %s (%s): UCX keeps %s, "
