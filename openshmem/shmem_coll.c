@@ -38,45 +38,77 @@ __attribute__((noreturn)) void shmemi_coll_fatal(const char *what)
                  what);
 }
 
-/* Where this PE reaches member j's copy of the symmetric source, or NULL. */
-static const uint8_t *mapped_source(struct shmemi_team *t, int j,
-                                    const void *source, size_t bytes)
+uint8_t *shmemi_coll_mapped(struct shmemi_team *t, int j, const void *addr,
+                            size_t bytes)
 {
     size_t offset;
-    int    s = shmemi_segment_of(source, bytes, &offset);
+    int    s = shmemi_segment_of(addr, bytes, &offset);
     if (s < 0)
         return NULL;
-    const uint8_t *base =
-        (const uint8_t *)shmemi.seg[s].mapped[shmemi_team_world_pe(t, j)];
+    uint8_t *base = (uint8_t *)shmemi.seg[s].mapped[shmemi_team_world_pe(t, j)];
     return base != NULL ? base + offset : NULL;
 }
 
 /* A large broadcast within a node: each member copies from the root's
  * source through its mapping of the root's heap or globals, all at once
  * and one copy each, instead of a copy into pami's shared slots and one
- * out. The members first agree (an allreduce of whether each can), so one
- * that cannot map the root's source sends all to pami's broadcast; the
- * barrier after it keeps the root from changing source while it is read.
+ * out. A root that has no copy of its own to make (the deprecated forms,
+ * or dest == source) copies the last 1/n of the data into every other
+ * member's dest meanwhile, and the others copy the rest: each PE then
+ * copies about (n-1)/n of the data, not the readers all of it while the
+ * root waits. The members first agree, with an allreduce (minimum) of
+ * what each can do: 0 cannot map the root's source (all go to pami's
+ * broadcast), 1 can (the root cannot map every member's dest: the others
+ * copy all), 2 both. That allreduce is also the entry synchronization
+ * (the root writes no dest before its member entered); the barrier after
+ * the copies keeps the root from changing source while it is read.
  * Returns 1 when done, 0 when pami's broadcast must run, -1 on error. */
 #define SHMEMI_BCAST_DIRECT_MIN (16 * 1024)
+
+static int32_t broadcast_can(struct shmemi_team *t, void *dest,
+                             const void *source, size_t bytes, int PE_root,
+                             int root_pushes)
+{
+    if (t->my_pe != PE_root)
+        return shmemi_coll_mapped(t, PE_root, source, bytes) != NULL ? 2 : 0;
+    if (!root_pushes)
+        return 1;
+    for (int j = 0; j < t->n_pes; j++)
+        if (j != PE_root && shmemi_coll_mapped(t, j, dest, bytes) == NULL)
+            return 1;
+    return 2;
+}
 
 static int broadcast_direct(struct shmemi_team *t, void *dest,
                             const void *source, size_t bytes, int PE_root,
                             int root_updates, const char *what)
 {
-    const uint8_t *from = mapped_source(t, PE_root, source, bytes);
-    int32_t mine = from != NULL, all = 0;
+    int root_pushes = !root_updates || dest == source;
+    int32_t mine = broadcast_can(t, dest, source, bytes, PE_root,
+                                 root_pushes),
+            all = 0;
     pami_xfer_t agree = { .kind = PAMI_XFER_ALLREDUCE, .sbuf = &mine,
                           .rbuf = &all, .count = 1,
                           .dtype = PAMI_TYPE_INT32, .op = PAMI_OP_MIN };
     if (shmemi_coll_run(t, &agree, what) != 0)
         return -1;
-    if (!all)
+    if (all == 0)
         return 0;
-    if (t->my_pe != PE_root)
-        memcpy(dest, from, bytes);
-    else if (root_updates && dest != source)
+    /* The root's part starts on a cache line, so no line is written by
+     * two PEs. */
+    size_t root_part = all == 2 ? bytes / (size_t)t->n_pes / 64 * 64 : 0;
+    size_t readers_part = bytes - root_part;
+    if (t->my_pe != PE_root) {
+        memcpy(dest, shmemi_coll_mapped(t, PE_root, source, bytes),
+               readers_part);
+    } else if (root_part > 0) {
+        for (int j = 0; j < t->n_pes; j++)
+            if (j != PE_root)
+                memcpy(shmemi_coll_mapped(t, j, dest, bytes) + readers_part,
+                       (const uint8_t *)source + readers_part, root_part);
+    } else if (root_updates && dest != source) {
         memmove(dest, source, bytes);
+    }
     pami_xfer_t done = { .kind = PAMI_XFER_BARRIER };
     return shmemi_coll_run(t, &done, what) == 0 ? 1 : -1;
 }
@@ -141,7 +173,7 @@ static uint64_t maps_all_sources(struct shmemi_team *t, const void *source,
                                  size_t bytes)
 {
     for (int j = 0; j < t->n_pes; j++)
-        if (j != t->my_pe && mapped_source(t, j, source, bytes) == NULL)
+        if (j != t->my_pe && shmemi_coll_mapped(t, j, source, bytes) == NULL)
             return 0;
     return 1;
 }
@@ -205,7 +237,7 @@ int shmemi_collect(struct shmemi_team *t, void *dest, const void *source,
             else if (e->counts[i] <= COLLECT_INLINE)
                 memcpy(to, all[i].data, e->counts[i]);
             else {
-                const uint8_t *from = mapped_source(t, (int)i, source,
+                const uint8_t *from = shmemi_coll_mapped(t, (int)i, source,
                                                     e->counts[i]);
                 if (from == NULL)
                     shmemi_fatal("%s: PE %zu's %zu bytes at source are not "
