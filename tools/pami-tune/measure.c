@@ -395,7 +395,14 @@ static bool measure(run_t *r, const point_t *p)
     }
     rc = PAMI_SUCCESS;
     for (unsigned i = 0; i < reps; i++) {
-        pami_geometry_barrier(r->ctx, p->g);
+        /* The members' stop flags, agreed: this allreduce is also the
+         * repetition's barrier, and a point of long batches stops within
+         * one batch of a signal (pamirun kills 2 s after it). */
+        double stop = tune_stop_signal != 0;
+        if (!agree_max(r, p->g, &stop, 1) || stop != 0) {
+            r->stop = true;
+            return false;
+        }
         double a = tune_now();
         for (unsigned j = 0; j < ops && rc == PAMI_SUCCESS; j++)
             rc = pami_collective_wait(r->ctx, &x);
