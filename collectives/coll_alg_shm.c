@@ -34,9 +34,8 @@
  * Whether a round is a flag round follows from the call and the node
  * only (op->flag), the same on every task of a matching call.
  *
- * Eager broadcasts (up to CSHM_RING_MAX bytes, broadcast_shm_eager or
- * broadcast_shm through AUTO: up to CSHM_RING_AUTO_CPU bytes with a CPU
- * per task, up to CSHM_RING_MAX on an oversubscribed node) run no round:
+ * Eager broadcasts (up to CSHM_RING_MAX bytes, broadcast_shm_eager, or
+ * broadcast_shm or broadcast_shm_eager through AUTO) run no round:
  * a ring of CSHM_RING entries
  * after the slots. They are entries of the same queue, so ring call
  * numbers (ring_next) follow call order and agree on every task: call k
@@ -423,11 +422,13 @@ pami_result_t cshm_flag_round_inline(cshm_t *s)
 
 /* ---- the eager broadcast (ring) ---- */
 
-/* Named broadcast_shm_eager, or broadcast_shm through AUTO: up to
- * CSHM_RING_MAX with more tasks than CPUs (where rounds need every task
- * scheduled), up to CSHM_RING_AUTO_CPU with a CPU each (above it flag
- * rounds measured faster); named broadcast_shm always runs rounds. From
- * the call and the node: all tasks agree. */
+/* Named broadcast_shm_eager, or an AUTO broadcast (whichever of the two
+ * AUTO names), up to CSHM_RING_MAX; named broadcast_shm always runs
+ * rounds. AUTO's pick must run as the named pick was measured: with a
+ * CPU per task AUTO took rounds above 1 KiB, so where the profile chose
+ * the ring at 4 KiB (2 tasks, quiet: 0.375 us against 0.793 for rounds)
+ * AUTO ran 0.794 (docs/collectives.md). From the call and the node: all
+ * tasks agree. */
 bool cshm_ring_fits(const cshm_t *s, const pami_xfer_t *x, size_t bytes)
 {
     bool named = (x->field_mask & PAMI_XFER_FIELD_ALGORITHM) &&
@@ -435,8 +436,7 @@ bool cshm_ring_fits(const cshm_t *s, const pami_xfer_t *x, size_t bytes)
     return s->ring_ok && x->kind == PAMI_XFER_BROADCAST && bytes > 0 &&
            bytes <= CSHM_RING_MAX && x->geometry != NULL &&
            x->geometry->size == s->nlocal &&
-           (named ? x->algorithm == (pami_algorithm_t)cshm_eager_id()
-                  : s->nlocal > s->ncpus || bytes <= CSHM_RING_AUTO_CPU);
+           (!named || x->algorithm == (pami_algorithm_t)cshm_eager_id());
 }
 
 static void wake_if_sleepers(cshm_t *s)

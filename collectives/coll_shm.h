@@ -55,12 +55,6 @@ enum { CSHM_CMD_NONE, CSHM_CMD_WAIT, CSHM_CMD_RING, CSHM_CMD_STOP };
 #define CSHM_RING_MAX  4096
 #define CSHM_RING_DATA 32
 #define CSHM_RING_ENTRY (CSHM_RING_DATA + CSHM_RING_MAX + 32)
-/* AUTO's broadcasts take the ring up to CSHM_RING_MAX when the node has
- * more tasks than CPUs, up to this with a CPU per task: at 2 tasks on 2
- * CPUs the ring measured 0.24 - 0.26 us against 0.40 - 0.44 for flag
- * rounds up to 256 B, the same at 1 KiB, and 1.03 against 0.66 - 0.71
- * at 4 KiB (docs/collectives.md). */
-#define CSHM_RING_AUTO_CPU 1024
 
 #include "coll_shm_check.h"
 

@@ -11,6 +11,8 @@
 #include "coll_profile.h"
 #include "fnv1a.h"
 
+#define COLL_TABLE_STICKY 1.05
+
 unsigned coll_tclass(unsigned kind, unsigned type, unsigned op)
 {
     if (!coll_kind_reduces(kind))
@@ -131,11 +133,22 @@ static void build_span(const coll_profile_t *p, coll_table_t *t,
     qsort(agg, na, sizeof(*agg), agg_cmp);
     sp->first = (uint32_t)t->nrules;
     uint64_t prev = 0;
+    unsigned prev_algo = 0;
     for (size_t i = 0; i < na;) {
-        size_t best = i;
-        for (size_t j = i; j < na && agg[j].bytes == agg[i].bytes; j++)
+        size_t best = i, kept = na;
+        for (size_t j = i; j < na && agg[j].bytes == agg[i].bytes; j++) {
             if (agg[j].sum / agg[j].n < agg[best].sum / agg[best].n)
                 best = j;
+            if (agg[j].algo == prev_algo)
+                kept = j;
+        }
+        /* Noise must not flip the choice between neighbouring sizes: the
+         * previous size's algorithm stays within COLL_TABLE_STICKY of the
+         * fastest (as gen_builtin_rules.py does for the built-in rules). */
+        if (kept < na && agg[kept].sum / agg[kept].n <=
+                             COLL_TABLE_STICKY * agg[best].sum / agg[best].n)
+            best = kept;
+        prev_algo = agg[best].algo;
         uint64_t b = agg[i].bytes, lo;
         if (sp->n == 0)
             lo = b / 2;

@@ -38,45 +38,77 @@ __attribute__((noreturn)) void shmemi_coll_fatal(const char *what)
                  what);
 }
 
-/* Where this PE reaches member j's copy of the symmetric source, or NULL. */
-static const uint8_t *mapped_source(struct shmemi_team *t, int j,
-                                    const void *source, size_t bytes)
+uint8_t *shmemi_coll_mapped(struct shmemi_team *t, int j, const void *addr,
+                            size_t bytes)
 {
     size_t offset;
-    int    s = shmemi_segment_of(source, bytes, &offset);
+    int    s = shmemi_segment_of(addr, bytes, &offset);
     if (s < 0)
         return NULL;
-    const uint8_t *base =
-        (const uint8_t *)shmemi.seg[s].mapped[shmemi_team_world_pe(t, j)];
+    uint8_t *base = (uint8_t *)shmemi.seg[s].mapped[shmemi_team_world_pe(t, j)];
     return base != NULL ? base + offset : NULL;
 }
 
 /* A large broadcast within a node: each member copies from the root's
  * source through its mapping of the root's heap or globals, all at once
  * and one copy each, instead of a copy into pami's shared slots and one
- * out. The members first agree (an allreduce of whether each can), so one
- * that cannot map the root's source sends all to pami's broadcast; the
- * barrier after it keeps the root from changing source while it is read.
+ * out. A root that has no copy of its own to make (the deprecated forms,
+ * or dest == source) copies the last 1/n of the data into every other
+ * member's dest meanwhile, and the others copy the rest: each PE then
+ * copies about (n-1)/n of the data, not the readers all of it while the
+ * root waits. The members first agree, with an allreduce (minimum) of
+ * what each can do: 0 cannot map the root's source (all go to pami's
+ * broadcast), 1 can (the root cannot map every member's dest: the others
+ * copy all), 2 both. That allreduce is also the entry synchronization
+ * (the root writes no dest before its member entered); the barrier after
+ * the copies keeps the root from changing source while it is read.
  * Returns 1 when done, 0 when pami's broadcast must run, -1 on error. */
 #define SHMEMI_BCAST_DIRECT_MIN (16 * 1024)
+
+static int32_t broadcast_can(struct shmemi_team *t, void *dest,
+                             const void *source, size_t bytes, int PE_root,
+                             int root_pushes)
+{
+    if (t->my_pe != PE_root)
+        return shmemi_coll_mapped(t, PE_root, source, bytes) != NULL ? 2 : 0;
+    if (!root_pushes)
+        return 1;
+    for (int j = 0; j < t->n_pes; j++)
+        if (j != PE_root && shmemi_coll_mapped(t, j, dest, bytes) == NULL)
+            return 1;
+    return 2;
+}
 
 static int broadcast_direct(struct shmemi_team *t, void *dest,
                             const void *source, size_t bytes, int PE_root,
                             int root_updates, const char *what)
 {
-    const uint8_t *from = mapped_source(t, PE_root, source, bytes);
-    int32_t mine = from != NULL, all = 0;
+    int root_pushes = !root_updates || dest == source;
+    int32_t mine = broadcast_can(t, dest, source, bytes, PE_root,
+                                 root_pushes),
+            all = 0;
     pami_xfer_t agree = { .kind = PAMI_XFER_ALLREDUCE, .sbuf = &mine,
                           .rbuf = &all, .count = 1,
                           .dtype = PAMI_TYPE_INT32, .op = PAMI_OP_MIN };
     if (shmemi_coll_run(t, &agree, what) != 0)
         return -1;
-    if (!all)
+    if (all == 0)
         return 0;
-    if (t->my_pe != PE_root)
-        memcpy(dest, from, bytes);
-    else if (root_updates && dest != source)
+    /* The root's part starts on a cache line, so no line is written by
+     * two PEs. */
+    size_t root_part = all == 2 ? bytes / (size_t)t->n_pes / 64 * 64 : 0;
+    size_t readers_part = bytes - root_part;
+    if (t->my_pe != PE_root) {
+        memcpy(dest, shmemi_coll_mapped(t, PE_root, source, bytes),
+               readers_part);
+    } else if (root_part > 0) {
+        for (int j = 0; j < t->n_pes; j++)
+            if (j != PE_root)
+                memcpy(shmemi_coll_mapped(t, j, dest, bytes) + readers_part,
+                       (const uint8_t *)source + readers_part, root_part);
+    } else if (root_updates && dest != source) {
         memmove(dest, source, bytes);
+    }
     pami_xfer_t done = { .kind = PAMI_XFER_BARRIER };
     return shmemi_coll_run(t, &done, what) == 0 ? 1 : -1;
 }
@@ -130,18 +162,20 @@ int shmemi_fcollect(struct shmemi_team *t, void *dest, const void *source,
  * collective; when some PE's data does not fit its record, an allgatherv
  * follows, its counts from the records. */
 #define COLLECT_INLINE 64
+#define COLLECT_CHUNK  (32 * 1024) /* written to every dest while in cache */
 
 struct collect_record {
     uint64_t bytes;
-    uint64_t maps_all;  /* this PE maps every member's source */
+    uint64_t maps_all;  /* this PE maps every member's dest */
     unsigned char data[COLLECT_INLINE];
 };
 
-static uint64_t maps_all_sources(struct shmemi_team *t, const void *source,
-                                 size_t bytes)
+/* Whether this PE maps every member's dest (its first byte: the sizes
+ * are not known yet; the whole of it is checked before any write). */
+static uint64_t maps_all_dests(struct shmemi_team *t, const void *dest)
 {
     for (int j = 0; j < t->n_pes; j++)
-        if (j != t->my_pe && mapped_source(t, j, source, bytes) == NULL)
+        if (shmemi_coll_mapped(t, j, dest, 1) == NULL)
             return 0;
     return 1;
 }
@@ -167,7 +201,7 @@ int shmemi_collect(struct shmemi_team *t, void *dest, const void *source,
     }
     struct collect_record *all = e->records, *mine = &all[n];
     mine->bytes = bytes;
-    mine->maps_all = maps_all_sources(t, source, bytes);
+    mine->maps_all = maps_all_dests(t, dest);
     if (bytes <= COLLECT_INLINE)
         memcpy(mine->data, source, bytes);
     pami_xfer_t c = { .kind = PAMI_XFER_ALLGATHER, .sbuf = mine,
@@ -183,8 +217,8 @@ int shmemi_collect(struct shmemi_team *t, void *dest, const void *source,
         total += e->counts[i];
         if (e->counts[i] > COLLECT_INLINE)
             inline_all = 0;
-        /* Every PE must map the others' sources: the decision is the
-         * same on all, from the records all have. */
+        /* Every PE must map the others' dests: the decision is the same
+         * on all, from the records all have. */
         if (!all[i].maps_all)
             direct = 0;
     }
@@ -194,25 +228,34 @@ int shmemi_collect(struct shmemi_team *t, void *dest, const void *source,
         return 0;
     }
     if (direct) {
-        /* Within a node: each PE copies every part straight from its
-         * owner's source (one copy instead of two through pami's slots);
-         * the barrier keeps the owners from changing their sources while
-         * others read them. */
-        for (size_t i = 0; i < n; i++) {
-            char *to = (char *)dest + e->displs[i];
-            if ((int)i == t->my_pe)
-                memmove(to, source, e->counts[i]);
-            else if (e->counts[i] <= COLLECT_INLINE)
-                memcpy(to, all[i].data, e->counts[i]);
-            else {
-                const uint8_t *from = mapped_source(t, (int)i, source,
-                                                    e->counts[i]);
-                if (from == NULL)
-                    shmemi_fatal("%s: PE %zu's %zu bytes at source are not "
-                                 "all symmetric", what, i, e->counts[i]);
-                memcpy(to, from, e->counts[i]);
+        /* Within a node: each PE writes its own part straight into every
+         * member's dest (one copy, not two through pami's slots), a chunk
+         * at a time so that its source is read from memory once, not once
+         * per member. The allgather of the records was the entry
+         * synchronization (no dest is written before its PE entered); the
+         * barrier keeps every PE inside until all parts have landed. The
+         * small parts came in the records: each PE copies those itself. */
+        size_t mine_bytes = e->counts[t->my_pe];
+        size_t at = e->displs[t->my_pe];
+        if (mine_bytes > COLLECT_INLINE) {
+            for (size_t off = 0; off < mine_bytes; off += COLLECT_CHUNK) {
+                size_t m = mine_bytes - off < COLLECT_CHUNK
+                               ? mine_bytes - off : COLLECT_CHUNK;
+                const char *from = (const char *)source + off;
+                for (size_t j = 0; j < n; j++) {
+                    uint8_t *to = shmemi_coll_mapped(t, (int)j, dest,
+                                                     total);
+                    if (to == NULL)
+                        shmemi_fatal("%s: the %zu bytes at dest are not all "
+                                     "symmetric", what, total);
+                    memmove(to + at + off, from, m);
+                }
             }
         }
+        for (size_t i = 0; i < n; i++)
+            if (e->counts[i] <= COLLECT_INLINE)
+                memcpy((char *)dest + e->displs[i], all[i].data,
+                       e->counts[i]);
         pami_xfer_t done = { .kind = PAMI_XFER_BARRIER };
         return shmemi_coll_run(t, &done, what);
     }

@@ -67,6 +67,12 @@ int shmemi_team_world_pe(struct shmemi_team *t, int pe);
 int shmemi_coll_run(struct shmemi_team *t, pami_xfer_t *xfer,
                     const char *what);
 
+/* Where this PE loads and stores team PE j's copy of the symmetric
+ * object at addr (bytes long, as this PE's own), or NULL when it does
+ * not map it (another node, or addr not symmetric). */
+uint8_t *shmemi_coll_mapped(struct shmemi_team *t, int j, const void *addr,
+                            size_t bytes);
+
 /* What a void-returning deprecated call does with an error: a clear
  * message and a non-zero exit of the job, never silent corruption. */
 __attribute__((noreturn)) void shmemi_coll_fatal(const char *what);

@@ -1,6 +1,7 @@
 /*
  * Reductions on teams (OpenSHMEM 1.5 shmem_TYPENAME_OP_reduce): one pami
- * allreduce with AUTO, in place when source is dest. The complex types
+ * allreduce with AUTO, in place when source is dest; large ones within a
+ * node through the mappings instead. The complex types
  * have no pami type: their sum is the sum of the real and imaginary
  * parts as reals, their product a gather of every PE's values multiplied
  * in PE order, the same order on every PE so that all get one result.
@@ -13,12 +14,85 @@
 #include "shmem_coll_reduce.h"
 #include "shmem_coll_types.h"
 
+/* A large reduction within a node, through the mappings: each member
+ * combines its slice of the elements from every member's source (read
+ * where it is, in team order) and writes the result into every member's
+ * dest, so each element is combined once and copied once per member
+ * (reduce-scatter and allgather in one pass), with no copy through pami's
+ * shared slots. The allreduce of whether every member maps every source
+ * and dest is also the entry synchronization (no member reads a source
+ * or writes a dest before all have entered); the barrier after it keeps
+ * the members inside until every slice has landed. Returns 1 when done,
+ * 0 when pami's allreduce must run, -1 on error. */
+#define SHMEMI_REDUCE_DIRECT_MIN (16 * 1024)
+#define SHMEMI_REDUCE_CHUNK      4096 /* bytes combined before the writes */
+
+static int all_map(struct shmemi_team *t, const void *dest,
+                   const void *source, size_t bytes)
+{
+    for (int j = 0; j < t->n_pes; j++)
+        if (shmemi_coll_mapped(t, j, source, bytes) == NULL ||
+            shmemi_coll_mapped(t, j, dest, bytes) == NULL)
+            return 0;
+    return 1;
+}
+
+static int reduce_direct(struct shmemi_team *t, void *dest,
+                         const void *source, size_t count, size_t esize,
+                         pami_type_t type, pami_op_t op, const char *what)
+{
+    size_t n = (size_t)t->n_pes, bytes = count * esize;
+    int32_t mine = all_map(t, dest, source, bytes), all = 0;
+    pami_xfer_t agree = { .kind = PAMI_XFER_ALLREDUCE, .sbuf = &mine,
+                          .rbuf = &all, .count = 1,
+                          .dtype = PAMI_TYPE_INT32, .op = PAMI_OP_MIN };
+    if (shmemi_coll_run(t, &agree, what) != 0)
+        return -1;
+    if (!all)
+        return 0;
+    /* Slices of whole cache lines, so no two members write one line. */
+    size_t line = 64 / esize, slice = (count + n - 1) / n;
+    slice = (slice + line - 1) / line * line;
+    size_t lo = (size_t)t->my_pe * slice, hi = lo + slice;
+    lo = lo < count ? lo : count;
+    hi = hi < count ? hi : count;
+    _Alignas(64) unsigned char acc[SHMEMI_REDUCE_CHUNK];
+    size_t step = SHMEMI_REDUCE_CHUNK / esize;
+    for (size_t i = lo; i < hi; i += step) {
+        size_t m = hi - i < step ? hi - i : step, off = i * esize;
+        const unsigned char *s0 = shmemi_coll_mapped(t, 0, source, bytes);
+        const unsigned char *s1 = shmemi_coll_mapped(t, 1, source, bytes);
+        shmemi_combine(type, op, acc, s0 + off, s1 + off, m);
+        for (size_t j = 2; j < n; j++) {
+            const unsigned char *sj =
+                shmemi_coll_mapped(t, (int)j, source, bytes);
+            shmemi_combine(type, op, acc, acc, sj + off, m);
+        }
+        for (size_t j = 0; j < n; j++)
+            memcpy(shmemi_coll_mapped(t, (int)j, dest, bytes) + off, acc,
+                   m * esize);
+    }
+    pami_xfer_t done = { .kind = PAMI_XFER_BARRIER };
+    return shmemi_coll_run(t, &done, what) == 0 ? 1 : -1;
+}
+
 int shmemi_reduce(struct shmemi_team *t, void *dest, const void *source,
                   size_t count, pami_type_t type, pami_op_t op,
                   const char *what)
 {
     if (count == 0)
         return 0;
+    size_t esize = pami_type_size(type);
+    /* A combine of no elements says whether the loop exists; every
+     * member decides the same from the same arguments. */
+    if (t->n_pes > 1 && esize > 0 && esize <= 64 &&
+        count * esize >= SHMEMI_REDUCE_DIRECT_MIN &&
+        shmemi_combine(type, op, NULL, NULL, NULL, 0) == 0) {
+        int rc = reduce_direct(t, dest, source, count, esize, type, op,
+                               what);
+        if (rc != 0)
+            return rc < 0 ? -1 : 0;
+    }
     pami_xfer_t x = { .kind = PAMI_XFER_ALLREDUCE,
                       .sbuf = dest == source ? PAMI_IN_PLACE : source,
                       .rbuf = dest, .count = count, .dtype = type,

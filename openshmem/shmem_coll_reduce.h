@@ -20,4 +20,9 @@ int shmemi_reduce_typed(struct shmemi_team *t, void *dest,
                         const void *source, size_t count, pami_type_t type,
                         int per, pami_op_t op, const char *what);
 
+/* out[i] = a[i] op b[i], count elements of a pami type (out may be a);
+ * 0, or -1 for a type and op with no loop (nothing written). */
+int shmemi_combine(pami_type_t type, pami_op_t op, void *out, const void *a,
+                   const void *b, size_t count);
+
 #endif /* SHMEM_COLL_REDUCE_H */

@@ -1,7 +1,7 @@
 /* Contiguous and strided put and get, blocking and non-blocking. A target
  * the library can load and store (the own PE, a peer of the node whose
- * heap pami mapped) is copied with memcpy; any other goes through
- * pami_put / pami_get on the target's region. */
+ * heap pami mapped) is copied with memcpy (a put by shmemi_copy_put); any
+ * other goes through pami_put / pami_get on the target's region. */
 #include <string.h>
 
 #include "shmem_internal.h"
@@ -79,7 +79,7 @@ void shmemi_put(shmem_ctx_t ctx, void *dest, const void *src, size_t bytes,
     pe = shmemi_ctx_pe(ctx, pe, "shmem_put");
     shmemi_resolve("shmem_put", dest, bytes, pe, &r);
     if (r.local != NULL) {
-        memcpy(r.local, src, bytes);
+        shmemi_copy_put(r.local, src, bytes);
         return;
     }
     issue(ctx, 1, (void *)src, bytes, &r, count != NULL ? count : &mine);

@@ -119,6 +119,9 @@ static void am_deliver(struct pami_context *ctx, const void *hdr,
         else if (h.dispatch == PAMI_DISPATCH_RNDV_CHUNK && !ack)
             pami_rndv_msg_recv(ctx, peer, h.origin_task, rest, rest_len,
                                data, data_len);
+        else if (h.dispatch == PAMI_DISPATCH_RNDV_WRITE && !ack)
+            pami_rndv_split_recv(ctx, peer, h.origin_task, rest, rest_len,
+                                 data_len);
         else if (h.dispatch == PAMI_DISPATCH_PROBE && !ack)
             pami_probe_recv(ctx, peer, h.origin_task, rest, rest_len);
         else if (h.dispatch == PAMI_DISPATCH_RMA && !ack)

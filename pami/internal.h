@@ -39,7 +39,8 @@
 #define PAMI_DISPATCH_RMA          (PAMI_DISPATCH_CORE_BASE + 4)
 #define PAMI_DISPATCH_RNDV_CHUNK   (PAMI_DISPATCH_CORE_BASE + 5)
 #define PAMI_DISPATCH_PROBE        (PAMI_DISPATCH_CORE_BASE + 6)
-#define PAMI_DISPATCH_TABLE_SIZE   (PAMI_DISPATCH_CORE_BASE + 7)
+#define PAMI_DISPATCH_RNDV_WRITE   (PAMI_DISPATCH_CORE_BASE + 7)
+#define PAMI_DISPATCH_TABLE_SIZE   (PAMI_DISPATCH_CORE_BASE + 8)
 
 #define PAMI_HEADER_MAX 1024
 /* Period of the monitors' liveness checks: bounds how long a dead task can
@@ -113,7 +114,11 @@ struct pami_request {
                                      get at the target (rndv.c) */
     tp_mem_t        *rndv_mem;    /* origin: registration of the payload */
     tp_rkey_t       *rkey;        /* target: one-shot key of the payload */
-    bool             rndv_cma;    /* target: read the origin directly */
+    bool             rndv_cma;    /* on one node: the target reads the
+                                     origin directly (rndv.c) */
+    uint64_t         rndv_split;  /* target, CMA: the bytes it reads
+                                     itself while the origin writes the
+                                     rest (rndv_split.c); 0: reads all */
     bool             rma_owner;   /* one-sided through the owner: every
                                      callback waits for its answer */
     uint8_t          rma_type;    /* PAMI_RMA_MSG_* of that request */
@@ -615,6 +620,20 @@ void pami_rndv_msg_recv(struct pami_context *ctx, uint32_t peer,
                         const void *data, size_t data_len);
 /* A chunk message (req->rndv_src set) has reported: its transfer may. */
 void pami_rndv_msg_part_done(pami_request_t *req);
+
+/* ---- the split read on one node (rndv_split.c) ---- */
+/* Payloads from this size are read by two cores (docs/protocols/
+ * rendezvous.md): below it the data is cache-resident, one core is as
+ * fast and the hand-over would cost. */
+#define PAMI_RNDV_SPLIT_MIN ((size_t)8 << 20)
+/* Target: asks the origin of the CMA transfer req to write the upper part
+ * of the payload; returns the bytes the target must read itself (all of
+ * them when the origin is not asked). */
+uint64_t pami_rndv_split_ask(struct pami_context *ctx, pami_request_t *req);
+/* A PAMI_DISPATCH_RNDV_WRITE message from endpoint peer. */
+void pami_rndv_split_recv(struct pami_context *ctx, uint32_t peer,
+                          uint32_t origin_task, const void *buf, size_t len,
+                          size_t data_len);
 /* UCX has RDMA (rc/dc) toward other nodes (rma.c). */
 bool pami_client_has_rdma(pami_client_impl_t *c);
 /* Any request of this context that cookie names, or NULL. */
@@ -732,6 +751,9 @@ int pami_cma_read(pid_t pid, void *dst, uint64_t src, size_t bytes,
 bool pami_cma_spare_core(const pami_client_impl_t *c);
 /* Joins the large-read helper thread, if one runs (client destroy). */
 void pami_cma_helper_stop(void);
+/* Writes bytes at src to dst of process pid (rma_cma.c); 0 or an errno,
+ * ESRCH when pid is gone. */
+int pami_cma_write(pid_t pid, uint64_t dst, const void *src, size_t bytes);
 
 /* ---- memory regions (memregion.c) ---- */
 typedef enum {

@@ -64,6 +64,7 @@ pami_request_t *pami_request_get(struct pami_context *ctx)
     req->rndv_mem       = NULL;
     req->rkey           = NULL;
     req->rndv_cma       = false;
+    req->rndv_split     = 0;
     req->rma_owner      = false;
     req->rma_dst        = NULL;
     req->rndv_msg       = false;
@@ -286,8 +287,10 @@ void pami_requests_abandon(struct pami_context *ctx, uint32_t peer)
                 !req->local_pending)
                 continue;
             pami_request_local_end(req);
-            /* An origin-served transfer is pami's own: UCX holds none. */
-            req->abandoned = !(req->rndv_msg && req->kind == REQ_RECV);
+            /* An origin-served transfer, or the origin's part of a split
+             * read, is pami's own: UCX holds none. */
+            req->abandoned = !((req->rndv_msg || req->rndv_split != 0) &&
+                               req->kind == REQ_RECV);
             pami_request_fail(req, PAMI_PEER_FAILED);
         }
 }
@@ -300,9 +303,11 @@ void pami_requests_peer_failed(struct pami_context *ctx, uint32_t peer)
             if (req->kind == REQ_FREE || req->peer != peer ||
                 !req->local_pending)
                 continue;
-            /* An origin-served transfer is pami's own, UCX holds none of
-             * it: it ends now (its chunk messages end with UCX). */
-            if (req->rndv_msg && req->kind == REQ_RECV) {
+            /* An origin-served transfer (or the origin's part of a split
+             * read) is pami's own, UCX holds none of it: it ends now (its
+             * messages end with UCX). */
+            if ((req->rndv_msg || req->rndv_split != 0) &&
+                req->kind == REQ_RECV) {
                 pami_request_local_end(req);
                 pami_request_done(req, PAMI_PEER_FAILED);
             } else if (req->result == PAMI_SUCCESS)

@@ -170,6 +170,11 @@ void pami_cma_helper_stop(void)
     pthread_mutex_unlock(&helper.mu);
 }
 
+int pami_cma_write(pid_t pid, uint64_t dst, const void *src, size_t bytes)
+{
+    return cma_move(pid, true, (void *)(uintptr_t)src, dst, bytes);
+}
+
 bool pami_cma_spare_core(const pami_client_impl_t *c)
 {
     return c->num_local_cpus > c->num_local_tasks;

@@ -63,6 +63,10 @@ pami_result_t pami_rndv_send(struct pami_context *ctx, uint32_t index,
         req->rndv_bytes = s->data_len;
     } else if (ctx->client->tasks[task].local) {
         rts.flags |= RNDV_FLAG_CMA;
+        /* The target may ask us to write part of it (rndv_split.c). */
+        req->rndv_cma   = true;
+        req->rndv_base  = rts.base;
+        req->rndv_bytes = s->data_len;
     } else {
         pami_result_t rc = pack_buffer(ctx, s->data, s->data_len, &rts.mr,
                                        &req->rndv_mem);
@@ -213,26 +217,35 @@ void pami_rndv_recv(struct pami_context *ctx, uint32_t peer,
     pami_submit(ctx, req);
 }
 
-/* Reads the payload straight out of the origin's memory. A dead origin
- * gives ESRCH, which here is an ordinary PAMI_PEER_FAILED. */
+/* Reads the payload straight out of the origin's memory, a large one
+ * with the origin writing its upper part meanwhile (rndv_split.c). A dead
+ * origin gives ESRCH, which here is an ordinary PAMI_PEER_FAILED. */
 static void cma_get(struct pami_context *ctx, pami_request_t *req)
 {
     uint32_t task = req->peer / (uint32_t)ctx->client->num_contexts;
+    uint64_t own  = pami_rndv_split_ask(ctx, req);
     int err = pami_cma_read(ctx->client->tasks[task].pid, (void *)req->data,
-                            req->rndv_base, req->data_len,
+                            req->rndv_base, own,
                             pami_cma_spare_core(ctx->client));
     if (err == 0) {
-        pami_request_done(req, PAMI_SUCCESS);
-        return;
+        if (req->rndv_split == 0)
+            pami_request_done(req, PAMI_SUCCESS);
+        return; /* split: the origin's answer ends it */
     }
-    pami_warn("rndv", "reading %zu bytes from task %u failed: %s",
-              req->data_len, task, strerror(err));
+    pami_warn("rndv", "reading %llu bytes from task %u failed: %s",
+              (unsigned long long)own, task, strerror(err));
     if (err == ESRCH) {
+        if (req->local_pending)
+            pami_request_local_end(req); /* nobody is left to write */
         pami_task_failed(ctx, task, -ESRCH);
         pami_request_fail(req, PAMI_PEER_FAILED);
-    } else {
-        pami_request_done(req, err == EFAULT ? PAMI_INVAL : PAMI_TRANSPORT);
+        return;
     }
+    pami_result_t rc = err == EFAULT ? PAMI_INVAL : PAMI_TRANSPORT;
+    if (req->rndv_split != 0 && req->result == PAMI_SUCCESS)
+        req->result = rc; /* reported once the origin answered */
+    else
+        pami_request_done(req, rc);
 }
 
 void pami_rndv_start_get(struct pami_context *ctx, pami_peer_t *peer,

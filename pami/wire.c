@@ -168,3 +168,30 @@ bool pami_rndv_chunk_wanted(uint64_t total, uint64_t chunk, uint64_t lo,
     *index = k;
     return true;
 }
+
+pami_wire_check_t pami_rndv_write_decode(const void *buf, size_t len,
+                                         size_t data_len,
+                                         pami_rndv_write_t *out)
+{
+    if (len < sizeof(*out))
+        return PAMI_WIRE_SHORT;
+    if (len != sizeof(*out) || data_len != 0)
+        return PAMI_WIRE_BAD_LENGTH;
+    memcpy(out, buf, sizeof(*out));
+    if (out->version != RNDV_VERSION)
+        return PAMI_WIRE_BAD_VERSION;
+    if (out->reserved != 0 || out->bytes == 0 ||
+        out->offset > UINT64_MAX - out->bytes || out->dest == 0 ||
+        out->dest > UINT64_MAX - out->bytes)
+        return PAMI_WIRE_BAD_FIELD;
+    switch (out->type) {
+    case RNDV_WRITE_ASK:
+        return out->result == PAMI_SUCCESS ? PAMI_WIRE_OK
+                                           : PAMI_WIRE_BAD_FIELD;
+    case RNDV_WRITE_DONE:
+        return out->result >= 0 && out->result < PAMI_RESULT_LAST
+                   ? PAMI_WIRE_OK : PAMI_WIRE_BAD_FIELD;
+    default:
+        return PAMI_WIRE_BAD_FIELD;
+    }
+}

@@ -163,4 +163,35 @@ bool pami_rndv_chunk_wanted(uint64_t total, uint64_t chunk, uint64_t lo,
                             uint64_t next, uint64_t got, uint64_t offset,
                             uint64_t bytes, uint64_t *index);
 
+/* A message of the split read on one node (RNDV_FLAG_CMA, payloads of
+ * PAMI_RNDV_SPLIT_MIN bytes or more), core id PAMI_DISPATCH_RNDV_WRITE; the
+ * whole of the AM header part after the AM header, no AM data. ASK
+ * (target to origin) asks the origin to write [offset, offset + bytes) of
+ * the send named by send_cookie to dest in the target's memory
+ * (process_vm_writev) while the target reads the rest; DONE (origin to
+ * target) echoes it with the outcome. */
+typedef struct {
+    uint32_t version;     /* RNDV_VERSION */
+    uint32_t type;        /* RNDV_WRITE_ASK or RNDV_WRITE_DONE */
+    int32_t  result;      /* DONE: PAMI_SUCCESS, PAMI_EAGAIN (not written:
+                             the target reads it) or an error; ASK: 0 */
+    uint32_t reserved;    /* 0 */
+    uint64_t send_cookie; /* the origin's send request (the RTS's cookie) */
+    uint64_t recv_cookie; /* the target's transfer request */
+    uint64_t offset;      /* in the payload */
+    uint64_t bytes;
+    uint64_t dest;        /* the target's address for byte offset */
+} pami_rndv_write_t;
+
+#define RNDV_WRITE_ASK  1u
+#define RNDV_WRITE_DONE 2u
+
+/* A split-read message: exactly its size, no AM data, version, type,
+ * reserved 0, bytes > 0, neither offset + bytes nor dest + bytes
+ * overflows, dest not 0, the result 0 in an ASK and a known code in a
+ * DONE. */
+pami_wire_check_t pami_rndv_write_decode(const void *buf, size_t len,
+                                         size_t data_len,
+                                         pami_rndv_write_t *out);
+
 #endif

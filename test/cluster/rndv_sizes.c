@@ -5,7 +5,11 @@
  * (docs/protocols/rendezvous.md); on one node with PAMI_RNDV_VIA_ORIGIN=1
  * the same path, without it CMA.
  *
- *   rndv_sizes [ROUNDS]
+ *   rndv_sizes [ROUNDS] [split]
+ *
+ * With split: sizes around the size from which a transfer on one node is
+ * read by two cores (8 MiB: the target reads the lower part, the origin
+ * writes the upper part; rendezvous.md "Two cores on one transfer").
  *
  * Every payload lands, in turn, in a buffer of the handler's or in a
  * memory region of the target at an odd offset; the target checks every
@@ -21,12 +25,18 @@
 enum { ID_SIZES = 70 };
 
 #define KIB 1024u
-static const size_t sizes[] = {
+#define MIB (1024u * KIB)
+static const size_t chunk_sizes[] = {
     64 * KIB,        256 * KIB - 1,   256 * KIB,       256 * KIB + 1,
     512 * KIB - 1,   512 * KIB + 1,   2048 * KIB - 1,  2048 * KIB,
-    2048 * KIB + 1,  2304 * KIB + 7,  9 * 1024 * KIB + 5,
+    2048 * KIB + 1,  2304 * KIB + 7,  9 * MIB + 5,
 };
-#define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
+static const size_t split_sizes[] = {
+    64 * KIB, 8 * MIB - 1, 8 * MIB, 8 * MIB + 4097, 16 * MIB + 3,
+};
+#define NSIZES_MAX (sizeof(chunk_sizes) / sizeof(chunk_sizes[0]))
+static const size_t *sizes = chunk_sizes;
+static size_t        nsizes = NSIZES_MAX;
 #define GUARD  13u /* odd offset of a slot, and bytes kept around it */
 #define FENCE  0x5a
 
@@ -51,7 +61,7 @@ static mp_job_t         job;
 static pami_memregion_t region;
 static uint8_t         *region_mem;
 static size_t           per_origin;   /* region bytes per origin */
-static size_t           slot_at[NSIZES];
+static size_t           slot_at[NSIZES_MAX];
 static unsigned         received, local_done, remote_done;
 
 static uint32_t salt(uint32_t round) { return 7 + round; }
@@ -105,7 +115,7 @@ static void on_msg(pami_context_t ctx, void *cookie, const void *hdr,
     MP_EXPECT(hlen == sizeof(h) && origin < job.size, "a message of %zu "
               "header bytes from task %u", hlen, origin);
     memcpy(&h, hdr, sizeof(h));
-    MP_EXPECT(h.index < NSIZES && dlen == sizes[h.index], "%zu bytes from "
+    MP_EXPECT(h.index < nsizes && dlen == sizes[h.index], "%zu bytes from "
               "task %u for size %u", dlen, origin, h.index);
     if (data != NULL) { /* below the threshold (PAMI_RNDV_THRESHOLD) */
         mp_expect_payload(data, dlen, origin, seq_of(&h, job.me),
@@ -158,9 +168,9 @@ static void on_remote(pami_context_t ctx, void *cookie, pami_result_t rc)
 
 static void round_once(uint32_t round)
 {
-    unsigned want = (unsigned)(job.size * NSIZES) * (round + 1);
-    unsigned base = (unsigned)(job.size * NSIZES) * round;
-    for (uint32_t i = 0; i < NSIZES; i++) {
+    unsigned want = (unsigned)(job.size * nsizes) * (round + 1);
+    unsigned base = (unsigned)(job.size * nsizes) * round;
+    for (uint32_t i = 0; i < nsizes; i++) {
         for (size_t k = 0; k < job.size; k++) {
             pami_task_t to = (pami_task_t)((job.me + k) % job.size);
             hdr_t       h  = {.round = round, .index = i};
@@ -226,7 +236,13 @@ int main(int argc, char **argv)
     mp_init(&job, "rndv_sizes", &argc, argv, NULL, 1, false);
     uint32_t rounds = argc > 1 ? (uint32_t)strtoul(argv[1], NULL, 10) : 2;
     MP_EXPECT(rounds >= 1 && rounds <= 1000, "rounds: 1..1000");
-    for (size_t i = 0; i < NSIZES; i++) {
+    if (argc > 2) {
+        MP_EXPECT(strcmp(argv[2], "split") == 0, "usage: rndv_sizes "
+                  "[ROUNDS] [split]");
+        sizes  = split_sizes;
+        nsizes = sizeof(split_sizes) / sizeof(split_sizes[0]);
+    }
+    for (size_t i = 0; i < nsizes; i++) {
         slot_at[i] = per_origin + GUARD;
         if (in_region((uint32_t)i))
             per_origin += sizes[i] + 2 * GUARD;
@@ -236,7 +252,7 @@ int main(int argc, char **argv)
     MP_EXPECT(region_mem != NULL, "out of memory");
     memset(region_mem, FENCE, bytes);
     for (pami_task_t t = 0; t < job.size; t++)
-        for (uint32_t i = 0; i < NSIZES; i++)
+        for (uint32_t i = 0; i < nsizes; i++)
             if (in_region(i))
                 memset(slot(t, i), 0, sizes[i]);
     MP_CHECK(pami_memregion_create(job.ctx[0], region_mem, bytes, &region));
@@ -249,11 +265,11 @@ int main(int argc, char **argv)
     MP_CHECK(pami_memregion_destroy(job.ctx[0], &region));
     if (job.me == 0) {
         size_t total = 0;
-        for (size_t i = 0; i < NSIZES; i++)
+        for (size_t i = 0; i < nsizes; i++)
             total += sizes[i];
         printf("rndv_sizes: %zu tasks, %u rounds of %zu sizes (64 KiB .. "
-               "9 MiB + 5) to every task, %.2f s (%.0f MiB/s out of task 0)"
-               "\n", job.size, rounds, NSIZES, secs,
+               "%zu B) to every task, %.2f s (%.0f MiB/s out of task 0)"
+               "\n", job.size, rounds, nsizes, sizes[nsizes - 1], secs,
                (double)total * job.size * rounds / secs / (1 << 20));
     }
     /* Alone on the node (more CPUs than tasks) the 9 MiB reads were

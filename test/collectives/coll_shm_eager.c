@@ -31,17 +31,17 @@ static size_t    n, me;
 
 #define RING 64
 
-static bool auto_ring; /* AUTO takes the ring at every size up to 4 KiB:
-                          * more tasks than CPUs */
+static bool auto_ring; /* more tasks than CPUs: ring calls go by AUTO */
 
-/* Whether AUTO takes the ring for a broadcast of bytes (with a CPU per
- * task only up to 1 KiB). */
+/* Whether AUTO takes the ring for a broadcast of bytes (whatever the
+ * CPUs). */
 static bool auto_takes_ring(size_t bytes)
 {
-    return bytes > 0 && bytes <= 4096 && (auto_ring || bytes <= 1024);
+    return bytes > 0 && bytes <= 4096;
 }
 
-/* The name for a call that must take the ring: AUTO where it does. */
+/* The name for a call that must take the ring: AUTO with more tasks
+ * than CPUs, else the ring's name (both kinds of call are covered). */
 static const char *ring_name(void)
 {
     return auto_ring ? NULL : "broadcast_shm_eager";

@@ -149,6 +149,31 @@ def rndv_chunk_seeds():
     yield "short", chunk_input(chunk()[:40])
 
 
+# The split read on one node: ASK and DONE (rendezvous.md).
+def write_msg(wtype=1, result=0, send=0x0000000500000002,
+              recv=0x0000000900000004, offset=4 << 20, nbytes=4 << 20,
+              dest=0x7f0000400000, version=1, reserved=0):
+    return struct.pack("<IIiIQQQQQ", version, wtype, result, reserved, send,
+                       recv, offset, nbytes, dest)
+
+
+def rndv_write_seeds():
+    yield "ask", u8(0) + write_msg()
+    yield "done", u8(0) + write_msg(2)
+    yield "done-eagain", u8(0) + write_msg(2, result=1)
+    yield "done-bad-result", u8(0) + write_msg(2, result=9999)
+    yield "ask-with-result", u8(0) + write_msg(result=3)
+    yield "ask-with-data", u8(1) + write_msg() + b"x" * 16
+    yield "dest-wraps", u8(0) + write_msg(dest=(1 << 64) - 4096)
+    yield "offset-wraps", u8(0) + write_msg(offset=(1 << 64) - 1)
+    yield "dest-zero", u8(0) + write_msg(dest=0)
+    yield "empty", u8(0) + write_msg(nbytes=0)
+    yield "bad-type", u8(0) + write_msg(3)
+    yield "bad-version", u8(0) + write_msg(version=2)
+    yield "reserved", u8(0) + write_msg(reserved=1)
+    yield "short", u8(0) + write_msg()[:40]
+
+
 def mr_input(mr, seal=True, ntasks=4):
     return u8(1 if seal else 0) + u8(ntasks - 1) + mr
 
@@ -562,6 +587,7 @@ def shmq_seeds():
 
 TARGETS = {
     "am": am_seeds, "rndv": rndv_seeds, "rndv_chunk": rndv_chunk_seeds,
+    "rndv_write": rndv_write_seeds,
     "memregion": memregion_seeds,
     "bp": bp_seeds, "bp_state": bp_state_seeds, "coll": coll_seeds, "svd": svd_seeds,
     "coll_shm": cshm_seeds,

@@ -84,12 +84,6 @@ static uint64_t variant_of(uint64_t seq)
     return (seq * 2654435761u >> 7) % VARIANTS;
 }
 
-typedef struct {
-    uint8_t    *buf;
-    msg_hdr_t   h;
-    pami_task_t origin;
-} pending_t;
-
 static void check_payload(const void *data, size_t len, const msg_hdr_t *h,
                           pami_task_t origin, const char *how)
 {
@@ -102,11 +96,11 @@ static void check_payload(const void *data, size_t len, const msg_hdr_t *h,
 static void on_rndv_done(pami_context_t ctx, void *cookie, pami_result_t rc)
 {
     (void)ctx;
-    pending_t *p = cookie;
+    mp_pending_t *p = cookie;
     MP_EXPECT(rc == PAMI_SUCCESS, "receive of message %llu from task %u: %s",
-              (unsigned long long)p->h.seq, p->origin, pami_error_text(rc));
-    check_payload(p->buf, cls_size[p->h.cls], &p->h, p->origin,
-                  "in recv local_fn");
+              (unsigned long long)p->seq, p->origin, pami_error_text(rc));
+    msg_hdr_t h = {.seq = p->seq, .cls = (uint32_t)cls_of(p->seq)};
+    check_payload(p->buf, cls_size[h.cls], &h, p->origin, "in recv local_fn");
     rndv_pending--;
     free(p->buf);
     free(p);
@@ -157,15 +151,7 @@ static void on_msg(pami_context_t ctx, void *cookie, const void *hdr,
     MP_EXPECT(dlen >= job.attr.rndv_threshold,
               "%zu bytes left at the origin, below the threshold %zu", dlen,
               job.attr.rndv_threshold);
-    pending_t *p = malloc(sizeof(*p));
-    MP_EXPECT(p != NULL, "out of memory");
-    p->buf    = malloc(dlen);
-    p->h      = h;
-    p->origin = origin;
-    MP_EXPECT(p->buf != NULL, "out of memory");
-    recv->addr     = p->buf;
-    recv->local_fn = on_rndv_done;
-    recv->cookie   = p;
+    mp_recv_into_new(recv, dlen, origin, h.seq, on_rndv_done);
     rndv_pending++;
     rndv_total++;
 }

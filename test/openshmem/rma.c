@@ -1,8 +1,10 @@
 /* RMA: every form of put and get (typed, sized, mem, p/g, strided,
  * non-blocking, with contexts) into the symmetric heap and into global
  * and static variables of this PIE program, each PE to its right
- * neighbour, values checked by the target and by the origin's get. */
+ * neighbour, values checked by the target and by the origin's get; and
+ * a long run of consecutive puts (the library streams those). */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <shmem.h>
@@ -99,6 +101,46 @@ static void round_trip(long *lng, int *in, double *dbl, unsigned char *bytes,
     shmem_barrier_all();
 }
 
+/* A run of puts, each starting where the last ended, long enough that the
+ * library streams the later ones (non-temporal stores): pieces of odd
+ * sizes from an odd offset, so the line-aligned middle has a head and a
+ * tail; blocking and non-blocking; the target checks every byte. */
+#define STREAM_BYTES (3u << 20)
+static void stream_run(int nbi)
+{
+    int me = shmem_my_pe(), n = shmem_n_pes(), right = (me + 1) % n;
+    int left = (me + n - 1) % n;
+    unsigned char *buf = shmem_malloc(STREAM_BYTES + 64);
+    unsigned char *src = malloc(STREAM_BYTES + 64);
+    CHECK(buf && src, "stream buffers");
+    for (size_t i = 0; i < STREAM_BYTES + 64; i++)
+        src[i] = (unsigned char)(i * 7 + (size_t)me * 13 + (size_t)nbi);
+    memset(buf, 0, STREAM_BYTES + 64);
+    shmem_barrier_all();
+    size_t at = 5, piece = 65536 + 24;
+    while (at < STREAM_BYTES) {
+        size_t len = at + piece <= STREAM_BYTES ? piece : STREAM_BYTES - at;
+        if (nbi)
+            shmem_putmem_nbi(buf + at, src + at, len, right);
+        else
+            shmem_putmem(buf + at, src + at, len, right);
+        at += len;
+        piece = piece == 65536 + 24 ? 4096 + 40 : 65536 + 24;
+    }
+    shmem_barrier_all();
+    for (size_t i = 0; i < STREAM_BYTES + 64; i++) {
+        unsigned char want =
+            i >= 5 && i < STREAM_BYTES
+                ? (unsigned char)(i * 7 + (size_t)left * 13 + (size_t)nbi)
+                : 0;
+        CHECK(buf[i] == want, "stream%s: byte %zu is %u, not %u",
+              nbi ? " nbi" : "", i, buf[i], want);
+    }
+    shmem_barrier_all();
+    free(src);
+    shmem_free(buf);
+}
+
 int main(void)
 {
     long *h_long, *h_str;
@@ -120,6 +162,8 @@ int main(void)
         /* mixed: heap and globals in one round */
         round_trip(g_long, h_int, g_double, h_bytes, h_str, round + 10);
     }
+    stream_run(0);
+    stream_run(1);
     shmem_free(h_str);
     shmem_free(h_bytes);
     shmem_free(h_double);

@@ -440,6 +440,28 @@ static void test_filter_shapes(void **state)
     coll_profile_free(&p);
 }
 
+/* A runner-up within 5 % that was the previous size's choice stays
+ * chosen (noise must not flip it); beyond 5 % the fastest wins. */
+static void test_filter_sticky(void **state)
+{
+    (void)state;
+    const coll_shape_t s = {4, 1, 4, 0};
+    coll_profile_t p = {0};
+    add_point(&p, s, 8, "a_rd", 1.0);
+    add_point(&p, s, 8, "a_ring", 2.0);
+    add_point(&p, s, 64, "a_ring", 1.96); /* a_rd within 5 %: stays */
+    add_point(&p, s, 64, "a_rd", 2.0);
+    add_point(&p, s, 512, "a_ring", 2.8); /* a_rd 7 % behind: a_ring */
+    add_point(&p, s, 512, "a_rd", 3.0);
+    add_point(&p, s, 4096, "a_rd", 4.0); /* a_ring within 5 %: stays */
+    add_point(&p, s, 4096, "a_ring", 4.1);
+    add_point(&p, s, 32768, "a_rd", 5.0); /* a_ring not measured */
+    expect_table(&p, s, s, true,
+                 (row_t[]){{4, 8, 1}, {23, 64, 1}, {182, 512, 2},
+                           {1449, 4096, 2}, {11586, 32768, 1}}, 5, 65536);
+    coll_profile_free(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -449,6 +471,7 @@ int main(void)
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_paths),
         cmocka_unit_test(test_filter_shapes),
+        cmocka_unit_test(test_filter_sticky),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

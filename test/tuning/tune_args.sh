@@ -26,7 +26,8 @@ for s in 8:4M 1:1 4K:1M 1099511627776:1099511627776; do
 done
 
 for a in "--collectives ," "--collectives" "--collectives allreduce,nope" \
-         "--shapes ," "--shapes world,nope" "--reps 0" "--deadline 0"; do
+         "--shapes ," "--shapes world,nope" "--reps 0" "--deadline 0" \
+         "--batch-us 0" "--batch-us 5x"; do
     # shellcheck disable=SC2086
     "$TUNE" $a --table "$dir/none.json" >/dev/null 2>&1
     rc=$?

@@ -27,7 +27,13 @@ grep -q 'allreduce (int32 and smaller), from the profile.s 3 tasks' \
 "$PAMIRUN" -n 2 --timeout 120 "$TUNE" --no-progress --reps 200 \
     --collectives allreduce,alltoall --sizes 8:64K -o "$dir/s.json" &
 pid=$!
-sleep 3
+# Stopped once it saved (every 5 s): a signal before pami-tune set its
+# handler would end the ranks with nothing to resume.
+i=0
+while [ ! -s "$dir/s.json" ] && [ $i -lt 600 ] && kill -0 $pid 2>/dev/null; do
+    sleep 0.1
+    i=$((i + 1))
+done
 kill -TERM $pid 2>/dev/null || true
 wait $pid || true
 if [ -f "$dir/s.json" ]; then

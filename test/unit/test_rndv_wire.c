@@ -3,7 +3,9 @@
  * (docs/protocols/rendezvous.md, "The transfer by chunk messages"): every
  * field of a FETCH and a DATA that pami_rndv_chunk_decode refuses, the
  * target's test of a DATA against the chunks it asked for
- * (pami_rndv_chunk_wanted), and the RTS's MSG flag.
+ * (pami_rndv_chunk_wanted), the RTS's MSG flag, and the ASK and DONE of
+ * the split read on one node (pami_rndv_write_decode, "Two cores on one
+ * transfer").
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -145,12 +147,78 @@ static void test_rts_msg(void **state)
                                           &out), PAMI_WIRE_BAD_FIELD);
 }
 
+static pami_rndv_write_t ask(void)
+{
+    return (pami_rndv_write_t){.version = RNDV_VERSION,
+                               .type = RNDV_WRITE_ASK,
+                               .send_cookie = 5, .recv_cookie = 9,
+                               .offset = 4u << 20, .bytes = 4u << 20,
+                               .dest = 0x7f0000400000ull};
+}
+
+static pami_wire_check_t wdecode(const pami_rndv_write_t *m, size_t data_len)
+{
+    pami_rndv_write_t out;
+    return pami_rndv_write_decode(m, sizeof(*m), data_len, &out);
+}
+
+static void test_write_decode(void **state)
+{
+    (void)state;
+    pami_rndv_write_t m = ask(), out;
+    assert_int_equal(sizeof(m), 56);
+    assert_int_equal(pami_rndv_write_decode(&m, sizeof(m), 0, &out),
+                     PAMI_WIRE_OK);
+    assert_memory_equal(&m, &out, sizeof(m));
+    assert_int_equal(pami_rndv_write_decode(&m, sizeof(m) - 1, 0, &out),
+                     PAMI_WIRE_SHORT);
+    uint8_t longer[sizeof(m) + 1] = {0};
+    memcpy(longer, &m, sizeof(m));
+    assert_int_equal(pami_rndv_write_decode(longer, sizeof(longer), 0, &out),
+                     PAMI_WIRE_BAD_LENGTH);
+    assert_int_equal(wdecode(&m, 1), PAMI_WIRE_BAD_LENGTH); /* no data */
+    m = ask(); m.version = 2;
+    assert_int_equal(wdecode(&m, 0), PAMI_WIRE_BAD_VERSION);
+    m = ask(); m.reserved = 1;
+    assert_int_equal(wdecode(&m, 0), PAMI_WIRE_BAD_FIELD);
+    m = ask(); m.type = 0;
+    assert_int_equal(wdecode(&m, 0), PAMI_WIRE_BAD_FIELD);
+    m = ask(); m.type = 3;
+    assert_int_equal(wdecode(&m, 0), PAMI_WIRE_BAD_FIELD);
+    m = ask(); m.bytes = 0;
+    assert_int_equal(wdecode(&m, 0), PAMI_WIRE_BAD_FIELD);
+    m = ask(); m.offset = UINT64_MAX - m.bytes + 1;
+    assert_int_equal(wdecode(&m, 0), PAMI_WIRE_BAD_FIELD);
+    m = ask(); m.offset = UINT64_MAX - m.bytes;
+    assert_int_equal(wdecode(&m, 0), PAMI_WIRE_OK);
+    m = ask(); m.dest = 0;
+    assert_int_equal(wdecode(&m, 0), PAMI_WIRE_BAD_FIELD);
+    m = ask(); m.dest = UINT64_MAX - m.bytes + 1;
+    assert_int_equal(wdecode(&m, 0), PAMI_WIRE_BAD_FIELD);
+    m = ask(); m.dest = UINT64_MAX - m.bytes;
+    assert_int_equal(wdecode(&m, 0), PAMI_WIRE_OK);
+    m = ask(); m.result = PAMI_EAGAIN; /* an ASK carries no result */
+    assert_int_equal(wdecode(&m, 0), PAMI_WIRE_BAD_FIELD);
+    /* DONE: any known result. */
+    m = ask(); m.type = RNDV_WRITE_DONE;
+    assert_int_equal(wdecode(&m, 0), PAMI_WIRE_OK);
+    m.result = PAMI_EAGAIN;
+    assert_int_equal(wdecode(&m, 0), PAMI_WIRE_OK);
+    m.result = PAMI_RESULT_LAST - 1;
+    assert_int_equal(wdecode(&m, 0), PAMI_WIRE_OK);
+    m.result = PAMI_RESULT_LAST;
+    assert_int_equal(wdecode(&m, 0), PAMI_WIRE_BAD_FIELD);
+    m.result = -1;
+    assert_int_equal(wdecode(&m, 0), PAMI_WIRE_BAD_FIELD);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_decode),
         cmocka_unit_test(test_wanted),
         cmocka_unit_test(test_rts_msg),
+        cmocka_unit_test(test_write_decode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -161,6 +161,11 @@ static void point(group_t *g, pami_geometry_t w, const avb_kind_t *k,
         ops = MAX_OPS;
     bench_check(pami_geometry_broadcast(g->ctx, w, 0, &ops, 1,
                                         PAMI_TYPE_UINT64), "broadcast");
+    /* How much of the measurement each task had a CPU when it could run
+     * (its run-queue wait, /proc/self/schedstat); the smallest share
+     * over the tasks is printed as cpu. With more tasks than CPUs it is
+     * below 1 by construction. */
+    double wait0 = bench_waited(0), wall0 = bench_now();
     for (unsigned r = 0; r < o->reps; r++)
         for (size_t i = 0; i < nc; i++) {
             /* Rotate the order, so no candidate always follows another. */
@@ -168,6 +173,12 @@ static void point(group_t *g, pami_geometry_t w, const avb_kind_t *k,
             pami_xfer_t x = xfer_of(k, w, c[j].id, sbuf, rbuf, bytes);
             c[j].t[r] = loop(g, w, &x, ops) * 1e6 / (double)ops;
         }
+    double wait1 = bench_waited(0), wall = bench_now() - wall0;
+    double cpu = wait0 >= 0 && wait1 >= 0 && wall > 0
+               ? 1.0 - (wait1 - wait0) / wall : 1.0;
+    bench_check(pami_geometry_allreduce(g->ctx, w, PAMI_IN_PLACE, &cpu, 1,
+                                        PAMI_TYPE_DOUBLE, PAMI_OP_MIN),
+                "allreduce");
     if (g->me != 0)
         return;
     double auto_us = median(c[0].t, o->reps), best_us = -1, builtin_us = -1;
@@ -197,13 +208,14 @@ static void point(group_t *g, pami_geometry_t w, const avb_kind_t *k,
             printf("%.4f", builtin_us / best_us);
         else
             printf("null");
-        printf(", \"reps\": %u, \"ops\": %llu}\n", o->reps,
-               (unsigned long long)ops);
+        printf(", \"reps\": %u, \"ops\": %llu, \"cpu\": %.3f}\n", o->reps,
+               (unsigned long long)ops, cpu);
     } else {
-        printf("%-15s %9llu  %-34s %9.2f  %-34s %9.2f  %6.3f  %6.3f\n",
-               k->name, (unsigned long long)bytes,
+        printf("%-15s %9llu  %-34s %9.2f  %-34s %9.2f  %6.3f  %6.3f  "
+               "%5.2f\n", k->name, (unsigned long long)bytes,
                sel.name ? sel.name : "-", auto_us, best, best_us, ratio,
-               builtin_us >= 0 && best_us > 0 ? builtin_us / best_us : 0);
+               builtin_us >= 0 && best_us > 0 ? builtin_us / best_us : 0,
+               cpu);
     }
     fflush(stdout);
 }
@@ -227,9 +239,9 @@ void auto_vs_best_run(group_t *g)
     for (size_t i = 0; i < cap / sizeof(double); i++)
         ((double *)sbuf)[i] = (double)(i % 7 + g->me);
     if (g->me == 0 && !o->json)
-        printf("%-15s %9s  %-34s %9s  %-34s %9s  %6s  %6s\n", "collective",
-               "bytes", "auto", "auto_us", "best", "best_us", "ratio",
-               "builtin");
+        printf("%-15s %9s  %-34s %9s  %-34s %9s  %6s  %6s  %5s\n",
+               "collective", "bytes", "auto", "auto_us", "best", "best_us",
+               "ratio", "builtin", "cpu");
     for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
         uint64_t sizes[64];
         size_t ns = sizes_of(&p, o, kinds[i].kind, sizes, 64);

@@ -32,6 +32,8 @@ static void usage(FILE *f)
 "  --budget MINUTES       repetitions per point chosen to fit this time\n"
 "  --time-limit MINUTES   stop after this long (a valid partial profile)\n"
 "  --deadline SECONDS     a call slower than this fails its point (2)\n"
+"  --batch-us US          a repetition: back-to-back calls for about this\n"
+"                         long (default 5000; 1: one call)\n"
 "  --quick                8 B - 32 KiB by x8, world only, int32 and double,\n"
 "                         5 repetitions\n"
 "  --resume PROFILE.json  keep its measured points, measure the rest\n"
@@ -135,7 +137,8 @@ int main(int argc, char **argv)
 {
     tune_opts_t o = {.min_bytes = 8, .max_bytes = 4u << 20,
                      .shapes = 0x1f, .all_types = true, .reps = 20,
-                     .deadline_s = 2, .progress = true};
+                     .deadline_s = 2, .batch_us = 5000,
+                     .progress = true};
     for (unsigned k = 0; k < PAMI_XFER_COUNT; k++)
         o.kinds[k] = k != PAMI_XFER_GATHERV && k != PAMI_XFER_SCATTERV &&
                      k != PAMI_XFER_ALLTOALLV;
@@ -198,6 +201,10 @@ int main(int argc, char **argv)
             char *end;
             o.deadline_s = strtod(v, &end);
             ok = *end == '\0' && o.deadline_s > 0;
+        } else if (strcmp(a, "--batch-us") == 0) {
+            char *end;
+            o.batch_us = strtod(v, &end);
+            ok = *end == '\0' && o.batch_us >= 1 && o.batch_us <= 1e7;
         } else {
             ok = false;
         }

@@ -20,10 +20,13 @@
 #define TUNE_GEOM_ID 4100 /* first sub-geometry id; one per shape */
 #define MAX_ALGOS 64
 #define SAVE_EVERY_S 5.0
-/* A repetition of calls shorter than this runs a batch of calls that
- * lasts about this long (at most TUNE_BATCH_MAX calls); CAL_CALLS size
- * the batch. */
-#define TUNE_BATCH_US 500.0
+/* A repetition is a batch of back-to-back calls that lasts about
+ * --batch-us (at most TUNE_BATCH_MAX calls), as programs and
+ * pami-bench call collectives: a single call after a barrier hides what
+ * an algorithm leaves for the next call (alltoall_linear's sends all at
+ * once measured 10 % ahead alone and 20-30 % behind in a loop). Calls
+ * shorter than TUNE_CAL_US are sized by CAL_CALLS more calls. */
+#define TUNE_CAL_US 500.0
 #define TUNE_BATCH_MAX 4096
 #define CAL_CALLS 16
 
@@ -353,7 +356,7 @@ static bool measure(run_t *r, const point_t *p)
      * time of one call that sizes the repetitions' batches (one call of
      * a few microseconds is mostly the wake-ups of a busy machine). The
      * agreed warm-up time decides, so every member runs them or none. */
-    if (v[0] < TUNE_BATCH_US) {
+    if (v[0] < TUNE_CAL_US) {
         double a = tune_now();
         for (int i = 0; i < CAL_CALLS && rc == PAMI_SUCCESS; i++)
             rc = pami_collective_wait(r->ctx, &x);
@@ -373,11 +376,9 @@ static bool measure(run_t *r, const point_t *p)
     }
     /* Calls per repetition, the same on every member (agreed times). */
     double one = v[3] > 0 ? v[3] : v[0];
-    unsigned ops = 1;
-    if (v[3] > 0) {
-        double f = TUNE_BATCH_US / (one > 0.01 ? one : 0.01);
-        ops = f < 1 ? 1 : f > TUNE_BATCH_MAX ? TUNE_BATCH_MAX : (unsigned)f;
-    }
+    double f = r->o->batch_us / (one > 0.01 ? one : 0.01);
+    unsigned ops = f < 1 ? 1 : f > TUNE_BATCH_MAX ? TUNE_BATCH_MAX
+                                                  : (unsigned)f;
     unsigned reps = r->o->reps;
     if (r->point_s > 0) {
         double fit = r->point_s * 1e6 / (one * ops > 0.01 ? one * ops : 0.01);
@@ -394,7 +395,14 @@ static bool measure(run_t *r, const point_t *p)
     }
     rc = PAMI_SUCCESS;
     for (unsigned i = 0; i < reps; i++) {
-        pami_geometry_barrier(r->ctx, p->g);
+        /* The members' stop flags, agreed: this allreduce is also the
+         * repetition's barrier, and a point of long batches stops within
+         * one batch of a signal (pamirun kills 2 s after it). */
+        double stop = tune_stop_signal != 0;
+        if (!agree_max(r, p->g, &stop, 1) || stop != 0) {
+            r->stop = true;
+            return false;
+        }
         double a = tune_now();
         for (unsigned j = 0; j < ops && rc == PAMI_SUCCESS; j++)
             rc = pami_collective_wait(r->ctx, &x);

@@ -27,6 +27,7 @@ typedef struct {
     double      budget_s;     /* --budget, 0: none */
     double      limit_s;      /* --time-limit, 0: none */
     double      deadline_s;   /* --deadline: one call at most this */
+    double      batch_us;     /* --batch-us: calls of one repetition */
     bool        quick;
     bool        progress;     /* --no-progress clears */
 } tune_opts_t;

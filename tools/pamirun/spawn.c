@@ -34,16 +34,25 @@ static void child_reset_signals(void)
     sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
+/* Whether path has the shape of PAMI_JOB_DIR_FMT: some job's directory. */
+static int is_job_dir(const char *path)
+{
+    const char *fmt = PAMI_JOB_DIR_FMT;
+    const char *hole = strstr(fmt, "%s");
+    size_t      pre = (size_t)(hole - fmt), suf = strlen(hole + 2);
+    size_t      len = strlen(path);
+
+    return len > pre + suf && strncmp(path, fmt, pre) == 0 &&
+           strcmp(path + len - suf, hole + 2) == 0;
+}
+
 /* The user's own UCX_POSIX_DIR wins, except one an enclosing pamirun
  * set for its job: this job's ranks get this job's directory. */
 static int child_set_ucx_dir(const pamirun_job_t *job)
 {
     const char *cur = getenv("UCX_POSIX_DIR");
-    size_t      len = cur != NULL ? strlen(cur) : 0;
-    int         ours = cur != NULL && strncmp(cur, "/dev/shm/pami-", 14) == 0 &&
-                       len > 4 && strcmp(cur + len - 4, "-ucx") == 0;
 
-    if (job->ucx_dir[0] == '\0' || (cur != NULL && !ours))
+    if (job->ucx_dir[0] == '\0' || (cur != NULL && !is_job_dir(cur)))
         return 0;
     return setenv("UCX_POSIX_DIR", job->ucx_dir, 1);
 }

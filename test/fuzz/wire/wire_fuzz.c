@@ -37,10 +37,11 @@
 #define LAND_MAX ((size_t)1 << 20) /* larger forged payloads: discarded */
 
 enum { F_AM, F_PACKED, F_ACK, F_BAR, F_RNDV, F_BP, F_SVD, F_COLL, F_SHMB,
-       F_CHUNK, F_COUNT };
+       F_CHUNK, F_WRITE, F_COUNT };
 static const char *const fname[F_COUNT] = {
     "am", "packed", "ack", "core-barrier", "rendezvous", "barrier_packets",
-    "svd", "collectives", "shm_barrier", "rendezvous chunks"};
+    "svd", "collectives", "shm_barrier", "rendezvous chunks",
+    "rendezvous split read"};
 
 typedef struct {
     uint32_t magic;
@@ -480,6 +481,26 @@ static void build(wf_t *w, int fam, pkt_t *p)
         }
         break;
     }
+    case F_WRITE: {
+        /* The split read on one node: an ASK to write a send the target
+         * never made into the attacker, or a DONE for a transfer it is
+         * not running (docs/protocols/rendezvous.md). */
+        am_header(p, w->me, PAMI_DISPATCH_RNDV_WRITE, 0);
+        pami_rndv_write_t m = {
+            .version = RNDV_VERSION,
+            .type = (uint32_t)(RNDV_WRITE_ASK + rnd_below(2)),
+            .send_cookie = cookie, .recv_cookie = rnd(),
+            .offset = rnd_below(4) << 20, .bytes = 1 + rnd_below(8 << 20),
+            .dest = rnd()};
+        if (m.type == RNDV_WRITE_DONE && rnd_below(4) == 0)
+            m.result = (int32_t)rnd_below(20);
+        append(p, &m, sizeof(m));
+        static const uint8_t off[] = {0, 4, 8, 12, 16, 24, 32, 40, 48};
+        static const uint8_t len[] = {4, 4, 4, 4, 8, 8, 8, 8, 8};
+        for (size_t i = 0; i < sizeof(off); i++)
+            add_field(p, sizeof(pami_am_hdr_t) + off[i], len[i]);
+        break;
+    }
     case F_BP: {
         uint64_t g = bp_group_seed(0, 2) + bp_group_term(0) +
                      bp_group_term(1);
@@ -641,6 +662,7 @@ static void attack(wf_t *w, unsigned long packets, uint64_t sent[F_COUNT])
             break;
         }
         case F_CHUNK:
+        case F_WRITE:
             keep_off_test_ids(&p, offsetof(pami_am_hdr_t, dispatch), 2);
             send_core(w, &p);
             break;
@@ -710,7 +732,7 @@ static void drops(wf_t *w, drops_t *d)
     memset(d, 0, sizeof(*d));
     /* The core's counters are shared by its families. */
     d->v[F_AM] = d->v[F_PACKED] = d->v[F_ACK] = d->v[F_BAR] =
-        d->v[F_RNDV] = d->v[F_CHUNK] = core_drops;
+        d->v[F_RNDV] = d->v[F_CHUNK] = d->v[F_WRITE] = core_drops;
     d->v[F_BP]   = protocol_drops(w, "barrier_packets");
     d->v[F_SVD]  = protocol_drops(w, "svd");
     d->v[F_COLL] = protocol_drops(w, "collectives");
@@ -935,17 +957,18 @@ int main(int argc, char **argv)
         printf("wire-fuzz: target task 1: %lu forged user messages handled "
                "(%lu landed)\n", w.fuzz_seen, w.fuzz_landed);
         /* The core's families share its counters: one line. */
-        uint64_t core_sent = sent[F_CHUNK];
+        uint64_t core_sent = sent[F_CHUNK] + sent[F_WRITE];
         for (int f = 0; f <= F_RNDV; f++)
             core_sent += sent[f];
         printf("wire-fuzz: core (am, packed, ack, core-barrier, rendezvous, "
-               "rendezvous chunks): %llu sent, drops +%llu\n",
+               "rendezvous chunks and split read): %llu sent, drops "
+               "+%llu\n",
                (unsigned long long)core_sent,
                (unsigned long long)(after.v[F_RNDV] - before.v[F_RNDV]));
         MP_EXPECT(core_sent < 50 || after.v[F_RNDV] > before.v[F_RNDV],
                   "the core's drop counters did not rise");
         for (int f = F_RNDV + 1; f < F_COUNT; f++) {
-            if (f == F_CHUNK)
+            if (f == F_CHUNK || f == F_WRITE)
                 continue;
             printf("wire-fuzz: %s: %llu sent, drops +%llu\n", fname[f],
                    (unsigned long long)sent[f],

@@ -1,0 +1,89 @@
+/*
+ * The copy of a put through a mapping. A put is a memcpy, except in a run
+ * of puts that each start where the one before ended (a stream: a
+ * message-rate loop, a large array written in pieces) once the run is
+ * past SHMEMI_STREAM_RUN: those go with non-temporal stores, which write
+ * whole lines to memory without first reading them into this core's cache
+ * (a cold destination costs a read and a write per line with memcpy).
+ * Measured here with cold buffers, 50 copies of 64 KiB: memcpy 9.1 us a
+ * copy, 64-byte non-temporal stores 6.7, 16-byte ones 7.5; but a
+ * destination that is warm (the same buffer put again and again) copies
+ * twice as fast with memcpy, so a single put, however large, never
+ * streams.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "shmem_internal.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#define SHMEMI_STREAM_RUN  (512 * 1024) /* bytes of the run before it */
+#define SHMEMI_STREAM_MIN  (4 * 1024)   /* a smaller put never streams */
+
+__attribute__((target("avx512f"))) static void
+stream_64(uint8_t *d, const uint8_t *s, size_t n)
+{
+    for (size_t i = 0; i < n; i += 64)
+        _mm512_stream_si512((void *)(d + i), _mm512_loadu_si512(s + i));
+}
+
+static void stream_16(uint8_t *d, const uint8_t *s, size_t n)
+{
+    for (size_t i = 0; i < n; i += 64) {
+        __m128i a = _mm_loadu_si128((const void *)(s + i));
+        __m128i b = _mm_loadu_si128((const void *)(s + i + 16));
+        __m128i c = _mm_loadu_si128((const void *)(s + i + 32));
+        __m128i e = _mm_loadu_si128((const void *)(s + i + 48));
+        _mm_stream_si128((void *)(d + i), a);
+        _mm_stream_si128((void *)(d + i + 16), b);
+        _mm_stream_si128((void *)(d + i + 32), c);
+        _mm_stream_si128((void *)(d + i + 48), e);
+    }
+}
+
+/* Head up to a line with memcpy, whole lines streamed, tail with memcpy;
+ * the sfence puts the streamed lines in order before any later store (a
+ * signal, a flag the program sets after quiet). */
+static void copy_streaming(uint8_t *d, const uint8_t *s, size_t n)
+{
+    static int has_avx512 = -1;
+    if (has_avx512 < 0)
+        has_avx512 = __builtin_cpu_supports("avx512f") ? 1 : 0;
+    size_t head = (64 - ((uintptr_t)d & 63)) & 63;
+    memcpy(d, s, head);
+    size_t body = (n - head) & ~(size_t)63;
+    if (has_avx512)
+        stream_64(d + head, s + head, body);
+    else
+        stream_16(d + head, s + head, body);
+    _mm_sfence();
+    memcpy(d + head + body, s + head + body, n - head - body);
+}
+
+/* Where the last put ended and how long its run is. The library serves
+ * one thread at a time (at most SHMEM_THREAD_SERIALIZED). */
+static uint8_t *stream_next;
+static size_t   stream_run;
+
+void shmemi_copy_put(void *dest, const void *src, size_t bytes)
+{
+    uint8_t *d = dest;
+    size_t run = d == stream_next ? stream_run : 0;
+    stream_next = d + bytes;
+    stream_run = run + bytes;
+    if (bytes >= SHMEMI_STREAM_MIN && run >= SHMEMI_STREAM_RUN)
+        copy_streaming(d, src, bytes);
+    else
+        memcpy(d, src, bytes);
+}
+
+#else
+
+void shmemi_copy_put(void *dest, const void *src, size_t bytes)
+{
+    memcpy(dest, src, bytes);
+}
+
+#endif
