@@ -15,15 +15,9 @@ int shmemi_coll_run(struct shmemi_team *t, pami_xfer_t *x, const char *what)
     pami_geometry_t g = shmemi_team_geometry(t);
     if (g == NULL)
         return -1;
-    pami_result_t rc;
-    if (x->kind == PAMI_XFER_BARRIER) {
-        /* Its blocking form polls the shared-memory register inline. */
-        rc = pami_geometry_barrier(shmemi.context, g);
-    } else {
-        x->geometry = g;
-        x->algorithm = PAMI_ALGORITHM_AUTO;
-        rc = pami_collective_wait(shmemi.context, x);
-    }
+    x->geometry = g;
+    x->algorithm = PAMI_ALGORITHM_AUTO;
+    pami_result_t rc = shmemi_collective_run(x);
     if (rc != PAMI_SUCCESS) {
         shmemi_warn("%s on a team of %d PEs: %s", what, t->n_pes,
                          pami_error_text(rc));
