@@ -1,8 +1,10 @@
 /*
  * Team collectives of OpenSHMEM 1.5 on pami: broadcast, collect,
  * fcollect, alltoall, alltoalls (typed and mem forms; barrier_all and
- * sync_all are the core's, shmem_order.c). Each is one pami collective with AUTO on the team's geometry
- * (collect two: the sizes, then the data), landing directly in dest.
+ * sync_all are the core's, shmem_order.c). Each is a pami collective
+ * with AUTO on the team's geometry, landing directly in dest; a large
+ * broadcast and a collect within a node copy through the mappings
+ * instead, between pami's synchronizations.
  */
 #include <stdint.h>
 #include <stdlib.h>
