@@ -271,6 +271,15 @@ static bool read_entry(perr_t *e, json_object *o, coll_prof_entry_t *pe)
     if (pe->min_us > pe->median_us || pe->median_us > pe->max_us)
         return fail(e, "metrics do not hold min <= median <= max");
     pe->count = (uint32_t)count;
+    json_object *c = field(m, "cpu"); /* optional: files before it lack it */
+    if (c != NULL) {
+        if (!json_object_is_type(c, json_type_double) &&
+            !json_object_is_type(c, json_type_int))
+            return fail(e, "\"cpu\" is not a number");
+        pe->cpu = json_object_get_double(c);
+        if (!isfinite(pe->cpu) || pe->cpu < 0 || pe->cpu > 1)
+            return fail(e, "\"cpu\" is %g, not in 0..1", pe->cpu);
+    }
     return true;
 }
 
@@ -523,6 +532,8 @@ static json_object *entry_json(const coll_prof_entry_t *e)
         json_object_object_add(m, "min_us", json_object_new_double(e->min_us));
         json_object_object_add(m, "max_us", json_object_new_double(e->max_us));
         json_object_object_add(m, "count", json_object_new_int64(e->count));
+        if (e->cpu > 0)
+            json_object_object_add(m, "cpu", json_object_new_double(e->cpu));
         json_object_object_add(o, "metrics", m);
     }
     return o;

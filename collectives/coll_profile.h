@@ -45,6 +45,8 @@ typedef struct {
     uint64_t     bytes; /* per rank, as the call's count * type size */
     double       median_us, min_us, max_us;
     uint32_t     count; /* repetitions */
+    double       cpu;   /* the smallest share of the repetitions a member
+                           was not kept waiting for a CPU; 0: unknown */
     char         why[48]; /* failed: what happened */
 } coll_prof_entry_t;
 

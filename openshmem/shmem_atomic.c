@@ -60,10 +60,16 @@ static void rmw_issue(shmem_ctx_t ctx, const shmemi_remote_t *r, size_t size,
     p.result = result;
     p.done_fn = shmemi_count_done;
     p.cookie = (void *)count;
-    (*count)++;
-    shmemi.pami_unfenced = 1;
+    /* As a put's (shmem_rma.c): counted before, marked after, locked. */
     for (;;) {
+        shmemi_lock();
+        (*count)++;
         rc = pami_rmw(ctx->context, &p);
+        if (rc != PAMI_SUCCESS)
+            (*count)--;
+        else
+            shmemi.pami_unfenced = 1;
+        shmemi_unlock();
         if (rc != PAMI_EAGAIN)
             break;
         shmemi_progress(ctx->context);

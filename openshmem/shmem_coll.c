@@ -1,8 +1,10 @@
 /*
  * Team collectives of OpenSHMEM 1.5 on pami: broadcast, collect,
  * fcollect, alltoall, alltoalls (typed and mem forms; barrier_all and
- * sync_all are the core's, shmem_order.c). Each is one pami collective with AUTO on the team's geometry
- * (collect two: the sizes, then the data), landing directly in dest.
+ * sync_all are the core's, shmem_order.c). Each is a pami collective
+ * with AUTO on the team's geometry, landing directly in dest; a large
+ * broadcast and a collect within a node copy through the mappings
+ * instead, between pami's synchronizations.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -15,15 +17,9 @@ int shmemi_coll_run(struct shmemi_team *t, pami_xfer_t *x, const char *what)
     pami_geometry_t g = shmemi_team_geometry(t);
     if (g == NULL)
         return -1;
-    pami_result_t rc;
-    if (x->kind == PAMI_XFER_BARRIER) {
-        /* Its blocking form polls the shared-memory register inline. */
-        rc = pami_geometry_barrier(shmemi.context, g);
-    } else {
-        x->geometry = g;
-        x->algorithm = PAMI_ALGORITHM_AUTO;
-        rc = pami_collective_wait(shmemi.context, x);
-    }
+    x->geometry = g;
+    x->algorithm = PAMI_ALGORITHM_AUTO;
+    pami_result_t rc = shmemi_collective_run(x);
     if (rc != PAMI_SUCCESS) {
         shmemi_warn("%s on a team of %d PEs: %s", what, t->n_pes,
                          pami_error_text(rc));
@@ -162,18 +158,20 @@ int shmemi_fcollect(struct shmemi_team *t, void *dest, const void *source,
  * collective; when some PE's data does not fit its record, an allgatherv
  * follows, its counts from the records. */
 #define COLLECT_INLINE 64
+#define COLLECT_CHUNK  (32 * 1024) /* written to every dest while in cache */
 
 struct collect_record {
     uint64_t bytes;
-    uint64_t maps_all;  /* this PE maps every member's source */
+    uint64_t maps_all;  /* this PE maps every member's dest */
     unsigned char data[COLLECT_INLINE];
 };
 
-static uint64_t maps_all_sources(struct shmemi_team *t, const void *source,
-                                 size_t bytes)
+/* Whether this PE maps every member's dest (its first byte: the sizes
+ * are not known yet; the whole of it is checked before any write). */
+static uint64_t maps_all_dests(struct shmemi_team *t, const void *dest)
 {
     for (int j = 0; j < t->n_pes; j++)
-        if (j != t->my_pe && shmemi_coll_mapped(t, j, source, bytes) == NULL)
+        if (shmemi_coll_mapped(t, j, dest, 1) == NULL)
             return 0;
     return 1;
 }
@@ -199,7 +197,7 @@ int shmemi_collect(struct shmemi_team *t, void *dest, const void *source,
     }
     struct collect_record *all = e->records, *mine = &all[n];
     mine->bytes = bytes;
-    mine->maps_all = maps_all_sources(t, source, bytes);
+    mine->maps_all = maps_all_dests(t, dest);
     if (bytes <= COLLECT_INLINE)
         memcpy(mine->data, source, bytes);
     pami_xfer_t c = { .kind = PAMI_XFER_ALLGATHER, .sbuf = mine,
@@ -215,8 +213,8 @@ int shmemi_collect(struct shmemi_team *t, void *dest, const void *source,
         total += e->counts[i];
         if (e->counts[i] > COLLECT_INLINE)
             inline_all = 0;
-        /* Every PE must map the others' sources: the decision is the
-         * same on all, from the records all have. */
+        /* Every PE must map the others' dests: the decision is the same
+         * on all, from the records all have. */
         if (!all[i].maps_all)
             direct = 0;
     }
@@ -226,25 +224,34 @@ int shmemi_collect(struct shmemi_team *t, void *dest, const void *source,
         return 0;
     }
     if (direct) {
-        /* Within a node: each PE copies every part straight from its
-         * owner's source (one copy instead of two through pami's slots);
-         * the barrier keeps the owners from changing their sources while
-         * others read them. */
-        for (size_t i = 0; i < n; i++) {
-            char *to = (char *)dest + e->displs[i];
-            if ((int)i == t->my_pe)
-                memmove(to, source, e->counts[i]);
-            else if (e->counts[i] <= COLLECT_INLINE)
-                memcpy(to, all[i].data, e->counts[i]);
-            else {
-                const uint8_t *from = shmemi_coll_mapped(t, (int)i, source,
-                                                    e->counts[i]);
-                if (from == NULL)
-                    shmemi_fatal("%s: PE %zu's %zu bytes at source are not "
-                                 "all symmetric", what, i, e->counts[i]);
-                memcpy(to, from, e->counts[i]);
+        /* Within a node: each PE writes its own part straight into every
+         * member's dest (one copy, not two through pami's slots), a chunk
+         * at a time so that its source is read from memory once, not once
+         * per member. The allgather of the records was the entry
+         * synchronization (no dest is written before its PE entered); the
+         * barrier keeps every PE inside until all parts have landed. The
+         * small parts came in the records: each PE copies those itself. */
+        size_t mine_bytes = e->counts[t->my_pe];
+        size_t at = e->displs[t->my_pe];
+        if (mine_bytes > COLLECT_INLINE) {
+            for (size_t off = 0; off < mine_bytes; off += COLLECT_CHUNK) {
+                size_t m = mine_bytes - off < COLLECT_CHUNK
+                               ? mine_bytes - off : COLLECT_CHUNK;
+                const char *from = (const char *)source + off;
+                for (size_t j = 0; j < n; j++) {
+                    uint8_t *to = shmemi_coll_mapped(t, (int)j, dest,
+                                                     total);
+                    if (to == NULL)
+                        shmemi_fatal("%s: the %zu bytes at dest are not all "
+                                     "symmetric", what, total);
+                    memmove(to + at + off, from, m);
+                }
             }
         }
+        for (size_t i = 0; i < n; i++)
+            if (e->counts[i] <= COLLECT_INLINE)
+                memcpy((char *)dest + e->displs[i], all[i].data,
+                       e->counts[i]);
         pami_xfer_t done = { .kind = PAMI_XFER_BARRIER };
         return shmemi_coll_run(t, &done, what);
     }

@@ -1,7 +1,9 @@
 /*
  * Teams and collectives of libpami-shmem: a team is a pami geometry on
  * the library's default context, and every collective is a pami
- * collective with PAMI_ALGORITHM_AUTO on it. Internal to openshmem/.
+ * collective with PAMI_ALGORITHM_AUTO on it, or, for large data within a
+ * node, copies through the mappings between such collectives. Internal
+ * to openshmem/.
  */
 #ifndef SHMEM_COLL_H
 #define SHMEM_COLL_H

@@ -62,10 +62,9 @@ static void copy_streaming(uint8_t *d, const uint8_t *s, size_t n)
     memcpy(d + head + body, s + head + body, n - head - body);
 }
 
-/* Where the last put ended and how long its run is. The library serves
- * one thread at a time (at most SHMEM_THREAD_SERIALIZED). */
-static uint8_t *stream_next;
-static size_t   stream_run;
+/* Where this thread's last put ended and how long its run is. */
+static _Thread_local uint8_t *stream_next;
+static _Thread_local size_t   stream_run;
 
 void shmemi_copy_put(void *dest, const void *src, size_t bytes)
 {

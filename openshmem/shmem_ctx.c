@@ -28,7 +28,7 @@ int shmem_team_create_ctx(shmem_team_t team, long options, shmem_ctx_t *ctx)
     c->context = shmemi.context;
     c->options = options;
     c->team = team;
-    team->contexts++;
+    __atomic_fetch_add(&team->contexts, 1, __ATOMIC_RELAXED);
     *ctx = c;
     return 0;
 }
@@ -48,7 +48,7 @@ void shmem_ctx_destroy(shmem_ctx_t ctx)
     }
     /* Its operations complete first, as the specification says. */
     shmemi_ctx_quiet(ctx);
-    ctx->team->contexts--;
+    __atomic_fetch_sub(&ctx->team->contexts, 1, __ATOMIC_RELAXED);
     free(ctx);
 }
 

@@ -75,14 +75,19 @@ void shmem_global_exit(int status)
             m.dispatch = SHMEMI_DISPATCH_GLOBAL_EXIT;
             m.header = &s;
             m.header_len = sizeof(s);
-            while ((rc = pami_send_immediate(shmemi.context, &m)) ==
-                   PAMI_EAGAIN)
-                pami_context_advance(shmemi.context, 16);
+            for (;;) {
+                shmemi_lock();
+                rc = pami_send_immediate(shmemi.context, &m);
+                shmemi_unlock();
+                if (rc != PAMI_EAGAIN)
+                    break;
+                shmemi_advance(shmemi.context);
+            }
         }
         /* Queued copies leave as the context advances: a short while of
          * progress, then go (a dead peer must not keep us here). */
         for (int i = 0; i < 1000; i++)
-            pami_context_advance(shmemi.context, 16);
+            shmemi_advance(shmemi.context);
     }
     /* at_exit must not run a collective finalize the others are not in */
     shmemi.finalized = 1;

@@ -111,12 +111,11 @@ int shmem_init_thread(int requested, int *provided)
     init_handles();
     if (shmemi_exit_init() != 0)
         shmemi_fatal("cannot register the library's message handlers");
-    /* Calls into the library from several threads at once are not
-     * serialized inside it (docs/openshmem.md): at most SERIALIZED. */
+    /* Every level up to MULTIPLE (docs/openshmem.md, "Threads"). */
     if (requested < SHMEM_THREAD_SINGLE)
         requested = SHMEM_THREAD_SINGLE;
-    shmemi.thread_level = requested < SHMEM_THREAD_SERIALIZED
-                              ? requested : SHMEM_THREAD_SERIALIZED;
+    shmemi.thread_level = requested < SHMEM_THREAD_MULTIPLE
+                              ? requested : SHMEM_THREAD_MULTIPLE;
     shmemi.initialized = 1;
     if (shmemi_heap_init() != 0 || shmemi_data_init() != 0)
         shmemi_fatal("cannot set up the symmetric memory");

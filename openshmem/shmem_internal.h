@@ -79,6 +79,10 @@ typedef struct {
     /* A pami put or rmw was issued since the last pami_fence_all: quiet
      * needs one (through mappings a memory fence is all it takes). */
     int               pami_unfenced;
+    /* pami_fence_all calls not completed yet: a quiet waits for all of
+     * them, also those another thread started (that fence may be the one
+     * that covers this thread's puts). */
+    volatile uint64_t fences_in_flight;
     /* The first failure a completion callback saw (it cannot end the
      * program from inside progress); the waits report it. */
     pami_result_t     op_error;
@@ -121,6 +125,38 @@ SHMEMI_HIDDEN void shmemi_wait_flag(pami_context_t context,
 /* Makes progress once and yields when nothing happened (retries after
  * EAGAIN, test_lock). */
 SHMEMI_HIDDEN void shmemi_progress(pami_context_t context);
+
+/* Threads (SHMEM_THREAD_MULTIPLE): the program's threads share the one
+ * pami context, which is not thread safe, so every pami call holds the
+ * context's lock (recursive; shmemi_lock, shmemi_unlock: nothing at the
+ * other levels). The waits advance pami only when they can take the lock
+ * at once (shmemi_advance, shmemi_sleep): a thread that cannot leaves the
+ * progress to the holder and looks at its variable again, so no thread
+ * waits for something while holding the lock another needs to issue. */
+static inline void shmemi_lock(void)
+{
+    if (shmemi.thread_level == SHMEM_THREAD_MULTIPLE)
+        pami_context_lock(shmemi.context);
+}
+static inline void shmemi_unlock(void)
+{
+    if (shmemi.thread_level == SHMEM_THREAD_MULTIPLE)
+        pami_context_unlock(shmemi.context);
+}
+
+/* Advances pami once (under the lock when it is free at once); 1 when
+ * something happened. */
+SHMEMI_HIDDEN int shmemi_advance(pami_context_t context);
+
+/* Sleeps in pami_context_wait for at most ms (1 with several threads, and
+ * not at all, a yield instead, while another thread holds the lock). */
+SHMEMI_HIDDEN void shmemi_sleep(pami_context_t context, int ms);
+
+/* A collective on a geometry with AUTO, waited for: blocking pami calls
+ * at the lower thread levels (a barrier polls the register inline); with
+ * several threads, pami_collective under the lock and a wait that does
+ * not hold it. */
+SHMEMI_HIDDEN pami_result_t shmemi_collective_run(pami_xfer_t *xfer);
 
 /* The body of a wait on memory (wait_until, set_lock): progress, and
  * when nothing happened a yield; once nothing has happened for

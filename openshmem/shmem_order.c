@@ -6,29 +6,35 @@ static void fence_done(pami_context_t context, void *cookie,
                        pami_result_t result)
 {
     (void)context;
+    (void)cookie;
     if (result != PAMI_SUCCESS)
         shmemi_op_failed(result);
-    *(volatile int *)cookie = 1;
+    shmemi.fences_in_flight--;
 }
 
 void shmemi_ctx_quiet(struct shmemi_ctx *ctx)
 {
-    volatile int done = 0;
-    pami_result_t rc;
+    pami_result_t rc = PAMI_SUCCESS;
 
     /* Loads and stores through mappings, then the context's pami
      * operations: their local completion, then a flush to the targets. */
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     shmemi_wait_count(ctx->context, &ctx->pending);
     /* The fence covers the whole pami context, every shmem context's
-     * operations: one since the last puts and rmws is enough. */
-    if (!shmemi.pami_unfenced)
-        return;
-    shmemi.pami_unfenced = 0;
-    rc = pami_fence_all(ctx->context, fence_done, (void *)&done);
+     * operations: one since the last puts and rmws is enough, and with
+     * several threads one that another thread started after this one's
+     * puts does too, so a quiet waits for every fence in flight. */
+    shmemi_lock();
+    if (shmemi.pami_unfenced) {
+        shmemi.pami_unfenced = 0;
+        shmemi.fences_in_flight++;
+        rc = pami_fence_all(ctx->context, fence_done, NULL);
+    }
+    shmemi_unlock();
     if (rc != PAMI_SUCCESS)
         shmemi_fatal("pami_fence_all: %s", pami_error_text(rc));
-    shmemi_wait_flag(ctx->context, &done);
+    if (shmemi.fences_in_flight != 0)
+        shmemi_wait_count(ctx->context, &shmemi.fences_in_flight);
 }
 
 void shmem_ctx_quiet(shmem_ctx_t ctx)
@@ -67,7 +73,8 @@ void shmem_sync_all(void)
     pami_result_t rc;
 
     shmemi_require_init("shmem_sync_all");
-    rc = pami_geometry_barrier(shmemi.context, shmemi.world);
+    pami_xfer_t x = { .kind = PAMI_XFER_BARRIER, .geometry = shmemi.world };
+    rc = shmemi_collective_run(&x);
     if (rc != PAMI_SUCCESS)
         shmemi_fatal("shmem_sync_all: %s", pami_error_text(rc));
 }

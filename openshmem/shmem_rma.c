@@ -29,10 +29,10 @@ void shmemi_count_done(pami_context_t context, void *cookie,
 void shmemi_wait_count(pami_context_t context, volatile uint64_t *count)
 {
     while (*count != 0) {
-        if (pami_context_advance(context, 16) == PAMI_SUCCESS)
+        if (shmemi_advance(context))
             continue;
         if (*count != 0)
-            pami_context_wait(context, 100);
+            shmemi_sleep(context, 100);
     }
     if (shmemi.op_error != PAMI_SUCCESS)
         shmemi_fatal("a put, get or atomic failed: %s",
@@ -54,11 +54,18 @@ static void issue(shmem_ctx_t ctx, int is_put, void *local, size_t bytes,
     p.remote_offset = r->offset;
     p.local_fn = shmemi_count_done;
     p.cookie = (void *)count;
-    (*count)++;
-    if (is_put)
-        shmemi.pami_unfenced = 1;
+    /* The count goes up before the call (its completion may run inside
+     * it), and the put is marked unfenced after it, under the lock: a
+     * quiet of another thread that finds the mark fences this put. */
     for (;;) {
+        shmemi_lock();
+        (*count)++;
         rc = is_put ? pami_put(ctx->context, &p) : pami_get(ctx->context, &p);
+        if (rc != PAMI_SUCCESS)
+            (*count)--;
+        else if (is_put)
+            shmemi.pami_unfenced = 1;
+        shmemi_unlock();
         if (rc != PAMI_EAGAIN)
             break;
         shmemi_progress(ctx->context);

@@ -38,8 +38,10 @@ static void put_signal(shmem_ctx_t ctx, void *dest, const void *source,
         shmemi_wait_count(ctx->context, &mine);
         if (r.local == NULL) {
             volatile int done = 0;
+            shmemi_lock();
             pami_result_t rc = pami_fence_endpoint(ctx->context, r.endpoint,
                                                    fence_done, (void *)&done);
+            shmemi_unlock();
 
             if (rc != PAMI_SUCCESS)
                 shmemi_fatal("put with signal: pami_fence_endpoint: %s",

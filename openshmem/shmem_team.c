@@ -142,11 +142,15 @@ pami_geometry_t shmemi_team_geometry(struct shmemi_team *t)
     }
     uint32_t id = shmemi_team_ext(t)->id;
     pami_geometry_t g = NULL;
+    /* With several threads the lock is held until the members agree
+     * (docs/openshmem.md, "Threads"). */
+    shmemi_lock();
     pami_result_t rc = pami_geometry_create_tasklist(
         shmemi.context, shmemi.world, id, tasks,
         (size_t)t->n_pes, NULL, &g, NULL, NULL);
     if (rc == PAMI_SUCCESS)
         rc = pami_geometry_wait_ready(shmemi.context, g);
+    shmemi_unlock();
     if (rc != PAMI_SUCCESS) {
         shmemi_warn("teams: geometry %u of %d PEs: %s", id, t->n_pes,
                          pami_error_text(rc));
@@ -318,8 +322,14 @@ static void release_geometry(pami_geometry_t *g)
     pami_result_t rc;
     /* This PE's collectives on it completed before they returned; EAGAIN
      * only while progress still holds a ConnID of the last one. */
-    while ((rc = pami_geometry_destroy(g)) == PAMI_EAGAIN)
-        pami_context_advance(shmemi.context, 1);
+    for (;;) {
+        shmemi_lock();
+        rc = pami_geometry_destroy(g);
+        shmemi_unlock();
+        if (rc != PAMI_EAGAIN)
+            break;
+        shmemi_advance(shmemi.context);
+    }
     if (rc != PAMI_SUCCESS)
         shmemi_warn("team_destroy: %s", pami_error_text(rc));
 }

@@ -65,9 +65,9 @@ static void await_global_exit(void)
         until += 2.0;
     do {
         for (int i = 0; i < 100; i++)
-            pami_context_advance(shmemi.context, 16);
+            shmemi_advance(shmemi.context);
         if (now_s() < until)
-            pami_context_wait(shmemi.context, 10);
+            shmemi_sleep(shmemi.context, 10);
     } while (now_s() < until);
 }
 
@@ -136,9 +136,36 @@ int shmemi_parse_size(const char *text, size_t *bytes)
     return 0;
 }
 
+int shmemi_advance(pami_context_t context)
+{
+    if (shmemi.thread_level != SHMEM_THREAD_MULTIPLE)
+        return pami_context_advance(context, 16) == PAMI_SUCCESS;
+    if (pami_context_trylock(context) != PAMI_SUCCESS) {
+        sched_yield();
+        return 0;
+    }
+    int happened = pami_context_advance(context, 16) == PAMI_SUCCESS;
+    pami_context_unlock(context);
+    return happened;
+}
+
+void shmemi_sleep(pami_context_t context, int ms)
+{
+    if (shmemi.thread_level != SHMEM_THREAD_MULTIPLE) {
+        pami_context_wait(context, ms);
+        return;
+    }
+    if (pami_context_trylock(context) != PAMI_SUCCESS) {
+        sched_yield();
+        return;
+    }
+    pami_context_wait(context, 1);
+    pami_context_unlock(context);
+}
+
 void shmemi_progress(pami_context_t context)
 {
-    if (pami_context_advance(context, 16) != PAMI_SUCCESS)
+    if (!shmemi_advance(context))
         sched_yield();
 }
 
@@ -146,7 +173,7 @@ void shmemi_poll(pami_context_t context, shmemi_poll_t *state)
 {
     uint64_t now;
 
-    if (pami_context_advance(context, 16) == PAMI_SUCCESS) {
+    if (shmemi_advance(context)) {
         state->idle_since_ns = 0;
         return;
     }
@@ -156,17 +183,17 @@ void shmemi_poll(pami_context_t context, shmemi_poll_t *state)
     if (now - state->idle_since_ns < SHMEMI_POLL_SPIN_NS)
         sched_yield();
     else
-        pami_context_wait(context, 1);
+        shmemi_sleep(context, 1);
 }
 
 void shmemi_wait_flag(pami_context_t context, volatile int *done)
 {
     while (!*done) {
-        if (pami_context_advance(context, 16) == PAMI_SUCCESS)
+        if (shmemi_advance(context))
             continue;
         if (*done)
             break;
-        pami_context_wait(context, 100);
+        shmemi_sleep(context, 100);
     }
     check_op_error();
 }
@@ -180,12 +207,37 @@ static void flag_done(pami_context_t context, void *cookie,
     *(volatile int *)cookie = 1;
 }
 
+pami_result_t shmemi_collective_run(pami_xfer_t *xfer)
+{
+    if (shmemi.thread_level != SHMEM_THREAD_MULTIPLE)
+        return xfer->kind == PAMI_XFER_BARRIER
+                   ? pami_geometry_barrier(shmemi.context, xfer->geometry)
+                   : pami_collective_wait(shmemi.context, xfer);
+    volatile int done = 0;
+    pami_result_t rc;
+    xfer->algorithm = PAMI_ALGORITHM_AUTO;
+    xfer->done_fn = flag_done;
+    xfer->cookie = (void *)&done;
+    for (;;) {
+        shmemi_lock();
+        rc = pami_collective(shmemi.context, xfer);
+        shmemi_unlock();
+        if (rc != PAMI_EAGAIN)
+            break;
+        shmemi_progress(shmemi.context);
+    }
+    if (rc == PAMI_SUCCESS)
+        shmemi_wait_flag(shmemi.context, &done);
+    return rc;
+}
+
 void shmemi_barrier_world(void)
 {
     pami_result_t rc;
+    pami_xfer_t x = { .kind = PAMI_XFER_BARRIER, .geometry = shmemi.world };
 
     shmem_quiet();
-    rc = pami_geometry_barrier(shmemi.context, shmemi.world);
+    rc = shmemi_collective_run(&x);
     if (rc != PAMI_SUCCESS)
         shmemi_fatal("barrier failed: %s", pami_error_text(rc));
     check_op_error();
@@ -206,7 +258,9 @@ int shmemi_allgather(const void *send, void *recv, size_t len)
     xfer.dtype = PAMI_TYPE_BYTE;
     xfer.done_fn = flag_done;
     xfer.cookie = (void *)&done;
+    shmemi_lock();
     rc = pami_collective(shmemi.context, &xfer);
+    shmemi_unlock();
     if (rc != PAMI_SUCCESS) {
         shmemi_warn("allgather failed: %s", pami_error_text(rc));
         return -1;

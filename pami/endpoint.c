@@ -108,6 +108,23 @@ void pami_tasks_watch(struct pami_context *ctx)
     pami_sweep_local_tasks(ctx, now);
 }
 
+/* What a task sent before it died may still wait in our queue from it
+ * or in UCX's buffers: take it in before its operations fail, so that an
+ * ack it sent as its last act completes the send it answers. Bounded: a
+ * live peer's flood must not keep us here. */
+static void take_in_what_came(struct pami_context *ctx)
+{
+    if (ctx->in_tp_progress || pami_tls_progressing == ctx)
+        return;
+    struct pami_context *outer = pami_tls_progressing;
+    pami_tls_progressing       = ctx;
+    ctx->in_tp_progress        = true;
+    for (int i = 0; i < 64 && ctx->tp->progress(ctx->worker) > 0; i++)
+        ;
+    ctx->in_tp_progress  = false;
+    pami_tls_progressing = outer;
+}
+
 void pami_sweep_local_tasks(struct pami_context *ctx, uint64_t now)
 {
     pami_client_impl_t *c = ctx->client;
@@ -117,8 +134,10 @@ void pami_sweep_local_tasks(struct pami_context *ctx, uint64_t now)
         pami_task_t t = c->local_tasks[i];
         if (t == c->task || ctx->peers[t * n].task_dead)
             continue;
-        if (!pami_task_alive(c, t))
+        if (!pami_task_alive(c, t)) {
+            take_in_what_came(ctx);
             pami_task_failed(ctx, t, -ESRCH);
+        }
         else if (pami_task_hung(ctx, t, now))
             pami_task_failed(ctx, t, -ETIMEDOUT);
     }

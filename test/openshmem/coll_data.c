@@ -58,6 +58,19 @@ static void test_team(shmem_team_t team, const char *name)
                       "%s: broadcast %zu from %d: [%zu] = %ld", name, ne,
                       root, k, dst[k]);
             CHECK(dst[ne] == -1, "%s: broadcast wrote past its end", name);
+            /* in place (dest == source): from 16 KiB the root, which
+             * then has no copy of its own, writes part of every dest */
+            fill_dst();
+            for (size_t k = 0; k < ne; k++)
+                dst[k] = val(me, k, 2);
+            CHECK(shmem_long_broadcast(team, dst, dst, ne, root) == 0,
+                  "%s: broadcast in place", name);
+            for (size_t k = 0; k < ne; k++)
+                CHECK(dst[k] == val(w[root], k, 2),
+                      "%s: broadcast in place %zu from %d: [%zu] = %ld",
+                      name, ne, root, k, dst[k]);
+            CHECK(dst[ne] == -1, "%s: broadcast in place wrote past its end",
+                  name);
         }
         /* broadcastmem of an odd byte count: the bytes after it stay */
         fill_dst();

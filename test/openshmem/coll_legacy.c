@@ -65,6 +65,18 @@ static void test_set(int start, int logstride, int size)
         }
     }
 
+    /* a large broadcast64 (past 16 KiB: the root, whose dest stays as it
+     * was, writes part of every other member's dest) */
+    for (int k = 0; k < N * 64; k++) {
+        s64[k] = val(me, k, 5);
+        d64[k] = -1;
+    }
+    shmem_broadcast64(d64, s64, N * 64, root, start, logstride, size, psync2);
+    for (int k = 0; k < N * 64; k++)
+        CHECK(d64[k] == (r == root ? -1 : val(wroot, k, 5)),
+              "%s: large broadcast64 [%d] = %ld", name, k, (long)d64[k]);
+    shmem_barrier(start, logstride, size, psync);
+
     /* fcollect and collect (PE i of the set gives i + 1 elements) */
     for (int k = 0; k < N; k++) {
         s32[k] = (int32_t)val(me, k, 2);

@@ -44,6 +44,7 @@ static void test_round_trip(void **state)
     coll_prof_entry_t b = entry(PAMI_XFER_BROADCAST, "broadcast_binomial", 8,
                                 PAMI_TYPE_BYTE, COLL_PROFILE_OP_NONE, 8, 1.5);
     b.shape = (coll_shape_t){8, 2, 4, COLL_LAYOUT_STRIDED};
+    b.cpu = 0.75;
     coll_prof_entry_t c = entry(PAMI_XFER_ALLTOALL, "alltoall_bruck", 4,
                                 PAMI_TYPE_BYTE, COLL_PROFILE_OP_NONE, 64, 0);
     c.failed = true;
@@ -86,6 +87,7 @@ static void test_round_trip(void **state)
         assert_true(x->min_us == y->min_us);
         assert_true(x->max_us == y->max_us);
         assert_int_equal(x->count, y->count);
+        assert_true(x->cpu == y->cpu); /* 0: not written, read as 0 */
         assert_string_equal(x->why, y->why);
     }
     /* Merge: a later profile's entry replaces the same key. */
@@ -239,6 +241,14 @@ static void test_malformed(void **state)
          "\"broadcast_binomial\"," SHAPE ",\"bytes\":8,\"metrics\":{"
          "\"median_us\":5,\"min_us\":1,\"max_us\":2,\"count\":1}}]}",
          "min <= median"},
+        {HEAD "\"entries\":[{\"collective\":\"broadcast\",\"algorithm\":"
+         "\"broadcast_binomial\"," SHAPE ",\"bytes\":8,\"metrics\":{"
+         "\"median_us\":1,\"min_us\":1,\"max_us\":1,\"count\":1,"
+         "\"cpu\":1.5}}]}", "\"cpu\" is 1.5"},
+        {HEAD "\"entries\":[{\"collective\":\"broadcast\",\"algorithm\":"
+         "\"broadcast_binomial\"," SHAPE ",\"bytes\":8,\"metrics\":{"
+         "\"median_us\":1,\"min_us\":1,\"max_us\":1,\"count\":1,"
+         "\"cpu\":\"quiet\"}}]}", "\"cpu\" is not"},
         {HEAD "\"entries\":[{\"collective\":\"broadcast\",\"algorithm\":"
          "\"broadcast_binomial\",\"shape\":{\"size\":4,\"nodes\":8,"
          "\"tasks_per_node\":1},\"bytes\":8,\"metrics\":{\"median_us\":1,"

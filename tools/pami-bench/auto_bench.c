@@ -19,7 +19,8 @@
 
 #define MAX_CAND 32
 #define TARGET_S 0.01 /* one measurement of one candidate */
-#define MAX_OPS 2000
+#define MAX_OPS 100000 /* 2000 cut small calls' windows to under 1 ms */
+#define CAL_OPS 32     /* AUTO's calls that size the windows */
 
 typedef struct {
     pami_xfer_type_t kind;
@@ -40,6 +41,7 @@ static const avb_kind_t kinds[] = {
 typedef struct {
     pami_algorithm_t id; /* AUTO for AUTO */
     const char      *name;
+    uint64_t         ops; /* calls per measurement */
     double           t[64];
 } cand_t;
 
@@ -144,23 +146,27 @@ static void point(group_t *g, pami_geometry_t w, const avb_kind_t *k,
             continue;
         c[nc++] = (cand_t){.id = ids[i], .name = md[i].name};
     }
-    /* Warm-up of each; the calls per measurement from AUTO's time (task
-     * 0's, broadcast so that all agree). */
-    double per = 0;
+    /* Warm-up of each, and its calls per measurement from its time
+     * over CAL_OPS calls when two took under 1 ms (task 0's, broadcast
+     * so that all agree): every candidate's window lasts about TARGET_S,
+     * however much slower than AUTO it is. */
+    uint64_t ops[MAX_CAND];
     for (size_t i = 0; i < nc; i++) {
         pami_xfer_t x = xfer_of(k, w, c[i].id, sbuf, rbuf, bytes);
-        double t = loop(g, w, &x, 2) / 2;
-        if (i == 0)
-            per = t;
+        double per = loop(g, w, &x, 2) / 2;
+        if (per < 0.5e-3 && o->iters == 0)
+            per = loop(g, w, &x, CAL_OPS) / CAL_OPS;
+        ops[i] = o->iters > 0 ? (uint64_t)o->iters
+               : per > 0 ? (uint64_t)(TARGET_S / per) : MAX_OPS;
+        if (ops[i] < 1)
+            ops[i] = 1;
+        if (ops[i] > MAX_OPS)
+            ops[i] = MAX_OPS;
     }
-    uint64_t ops = o->iters > 0 ? (uint64_t)o->iters
-                 : per > 0 ? (uint64_t)(TARGET_S / per) : MAX_OPS;
-    if (ops < 1)
-        ops = 1;
-    if (ops > MAX_OPS)
-        ops = MAX_OPS;
-    bench_check(pami_geometry_broadcast(g->ctx, w, 0, &ops, 1,
+    bench_check(pami_geometry_broadcast(g->ctx, w, 0, ops, nc,
                                         PAMI_TYPE_UINT64), "broadcast");
+    for (size_t i = 0; i < nc; i++)
+        c[i].ops = ops[i];
     /* How much of the measurement each task had a CPU when it could run
      * (its run-queue wait, /proc/self/schedstat); the smallest share
      * over the tasks is printed as cpu. With more tasks than CPUs it is
@@ -171,7 +177,7 @@ static void point(group_t *g, pami_geometry_t w, const avb_kind_t *k,
             /* Rotate the order, so no candidate always follows another. */
             size_t j = (i + r) % nc;
             pami_xfer_t x = xfer_of(k, w, c[j].id, sbuf, rbuf, bytes);
-            c[j].t[r] = loop(g, w, &x, ops) * 1e6 / (double)ops;
+            c[j].t[r] = loop(g, w, &x, c[j].ops) * 1e6 / (double)c[j].ops;
         }
     double wait1 = bench_waited(0), wall = bench_now() - wall0;
     double cpu = wait0 >= 0 && wait1 >= 0 && wall > 0
@@ -209,7 +215,7 @@ static void point(group_t *g, pami_geometry_t w, const avb_kind_t *k,
         else
             printf("null");
         printf(", \"reps\": %u, \"ops\": %llu, \"cpu\": %.3f}\n", o->reps,
-               (unsigned long long)ops, cpu);
+               (unsigned long long)c[0].ops, cpu);
     } else {
         printf("%-15s %9llu  %-34s %9.2f  %-34s %9.2f  %6.3f  %6.3f  "
                "%5.2f\n", k->name, (unsigned long long)bytes,

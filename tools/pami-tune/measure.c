@@ -254,6 +254,19 @@ static void save(run_t *r, bool force)
         fprintf(stderr, "pami-tune: cannot write %s\n", r->o->out);
 }
 
+/* Seconds this process waited for a CPU it could run on (the run-queue
+ * wait of /proc/self/schedstat); -1 when it cannot be read. */
+static double cpu_waited(void)
+{
+    FILE *f = fopen("/proc/self/schedstat", "r");
+    if (f == NULL)
+        return -1;
+    unsigned long long run, wait;
+    int n = fscanf(f, "%llu %llu", &run, &wait);
+    fclose(f);
+    return n == 2 ? (double)wait * 1e-9 : -1;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -384,16 +397,17 @@ static bool measure(run_t *r, const point_t *p)
         double fit = r->point_s * 1e6 / (one * ops > 0.01 ? one * ops : 0.01);
         reps = fit < 3 ? 3 : fit > 1000 ? 1000 : (unsigned)fit;
     }
-    if (reps + 1 > r->cap_times) {
-        double *nt = realloc(r->times, (reps + 1) * sizeof(*nt));
+    if (reps + 2 > r->cap_times) {
+        double *nt = realloc(r->times, (reps + 2) * sizeof(*nt));
         if (nt == NULL) {
             r->stop = true;
             return false;
         }
         r->times = nt;
-        r->cap_times = reps + 1;
+        r->cap_times = reps + 2;
     }
     rc = PAMI_SUCCESS;
+    double waited0 = cpu_waited(), wall0 = tune_now(), busy = 0;
     for (unsigned i = 0; i < reps; i++) {
         /* The members' stop flags, agreed: this allreduce is also the
          * repetition's barrier, and a point of long batches stops within
@@ -409,7 +423,13 @@ static bool measure(run_t *r, const point_t *p)
         r->times[i] = (tune_now() - a) * 1e6 / ops;
     }
     r->times[reps] = rc != PAMI_SUCCESS;
-    if (!agree_max(r, p->g, r->times, reps + 1)) {
+    /* The share of the repetitions this member waited for a CPU: the
+     * largest over the members gives the entry's cpu (1 - it). */
+    double waited1 = cpu_waited(), wall = tune_now() - wall0;
+    if (waited0 >= 0 && waited1 >= 0 && wall > 0)
+        busy = (waited1 - waited0) / wall;
+    r->times[reps + 1] = busy < 0 ? 0 : busy > 1 ? 1 : busy;
+    if (!agree_max(r, p->g, r->times, reps + 2)) {
         r->stop = true;
         return false;
     }
@@ -425,6 +445,9 @@ static bool measure(run_t *r, const point_t *p)
                                : (r->times[reps / 2 - 1] +
                                   r->times[reps / 2]) / 2;
         e.count     = reps;
+        e.cpu       = 1.0 - r->times[reps + 1];
+        if (e.cpu <= 0)
+            e.cpu = 1e-3; /* 0 means unknown in the file */
         ok = e.median_us <= r->o->deadline_s * 1e6;
     }
     record(r, &e);

@@ -123,8 +123,23 @@ int tune_table(const char *path)
         return 1;
     }
     printf("profile %s: %zu points by %s on %s (%u cores, %u nodes x %u "
-           "tasks)\n\n", path, p.n, p.producer, p.machine.cpu,
+           "tasks)\n", path, p.n, p.producer, p.machine.cpu,
            p.machine.cores, p.machine.nodes, p.machine.ppn);
+    /* How undisturbed the sweep was (points that record it). */
+    size_t nc = 0, low = 0;
+    double cmin = 1, csum = 0;
+    for (size_t i = 0; i < p.n; i++)
+        if (!p.e[i].failed && p.e[i].cpu > 0) {
+            nc++;
+            csum += p.e[i].cpu;
+            low += p.e[i].cpu < 0.9;
+            if (p.e[i].cpu < cmin)
+                cmin = p.e[i].cpu;
+        }
+    if (nc > 0)
+        printf("cpu: mean %.2f, smallest %.2f, %zu of %zu points below "
+               "0.90\n", csum / nc, cmin, low, nc);
+    printf("\n");
     qsort(p.e, p.n, sizeof(*p.e), by_group);
     for (size_t i = 0; i < p.n;) {
         size_t j = i + 1;

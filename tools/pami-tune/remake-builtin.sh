@@ -1,0 +1,36 @@
+#!/bin/sh
+# Measures the built-in rules' profiles again (docs/tuning.md, "Built-in
+# rules"), from a build directory, on a quiet machine:
+#   cd build && ../tools/pami-tune/remake-builtin.sh [MIN_CPU]
+# The three sweeps go to a temporary directory first; their cpu lines
+# (pami-tune --table) are printed, and the files replace
+# docs/profiles/builtin-{2,4,8}x1.json only when the 2-task sweep's mean
+# cpu is at least MIN_CPU (default 0.9): two tasks have a CPU each here,
+# so a lower share means other programs took the CPUs during the sweep
+# (4 and 8 tasks are below 1 by construction on 2 CPUs). Then `ninja`
+# regenerates the table. PAMI_TUNE_ARGS adds pami-tune options (e.g.
+# --quick to try the script itself). Exit 0: replaced; 1: left alone.
+set -eu
+min=${1:-0.9}
+src=$(cd "$(dirname "$0")/../.." && pwd)
+tmp=$(mktemp -d /tmp/pami-remake.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+for n in 2 4 8; do
+    # shellcheck disable=SC2086
+    tools/pamirun/pamirun -n $n tools/pami-tune/pami-tune \
+        --collectives allreduce,broadcast,allgather,alltoall,reduce_scatter,barrier \
+        --types basic --shapes world --reps 15 --no-progress \
+        ${PAMI_TUNE_ARGS:-} -o "$tmp/builtin-${n}x1.json"
+    printf '%s tasks: ' $n
+    tools/pami-tune/pami-tune --table "$tmp/builtin-${n}x1.json" | sed -n 2p
+done
+mean=$(tools/pami-tune/pami-tune --table "$tmp/builtin-2x1.json" |
+       sed -n 's/^cpu: mean \([0-9.]*\),.*/\1/p')
+if [ -z "$mean" ] || ! awk -v m="$mean" -v t="$min" 'BEGIN { exit !(m >= t) }'; then
+    echo "remake-builtin: the 2-task sweep's mean cpu is ${mean:-unknown}," \
+         "below $min: the machine was busy; docs/profiles left alone" >&2
+    exit 1
+fi
+cp "$tmp"/builtin-2x1.json "$tmp"/builtin-4x1.json "$tmp"/builtin-8x1.json \
+    "$src/docs/profiles/"
+echo "remake-builtin: docs/profiles/builtin-{2,4,8}x1.json replaced; run ninja"
