@@ -50,6 +50,10 @@
     X(shm_entry_max, "PAMI_SHM_ENTRY_MAX", size, "2032",                     \
       "bytes of a message one queue entry carries whole (16..65520, at "   \
       "most half the queue); longer ones go in several entries")           \
+    X(shm_membarrier, "PAMI_SHM_MEMBARRIER", bool, "1",                      \
+      "1: a task about to sleep calls membarrier(GLOBAL_EXPEDITED), so "    \
+      "its queues' senders need no full fence per message; 0 or a kernel " \
+      "without it: full fences on both sides")                              \
     X(protocols, "PAMI_PROTOCOLS", list, "",                                 \
       "protocol plug-ins (shared objects) pami_client_create loads and "    \
       "registers, in order, separated by ':'")
@@ -69,6 +73,7 @@ typedef struct {
     int    shm_fastpath;
     size_t shm_queue_lines;
     size_t shm_entry_max;
+    int    shm_membarrier;
     char   protocols[4096];
 } pami_config_t;
 

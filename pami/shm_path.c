@@ -35,6 +35,7 @@ void pami_shm_params(const pami_client_impl_t *c, size_t num_contexts,
      * one). */
     size_t queues = (c->num_local_tasks + 1) * num_contexts + 8;
     wp->shm_on          = cfg->shm_fastpath && c->num_local_tasks > 0;
+    wp->shm_membarrier  = cfg->shm_membarrier;
     wp->shm_queue_lines = (uint32_t)lines;
     wp->shm_entry_lines = (uint32_t)entry;
     wp->shm_max_queues  = (uint32_t)queues;

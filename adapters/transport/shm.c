@@ -13,6 +13,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/membarrier.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,7 +56,12 @@ typedef struct {
     uint32_t nlines;
     uint32_t max_lines;
     uint32_t max_queues;
+    uint32_t flags;     /* SHM_SEG_MEMBARRIER */
 } shm_seg_hdr_t;
+
+/* The owner calls membarrier(GLOBAL_EXPEDITED) between storing its
+ * sleeping flag and looking at its queues. */
+#define SHM_SEG_MEMBARRIER 1u
 
 typedef struct {
     uint32_t magic;
@@ -94,6 +101,9 @@ typedef struct shm_worker {
     uint32_t     ncons;
     uint8_t     *scratch;
     bool         armed, ucx_busy;
+    bool         asym;      /* this process is registered for membarrier
+                               and this worker calls it before sleeping */
+    bool         asym_warned;
     unsigned     ucx_hot;
     unsigned     turn;
     shm_ep_t    *pending_eps;
@@ -115,6 +125,7 @@ struct shm_ep {
     uint8_t      *peer_seg;
     size_t        peer_bytes;
     _Atomic uint32_t *peer_sleeping;
+    bool          light_wake; /* the peer's membarrier fences us */
     int           peer_efd;
     shm_pending_t *pend_head, **pend_tail;
     shm_ep_t     *next_pending;
@@ -149,6 +160,36 @@ static uint64_t nonce_new(void)
     x ^= x >> 33;
     x *= 0xff51afd7ed558ccdull;
     return x ^ (x >> 29);
+}
+
+/* ---- asymmetric fences ---- */
+
+/* A sender must order its entry's stores before its read of the
+ * receiver's sleeping flag, and the receiver its flag's store before its
+ * look at the queues. The receiver sleeps rarely, the sender sends often:
+ * the sleeper calls membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED), which
+ * runs a full fence on every CPU running a process registered for it,
+ * and senders of registered processes need only the compiler's order
+ * (shm-queue.md, "Sleeping and waking"). Registered once per process. */
+static pthread_once_t asym_once = PTHREAD_ONCE_INIT;
+static bool           asym_registered;
+
+static void asym_register(void)
+{
+    long q = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    if (q < 0 || !(q & MEMBARRIER_CMD_GLOBAL_EXPEDITED) ||
+        !(q & MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED)) {
+        pami_debug("shm", "membarrier(GLOBAL_EXPEDITED) is not offered: "
+                   "full fences");
+        return;
+    }
+    if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0,
+                0) != 0) {
+        pami_debug("shm", "membarrier registration failed (%s): full fences",
+                   strerror(errno));
+        return;
+    }
+    asym_registered = true;
 }
 
 /* ---- the inbox ---- */
@@ -205,6 +246,7 @@ static int inbox_create(shm_worker_t *w, const tp_worker_params_t *p)
     h->nlines     = w->nlines;
     h->max_lines  = w->max_lines;
     h->max_queues = w->max_queues;
+    h->flags      = w->asym ? SHM_SEG_MEMBARRIER : 0;
     h->magic      = SHM_SEG_MAGIC;
     return 0;
 }
@@ -276,6 +318,10 @@ static int shm_worker_create(tp_context_t *ctx, const tp_worker_params_t *p,
     w->am_arg  = p->am_arg;
     w->drop_fn = p->drop_fn;
     w->on      = p->shm_on != 0;
+    if (w->on && p->shm_membarrier) {
+        pthread_once(&asym_once, asym_register);
+        w->asym = asym_registered;
+    }
     int rc = tp_ucx_ops.worker_create(ctx, p, &w->ucx);
     if (rc == 0)
         rc = tp_ucx_ops.event_fd(w->ucx, &w->ucx_fd);
@@ -389,6 +435,11 @@ static int shm_connect(shm_ep_t *e, const shm_addr_t *a)
      * room, which comes later. */
     e->prod.ctl->pid = getpid();
     e->prod.ctl->efd = e->w->efd;
+    atomic_store_explicit(&e->prod.ctl->flags,
+                          e->w->asym ? SHMQ_CTL_MEMBARRIER : 0,
+                          memory_order_relaxed);
+    /* Only a registered process is fenced by the peer's membarrier. */
+    e->light_wake = asym_registered && (h.flags & SHM_SEG_MEMBARRIER);
     e->peer_sleeping  = (_Atomic uint32_t *)(e->peer_seg + SHM_SLEEP_OFF);
     return 0;
 }
@@ -451,10 +502,14 @@ static int shm_ep_create(tp_worker_t *tw, const void *addr, unsigned flags,
 }
 
 /* Wakes the peer when it sleeps or is about to: the enqueue's stores,
- * then this fence, then the flag (the peer: flag, fence, queues). */
+ * then this fence, then the flag (the peer: flag, fence, queues). A peer
+ * that calls membarrier there fences this process itself. */
 static inline void wake(shm_ep_t *e)
 {
-    atomic_thread_fence(memory_order_seq_cst);
+    if (e->light_wake)
+        atomic_signal_fence(memory_order_seq_cst);
+    else
+        atomic_thread_fence(memory_order_seq_cst);
     if (atomic_load_explicit(e->peer_sleeping, memory_order_relaxed)) {
         uint64_t one = 1;
         if (write(e->peer_efd, &one, sizeof(one)) == sizeof(one))
@@ -686,11 +741,12 @@ static int shm_ep_close(tp_ep_t *te, int force, tp_req_t *req)
 
 /* ---- progress and sleep ---- */
 
-static void deliver(void *arg, uint8_t *msg, size_t hdr_len, size_t total)
+static void deliver(void *arg, const uint8_t *hdr, size_t hdr_len,
+                    uint8_t *data, size_t data_len)
 {
     shm_worker_t *w = arg;
     w->stats.shm_received++;
-    w->am_fn(w->am_arg, msg, hdr_len, msg + hdr_len, total - hdr_len, NULL);
+    w->am_fn(w->am_arg, hdr, hdr_len, data, data_len, NULL);
 }
 
 static void drop(void *arg, const char *why)
@@ -732,6 +788,7 @@ static uint32_t queues_seen(shm_worker_t *w)
         q->nlines    = w->nlines;
         q->max_lines = w->max_lines;
         q->msg_max   = w->msg_max;
+        q->registered = asym_registered;
     }
     if (n > w->ncons)
         w->ncons = n;
@@ -813,6 +870,16 @@ static int shm_arm(tp_worker_t *tw)
     atomic_store_explicit(w->sleeping, 1, memory_order_relaxed);
     atomic_thread_fence(memory_order_seq_cst);
     int rc = 0;
+    /* Our senders (and the consumers of the queues we wait for room in)
+     * fence only the compiler when they see our flag: this fences them. */
+    if (w->asym &&
+        syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) != 0) {
+        if (!w->asym_warned)
+            pami_warn("shm", "membarrier failed (%s): this context polls "
+                      "instead of sleeping", strerror(errno));
+        w->asym_warned = true;
+        rc = -EAGAIN;
+    }
     for (shm_ep_t *e = w->pending_eps; e != NULL && rc == 0;
          e = e->next_pending)
         if (e->close_req != NULL || e->ucx_only ||

@@ -225,8 +225,22 @@ unsigned shmq_poll(shmq_cons_t *q, unsigned max, uint8_t *scratch,
         if (e.kind == SHMQ_KIND_PAD)
             continue;
         if ((e.flags & (SHMQ_FIRST | SHMQ_LAST)) == (SHMQ_FIRST | SHMQ_LAST)) {
-            memcpy(scratch, line + SHMQ_ENTRY_HDR, e.frag_len);
-            deliver(arg, scratch, e.hdr_len, e.frag_len);
+            /* The header, which the receiver decodes, is copied once (the
+             * producer may rewrite the ring); the data is handed in place,
+             * as UCX's shared-memory transports do: nothing of it is
+             * checked, and copying it would pull every line of it across
+             * for a handler that may never read it. A message without a
+             * header part (pami's packed form: its header is in the data)
+             * is copied whole. */
+            uint8_t *payload = line + SHMQ_ENTRY_HDR;
+            if (e.hdr_len > 0) {
+                memcpy(scratch, payload, e.hdr_len);
+                deliver(arg, scratch, e.hdr_len, payload + e.hdr_len,
+                        (size_t)e.frag_len - e.hdr_len);
+            } else {
+                memcpy(scratch, payload, e.frag_len);
+                deliver(arg, scratch, 0, scratch, e.frag_len);
+            }
             continue;
         }
         if (e.flags & SHMQ_FIRST) {
@@ -240,13 +254,22 @@ unsigned shmq_poll(shmq_cons_t *q, unsigned max, uint8_t *scratch,
             size_t total = q->asm_total;
             q->asm_total = 0;
             q->asm_len   = 0;
-            deliver(arg, q->asm_buf, q->asm_hdr, total);
+            deliver(arg, q->asm_buf, q->asm_hdr, q->asm_buf + q->asm_hdr,
+                    total - q->asm_hdr);
         }
     }
     if (q->head != head0) {
         atomic_store_explicit(&q->ctl->head, q->head, memory_order_release);
-        /* The producer's order is the mirror: flag, fence, head. */
-        atomic_thread_fence(memory_order_seq_cst);
+        /* The producer's order is the mirror: flag, fence, head. A
+         * producer that calls membarrier there (its control line says so;
+         * a false word harms only its own wakeups) fences this process for
+         * us when it is registered: the compiler's order is enough. */
+        if (q->registered &&
+            (atomic_load_explicit(&q->ctl->flags, memory_order_relaxed) &
+             SHMQ_CTL_MEMBARRIER))
+            atomic_signal_fence(memory_order_seq_cst);
+        else
+            atomic_thread_fence(memory_order_seq_cst);
         if (atomic_load_explicit(&q->ctl->want_room, memory_order_relaxed)) {
             atomic_store_explicit(&q->ctl->want_room, 0,
                                   memory_order_relaxed);

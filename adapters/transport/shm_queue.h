@@ -22,6 +22,9 @@
 
 enum { SHMQ_KIND_MSG = 1, SHMQ_KIND_PAD = 2 };
 enum { SHMQ_FIRST = 1u << 0, SHMQ_LAST = 1u << 1 };
+/* Control line flag: the producer calls membarrier(GLOBAL_EXPEDITED)
+ * between storing want_room and looking for room. */
+enum { SHMQ_CTL_MEMBARRIER = 1u << 0 };
 
 /* First 16 bytes of an entry's first line. */
 typedef struct {
@@ -40,7 +43,8 @@ typedef struct {
     _Atomic uint64_t head;      /* lines the consumer is done with */
     _Atomic uint32_t want_room; /* 1: the producer sleeps until room */
     int32_t          pid, efd;  /* where the producer is woken */
-    uint8_t          pad[SHMQ_LINE - 20];
+    _Atomic uint32_t flags;     /* SHMQ_CTL_MEMBARRIER */
+    uint8_t          pad[SHMQ_LINE - 24];
 } shmq_ctl_t;
 
 typedef struct {
@@ -95,13 +99,18 @@ typedef struct {
     size_t      msg_max;
     bool        broken;     /* a malformed entry: the stream is lost */
     bool        room_wanted; /* the last poll freed room for a sleeper */
+    bool        registered; /* this process takes membarrier's fences */
     uint8_t    *asm_buf;    /* a message of several entries, being built */
     size_t      asm_cap, asm_len, asm_total;
     uint16_t    asm_hdr;
 } shmq_cons_t;
 
-typedef void (*shmq_deliver_fn)(void *arg, uint8_t *msg, size_t hdr_len,
-                                size_t total);
+/* A message: its header part (hdr_len bytes, private memory: scratch or
+ * the assembly buffer) and its data part, which for a message of one
+ * entry is in the ring itself, valid until the callback returns. */
+typedef void (*shmq_deliver_fn)(void *arg, const uint8_t *hdr,
+                                size_t hdr_len, uint8_t *data,
+                                size_t data_len);
 typedef void (*shmq_drop_fn)(void *arg, const char *why);
 
 /* Why an entry header (copied out of shared memory) is refused; NULL
@@ -111,8 +120,11 @@ const char *shmq_entry_check(const shmq_entry_t *e, uint32_t nlines,
                              size_t msg_max, bool in_message, size_t asm_len,
                              size_t asm_total);
 
-/* Takes up to max entries; delivers each whole message (from scratch, of
- * shmq_frag_max(max_lines) bytes, or the assembly buffer). A malformed
+/* Takes up to max entries; delivers each whole message: one of a single
+ * entry with its header copied to scratch (of shmq_frag_max(max_lines)
+ * bytes) and its data in place, the whole copied to scratch when it has
+ * no header part (everything in its data), one of several entries from
+ * the assembly buffer. A malformed
  * entry is reported through drop and the queue is read no more. Returns
  * the entries taken. */
 unsigned shmq_poll(shmq_cons_t *q, unsigned max, uint8_t *scratch,

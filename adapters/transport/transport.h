@@ -62,6 +62,7 @@ typedef struct {
     uint32_t   shm_entry_lines; /* lines of the largest entry */
     uint32_t   shm_max_queues;  /* senders a worker takes by queue */
     size_t     shm_msg_max;     /* longest message (header + data) */
+    int        shm_membarrier;  /* asymmetric fences where the kernel can */
     tp_drop_fn drop_fn;         /* called with am_arg */
 } tp_worker_params_t;
 

@@ -26,19 +26,22 @@ typedef struct {
     bool     raw_seen;
 } fz_state_t;
 
-static void fz_deliver(void *arg, uint8_t *msg, size_t hdr_len, size_t total)
+static void fz_deliver(void *arg, const uint8_t *hdr, size_t hdr_len,
+                       uint8_t *data, size_t data_len)
 {
     fz_state_t *st = arg;
-    if (hdr_len > total || total > st->msg_max)
+    if (hdr_len + data_len > st->msg_max)
         abort();
-    fz_touch(msg, total);
+    fz_touch(hdr, hdr_len);
+    fz_touch(data, data_len);
     if (st->raw_seen)
         return;
-    /* A round-trip message: its first 8 bytes (when it has them) are its
-     * number, the rest a pattern of it. */
+    /* A round-trip message: a pattern of its number over header and data
+     * together. */
     uint64_t seq = st->expect_seq++;
-    for (size_t i = 0; i < total; i++)
-        if (msg[i] != (uint8_t)(seq * 31 + i))
+    for (size_t i = 0; i < hdr_len + data_len; i++)
+        if ((i < hdr_len ? hdr[i] : data[i - hdr_len]) !=
+            (uint8_t)(seq * 31 + i))
             abort();
 }
 

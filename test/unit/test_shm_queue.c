@@ -24,13 +24,14 @@ typedef struct {
     size_t   last_total;
 } sink_t;
 
-static void deliver(void *arg, uint8_t *msg, size_t hdr_len, size_t total)
+static void deliver(void *arg, const uint8_t *hdr, size_t hdr_len,
+                    uint8_t *data, size_t data_len)
 {
-    (void)msg;
-    (void)hdr_len;
+    (void)hdr;
+    (void)data;
     sink_t *s = arg;
     s->delivered++;
-    s->last_total = total;
+    s->last_total = hdr_len + data_len;
 }
 
 static void drop(void *arg, const char *why)
