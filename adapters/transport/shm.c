@@ -816,11 +816,17 @@ static unsigned shm_progress(tp_worker_t *tw)
         req->fn(req, -ECANCELED);
         n++;
     }
-    uint32_t nq = queues_seen(w);
+    /* The spin of a waiting task runs this: an empty queue costs one
+     * load of its head line's stamp, no call. */
+    uint32_t nq = w->ncons;
+    if (atomic_load_explicit(w->claimed, memory_order_acquire) != nq)
+        nq = queues_seen(w);
     for (uint32_t i = 0; i < nq; i++) {
-        n += shmq_poll(&w->cons[i], SHM_POLL_MAX, w->scratch, deliver, drop,
-                       w);
-        if (w->cons[i].room_wanted)
+        shmq_cons_t *q = &w->cons[i];
+        if (!shmq_ready(q))
+            continue;
+        n += shmq_poll(q, SHM_POLL_MAX, w->scratch, deliver, drop, w);
+        if (q->room_wanted)
             wake_producer(w, i);
     }
     if (w->pending_eps != NULL)
