@@ -59,7 +59,7 @@ uint8_t *shmemi_coll_mapped(struct shmemi_team *t, int j, const void *addr,
  * (the root writes no dest before its member entered); the barrier after
  * the copies keeps the root from changing source while it is read.
  * Returns 1 when done, 0 when pami's broadcast must run, -1 on error. */
-#define SHMEMI_BCAST_DIRECT_MIN (16 * 1024)
+#define SHMEMI_BCAST_DIRECT_MIN 1024
 
 static int32_t broadcast_can(struct shmemi_team *t, void *dest,
                              const void *source, size_t bytes, int PE_root,

@@ -58,7 +58,7 @@ static void test_team(shmem_team_t team, const char *name)
                       "%s: broadcast %zu from %d: [%zu] = %ld", name, ne,
                       root, k, dst[k]);
             CHECK(dst[ne] == -1, "%s: broadcast wrote past its end", name);
-            /* in place (dest == source): from 16 KiB the root, which
+            /* in place (dest == source): from 1 KiB the root, which
              * then has no copy of its own, writes part of every dest */
             fill_dst();
             for (size_t k = 0; k < ne; k++)

@@ -65,7 +65,7 @@ static void test_set(int start, int logstride, int size)
         }
     }
 
-    /* a large broadcast64 (past 16 KiB: the root, whose dest stays as it
+    /* a large broadcast64 (past 1 KiB: the root, whose dest stays as it
      * was, writes part of every other member's dest) */
     for (int k = 0; k < N * 64; k++) {
         s64[k] = val(me, k, 5);
