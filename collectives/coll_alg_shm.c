@@ -379,15 +379,26 @@ static pami_result_t flags_ahead(cshm_t *s)
     return PAMI_ERROR;
 }
 
-/* The blocking call's wait: polls for spin_ns, then between short sleeps
- * on the segment's wake word progresses the context, which is where a
- * dead task is found (cshm_peer_failed). */
+/* The blocking call's wait: polls for spin_cur, then between short
+ * sleeps on the segment's wake word progresses the context, which is
+ * where a dead task is found (cshm_peer_failed). A wait that had to
+ * sleep halves the next poll (down to 1 us), one that did not doubles
+ * it back (up to spin_ns): when other programs hold the CPUs the task
+ * waited for is not running, and polling only keeps it from the CPU;
+ * with a CPU each the waits end within the poll and it stays whole. */
+#define CSHM_SPIN_MIN_NS 1000
 static pami_result_t flag_wait_inline(cshm_t *s)
 {
     uint64_t target = s->phase + 1;
-    int done = poll_flags(s, target, s->spin_ns);
-    if (done == 0)
+    int done = poll_flags(s, target, s->spin_cur);
+    if (done == 0) {
         cshm_count(s, CSHM_STAT_flag_sleeps);
+        s->spin_cur = s->spin_cur / 2 > CSHM_SPIN_MIN_NS ? s->spin_cur / 2
+                                                         : CSHM_SPIN_MIN_NS;
+    } else if (s->spin_cur < s->spin_ns) {
+        s->spin_cur = s->spin_cur * 2 < s->spin_ns ? s->spin_cur * 2
+                                                   : s->spin_ns;
+    }
     while (done == 0) {
         if (s->dead) {
             /* A flag it set before it died still counts. */

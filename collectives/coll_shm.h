@@ -146,6 +146,9 @@ typedef struct cshm {
                                    * found their entry free (every task's
                                    * done seen, plus CSHM_RING) */
     uint64_t           spin_ns; /* a flag wait polls this long, then sleeps */
+    uint64_t           spin_cur; /* the blocking flag wait's poll now:
+                                    halved after a wait that slept, doubled
+                                    back up to spin_ns after one that did not */
     bool               dead;    /* a task of this node died */
     pami_work_t        flag_work; /* the queued flag round's poll */
     uint64_t           flag_since; /* when its polling began, 0: not yet */

@@ -118,6 +118,7 @@ static pami_result_t cshm_init(const pami_protocol_env_t *env, void **state)
     s->flag_ok  = flag == 2 || (flag == 1 && s->nlocal <= s->ncpus);
     s->ring_ok  = read_bool("PAMI_COLL_SHM_EAGER");
     s->spin_ns  = SPIN_NS;
+    s->spin_cur = SPIN_NS;
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->cond, NULL);
     if (!cshm_layout(s->nlocal ? s->nlocal : 1, s->slot, &s->hdr_bytes,
