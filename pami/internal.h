@@ -530,6 +530,15 @@ static inline uint64_t pami_request_cookie(const pami_request_t *req)
     return ((uint64_t)req->generation << 32) | req->index;
 }
 int pami_request_set_header(pami_request_t *req, size_t len);
+/* The header of a core message: pami's AM header for the core dispatch
+ * id, then body. The two fit the request's inline header: callers check
+ * with PAMI_CORE_MSG_FITS. */
+void pami_request_core_header(pami_request_t *req, uint16_t dispatch,
+                              const void *body, size_t len);
+#define PAMI_CORE_MSG_FITS(body)                                              \
+    _Static_assert(sizeof(pami_am_hdr_t) + sizeof(body) <=                    \
+                       PAMI_REQ_INLINE_HDR,                                   \
+                   "the request's header fits the request")
 void pami_request_done(pami_request_t *req, pami_result_t result);
 /* Ends a request that failed before or while starting: local and remote
  * parts both report result. */

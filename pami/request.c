@@ -87,6 +87,18 @@ int pami_request_set_header(pami_request_t *req, size_t len)
     return 0;
 }
 
+void pami_request_core_header(pami_request_t *req, uint16_t dispatch,
+                              const void *body, size_t len)
+{
+    struct pami_context *ctx = req->ctx;
+    pami_am_hdr_t am = {.origin_task = ctx->client->task,
+                        .dispatch    = dispatch,
+                        .origin_ctx  = (uint8_t)ctx->offset};
+    req->hdr_len = sizeof(am) + len;
+    memcpy(req->hdr, &am, sizeof(am));
+    memcpy(req->hdr + sizeof(am), body, len);
+}
+
 void pami_request_put(pami_request_t *req)
 {
     struct pami_context *ctx = req->ctx;

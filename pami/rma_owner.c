@@ -59,14 +59,8 @@ pami_result_t pami_rma_owner_start(struct pami_context *ctx, uint32_t index,
     pami_rma_msg_t msg = *m;
     msg.version = PAMI_RMA_MSG_VERSION;
     msg.cookie  = pami_request_cookie(req);
-    pami_am_hdr_t am = {.origin_task = ctx->client->task,
-                        .dispatch    = PAMI_DISPATCH_RMA,
-                        .origin_ctx  = (uint8_t)ctx->offset};
-    _Static_assert(sizeof(am) + sizeof(msg) <= PAMI_REQ_INLINE_HDR,
-                   "the request's header fits the request");
-    pami_request_set_header(req, sizeof(am) + sizeof(msg));
-    memcpy(req->hdr, &am, sizeof(am));
-    memcpy(req->hdr + sizeof(am), &msg, sizeof(msg));
+    PAMI_CORE_MSG_FITS(msg);
+    pami_request_core_header(req, PAMI_DISPATCH_RMA, &msg, sizeof(msg));
     req->kind       = REQ_SEND;
     req->rma_owner  = true;
     req->peer       = index;
@@ -109,12 +103,8 @@ static void reply(struct pami_context *ctx, uint32_t peer, uint64_t cookie,
                   peer / (uint32_t)ctx->client->num_contexts);
         return;
     }
-    pami_am_hdr_t am = {.origin_task = ctx->client->task,
-                        .dispatch    = PAMI_DISPATCH_RMA,
-                        .origin_ctx  = (uint8_t)ctx->offset};
-    pami_request_set_header(req, sizeof(am) + sizeof(m));
-    memcpy(req->hdr, &am, sizeof(am));
-    memcpy(req->hdr + sizeof(am), &m, sizeof(m));
+    PAMI_CORE_MSG_FITS(m);
+    pami_request_core_header(req, PAMI_DISPATCH_RMA, &m, sizeof(m));
     req->kind     = REQ_ACK_SEND;
     req->peer     = peer;
     req->data     = data;

@@ -43,14 +43,8 @@ static int chunk_send(struct pami_context *ctx, uint32_t peer,
     pami_request_t *req = pami_request_get(ctx);
     if (req == NULL)
         return -1;
-    pami_am_hdr_t am = {.origin_task = ctx->client->task,
-                        .dispatch    = PAMI_DISPATCH_RNDV_CHUNK,
-                        .origin_ctx  = (uint8_t)ctx->offset};
-    _Static_assert(sizeof(am) + sizeof(*m) <= PAMI_REQ_INLINE_HDR,
-                   "the request's header fits the request");
-    pami_request_set_header(req, sizeof(am) + sizeof(*m));
-    memcpy(req->hdr, &am, sizeof(am));
-    memcpy(req->hdr + sizeof(am), m, sizeof(*m));
+    PAMI_CORE_MSG_FITS(*m);
+    pami_request_core_header(req, PAMI_DISPATCH_RNDV_CHUNK, m, sizeof(*m));
     req->kind     = (uint8_t)kind;
     req->peer     = peer;
     req->data     = data;

@@ -22,14 +22,8 @@ static int write_msg(struct pami_context *ctx, uint32_t peer,
     pami_request_t *req = pami_request_get(ctx);
     if (req == NULL)
         return -1;
-    pami_am_hdr_t am = {.origin_task = ctx->client->task,
-                        .dispatch    = PAMI_DISPATCH_RNDV_WRITE,
-                        .origin_ctx  = (uint8_t)ctx->offset};
-    _Static_assert(sizeof(am) + sizeof(*m) <= PAMI_REQ_INLINE_HDR,
-                   "the request's header fits the request");
-    pami_request_set_header(req, sizeof(am) + sizeof(*m));
-    memcpy(req->hdr, &am, sizeof(am));
-    memcpy(req->hdr + sizeof(am), m, sizeof(*m));
+    PAMI_CORE_MSG_FITS(*m);
+    pami_request_core_header(req, PAMI_DISPATCH_RNDV_WRITE, m, sizeof(*m));
     req->kind     = REQ_SEND;
     req->peer     = peer;
     req->data     = NULL;

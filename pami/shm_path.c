@@ -25,10 +25,11 @@ void pami_shm_params(const pami_client_impl_t *c, size_t num_contexts,
         lines = 256;
     }
     if (cfg->shm_entry_max < 16 || entry > 1024 || entry > lines / 2) {
+        size_t fallback = lines / 2 < 32 ? lines / 2 : 32;
         pami_warn("shm", "PAMI_SHM_ENTRY_MAX=%zu is outside 16..65520 or "
                   "more than half the queue: %zu taken", cfg->shm_entry_max,
-                  (size_t)(lines / 2 < 32 ? lines / 2 : 32) * 64 - 16);
-        entry = lines / 2 < 32 ? lines / 2 : 32;
+                  fallback * 64 - 16);
+        entry = fallback;
     }
     /* One per context of this node that sends here, own ones included;
      * a little slack (a sender whose inbox check failed half-way claimed
