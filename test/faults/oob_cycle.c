@@ -20,28 +20,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#define OOB_PROG "oob_cycle"
 #include "oob_pair.h"
 
 #define ID_PING 7
 #define CYCLES  40
 #define DIE_AT  5
 
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-#define CHECK(cond, ...)                                                    \
-    do {                                                                    \
-        if (!(cond)) {                                                      \
-            fprintf(stderr, "oob_cycle: " __VA_ARGS__);                     \
-            fprintf(stderr, "\n");                                          \
-            exit(1);                                                        \
-        }                                                                   \
-    } while (0)
 
 static void on_ping(pami_context_t ctx, void *cookie, const void *hdr,
                     size_t hlen, const void *data, size_t dlen,

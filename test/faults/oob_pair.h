@@ -6,9 +6,31 @@
 #ifndef OOB_PAIR_H
 #define OOB_PAIR_H
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "fdio.h"
+
+/* Seconds on the monotonic clock. */
+static inline double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Ends the test with a line naming it (OOB_PROG, defined before this
+ * header is included) when cond is false. */
+#define CHECK(cond, ...)                                                    \
+    do {                                                                    \
+        if (!(cond)) {                                                      \
+            fprintf(stderr, OOB_PROG ": " __VA_ARGS__);                     \
+            fprintf(stderr, "\n");                                          \
+            exit(1);                                                        \
+        }                                                                   \
+    } while (0)
 
 typedef struct {
     int fd;   /* this task's end of the socketpair */

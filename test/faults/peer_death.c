@@ -23,27 +23,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#define OOB_PROG "peer_death"
 #include "oob_pair.h"
 
 #define ID_DATA   3
 #define MAX_SENDS 4096
 #define DIE_AFTER 50
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-#define CHECK(cond, ...)                                                    \
-    do {                                                                    \
-        if (!(cond)) {                                                      \
-            fprintf(stderr, "peer_death: " __VA_ARGS__);                    \
-            fprintf(stderr, "\n");                                          \
-            exit(1);                                                        \
-        }                                                                   \
-    } while (0)
 
 /* ---- task 1: receives, then dies mid-stream ---- */
 

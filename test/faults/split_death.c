@@ -31,26 +31,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#define OOB_PROG "split_death"
 #include "oob_pair.h"
 
 #define ID_DATA 3
 #define BYTES   ((size_t)16 << 20) /* above the split threshold (8 MiB) */
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-#define CHECK(cond, ...)                                                    \
-    do {                                                                    \
-        if (!(cond)) {                                                      \
-            fprintf(stderr, "split_death: " __VA_ARGS__);                   \
-            fprintf(stderr, "\n");                                          \
-            exit(1);                                                        \
-        }                                                                   \
-    } while (0)
 
 static int           step_fd; /* the second socketpair: ordering only */
 static char         *landing;
