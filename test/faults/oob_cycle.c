@@ -40,9 +40,7 @@ static void on_ping(pami_context_t ctx, void *cookie, const void *hdr,
 /* One cycle; the first failing call's result, or PAMI_SUCCESS. */
 static pami_result_t cycle(oob_t *oob, double *destroy_s)
 {
-    pami_client_params_t params = {
-        .field_mask = PAMI_CLIENT_PARAM_OOB, .oob_allgather = oob_allgather,
-        .oob_cookie = oob, .oob_task = (pami_task_t)oob->rank, .oob_size = 2};
+    pami_client_params_t params = oob_params(oob);
     pami_client_t  client;
     pami_context_t ctx;
     int            pings = 0;

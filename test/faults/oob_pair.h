@@ -6,6 +6,7 @@
 #ifndef OOB_PAIR_H
 #define OOB_PAIR_H
 
+#include <pami.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,17 @@ static inline int oob_allgather(void *cookie, const void *send, void *recv,
     if (pami_fd_write_all(o->fd, send, len) != 0)
         return -1;
     return pami_fd_read_all(o->fd, out + (size_t)(1 - o->rank) * len, len);
+}
+
+/* pami_client_create's parameters for this task of the pair. */
+static inline pami_client_params_t oob_params(oob_t *o)
+{
+    pami_client_params_t p = {.field_mask    = PAMI_CLIENT_PARAM_OOB,
+                              .oob_allgather = oob_allgather,
+                              .oob_cookie    = o,
+                              .oob_task      = (pami_task_t)o->rank,
+                              .oob_size      = 2};
+    return p;
 }
 
 #endif

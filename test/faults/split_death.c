@@ -98,14 +98,8 @@ static void on_remote(pami_context_t ctx, void *cookie, pami_result_t rc)
 
 static void run(int rank, int fd, bool origin_dies)
 {
-    oob_t oob = {.fd = fd, .rank = rank};
-    pami_client_params_t params = {
-        .field_mask    = PAMI_CLIENT_PARAM_OOB,
-        .oob_allgather = oob_allgather,
-        .oob_cookie    = &oob,
-        .oob_task      = (pami_task_t)rank,
-        .oob_size      = 2,
-    };
+    oob_t                oob    = {.fd = fd, .rank = rank};
+    pami_client_params_t params = oob_params(&oob);
     pami_client_t  client;
     pami_context_t ctx;
     CHECK(pami_client_create("split_death", &params, &client) ==
