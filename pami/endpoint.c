@@ -118,10 +118,8 @@ static void take_in_what_came(struct pami_context *ctx)
         return;
     struct pami_context *outer = pami_tls_progressing;
     pami_tls_progressing       = ctx;
-    ctx->in_tp_progress        = true;
-    for (int i = 0; i < 64 && ctx->tp->progress(ctx->worker) > 0; i++)
+    for (int i = 0; i < 64 && pami_tp_poll(ctx) > 0; i++)
         ;
-    ctx->in_tp_progress  = false;
     pami_tls_progressing = outer;
 }
 

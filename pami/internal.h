@@ -813,6 +813,17 @@ void pami_regions_destroy(struct pami_context *ctx);
 /* ---- progress (progress.c) ---- */
 extern __thread struct pami_context *pami_tls_progressing
     __attribute__((tls_model("initial-exec")));
+
+/* One poll of the context's transport, marked so that what its callbacks
+ * call knows it runs inside it (endpoint.c). */
+static inline unsigned pami_tp_poll(struct pami_context *ctx)
+{
+    ctx->in_tp_progress = true;
+    unsigned n          = ctx->tp->progress(ctx->worker);
+    ctx->in_tp_progress = false;
+    return n;
+}
+
 unsigned pami_progress_once(struct pami_context *ctx);
 pami_result_t pami_progress_thread_start(pami_client_impl_t *client);
 void pami_progress_thread_stop(pami_client_impl_t *client);

@@ -72,11 +72,8 @@ unsigned pami_progress_once(struct pami_context *ctx)
      * (UCX's worker, the queues), and a loop of such operations would pay
      * it per operation. Incoming traffic waits 8 calls at most. */
     unsigned n = 0;
-    if (likely(ctx->done_head == NULL || (ctx->polls & 7) == 0)) {
-        ctx->in_tp_progress = true;
-        n = ctx->tp->progress(ctx->worker);
-        ctx->in_tp_progress = false;
-    }
+    if (likely(ctx->done_head == NULL || (ctx->polls & 7) == 0))
+        n = pami_tp_poll(ctx);
     /* Tasks on other nodes, once what they answered has been taken in;
      * a busy context that never sleeps looks every 64 polls (the tick
      * itself waits PAMI_WATCH_MS between two looks). */

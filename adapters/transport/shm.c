@@ -506,10 +506,7 @@ static int shm_ep_create(tp_worker_t *tw, const void *addr, unsigned flags,
  * that calls membarrier there fences this process itself. */
 static inline void wake(shm_ep_t *e)
 {
-    if (e->light_wake)
-        atomic_signal_fence(memory_order_seq_cst);
-    else
-        atomic_thread_fence(memory_order_seq_cst);
+    shmq_fence(e->light_wake);
     if (atomic_load_explicit(e->peer_sleeping, memory_order_relaxed)) {
         uint64_t one = 1;
         if (write(e->peer_efd, &one, sizeof(one)) == sizeof(one))

@@ -270,12 +270,10 @@ unsigned shmq_poll(shmq_cons_t *q, unsigned max, uint8_t *scratch,
          * producer that calls membarrier there (its control line says so;
          * a false word harms only its own wakeups) fences this process for
          * us when it is registered: the compiler's order is enough. */
-        if (q->registered &&
-            (atomic_load_explicit(&q->ctl->flags, memory_order_relaxed) &
-             SHMQ_CTL_MEMBARRIER))
-            atomic_signal_fence(memory_order_seq_cst);
-        else
-            atomic_thread_fence(memory_order_seq_cst);
+        shmq_fence(q->registered &&
+                   (atomic_load_explicit(&q->ctl->flags,
+                                         memory_order_relaxed) &
+                    SHMQ_CTL_MEMBARRIER));
         if (atomic_load_explicit(&q->ctl->want_room, memory_order_relaxed)) {
             atomic_store_explicit(&q->ctl->want_room, 0,
                                   memory_order_relaxed);

@@ -131,6 +131,18 @@ unsigned shmq_poll(shmq_cons_t *q, unsigned max, uint8_t *scratch,
                    shmq_deliver_fn deliver, shmq_drop_fn drop, void *arg);
 
 /* Whether an entry is ready (the sleep check). */
+/* The fence between a side's stores (an entry, a head) and its read of
+ * the other side's flag (sleeping, want_room): a full one, or only the
+ * compiler's order when the other side's membarrier fences this process
+ * (light: shm-queue.md, "Sleeping and waking"). */
+static inline void shmq_fence(bool light)
+{
+    if (light)
+        atomic_signal_fence(memory_order_seq_cst);
+    else
+        atomic_thread_fence(memory_order_seq_cst);
+}
+
 static inline bool shmq_ready(const shmq_cons_t *q)
 {
     const shmq_entry_t *e = (const shmq_entry_t *)(
