@@ -34,6 +34,22 @@ __attribute__((noreturn)) void shmemi_coll_fatal(const char *what)
                  what);
 }
 
+int shmemi_coll_sync(struct shmemi_team *t, const char *what)
+{
+    pami_xfer_t x = { .kind = PAMI_XFER_BARRIER };
+    return shmemi_coll_run(t, &x, what);
+}
+
+int32_t shmemi_coll_agree(struct shmemi_team *t, int32_t mine,
+                          const char *what)
+{
+    int32_t all = 0;
+    pami_xfer_t x = { .kind = PAMI_XFER_ALLREDUCE, .sbuf = &mine,
+                      .rbuf = &all, .count = 1, .dtype = PAMI_TYPE_INT32,
+                      .op = PAMI_OP_MIN };
+    return shmemi_coll_run(t, &x, what) == 0 ? all : -1;
+}
+
 uint8_t *shmemi_coll_mapped(struct shmemi_team *t, int j, const void *addr,
                             size_t bytes)
 {
@@ -80,16 +96,10 @@ static int broadcast_direct(struct shmemi_team *t, void *dest,
                             int root_updates, const char *what)
 {
     int root_pushes = !root_updates || dest == source;
-    int32_t mine = broadcast_can(t, dest, source, bytes, PE_root,
-                                 root_pushes),
-            all = 0;
-    pami_xfer_t agree = { .kind = PAMI_XFER_ALLREDUCE, .sbuf = &mine,
-                          .rbuf = &all, .count = 1,
-                          .dtype = PAMI_TYPE_INT32, .op = PAMI_OP_MIN };
-    if (shmemi_coll_run(t, &agree, what) != 0)
-        return -1;
-    if (all == 0)
-        return 0;
+    int32_t all = shmemi_coll_agree(
+        t, broadcast_can(t, dest, source, bytes, PE_root, root_pushes), what);
+    if (all <= 0)
+        return all;
     /* The root's part starts on a cache line, so no line is written by
      * two PEs. */
     size_t root_part = all == 2 ? bytes / (size_t)t->n_pes / 64 * 64 : 0;
@@ -105,8 +115,7 @@ static int broadcast_direct(struct shmemi_team *t, void *dest,
     } else if (root_updates && dest != source) {
         memmove(dest, source, bytes);
     }
-    pami_xfer_t done = { .kind = PAMI_XFER_BARRIER };
-    return shmemi_coll_run(t, &done, what) == 0 ? 1 : -1;
+    return shmemi_coll_sync(t, what) == 0 ? 1 : -1;
 }
 
 int shmemi_broadcast(struct shmemi_team *t, void *dest, const void *source,
@@ -252,8 +261,7 @@ int shmemi_collect(struct shmemi_team *t, void *dest, const void *source,
             if (e->counts[i] <= COLLECT_INLINE)
                 memcpy((char *)dest + e->displs[i], all[i].data,
                        e->counts[i]);
-        pami_xfer_t done = { .kind = PAMI_XFER_BARRIER };
-        return shmemi_coll_run(t, &done, what);
+        return shmemi_coll_sync(t, what);
     }
     pami_xfer_t x = { .field_mask = PAMI_XFER_FIELD_VCOUNTS,
                       .kind = PAMI_XFER_ALLGATHERV, .sbuf = source,

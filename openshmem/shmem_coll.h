@@ -69,6 +69,15 @@ int shmemi_team_world_pe(struct shmemi_team *t, int pe);
 int shmemi_coll_run(struct shmemi_team *t, pami_xfer_t *xfer,
                     const char *what);
 
+/* A barrier of the team's PEs: 0, or -1 logged. */
+int shmemi_coll_sync(struct shmemi_team *t, const char *what);
+
+/* The minimum of the members' mine (an allreduce, so also an entry
+ * synchronization): what the direct paths through the mappings use to
+ * agree on what every member can do. -1 logged on error. */
+int32_t shmemi_coll_agree(struct shmemi_team *t, int32_t mine,
+                          const char *what);
+
 /* Where this PE loads and stores team PE j's copy of the symmetric
  * object at addr (bytes long, as this PE's own), or NULL when it does
  * not map it (another node, or addr not symmetric). */

@@ -32,8 +32,7 @@ void shmem_barrier(int PE_start, int logPE_stride, int PE_size, long *pSync)
     shmem_quiet();
     struct shmemi_team *t = set_or_die(PE_start, logPE_stride, PE_size,
                                        "barrier");
-    pami_xfer_t x = { .kind = PAMI_XFER_BARRIER };
-    check(shmemi_coll_run(t, &x, "barrier"), "barrier");
+    check(shmemi_coll_sync(t, "barrier"), "barrier");
 }
 
 void shmem_sync(int PE_start, int logPE_stride, int PE_size, long *pSync)
@@ -41,8 +40,7 @@ void shmem_sync(int PE_start, int logPE_stride, int PE_size, long *pSync)
     (void)pSync;
     struct shmemi_team *t = set_or_die(PE_start, logPE_stride, PE_size,
                                        "sync");
-    pami_xfer_t x = { .kind = PAMI_XFER_BARRIER };
-    check(shmemi_coll_run(t, &x, "sync"), "sync");
+    check(shmemi_coll_sync(t, "sync"), "sync");
 }
 
 #define LEGACY_MOVERS(BITS)                                                   \

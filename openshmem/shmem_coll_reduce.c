@@ -42,14 +42,9 @@ static int reduce_direct(struct shmemi_team *t, void *dest,
                          pami_type_t type, pami_op_t op, const char *what)
 {
     size_t n = (size_t)t->n_pes, bytes = count * esize;
-    int32_t mine = all_map(t, dest, source, bytes), all = 0;
-    pami_xfer_t agree = { .kind = PAMI_XFER_ALLREDUCE, .sbuf = &mine,
-                          .rbuf = &all, .count = 1,
-                          .dtype = PAMI_TYPE_INT32, .op = PAMI_OP_MIN };
-    if (shmemi_coll_run(t, &agree, what) != 0)
-        return -1;
-    if (!all)
-        return 0;
+    int32_t all = shmemi_coll_agree(t, all_map(t, dest, source, bytes), what);
+    if (all <= 0)
+        return all;
     /* Slices of whole cache lines, so no two members write one line. */
     size_t line = 64 / esize, slice = (count + n - 1) / n;
     slice = (slice + line - 1) / line * line;
@@ -72,8 +67,7 @@ static int reduce_direct(struct shmemi_team *t, void *dest,
             memcpy(shmemi_coll_mapped(t, (int)j, dest, bytes) + off, acc,
                    m * esize);
     }
-    pami_xfer_t done = { .kind = PAMI_XFER_BARRIER };
-    return shmemi_coll_run(t, &done, what) == 0 ? 1 : -1;
+    return shmemi_coll_sync(t, what) == 0 ? 1 : -1;
 }
 
 int shmemi_reduce(struct shmemi_team *t, void *dest, const void *source,

@@ -279,12 +279,12 @@ SHMEMI_HIDDEN void shmemi_put(shmem_ctx_t ctx, void *dest, const void *src,
 SHMEMI_HIDDEN void shmemi_get(shmem_ctx_t ctx, void *dest, const void *src,
                               size_t bytes, int pe, volatile uint64_t *count);
 
-/* Parses "64M", "1G", "4096", "2k" (K, M, G, T: powers of 1024). 0 on
- * success. */
 /* A put's copy through a mapping (shmem_copy.c): memcpy, or non-temporal
  * stores within a long run of puts that each start where the last ended. */
 SHMEMI_HIDDEN void shmemi_copy_put(void *dest, const void *src, size_t bytes);
 
+/* Parses "64M", "1G", "4096", "2k" (K, M, G, T: powers of 1024). 0 on
+ * success. */
 SHMEMI_HIDDEN int shmemi_parse_size(const char *text, size_t *bytes);
 
 #endif /* SHMEM_INTERNAL_H */

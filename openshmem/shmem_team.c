@@ -409,8 +409,7 @@ int shmem_team_sync(shmem_team_t team)
     struct shmemi_team *t = shmemi_team_get(team, "team_sync");
     if (t == NULL)
         return -1;
-    pami_xfer_t x = { .kind = PAMI_XFER_BARRIER };
-    return shmemi_coll_run(t, &x, "team_sync");
+    return shmemi_coll_sync(t, "team_sync");
 }
 
 /* Active sets of the deprecated calls: a team each, kept until finalize,
