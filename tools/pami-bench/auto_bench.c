@@ -171,7 +171,7 @@ static void point(group_t *g, pami_geometry_t w, const avb_kind_t *k,
      * (its run-queue wait, /proc/self/schedstat); the smallest share
      * over the tasks is printed as cpu. With more tasks than CPUs it is
      * below 1 by construction. */
-    double wait0 = bench_waited(0), wall0 = bench_now();
+    double wait0 = tool_cpu_waited(0), wall0 = bench_now();
     for (unsigned r = 0; r < o->reps; r++)
         for (size_t i = 0; i < nc; i++) {
             /* Rotate the order, so no candidate always follows another. */
@@ -179,7 +179,7 @@ static void point(group_t *g, pami_geometry_t w, const avb_kind_t *k,
             pami_xfer_t x = xfer_of(k, w, c[j].id, sbuf, rbuf, bytes);
             c[j].t[r] = loop(g, w, &x, c[j].ops) * 1e6 / (double)c[j].ops;
         }
-    double wait1 = bench_waited(0), wall = bench_now() - wall0;
+    double wait1 = tool_cpu_waited(0), wall = bench_now() - wall0;
     double cpu = wait0 >= 0 && wait1 >= 0 && wall > 0
                ? 1.0 - (wait1 - wait0) / wall : 1.0;
     bench_check(pami_geometry_allreduce(g->ctx, w, PAMI_IN_PLACE, &cpu, 1,

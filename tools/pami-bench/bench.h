@@ -19,6 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "schedstat.h" /* tool_cpu_waited */
+
 typedef enum {
     T_AM_LAT,
     T_AM_RATE,
@@ -132,9 +134,6 @@ typedef struct {
 
 /* ---- main.c ---- */
 double bench_now(void);
-/* Seconds process pid (0: this one) has waited on a run queue, ready but
- * without a CPU (/proc/<pid>/schedstat); negative when unknown. */
-double bench_waited(long pid);
 void bench_die(const char *fmt, ...) __attribute__((format(printf, 1, 2),
                                                     noreturn));
 void bench_check(pami_result_t rc, const char *what);

@@ -35,22 +35,6 @@ double bench_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-double bench_waited(long pid)
-{
-    char path[64];
-    if (pid == 0)
-        snprintf(path, sizeof(path), "/proc/self/schedstat");
-    else
-        snprintf(path, sizeof(path), "/proc/%ld/schedstat", pid);
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return -1;
-    unsigned long long run, wait;
-    int n = fscanf(f, "%llu %llu", &run, &wait);
-    fclose(f);
-    return n == 2 ? (double)wait * 1e-9 : -1;
-}
-
 void bench_die(const char *fmt, ...)
 {
     va_list ap;
@@ -329,8 +313,8 @@ typedef struct {
 
 static cpu_mark_t cpu_mark(const bench_t *b)
 {
-    return (cpu_mark_t){.wall = bench_now(), .me = bench_waited(0),
-                        .peer = b->peer_pid ? bench_waited(b->peer_pid)
+    return (cpu_mark_t){.wall = bench_now(), .me = tool_cpu_waited(0),
+                        .peer = b->peer_pid ? tool_cpu_waited(b->peer_pid)
                                             : -1};
 }
 
@@ -340,13 +324,13 @@ static double cpu_share(const bench_t *b, const cpu_mark_t *m)
 {
     double wall   = bench_now() - m->wall;
     double waited = 0;
-    double me     = bench_waited(0);
+    double me     = tool_cpu_waited(0);
     if (wall <= 0)
         return 1.0;
     if (m->me >= 0 && me >= 0)
         waited = me - m->me;
     if (m->peer >= 0) {
-        double peer = bench_waited(b->peer_pid);
+        double peer = tool_cpu_waited(b->peer_pid);
         if (peer >= 0 && peer - m->peer > waited)
             waited = peer - m->peer;
     }

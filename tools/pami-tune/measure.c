@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "schedstat.h"
 #include "tune.h"
 
 #include <pami_protocol.h>
@@ -254,19 +255,6 @@ static void save(run_t *r, bool force)
         fprintf(stderr, "pami-tune: cannot write %s\n", r->o->out);
 }
 
-/* Seconds this process waited for a CPU it could run on (the run-queue
- * wait of /proc/self/schedstat); -1 when it cannot be read. */
-static double cpu_waited(void)
-{
-    FILE *f = fopen("/proc/self/schedstat", "r");
-    if (f == NULL)
-        return -1;
-    unsigned long long run, wait;
-    int n = fscanf(f, "%llu %llu", &run, &wait);
-    fclose(f);
-    return n == 2 ? (double)wait * 1e-9 : -1;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -407,7 +395,7 @@ static bool measure(run_t *r, const point_t *p)
         r->cap_times = reps + 2;
     }
     rc = PAMI_SUCCESS;
-    double waited0 = cpu_waited(), wall0 = tune_now(), busy = 0;
+    double waited0 = tool_cpu_waited(0), wall0 = tune_now(), busy = 0;
     for (unsigned i = 0; i < reps; i++) {
         /* The members' stop flags, agreed: this allreduce is also the
          * repetition's barrier, and a point of long batches stops within
@@ -425,7 +413,7 @@ static bool measure(run_t *r, const point_t *p)
     r->times[reps] = rc != PAMI_SUCCESS;
     /* The share of the repetitions this member waited for a CPU: the
      * largest over the members gives the entry's cpu (1 - it). */
-    double waited1 = cpu_waited(), wall = tune_now() - wall0;
+    double waited1 = tool_cpu_waited(0), wall = tune_now() - wall0;
     if (waited0 >= 0 && waited1 >= 0 && wall > 0)
         busy = (waited1 - waited0) / wall;
     r->times[reps + 1] = busy < 0 ? 0 : busy > 1 ? 1 : busy;
