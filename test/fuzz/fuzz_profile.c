@@ -12,13 +12,7 @@
 #include "fuzz_util.h"
 #include "coll_profile.h"
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    fz_quiet_logs();
-    return 0;
-}
+FZ_QUIET_INIT
 
 /* Every third name is "unknown", so skipping is covered too. */
 static bool known(const char *name, unsigned kind)

@@ -12,13 +12,7 @@
 #include "fuzz_util.h"
 #include "internal.h"
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    fz_quiet_logs();
-    return 0;
-}
+FZ_QUIET_INIT
 
 int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size)
 {

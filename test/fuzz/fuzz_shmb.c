@@ -17,13 +17,7 @@
 #include "fuzz_util.h"
 #include "shm_internal.h"
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    fz_quiet_logs();
-    return 0;
-}
+FZ_QUIET_INIT
 
 /* Writes a shared object of file_size bytes, the first from f. */
 static int put_object(const char *name, fz_t *f, size_t file_size)

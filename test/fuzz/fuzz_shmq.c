@@ -52,13 +52,7 @@ static void fz_drop(void *arg, const char *why)
         abort();
 }
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    fz_quiet_logs();
-    return 0;
-}
+FZ_QUIET_INIT
 
 int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size)
 {

@@ -12,13 +12,7 @@
 #include "fuzz_util.h"
 #include "svd_internal.h"
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    fz_quiet_logs();
-    return 0;
-}
+FZ_QUIET_INIT
 
 static const size_t hdr_size[SVD_PKT_COUNT] = {
     [SVD_PKT_FETCH]   = sizeof(svd_fetch_hdr_t),

@@ -70,4 +70,14 @@ static inline void fz_quiet_logs(void)
     pami_log_init();
 }
 
+/* libFuzzer's initializer of a target that only quiets the logs. */
+#define FZ_QUIET_INIT                                                       \
+    int LLVMFuzzerInitialize(int *argc, char ***argv)                       \
+    {                                                                       \
+        (void)argc;                                                         \
+        (void)argv;                                                         \
+        fz_quiet_logs();                                                    \
+        return 0;                                                           \
+    }
+
 #endif
