@@ -61,4 +61,19 @@ static inline pami_client_params_t oob_params(oob_t *o)
     return p;
 }
 
+/* The survivor's end: its context counted the death, and its client
+ * goes within 15 s; the seconds destroy took. */
+static inline double oob_survivor_end(pami_context_t ctx,
+                                      pami_client_t *client)
+{
+    pami_context_stats_t st;
+    pami_context_stats(ctx, &st);
+    CHECK(st.peer_failures >= 1, "stats show no peer failure");
+    double t0 = now();
+    pami_client_destroy(client);
+    double took = now() - t0;
+    CHECK(took < 15, "destroy took %.1f s", took);
+    return took;
+}
+
 #endif
