@@ -53,7 +53,14 @@ typedef struct {
     uint64_t    tail;       /* next line to write */
     uint64_t    head_seen;  /* last head read from ctl */
     uint32_t    nlines;     /* power of two */
-    uint32_t    max_lines;  /* lines of the largest entry */
+    uint32_t    max_lines;  /* lines of the largest entry this producer
+                               writes (the consumer may accept more) */
+    /* Lines of each lap this producer writes, from the ring's start
+     * (0: all). A lap ends with a pad that skips to the ring's end, so
+     * the lines past it are never touched: a queue costs resident memory
+     * only for the lap its producer uses, and the producer may grow the
+     * lap (never shrink it) without telling the consumer. */
+    uint32_t    lap;
 } shmq_prod_t;
 
 /* Bytes of a message one entry of max_lines carries. */
@@ -131,6 +138,15 @@ unsigned shmq_poll(shmq_cons_t *q, unsigned max, uint8_t *scratch,
                    shmq_deliver_fn deliver, shmq_drop_fn drop, void *arg);
 
 /* Whether an entry is ready (the sleep check). */
+/* The stamp of the entry at line position pos: never 0, the value the
+ * producer clears the line after an entry to (at 2^32 - 1 lines a plain
+ * pos + 1 would wrap to 0 and take a cleared line for an entry). */
+static inline uint32_t shmq_stamp(uint64_t pos)
+{
+    uint32_t s = (uint32_t)(pos + 1);
+    return s != 0 ? s : 1;
+}
+
 /* The fence between a side's stores (an entry, a head) and its read of
  * the other side's flag (sleeping, want_room): a full one, or only the
  * compiler's order when the other side's membarrier fences this process
@@ -150,7 +166,7 @@ static inline bool shmq_ready(const shmq_cons_t *q)
     return !q->broken &&
            atomic_load_explicit(&((shmq_entry_t *)e)->stamp,
                                 memory_order_acquire) ==
-               (uint32_t)(q->head + 1);
+               shmq_stamp(q->head);
 }
 
 void shmq_cons_fini(shmq_cons_t *q);
