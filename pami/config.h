@@ -52,7 +52,8 @@
       "most half the queue); longer ones go in several entries")           \
     X(shm_queue_grow, "PAMI_SHM_QUEUE_GROW", size, "4096",                   \
       "64-byte lines a queue grows to when its sender streams (a message " \
-      "longer than an entry, or no room); entries up to a quarter of it, " \
+      "longer than an entry, or no room for 1/16 of the start lap); "      \
+      "entries up to a quarter of it, "                                     \
       "at most 65520 bytes (a power of two, PAMI_SHM_QUEUE_LINES..65536)")  \
     X(shm_membarrier, "PAMI_SHM_MEMBARRIER", bool, "1",                      \
       "1: a task about to sleep calls membarrier(GLOBAL_EXPEDITED), so "    \

@@ -541,8 +541,7 @@ static inline void wake(shm_ep_t *e)
     }
 }
 
-/* The sender streams (a message longer than an entry of the start, or
- * no room for one): its queue takes the whole ring and the largest
+/* The sender streams: its queue takes the whole ring and the largest
  * entries from now on (shm-queue.md, "Growing"). The pages past the
  * start become resident only as the producer writes them. */
 static inline void grow(shm_ep_t *e)
@@ -552,6 +551,16 @@ static inline void grow(shm_ep_t *e)
     e->grown          = true;
     e->prod.lap       = e->prod.nlines;
     e->prod.max_lines = e->grown_entry_lines;
+}
+
+/* A message that finds no room grows the queue when the start lap holds
+ * fewer than 16 of its kind (1 KiB and more by default): too few to keep
+ * the two tasks from going in lock step. A flood of small messages
+ * leaves it at its start size. */
+static inline bool worth_growing(const shm_ep_t *e, size_t total)
+{
+    size_t lines = (SHMQ_ENTRY_HDR + total + SHMQ_LINE - 1) / SHMQ_LINE;
+    return !e->grown && lines * 16 >= e->prod.lap;
 }
 
 /* Writes as much of the message as fits; returns the new offset. */
@@ -604,7 +613,7 @@ static int shm_am_send_imm(tp_ep_t *te, const void *hdr, size_t hdr_len,
     if (total > shmq_frag_max(e->prod.max_lines))
         grow(e);
     bool sent = put_whole(e, hdr, hdr_len, data, data_len);
-    if (!sent && !e->grown) {
+    if (!sent && worth_growing(e, total)) {
         grow(e);
         sent = put_whole(e, hdr, hdr_len, data, data_len);
     }
@@ -667,7 +676,7 @@ static int shm_am_send(tp_ep_t *te, const void *hdr, size_t hdr_len,
         if (total > shmq_frag_max(e->prod.max_lines))
             grow(e);
         off = put_some(e, hdr, hdr_len, data, data_len, 0);
-        if (off < total && !e->grown) {
+        if (off < total && worth_growing(e, total)) {
             grow(e);
             off = put_some(e, hdr, hdr_len, data, data_len, off);
         }
