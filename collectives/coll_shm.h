@@ -51,12 +51,12 @@ enum { CSHM_CMD_NONE, CSHM_CMD_WAIT, CSHM_CMD_RING, CSHM_CMD_STOP };
 /* The eager broadcast's ring (after the slots): one line per task with
  * the ring calls it entered and finished; then CSHM_RING dense entries
  * of CSHM_RING_DENSE bytes, each a header and, up to CSHM_RING_SMALL
- * bytes, the data (from CSHM_RING_DATA on); then CSHM_RING pages of
+ * bytes, the data (from CSHM_RING_DATA on); then CSHM_RING areas of
  * CSHM_RING_MAX bytes, the data of larger calls. Dense entries lie next
  * to each other so that a reader's stream of small calls walks memory
  * the hardware prefetches (entries a page apart each cost a miss). */
 #define CSHM_RING       64
-#define CSHM_RING_MAX   4096
+#define CSHM_RING_MAX   16384 /* coll_algos.c: broadcast_shm_eager's range */
 #define CSHM_RING_DATA  32
 #define CSHM_RING_SMALL 288
 #define CSHM_RING_DENSE (CSHM_RING_DATA + CSHM_RING_SMALL)
@@ -289,7 +289,7 @@ static inline cshm_ring_entry_t *cshm_ring_entry(const cshm_t *s,
                                  (k % CSHM_RING) * CSHM_RING_DENSE);
 }
 
-/* Where call k's len bytes are: in its dense entry, or its page. */
+/* Where call k's len bytes are: in its dense entry, or its area. */
 static inline unsigned char *cshm_ring_data(const cshm_t *s, uint64_t k,
                                             size_t len)
 {
