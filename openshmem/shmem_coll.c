@@ -61,6 +61,27 @@ uint8_t *shmemi_coll_mapped(struct shmemi_team *t, int j, const void *addr,
     return base != NULL ? base + offset : NULL;
 }
 
+int shmemi_coll_map_all(struct shmemi_team *t, uint8_t **maps,
+                        const void *addr, size_t bytes)
+{
+    int all = 1;
+    for (int j = 0; j < t->n_pes; j++)
+        if ((maps[j] = shmemi_coll_mapped(t, j, addr, bytes)) == NULL)
+            all = 0;
+    return all;
+}
+
+uint8_t **shmemi_coll_maps(struct shmemi_team *t, const char *what)
+{
+    struct shmemi_team_ext *e = shmemi_team_ext(t);
+    if (e->maps == NULL) {
+        e->maps = malloc(2 * (size_t)t->n_pes * sizeof(*e->maps));
+        if (e->maps == NULL)
+            shmemi_warn("%s: out of memory", what);
+    }
+    return e->maps;
+}
+
 /* A large broadcast within a node: each member copies from the root's
  * source through its mapping of the root's heap or globals, all at once
  * and one copy each, instead of a copy into pami's shared slots and one
@@ -243,18 +264,19 @@ int shmemi_collect(struct shmemi_team *t, void *dest, const void *source,
         size_t mine_bytes = e->counts[t->my_pe];
         size_t at = e->displs[t->my_pe];
         if (mine_bytes > COLLECT_INLINE) {
+            uint8_t **to = shmemi_coll_maps(t, what);
+            if (to == NULL)
+                shmemi_fatal("%s: out of memory in a collect the others "
+                             "take part in", what);
+            if (!shmemi_coll_map_all(t, to, dest, total))
+                shmemi_fatal("%s: the %zu bytes at dest are not all "
+                             "symmetric", what, total);
             for (size_t off = 0; off < mine_bytes; off += COLLECT_CHUNK) {
                 size_t m = mine_bytes - off < COLLECT_CHUNK
                                ? mine_bytes - off : COLLECT_CHUNK;
                 const char *from = (const char *)source + off;
-                for (size_t j = 0; j < n; j++) {
-                    uint8_t *to = shmemi_coll_mapped(t, (int)j, dest,
-                                                     total);
-                    if (to == NULL)
-                        shmemi_fatal("%s: the %zu bytes at dest are not all "
-                                     "symmetric", what, total);
-                    memmove(to + at + off, from, m);
-                }
+                for (size_t j = 0; j < n; j++)
+                    memmove(to[j] + at + off, from, m);
             }
         }
         for (size_t i = 0; i < n; i++)

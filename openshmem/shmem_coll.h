@@ -36,6 +36,7 @@ struct shmemi_team_ext {
     size_t *counts;             /* collect's per-PE sizes, n_pes entries */
     size_t *displs;
     void *records;              /* collect's allgather, n_pes + 1 records */
+    uint8_t **maps;             /* the direct paths' 2 * n_pes mappings */
 };
 
 struct shmemi_team_ext *shmemi_team_ext(struct shmemi_team *t);
@@ -83,6 +84,17 @@ int32_t shmemi_coll_agree(struct shmemi_team *t, int32_t mine,
  * not map it (another node, or addr not symmetric). */
 uint8_t *shmemi_coll_mapped(struct shmemi_team *t, int j, const void *addr,
                             size_t bytes);
+
+/* Fills maps[j] with shmemi_coll_mapped(t, j, addr, bytes) for every
+ * team PE j, looked up once per call rather than per chunk; 1 when all
+ * are mapped, else 0. */
+int shmemi_coll_map_all(struct shmemi_team *t, uint8_t **maps,
+                        const void *addr, size_t bytes);
+
+/* The team's array of 2 * n_pes mapping slots for the direct paths
+ * (allocated on first use, freed with the team); NULL when out of
+ * memory, logged. */
+uint8_t **shmemi_coll_maps(struct shmemi_team *t, const char *what);
 
 /* What a void-returning deprecated call does with an error: a clear
  * message and a non-zero exit of the job, never silent corruption. */

@@ -27,22 +27,18 @@
 #define SHMEMI_REDUCE_DIRECT_MIN (16 * 1024)
 #define SHMEMI_REDUCE_CHUNK      4096 /* bytes combined before the writes */
 
-static int all_map(struct shmemi_team *t, const void *dest,
-                   const void *source, size_t bytes)
-{
-    for (int j = 0; j < t->n_pes; j++)
-        if (shmemi_coll_mapped(t, j, source, bytes) == NULL ||
-            shmemi_coll_mapped(t, j, dest, bytes) == NULL)
-            return 0;
-    return 1;
-}
-
 static int reduce_direct(struct shmemi_team *t, void *dest,
                          const void *source, size_t count, size_t esize,
                          pami_type_t type, pami_op_t op, const char *what)
 {
     size_t n = (size_t)t->n_pes, bytes = count * esize;
-    int32_t all = shmemi_coll_agree(t, all_map(t, dest, source, bytes), what);
+    uint8_t **src = shmemi_coll_maps(t, what), **dst = src + n;
+    /* Without the slots this PE says 0: every member then runs pami's
+     * allreduce. */
+    int32_t mine = src != NULL &&
+                   shmemi_coll_map_all(t, src, source, bytes) &&
+                   shmemi_coll_map_all(t, dst, dest, bytes);
+    int32_t all = shmemi_coll_agree(t, mine, what);
     if (all <= 0)
         return all;
     /* Slices of whole cache lines, so no two members write one line. */
@@ -55,17 +51,11 @@ static int reduce_direct(struct shmemi_team *t, void *dest,
     size_t step = SHMEMI_REDUCE_CHUNK / esize;
     for (size_t i = lo; i < hi; i += step) {
         size_t m = hi - i < step ? hi - i : step, off = i * esize;
-        const unsigned char *s0 = shmemi_coll_mapped(t, 0, source, bytes);
-        const unsigned char *s1 = shmemi_coll_mapped(t, 1, source, bytes);
-        shmemi_combine(type, op, acc, s0 + off, s1 + off, m);
-        for (size_t j = 2; j < n; j++) {
-            const unsigned char *sj =
-                shmemi_coll_mapped(t, (int)j, source, bytes);
-            shmemi_combine(type, op, acc, acc, sj + off, m);
-        }
+        shmemi_combine(type, op, acc, src[0] + off, src[1] + off, m);
+        for (size_t j = 2; j < n; j++)
+            shmemi_combine(type, op, acc, acc, src[j] + off, m);
         for (size_t j = 0; j < n; j++)
-            memcpy(shmemi_coll_mapped(t, (int)j, dest, bytes) + off, acc,
-                   m * esize);
+            memcpy(dst[j] + off, acc, m * esize);
     }
     return shmemi_coll_sync(t, what) == 0 ? 1 : -1;
 }

@@ -186,6 +186,11 @@ SHMEMI_HIDDEN void *shmemi_heap_alloc(size_t alignment, size_t size);
 SHMEMI_HIDDEN void shmemi_heap_free(void *ptr);
 SHMEMI_HIDDEN size_t shmemi_heap_block_size(void *ptr);
 SHMEMI_HIDDEN size_t shmemi_heap_used(void);
+/* Fills this PE's page tables for [p, p + size) of the heap in its
+ * mappings of the node's other PEs, so that the first put or get to
+ * each page takes no page fault; blocks larger than
+ * SHMEMI_PREFAULT_MAX are left to fault as they are touched. */
+SHMEMI_HIDDEN void shmemi_heap_prefault(void *p, size_t size);
 
 /* The executable's data and bss (data_segment.c). */
 SHMEMI_HIDDEN int shmemi_data_init(void);
