@@ -128,7 +128,8 @@ typedef enum {
 /* OOB allgather: every task passes `len` bytes in `send`; on return `recv`
  * holds size * len bytes, task i's contribution at offset i * len. Must be
  * collective over all tasks and return 0 on success. It is called during
- * pami_client_create(), pami_context_createv() and pami_context_destroyv(). */
+ * pami_client_create(), pami_context_createv(), pami_context_destroyv(),
+ * and pami_dispatch_fence() before createv (a one-byte allgather). */
 typedef int (*pami_oob_allgather_fn)(void *cookie, const void *send,
                                      void *recv, size_t len);
 
