@@ -231,8 +231,9 @@ typedef struct {
 /* Creates n contexts, one UCX worker each, and exchanges their addresses.
  * Collective: every task calls it once with the same n. With
  * PAMI_PEER_ERRORS=1 each context also connects a watching endpoint to
- * every other task (so a task's death is noticed) and the tasks meet in a
- * barrier before it returns. */
+ * every task on another node (tasks of this node are probed instead), so
+ * a task's death is noticed, and when any such endpoint exists the tasks
+ * meet in a barrier before it returns. */
 PAMI_EXPORT
 pami_result_t pami_context_createv(pami_client_t client,
                                    const pami_context_params_t *params,
