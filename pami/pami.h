@@ -290,8 +290,10 @@ typedef struct {
     uint64_t sends;             /* AMs started */
     uint64_t receives;          /* AMs delivered to a handler */
     uint64_t dropped_unknown;   /* AMs for an id with no handler */
-    uint64_t dropped_malformed; /* AMs too short to decode */
-    uint64_t peer_failures;     /* endpoints that reported a dead peer */
+    uint64_t dropped_malformed; /* messages refused as malformed (short,
+                                   bad fields, stray acks: docs/api.md) */
+    uint64_t peer_failures;     /* tasks found dead, and endpoints that
+                                   could not be created */
     uint64_t posted;            /* work items run */
     uint64_t sleeps;            /* times pami_context_wait slept */
     uint64_t bad_regions;       /* memregions refused: forged, corrupted,
