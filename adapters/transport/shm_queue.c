@@ -125,10 +125,33 @@ bool shmq_can_put(shmq_prod_t *q, size_t total, size_t off)
     return frag_place(q, total, off, &f);
 }
 
-/* Copies n bytes at offset off of the two-part source. */
-static void gather(uint8_t *dst, const uint8_t *a, size_t alen,
-                   const uint8_t *b, size_t off, size_t n)
+/* Copies n <= 48 bytes (a one-line entry's payload) with fixed-size
+ * moves, first and last 8 or 16 bytes overlapping, instead of a call:
+ * a small message is most of what a queue carries. */
+static inline void copy_line(uint8_t *dst, const uint8_t *src, size_t n)
 {
+    if (n >= 16) {
+        memcpy(dst, src, 16);
+        if (n > 32)
+            memcpy(dst + 16, src + 16, 16);
+        memcpy(dst + n - 16, src + n - 16, 16);
+    } else if (n >= 8) {
+        memcpy(dst, src, 8);
+        memcpy(dst + n - 8, src + n - 8, 8);
+    } else {
+        for (size_t i = 0; i < n; i++)
+            dst[i] = src[i];
+    }
+}
+
+/* Copies n bytes at offset off of the two-part source. */
+static inline void gather(uint8_t *dst, const uint8_t *a, size_t alen,
+                          const uint8_t *b, size_t off, size_t n)
+{
+    if (n <= SHMQ_LINE - SHMQ_ENTRY_HDR && off >= alen) {
+        copy_line(dst, b + (off - alen), n);
+        return;
+    }
     if (off < alen) {
         size_t k = alen - off < n ? alen - off : n;
         memcpy(dst, a + off, k);
@@ -187,10 +210,11 @@ long shmq_put_frag(shmq_prod_t *q, uint16_t hdr_len, size_t total,
     return (long)frag;
 }
 
-const char *shmq_entry_check(const shmq_entry_t *e, uint32_t nlines,
-                             uint32_t max_lines, uint64_t head,
-                             size_t msg_max, bool in_message, size_t asm_len,
-                             size_t asm_total)
+/* shmq_entry_check's body, inlined into the consumer's loop. */
+static inline const char *entry_check(const shmq_entry_t *e, uint32_t nlines,
+                                      uint32_t max_lines, uint64_t head,
+                                      size_t msg_max, bool in_message,
+                                      size_t asm_len, size_t asm_total)
 {
     uint32_t idx = (uint32_t)(head & (nlines - 1));
     if (e->nlines == 0 || e->nlines > max_lines)
@@ -224,6 +248,15 @@ const char *shmq_entry_check(const shmq_entry_t *e, uint32_t nlines,
              : e->frag_len == 0 || asm_len + e->frag_len >= asm_total)
         return "a continuation of the wrong length";
     return NULL;
+}
+
+const char *shmq_entry_check(const shmq_entry_t *e, uint32_t nlines,
+                             uint32_t max_lines, uint64_t head,
+                             size_t msg_max, bool in_message, size_t asm_len,
+                             size_t asm_total)
+{
+    return entry_check(e, nlines, max_lines, head, msg_max, in_message,
+                       asm_len, asm_total);
 }
 
 /* Room for need bytes of a message of several entries, grown as its
@@ -264,9 +297,9 @@ unsigned shmq_poll(shmq_cons_t *q, unsigned max, uint8_t *scratch,
         e.frag_len = se->frag_len;
         e.total    = se->total;
         bool in_message = q->asm_total > 0;
-        const char *why = shmq_entry_check(&e, q->nlines, q->max_lines,
-                                           q->head, q->msg_max, in_message,
-                                           q->asm_len, q->asm_total);
+        const char *why = entry_check(&e, q->nlines, q->max_lines, q->head,
+                                      q->msg_max, in_message, q->asm_len,
+                                      q->asm_total);
         if (why == NULL && e.kind == SHMQ_KIND_MSG &&
             (e.flags & (SHMQ_FIRST | SHMQ_LAST)) != (SHMQ_FIRST | SHMQ_LAST)) {
             size_t done  = (e.flags & SHMQ_FIRST) ? 0 : q->asm_len;
