@@ -19,11 +19,12 @@
  * where it is, in team order) and writes the result into every member's
  * dest, so each element is combined once and copied once per member
  * (reduce-scatter and allgather in one pass), with no copy through pami's
- * shared slots. The allreduce of whether every member maps every source
- * and dest is also the entry synchronization (no member reads a source
- * or writes a dest before all have entered); the barrier after it keeps
- * the members inside until every slice has landed. Returns 1 when done,
- * 0 when pami's allreduce must run, -1 on error. */
+ * shared slots. Whether every member maps every source and dest each
+ * knows without a message (shmemi_coll_direct); a barrier is the entry
+ * synchronization (no member reads a source or writes a dest before all
+ * have entered), another keeps the members inside until every slice has
+ * landed. Returns 1 when done, 0 when pami's allreduce must run, -1 on
+ * error. */
 #define SHMEMI_REDUCE_DIRECT_MIN (16 * 1024)
 #define SHMEMI_REDUCE_CHUNK      4096 /* bytes combined before the writes */
 
@@ -32,15 +33,19 @@ static int reduce_direct(struct shmemi_team *t, void *dest,
                          pami_type_t type, pami_op_t op, const char *what)
 {
     size_t n = (size_t)t->n_pes, bytes = count * esize;
+    if (!shmemi_coll_direct(t, source, bytes, what) ||
+        !shmemi_coll_direct(t, dest, bytes, what))
+        return 0;
     uint8_t **src = shmemi_coll_maps(t, what), **dst = src + n;
-    /* Without the slots this PE says 0: every member then runs pami's
-     * allreduce. */
-    int32_t mine = src != NULL &&
-                   shmemi_coll_map_all(t, src, source, bytes) &&
-                   shmemi_coll_map_all(t, dst, dest, bytes);
-    int32_t all = shmemi_coll_agree(t, mine, what);
-    if (all <= 0)
-        return all;
+    if (src == NULL)
+        shmemi_fatal("%s: out of memory in a reduction the others take "
+                     "part in", what);
+    if (!shmemi_coll_map_all(t, src, source, bytes) ||
+        !shmemi_coll_map_all(t, dst, dest, bytes))
+        shmemi_fatal("%s: a member's source or dest is not mapped",
+                     what);
+    if (shmemi_coll_sync(t, what) != 0)
+        return -1;
     /* Slices of whole cache lines, so no two members write one line. */
     size_t line = 64 / esize, slice = (count + n - 1) / n;
     slice = (slice + line - 1) / line * line;

@@ -75,6 +75,10 @@ typedef struct {
     /* Which PEs share this node (1) or not (0). */
     unsigned char    *same_node;
     shmemi_segment_t  seg[SHMEMI_SEG_COUNT];
+    /* Per segment: every PE maps that segment of every other PE of its
+     * node (agreed by all PEs at init), so the collectives' direct paths
+     * need no message to know what the members can reach. */
+    int               node_mapped[SHMEMI_SEG_COUNT];
     int               debug;        /* SHMEM_DEBUG */
     /* A pami put or rmw was issued since the last pami_fence_all: quiet
      * needs one (through mappings a memory fence is all it takes). */
@@ -178,6 +182,11 @@ SHMEMI_HIDDEN void shmemi_barrier_world(void);
 
 /* Allgather of len bytes per PE over the world geometry. */
 SHMEMI_HIDDEN int shmemi_allgather(const void *send, void *recv, size_t len);
+
+/* Fills shmemi.node_mapped from every PE's mappings (an allgather of
+ * the world; after the heap and the data segment are set up). 0, or -1
+ * logged. */
+SHMEMI_HIDDEN int shmemi_segments_agree(void);
 
 /* The heap (heap.c). */
 SHMEMI_HIDDEN int shmemi_heap_init(void);

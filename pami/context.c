@@ -316,7 +316,12 @@ PAMI_PARAMS_LAYOUTS(stats_layouts, pami_context_stats_t,
                     PAMI_PARAMS_PREFIX(pami_context_stats_t, peer_failures),
                     PAMI_PARAMS_PREFIX(pami_context_stats_t, posted),
                     PAMI_PARAMS_PREFIX(pami_context_stats_t, sleeps),
-                    PAMI_PARAMS_PREFIX(pami_context_stats_t, bad_regions));
+                    PAMI_PARAMS_PREFIX(pami_context_stats_t, bad_regions),
+                    PAMI_PARAMS_PREFIX(pami_context_stats_t, shm_on),
+                    PAMI_PARAMS_PREFIX(pami_context_stats_t, shm_peers),
+                    PAMI_PARAMS_PREFIX(pami_context_stats_t, shm_sent),
+                    PAMI_PARAMS_PREFIX(pami_context_stats_t, shm_received),
+                    PAMI_PARAMS_PREFIX(pami_context_stats_t, shm_full));
 
 pami_result_t pami_context_stats_sized(pami_context_t ctx,
                                        pami_context_stats_t *stats,
