@@ -444,6 +444,14 @@ static int shm_connect(shm_ep_t *e, const shm_addr_t *a)
     e->peer_efd = eventfd_of(a->pid, a->efd);
     if (e->peer_efd < 0)
         return -EPROTO;
+    /* Memory first: a claimed queue is never given back. The producer
+     * starts with the owner's start lap and entries. */
+    if (!shmq_prod_init(&e->prod, NULL, NULL, h.nlines, h.start_entry_lines,
+                        h.start_lines))
+        return -ENOMEM;
+    e->grown_entry_lines = h.max_lines;
+    e->grown = h.start_lines == h.nlines &&
+               h.start_entry_lines == h.max_lines;
     uint32_t q = atomic_fetch_add((_Atomic uint32_t *)(e->peer_seg +
                                                        SHM_CLAIM_OFF), 1);
     if (q >= h.max_queues)
@@ -452,12 +460,6 @@ static int shm_connect(shm_ep_t *e, const shm_addr_t *a)
                                   (size_t)q * SHMQ_LINE);
     e->prod.ring = e->peer_seg + seg_ring_off(h.max_queues) +
                    (size_t)q * h.nlines * SHMQ_LINE;
-    e->prod.nlines    = h.nlines;
-    e->prod.lap       = h.start_lines;
-    e->prod.max_lines = h.start_entry_lines;
-    e->grown_entry_lines = h.max_lines;
-    e->grown = h.start_lines == h.nlines &&
-               h.start_entry_lines == h.max_lines;
     /* Before the first entry: the owner reads them only when we ask for
      * room, which comes later. */
     e->prod.ctl->pid = getpid();
@@ -477,6 +479,7 @@ static void shm_disconnect(shm_ep_t *e)
         munmap(e->peer_seg, e->peer_bytes);
     if (e->peer_efd >= 0)
         close(e->peer_efd);
+    shmq_prod_fini(&e->prod);
     e->peer_seg = NULL;
     e->peer_efd = -1;
     if (e->shm)
@@ -546,11 +549,10 @@ static inline void wake(shm_ep_t *e)
  * start become resident only as the producer writes them. */
 static inline void grow(shm_ep_t *e)
 {
-    if (e->grown)
-        return;
-    e->grown          = true;
-    e->prod.lap       = e->prod.nlines;
-    e->prod.max_lines = e->grown_entry_lines;
+    /* Without memory for the producer's record of the larger lap it
+     * stays as it is (and tries again at the next such message). */
+    if (!e->grown && shmq_prod_grow(&e->prod, e->grown_entry_lines))
+        e->grown = true;
 }
 
 /* A message that finds no room grows the queue when the start lap holds

@@ -55,13 +55,30 @@ typedef struct {
     uint32_t    nlines;     /* power of two */
     uint32_t    max_lines;  /* lines of the largest entry this producer
                                writes (the consumer may accept more) */
-    /* Lines of each lap this producer writes, from the ring's start
-     * (0: all). A lap ends with a pad that skips to the ring's end, so
-     * the lines past it are never touched: a queue costs resident memory
-     * only for the lap its producer uses, and the producer may grow the
-     * lap (never shrink it) without telling the consumer. */
+    /* Lines of each lap this producer writes, from the ring's start. A
+     * lap ends with a pad that skips to the ring's end, so the lines past
+     * it are never touched: a queue costs resident memory only for the
+     * lap its producer uses, and the producer may grow the lap (never
+     * shrink it) without telling the consumer. */
     uint32_t    lap;
+    /* What the producer last stored in each line's stamp word, where it
+     * knows (a bit of known per line: not after payload was written
+     * there). Private memory: it lets a message skip clearing the line
+     * after it when that line cannot pass for an entry anyway. */
+    uint32_t   *shadow;
+    uint64_t   *known;
 } shmq_prod_t;
+
+/* Sets up a producer on a queue's control line and ring (the stamps of
+ * the ring are taken as unknown) that writes laps of lap lines (0: the
+ * whole ring; else a power of two, at least 2 x max_lines);
+ * shmq_prod_fini frees what it holds. Returns false without memory. */
+bool shmq_prod_init(shmq_prod_t *q, shmq_ctl_t *ctl, uint8_t *ring,
+                    uint32_t nlines, uint32_t max_lines, uint32_t lap);
+/* From the next entry on: laps of the whole ring and entries of up to
+ * max_lines. Returns false without memory (nothing changed). */
+bool shmq_prod_grow(shmq_prod_t *q, uint32_t max_lines);
+void shmq_prod_fini(shmq_prod_t *q);
 
 /* Bytes of a message one entry of max_lines carries. */
 static inline size_t shmq_frag_max(uint32_t max_lines)
@@ -138,15 +155,6 @@ unsigned shmq_poll(shmq_cons_t *q, unsigned max, uint8_t *scratch,
                    shmq_deliver_fn deliver, shmq_drop_fn drop, void *arg);
 
 /* Whether an entry is ready (the sleep check). */
-/* The stamp of the entry at line position pos: never 0, the value the
- * producer clears the line after an entry to (at 2^32 - 1 lines a plain
- * pos + 1 would wrap to 0 and take a cleared line for an entry). */
-static inline uint32_t shmq_stamp(uint64_t pos)
-{
-    uint32_t s = (uint32_t)(pos + 1);
-    return s != 0 ? s : 1;
-}
-
 /* The fence between a side's stores (an entry, a head) and its read of
  * the other side's flag (sleeping, want_room): a full one, or only the
  * compiler's order when the other side's membarrier fences this process
@@ -166,7 +174,7 @@ static inline bool shmq_ready(const shmq_cons_t *q)
     return !q->broken &&
            atomic_load_explicit(&((shmq_entry_t *)e)->stamp,
                                 memory_order_acquire) ==
-               shmq_stamp(q->head);
+               (uint32_t)(q->head + 1);
 }
 
 void shmq_cons_fini(shmq_cons_t *q);

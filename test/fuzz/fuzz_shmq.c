@@ -72,9 +72,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size)
         abort();
     memset(ring, 0, (size_t)nlines * SHMQ_LINE);
     memset(&ctl, 0, sizeof(ctl));
-    shmq_prod_t p = {.ctl = &ctl, .ring = ring, .nlines = nlines,
-                     .max_lines = maxl < lap / 2 ? maxl : lap / 2,
-                     .lap = lap};
+    shmq_prod_t p;
+    if (!shmq_prod_init(&p, &ctl, ring, nlines,
+                        maxl < lap / 2 ? maxl : lap / 2, lap))
+        abort();
     shmq_cons_t c = {.ctl = &ctl, .ring = ring, .nlines = nlines,
                      .max_lines = maxl, .msg_max = msg_max};
     fz_state_t  st = {.msg_max = msg_max};
@@ -104,10 +105,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size)
             p.tail += move;
             st.raw_seen = true;
         } else {
-            if ((kind & 3) == 3) {
-                p.lap       = nlines;
-                p.max_lines = maxl;
-            }
+            if ((kind & 3) == 3 && !shmq_prod_grow(&p, maxl))
+                abort();
             size_t hl = fz_u16(&f) % 1024, dl = fz_u16(&f);
             size_t total = hl + dl;
             if (total > msg_max)
@@ -142,6 +141,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size)
     if (!st.raw_seen && (c.broken || st.expect_seq != st.sent_seq))
         abort();
     shmq_cons_fini(&c);
+    shmq_prod_fini(&p);
     free(scratch);
     free(ring);
     return 0;
