@@ -128,6 +128,7 @@ struct pami_request {
                                      origin (rndv_msg): the payload's */
     /* Origin-served rendezvous (rndv_msg.c). */
     bool             rndv_msg;    /* the origin serves it in chunks */
+    bool             rndv_first;  /* target: chunk 0 came with the RTS */
     uint32_t         rndv_out;    /* chunk messages of it not yet ended:
                                      it reports only after them */
     pami_request_t  *rndv_src;    /* a chunk message: the transfer it
@@ -614,7 +615,8 @@ pami_result_t pami_rndv_send(struct pami_context *ctx, uint32_t index,
                              const pami_send_t *params);
 void pami_rndv_recv(struct pami_context *ctx, uint32_t peer,
                     pami_endpoint_t origin, uint64_t ack_cookie,
-                    const uint8_t *rest, size_t rest_len);
+                    const uint8_t *rest, size_t rest_len, const void *data,
+                    size_t data_len);
 void pami_rndv_start_get(struct pami_context *ctx, pami_peer_t *peer,
                          pami_request_t *req);
 
@@ -623,6 +625,8 @@ void pami_rndv_start_get(struct pami_context *ctx, pami_peer_t *peer,
 bool pami_rndv_msg_wanted(struct pami_context *ctx, uint32_t task);
 /* Target: asks for the first window of chunks of req. */
 void pami_rndv_msg_start(struct pami_context *ctx, pami_request_t *req);
+/* The bytes of a payload of bytes that travel with its RTS (DATA). */
+uint64_t pami_rndv_msg_first(uint64_t bytes);
 /* A PAMI_DISPATCH_RNDV_CHUNK message from endpoint peer. */
 void pami_rndv_msg_recv(struct pami_context *ctx, uint32_t peer,
                         uint32_t origin_task, const void *buf, size_t len,
