@@ -65,6 +65,8 @@
 
 /* Headers up to this size are copied into the request itself. */
 #define PAMI_REQ_INLINE_HDR 96
+/* Most answers to puts one PUT_DONE carries (docs/protocols/rma.md). */
+#define PAMI_RMA_PUT_DONE_MAX 32
 
 typedef enum {
     REQ_FREE = 0,
@@ -275,6 +277,11 @@ struct pami_context {
     pami_request_t       *deferred_head;
     pami_request_t      **deferred_tail;
     bool                  in_tp_progress;
+    /* Answers to puts through the owner, applied during this transport
+     * poll and sent together when it returns (rma_owner.c). */
+    uint32_t              put_done_peer;
+    uint32_t              put_done_n;
+    uint64_t              put_done[PAMI_RMA_PUT_DONE_MAX];
     /* Messages to the own endpoint, delivered from progress (self.c). */
     pami_self_msg_t      *self_head;
     pami_self_msg_t     **self_tail;
@@ -659,8 +666,10 @@ enum {
     PAMI_RMA_MSG_GET,      /* origin -> owner */
     PAMI_RMA_MSG_ATOMIC,   /* origin -> owner */
     PAMI_RMA_MSG_REPLY,    /* owner -> origin, a get's data follows */
-    PAMI_RMA_MSG_FENCE     /* origin -> owner: answered once the earlier
+    PAMI_RMA_MSG_FENCE,    /* origin -> owner: answered once the earlier
                               messages on the endpoint were applied */
+    PAMI_RMA_MSG_PUT_DONE  /* owner -> origin: puts applied, their
+                              cookies follow as the data */
 };
 /* Payload of a PAMI_DISPATCH_RMA message (docs/protocols/rma.md). */
 typedef struct {
@@ -691,6 +700,8 @@ pami_result_t pami_rma_owner_start(struct pami_context *ctx, uint32_t index,
 void pami_rma_owner_recv(struct pami_context *ctx, uint32_t peer,
                          uint32_t origin_task, const void *buf, size_t len,
                          const void *data, size_t data_len);
+/* Sends the answers to puts gathered during a transport poll. */
+void pami_rma_owner_flush(struct pami_context *ctx);
 /* put/get by process_vm_writev/readv to a task of this node; the outcome
  * goes to the callbacks. PAMI_EAGAIN: not allowed here, use the owner's
  * path. (rma_cma.c) */
@@ -825,6 +836,8 @@ static inline unsigned pami_tp_poll(struct pami_context *ctx)
     ctx->in_tp_progress = true;
     unsigned n          = ctx->tp->progress(ctx->worker);
     ctx->in_tp_progress = false;
+    if (unlikely(ctx->put_done_n != 0))
+        pami_rma_owner_flush(ctx);
     return n;
 }
 
