@@ -504,7 +504,11 @@ static uint64_t ring_what(const cshm_t *s)
  * call below it + CSHM_RING, so the readers' lines are read again only
  * when the ring looks full, not at every call (each read takes a line a
  * reader writes at every call of its own, and costs that reader a miss
- * on its next store). Readers as cshm_ring_ready. */
+ * on its next store). A root that finds the ring full waits until half
+ * of it is free (every entry it waits for is written already, so the
+ * readers need nothing of it to get there): then it runs CSHM_RING / 2
+ * calls without a look, where waiting for each entry would look at the
+ * lines between every two reader calls. Readers as cshm_ring_ready. */
 static int ring_ready_here(cshm_t *s, uint64_t what)
 {
     uint64_t k = what >> 1;
@@ -520,7 +524,7 @@ static int ring_ready_here(cshm_t *s, uint64_t what)
             low = d;
     }
     s->ring_room = low + CSHM_RING;
-    return k < s->ring_room;
+    return k + CSHM_RING / 2 < s->ring_room;
 }
 
 static bool op_ghost(const cshm_op_t *op)
@@ -558,7 +562,7 @@ static pami_result_t ring_write(cshm_t *s)
         e->sig = ghost ? 0 : op->sig;
         e->len = (uint32_t)op->total;
         if (!ghost)
-            memcpy((unsigned char *)e + CSHM_RING_DATA, op->out, op->total);
+            memcpy(cshm_ring_data(s, k, op->total), op->out, op->total);
         atomic_store(&e->seq, k + 1);
     }
     atomic_store(&me->done, k + 1);
@@ -594,7 +598,7 @@ static pami_result_t ring_read(cshm_t *s, int ready)
                       ready < 0 ? "no root" : "root, count or type");
         }
     } else if (!op_ghost(op)) {
-        memcpy(op->out, (unsigned char *)e + CSHM_RING_DATA, op->total);
+        memcpy(op->out, cshm_ring_data(s, k, op->total), op->total);
     }
     atomic_store(&cshm_ring_task(s, s->my_index)->done, k + 1);
     wake_if_sleepers(s);
@@ -628,9 +632,10 @@ pami_result_t cshm_ring_inline(cshm_t *s)
     int ready = ring_ready_here(s, what);
     if (ready == 0)
         cshm_count(s, CSHM_STAT_ring_waits);
-    /* A root waiting for room polls the readers' lines 8 times less
-     * often: each look costs the reader it waits for a miss. */
-    unsigned relax = (what & 1) && !over ? 8 : 1;
+    /* A root waiting for room polls the readers' lines 32 times less
+     * often: each look costs the reader it waits for a miss, and the
+     * reader has half the ring to read meanwhile. */
+    unsigned relax = (what & 1) && !over ? 32 : 1;
     for (unsigned i = 1; ready == 0; i++) {
         if (over)
             sched_yield();

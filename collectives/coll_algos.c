@@ -408,7 +408,9 @@ const coll_algo_t coll_algos[] = {
      coll_shm_build},
     {"broadcast_shm", PAMI_XFER_BROADCAST, 0, ANY, coll_shm_check,
      coll_shm_build},
-    {"broadcast_shm_eager", PAMI_XFER_BROADCAST, 0, 0, 4096, coll_shm_check, coll_shm_build},
+    /* Up to CSHM_RING_MAX (coll_shm.h); larger named calls run rounds. */
+    {"broadcast_shm_eager", PAMI_XFER_BROADCAST, 0, 0, 16384, coll_shm_check,
+     coll_shm_build},
     {"reduce_shm", PAMI_XFER_REDUCE, 0, ANY, coll_shm_check, coll_shm_build},
     {"allgather_shm", PAMI_XFER_ALLGATHER, 0, ANY, coll_shm_check,
      coll_shm_build},

@@ -114,14 +114,18 @@ bool        coll_kind_reduces(unsigned kind);
  * transports are left for the caller. */
 void coll_machine_local(coll_machine_t *m);
 
-#endif /* PAMI_COLL_PROFILE_H */
-
 /* ---- decision tables (coll_table.c) ---- */
 
 /* Type classes of a call: 0 for collectives that do not reduce; for
  * reductions the element kind (1: integers up to 32 bits, 2: 64-bit
  * integers, 3: float, 4: double and long double), plus 5 for user ops. */
 #define COLL_TCLASSES 10
+
+/* Noise must not flip the choice between neighbouring sizes: the
+ * previous size's algorithm stays first while within this factor of the
+ * fastest. gen_builtin_rules.py reads this line for the built-in rules,
+ * so the two kinds of table follow one rule. */
+#define COLL_TABLE_STICKY 1.05
 unsigned coll_tclass(unsigned kind, unsigned type, unsigned op);
 
 typedef struct {
@@ -162,3 +166,5 @@ coll_table_t *coll_table_build(const coll_profile_t *p,
  * outside them). No allocation; log2 of the rows. */
 const coll_rule_t *coll_table_lookup(const coll_table_t *t, unsigned kind,
                                      unsigned tclass, uint64_t bytes);
+
+#endif /* PAMI_COLL_PROFILE_H */

@@ -15,7 +15,7 @@
 #define cshm_log(level, ...) pami_protocol_log(level, CSHM_SUBSYS, __VA_ARGS__)
 
 #define CSHM_MAGIC   0x316d6873696d6170ull /* "pamishm1" */
-#define CSHM_VERSION 3
+#define CSHM_VERSION 4 /* 4: the ring's dense entries */
 #define CSHM_LINE    64   /* one control line per task and parity */
 #define CSHM_CTL_OFF 256  /* control lines start here in the header */
 #define CSHM_SEQ_OFF 8    /* the round's number + 1, in its control line */
@@ -49,12 +49,18 @@ enum { CSHM_ST_REG, CSHM_ST_SETUP1, CSHM_ST_SETUP2, CSHM_ST_OP,
 enum { CSHM_CMD_NONE, CSHM_CMD_WAIT, CSHM_CMD_RING, CSHM_CMD_STOP };
 
 /* The eager broadcast's ring (after the slots): one line per task with
- * the ring calls it entered and finished, then CSHM_RING entries of a
- * header line (data from CSHM_RING_DATA on) and CSHM_RING_MAX bytes. */
-#define CSHM_RING      64
-#define CSHM_RING_MAX  4096
-#define CSHM_RING_DATA 32
-#define CSHM_RING_ENTRY (CSHM_RING_DATA + CSHM_RING_MAX + 32)
+ * the ring calls it entered and finished; then CSHM_RING dense entries
+ * of CSHM_RING_DENSE bytes, each a header and, up to CSHM_RING_SMALL
+ * bytes, the data (from CSHM_RING_DATA on); then CSHM_RING areas of
+ * CSHM_RING_MAX bytes, the data of larger calls. Dense entries lie next
+ * to each other so that a reader's stream of small calls walks memory
+ * the hardware prefetches (entries a page apart each cost a miss). */
+#define CSHM_RING       64
+#define CSHM_RING_MAX   16384 /* coll_algos.c: broadcast_shm_eager's range */
+#define CSHM_RING_DATA  32
+#define CSHM_RING_SMALL 288
+#define CSHM_RING_DENSE (CSHM_RING_DATA + CSHM_RING_SMALL)
+#define CSHM_RING_BYTES (CSHM_RING * (CSHM_RING_DENSE + CSHM_RING_MAX))
 
 #include "coll_shm_check.h"
 
@@ -231,6 +237,14 @@ const coll_algo_t *cshm_algo(pami_xfer_type_t kind);
 
 /* coll_shm_seg.c */
 cshm_t *cshm_of(pami_context_t ctx);
+/* The same through cc, which keeps it (both live as long as the context):
+ * the protocols are searched once, not on every small call. */
+static inline cshm_t *cshm_of_cc(coll_ctx_t *cc)
+{
+    if (cc->shm == NULL)
+        cc->shm = cshm_of(cc->ctx);
+    return cc->shm;
+}
 pami_result_t cshm_seg_create(cshm_t *s);
 pami_result_t cshm_seg_attach(cshm_t *s);
 bool cshm_seg_finish(cshm_t *s);
@@ -280,7 +294,17 @@ static inline cshm_ring_entry_t *cshm_ring_entry(const cshm_t *s,
 {
     return (cshm_ring_entry_t *)(s->seg + s->ring_off +
                                  s->nlocal * CSHM_LINE +
-                                 (k % CSHM_RING) * CSHM_RING_ENTRY);
+                                 (k % CSHM_RING) * CSHM_RING_DENSE);
+}
+
+/* Where call k's len bytes are: in its dense entry, or its area. */
+static inline unsigned char *cshm_ring_data(const cshm_t *s, uint64_t k,
+                                            size_t len)
+{
+    if (len <= CSHM_RING_SMALL)
+        return (unsigned char *)cshm_ring_entry(s, k) + CSHM_RING_DATA;
+    return s->seg + s->ring_off + s->nlocal * CSHM_LINE +
+           CSHM_RING * CSHM_RING_DENSE + (k % CSHM_RING) * CSHM_RING_MAX;
 }
 
 static inline cshm_hdr_t *cshm_hdr(const cshm_t *s)

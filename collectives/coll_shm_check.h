@@ -25,7 +25,7 @@ static inline bool cshm_layout(uint64_t nlocal, uint64_t slot,
     size_t r = h + 2 * nlocal * slot;
     *hdr_bytes = h;
     *ring_off  = r;
-    *bytes     = r + nlocal * CSHM_LINE + CSHM_RING * CSHM_RING_ENTRY;
+    *bytes     = r + nlocal * CSHM_LINE + CSHM_RING_BYTES;
     return true;
 }
 

@@ -11,8 +11,6 @@
 #include "coll_profile.h"
 #include "fnv1a.h"
 
-#define COLL_TABLE_STICKY 1.05
-
 unsigned coll_tclass(unsigned kind, unsigned type, unsigned op)
 {
     if (!coll_kind_reduces(kind))
@@ -142,9 +140,8 @@ static void build_span(const coll_profile_t *p, coll_table_t *t,
             if (agg[j].algo == prev_algo)
                 kept = j;
         }
-        /* Noise must not flip the choice between neighbouring sizes: the
-         * previous size's algorithm stays within COLL_TABLE_STICKY of the
-         * fastest (as gen_builtin_rules.py does for the built-in rules). */
+        /* The previous size's algorithm stays first within
+         * COLL_TABLE_STICKY of the fastest (coll_profile.h). */
         if (kept < na && agg[kept].sum / agg[kept].n <=
                              COLL_TABLE_STICKY * agg[best].sum / agg[best].n)
             best = kept;

@@ -3,18 +3,21 @@
 table of AUTO's built-in rules (coll_builtin.c reads it; docs/tuning.md,
 "Built-in rules").
 
-  gen_builtin_rules.py -o OUT.c PROFILE.json...
+  gen_builtin_rules.py -o OUT.c --sticky-from coll_profile.h PROFILE.json...
 
 Per shape (size, nodes, tasks per node), collective and type class: one
 row per measured size, "from lo bytes: these algorithms, fastest first"
 (the mean of the medians of the class's types and ops at that size;
-the previous size's first stays first when within 5 % of the fastest), the
+the previous size's first stays first when within COLL_TABLE_STICKY of
+the fastest, read from coll_profile.h so that a profile's tables and the
+built-in rules follow one rule), the
 row bounds as coll_table.c draws them (the nearest measured size in log
 scale, half the first size, twice the last). Failed points are left out.
 Later files replace earlier ones' points with the same key.
 """
 import json
 import math
+import re
 import sys
 
 KINDS = ["barrier", "broadcast", "reduce", "allreduce", "allgather",
@@ -28,7 +31,6 @@ MAX_ALGOS = 8  # per row: the runtime takes the first the call can run
 # shared register whatever a sweep measured (the only barrier that does
 # not grow with n; docs/collectives.md).
 HAND_SET = {"barrier"}
-STICKY = 1.05  # see rows_of
 
 
 def tclass(kind, typ, op):
@@ -61,7 +63,17 @@ def load(paths):
     return points
 
 
-def rows_of(points):
+def sticky_from(header):
+    """COLL_TABLE_STICKY as coll_profile.h defines it."""
+    with open(header, encoding="utf-8") as f:
+        m = re.search(r"^#define COLL_TABLE_STICKY ([0-9.]+)\s*$", f.read(),
+                      re.M)
+    if m is None:
+        sys.exit("%s: no '#define COLL_TABLE_STICKY <number>' line" % header)
+    return float(m.group(1))
+
+
+def rows_of(points, sticky):
     """{(size, nodes, ppn, kind, class): [(bytes, [algo...])]} for the
     contiguous layout (the world's and the built-in rules' shape)."""
     agg = {}
@@ -81,9 +93,9 @@ def rows_of(points):
             mean = {a: t / n for a, (t, n) in algos.items()}
             order = sorted(mean, key=lambda a: (mean[a], a))
             # Noise must not flip the choice between neighbouring sizes:
-            # the previous size's first stays first within STICKY.
+            # the previous size's first stays first within sticky.
             if prev in mean and prev != order[0] and \
-                    mean[prev] <= STICKY * mean[order[0]]:
+                    mean[prev] <= sticky * mean[order[0]]:
                 order.remove(prev)
                 order.insert(0, prev)
             prev = order[0]
@@ -139,10 +151,11 @@ def emit(spans, sources, f):
 
 
 def main(argv):
-    if len(argv) < 4 or argv[1] != "-o":
-        sys.exit("usage: gen_builtin_rules.py -o OUT.c PROFILE.json...")
-    spans = rows_of(load(argv[3:]))
-    names = [p.rsplit("/", 1)[-1] for p in argv[3:]]
+    if len(argv) < 6 or argv[1] != "-o" or argv[3] != "--sticky-from":
+        sys.exit("usage: gen_builtin_rules.py -o OUT.c --sticky-from "
+                 "coll_profile.h PROFILE.json...")
+    spans = rows_of(load(argv[5:]), sticky_from(argv[4]))
+    names = [p.rsplit("/", 1)[-1] for p in argv[5:]]
     with open(argv[2], "w", encoding="utf-8") as f:
         emit(spans, names, f)
 

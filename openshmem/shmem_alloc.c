@@ -16,6 +16,7 @@ static void *alloc_collective(const char *fn, size_t alignment, size_t size)
         shmemi_debug("%s(%zu): the symmetric heap (SHMEM_SYMMETRIC_SIZE="
                      "%zu) has no free block that large", fn, size,
                      shmemi.seg[SHMEMI_SEG_HEAP].size);
+    shmemi_heap_prefault(p, size);
     /* Every PE returns once all have allocated. */
     shmemi_barrier_world();
     return p;
@@ -49,6 +50,7 @@ void *shmem_calloc(size_t count, size_t size)
     else
         shmemi_debug("shmem_calloc(%zu, %zu): the symmetric heap has no "
                      "free block that large", count, size);
+    shmemi_heap_prefault(p, count * size);
     shmemi_barrier_world();
     return p;
 }
@@ -99,6 +101,7 @@ void *shmem_realloc(void *ptr, size_t size)
     /* Allocate before freeing, so the contents are copied whole; on
      * failure the old block stays, as for realloc. */
     p = shmemi_heap_alloc(0, size);
+    shmemi_heap_prefault(p, size);
     if (p != NULL) {
         memcpy(p, ptr, old < size ? old : size);
         shmemi_heap_free(ptr);

@@ -40,14 +40,27 @@ int shmemi_coll_sync(struct shmemi_team *t, const char *what)
     return shmemi_coll_run(t, &x, what);
 }
 
-int32_t shmemi_coll_agree(struct shmemi_team *t, int32_t mine,
-                          const char *what)
+int shmemi_coll_direct(struct shmemi_team *t, const void *addr, size_t bytes,
+                       const char *what)
 {
-    int32_t all = 0;
-    pami_xfer_t x = { .kind = PAMI_XFER_ALLREDUCE, .sbuf = &mine,
-                      .rbuf = &all, .count = 1, .dtype = PAMI_TYPE_INT32,
-                      .op = PAMI_OP_MIN };
-    return shmemi_coll_run(t, &x, what) == 0 ? all : -1;
+    struct shmemi_team_ext *e = shmemi_team_ext(t);
+    if (!e->on_node_known) {
+        int all = 1;
+        for (int j = 0; j < t->n_pes; j++)
+            if (!shmemi.same_node[shmemi_team_world_pe(t, j)])
+                all = 0;
+        e->on_node = all;
+        e->on_node_known = 1;
+    }
+    if (!e->on_node)
+        return 0;
+    size_t offset;
+    int s = shmemi_segment_of(addr, bytes, &offset);
+    if (s < 0)
+        shmemi_fatal("%s: [%p, +%zu) is not symmetric (neither in the "
+                     "symmetric heap nor in the program's global variables)",
+                     what, addr, bytes);
+    return shmemi.node_mapped[s];
 }
 
 uint8_t *shmemi_coll_mapped(struct shmemi_team *t, int j, const void *addr,
@@ -61,6 +74,27 @@ uint8_t *shmemi_coll_mapped(struct shmemi_team *t, int j, const void *addr,
     return base != NULL ? base + offset : NULL;
 }
 
+int shmemi_coll_map_all(struct shmemi_team *t, uint8_t **maps,
+                        const void *addr, size_t bytes)
+{
+    int all = 1;
+    for (int j = 0; j < t->n_pes; j++)
+        if ((maps[j] = shmemi_coll_mapped(t, j, addr, bytes)) == NULL)
+            all = 0;
+    return all;
+}
+
+uint8_t **shmemi_coll_maps(struct shmemi_team *t, const char *what)
+{
+    struct shmemi_team_ext *e = shmemi_team_ext(t);
+    if (e->maps == NULL) {
+        e->maps = malloc(2 * (size_t)t->n_pes * sizeof(*e->maps));
+        if (e->maps == NULL)
+            shmemi_warn("%s: out of memory", what);
+    }
+    return e->maps;
+}
+
 /* A large broadcast within a node: each member copies from the root's
  * source through its mapping of the root's heap or globals, all at once
  * and one copy each, instead of a copy into pami's shared slots and one
@@ -68,41 +102,27 @@ uint8_t *shmemi_coll_mapped(struct shmemi_team *t, int j, const void *addr,
  * or dest == source) copies the last 1/n of the data into every other
  * member's dest meanwhile, and the others copy the rest: each PE then
  * copies about (n-1)/n of the data, not the readers all of it while the
- * root waits. The members first agree, with an allreduce (minimum) of
- * what each can do: 0 cannot map the root's source (all go to pami's
- * broadcast), 1 can (the root cannot map every member's dest: the others
- * copy all), 2 both. That allreduce is also the entry synchronization
- * (the root writes no dest before its member entered); the barrier after
- * the copies keeps the root from changing source while it is read.
- * Returns 1 when done, 0 when pami's broadcast must run, -1 on error. */
+ * root waits. Whether the members can (shmemi_coll_direct) every member
+ * knows without a message, so a barrier is the entry synchronization
+ * (no member reads the root's source before the root entered, the root
+ * writes no dest before its member entered); the barrier after the
+ * copies keeps the root from changing source while it is read. Returns 1
+ * when done, 0 when pami's broadcast must run, -1 on error. */
 #define SHMEMI_BCAST_DIRECT_MIN 1024
-
-static int32_t broadcast_can(struct shmemi_team *t, void *dest,
-                             const void *source, size_t bytes, int PE_root,
-                             int root_pushes)
-{
-    if (t->my_pe != PE_root)
-        return shmemi_coll_mapped(t, PE_root, source, bytes) != NULL ? 2 : 0;
-    if (!root_pushes)
-        return 1;
-    for (int j = 0; j < t->n_pes; j++)
-        if (j != PE_root && shmemi_coll_mapped(t, j, dest, bytes) == NULL)
-            return 1;
-    return 2;
-}
 
 static int broadcast_direct(struct shmemi_team *t, void *dest,
                             const void *source, size_t bytes, int PE_root,
                             int root_updates, const char *what)
 {
-    int root_pushes = !root_updates || dest == source;
-    int32_t all = shmemi_coll_agree(
-        t, broadcast_can(t, dest, source, bytes, PE_root, root_pushes), what);
-    if (all <= 0)
-        return all;
+    if (!shmemi_coll_direct(t, source, bytes, what))
+        return 0;
+    int push = (!root_updates || dest == source) &&
+               shmemi_coll_direct(t, dest, bytes, what);
+    if (shmemi_coll_sync(t, what) != 0)
+        return -1;
     /* The root's part starts on a cache line, so no line is written by
      * two PEs. */
-    size_t root_part = all == 2 ? bytes / (size_t)t->n_pes / 64 * 64 : 0;
+    size_t root_part = push ? bytes / (size_t)t->n_pes / 64 * 64 : 0;
     size_t readers_part = bytes - root_part;
     if (t->my_pe != PE_root) {
         memcpy(dest, shmemi_coll_mapped(t, PE_root, source, bytes),
@@ -243,18 +263,19 @@ int shmemi_collect(struct shmemi_team *t, void *dest, const void *source,
         size_t mine_bytes = e->counts[t->my_pe];
         size_t at = e->displs[t->my_pe];
         if (mine_bytes > COLLECT_INLINE) {
+            uint8_t **to = shmemi_coll_maps(t, what);
+            if (to == NULL)
+                shmemi_fatal("%s: out of memory in a collect the others "
+                             "take part in", what);
+            if (!shmemi_coll_map_all(t, to, dest, total))
+                shmemi_fatal("%s: the %zu bytes at dest are not all "
+                             "symmetric", what, total);
             for (size_t off = 0; off < mine_bytes; off += COLLECT_CHUNK) {
                 size_t m = mine_bytes - off < COLLECT_CHUNK
                                ? mine_bytes - off : COLLECT_CHUNK;
                 const char *from = (const char *)source + off;
-                for (size_t j = 0; j < n; j++) {
-                    uint8_t *to = shmemi_coll_mapped(t, (int)j, dest,
-                                                     total);
-                    if (to == NULL)
-                        shmemi_fatal("%s: the %zu bytes at dest are not all "
-                                     "symmetric", what, total);
-                    memmove(to + at + off, from, m);
-                }
+                for (size_t j = 0; j < n; j++)
+                    memmove(to[j] + at + off, from, m);
             }
         }
         for (size_t i = 0; i < n; i++)

@@ -36,6 +36,9 @@ struct shmemi_team_ext {
     size_t *counts;             /* collect's per-PE sizes, n_pes entries */
     size_t *displs;
     void *records;              /* collect's allgather, n_pes + 1 records */
+    uint8_t **maps;             /* the direct paths' 2 * n_pes mappings */
+    int on_node_known;          /* on_node has been worked out */
+    int on_node;                /* every member is on this PE's node */
 };
 
 struct shmemi_team_ext *shmemi_team_ext(struct shmemi_team *t);
@@ -72,17 +75,33 @@ int shmemi_coll_run(struct shmemi_team *t, pami_xfer_t *xfer,
 /* A barrier of the team's PEs: 0, or -1 logged. */
 int shmemi_coll_sync(struct shmemi_team *t, const char *what);
 
-/* The minimum of the members' mine (an allreduce, so also an entry
- * synchronization): what the direct paths through the mappings use to
- * agree on what every member can do. -1 logged on error. */
-int32_t shmemi_coll_agree(struct shmemi_team *t, int32_t mine,
-                          const char *what);
-
 /* Where this PE loads and stores team PE j's copy of the symmetric
  * object at addr (bytes long, as this PE's own), or NULL when it does
  * not map it (another node, or addr not symmetric). */
 uint8_t *shmemi_coll_mapped(struct shmemi_team *t, int j, const void *addr,
                             size_t bytes);
+
+/* Fills maps[j] with shmemi_coll_mapped(t, j, addr, bytes) for every
+ * team PE j, looked up once per call rather than per chunk; 1 when all
+ * are mapped, else 0. */
+int shmemi_coll_map_all(struct shmemi_team *t, uint8_t **maps,
+                        const void *addr, size_t bytes);
+
+/* The team's array of 2 * n_pes mapping slots for the direct paths
+ * (allocated on first use, freed with the team); NULL when out of
+ * memory, logged. */
+uint8_t **shmemi_coll_maps(struct shmemi_team *t, const char *what);
+
+/* Whether the direct paths apply to the symmetric object [addr,
+ * +bytes) on t: every member is on this node and every PE maps that
+ * segment of every other PE of its node (shmemi.node_mapped). Every
+ * member decides alike from its own arguments, without a message, as
+ * long as the arguments are symmetric, which the specification requires:
+ * an addr outside the symmetric memory on a team within one node ends
+ * the job with a message naming what (the others would read or write
+ * through mappings where its data is not). */
+int shmemi_coll_direct(struct shmemi_team *t, const void *addr, size_t bytes,
+                       const char *what);
 
 /* What a void-returning deprecated call does with an error: a clear
  * message and a non-zero exit of the job, never silent corruption. */

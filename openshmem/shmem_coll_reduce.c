@@ -19,32 +19,33 @@
  * where it is, in team order) and writes the result into every member's
  * dest, so each element is combined once and copied once per member
  * (reduce-scatter and allgather in one pass), with no copy through pami's
- * shared slots. The allreduce of whether every member maps every source
- * and dest is also the entry synchronization (no member reads a source
- * or writes a dest before all have entered); the barrier after it keeps
- * the members inside until every slice has landed. Returns 1 when done,
- * 0 when pami's allreduce must run, -1 on error. */
+ * shared slots. Whether every member maps every source and dest each
+ * knows without a message (shmemi_coll_direct); a barrier is the entry
+ * synchronization (no member reads a source or writes a dest before all
+ * have entered), another keeps the members inside until every slice has
+ * landed. Returns 1 when done, 0 when pami's allreduce must run, -1 on
+ * error. */
 #define SHMEMI_REDUCE_DIRECT_MIN (16 * 1024)
 #define SHMEMI_REDUCE_CHUNK      4096 /* bytes combined before the writes */
-
-static int all_map(struct shmemi_team *t, const void *dest,
-                   const void *source, size_t bytes)
-{
-    for (int j = 0; j < t->n_pes; j++)
-        if (shmemi_coll_mapped(t, j, source, bytes) == NULL ||
-            shmemi_coll_mapped(t, j, dest, bytes) == NULL)
-            return 0;
-    return 1;
-}
 
 static int reduce_direct(struct shmemi_team *t, void *dest,
                          const void *source, size_t count, size_t esize,
                          pami_type_t type, pami_op_t op, const char *what)
 {
     size_t n = (size_t)t->n_pes, bytes = count * esize;
-    int32_t all = shmemi_coll_agree(t, all_map(t, dest, source, bytes), what);
-    if (all <= 0)
-        return all;
+    if (!shmemi_coll_direct(t, source, bytes, what) ||
+        !shmemi_coll_direct(t, dest, bytes, what))
+        return 0;
+    uint8_t **src = shmemi_coll_maps(t, what), **dst = src + n;
+    if (src == NULL)
+        shmemi_fatal("%s: out of memory in a reduction the others take "
+                     "part in", what);
+    if (!shmemi_coll_map_all(t, src, source, bytes) ||
+        !shmemi_coll_map_all(t, dst, dest, bytes))
+        shmemi_fatal("%s: a member's source or dest is not mapped",
+                     what);
+    if (shmemi_coll_sync(t, what) != 0)
+        return -1;
     /* Slices of whole cache lines, so no two members write one line. */
     size_t line = 64 / esize, slice = (count + n - 1) / n;
     slice = (slice + line - 1) / line * line;
@@ -55,17 +56,11 @@ static int reduce_direct(struct shmemi_team *t, void *dest,
     size_t step = SHMEMI_REDUCE_CHUNK / esize;
     for (size_t i = lo; i < hi; i += step) {
         size_t m = hi - i < step ? hi - i : step, off = i * esize;
-        const unsigned char *s0 = shmemi_coll_mapped(t, 0, source, bytes);
-        const unsigned char *s1 = shmemi_coll_mapped(t, 1, source, bytes);
-        shmemi_combine(type, op, acc, s0 + off, s1 + off, m);
-        for (size_t j = 2; j < n; j++) {
-            const unsigned char *sj =
-                shmemi_coll_mapped(t, (int)j, source, bytes);
-            shmemi_combine(type, op, acc, acc, sj + off, m);
-        }
+        shmemi_combine(type, op, acc, src[0] + off, src[1] + off, m);
+        for (size_t j = 2; j < n; j++)
+            shmemi_combine(type, op, acc, acc, src[j] + off, m);
         for (size_t j = 0; j < n; j++)
-            memcpy(shmemi_coll_mapped(t, (int)j, dest, bytes) + off, acc,
-                   m * esize);
+            memcpy(dst[j] + off, acc, m * esize);
     }
     return shmemi_coll_sync(t, what) == 0 ? 1 : -1;
 }

@@ -62,9 +62,14 @@ static void copy_streaming(uint8_t *d, const uint8_t *s, size_t n)
     memcpy(d + head + body, s + head + body, n - head - body);
 }
 
-/* Where this thread's last put ended and how long its run is. */
-static _Thread_local uint8_t *stream_next;
-static _Thread_local size_t   stream_run;
+/* Where this thread's last put ended and how long its run is. The
+ * initial-exec model reads them at a fixed offset from the thread
+ * pointer; the default one for a shared library calls __tls_get_addr on
+ * every put (16 bytes of the static TLS surplus glibc keeps, also when
+ * the library is loaded with dlopen). */
+#define SHMEMI_TLS _Thread_local __attribute__((tls_model("initial-exec")))
+static SHMEMI_TLS uint8_t *stream_next;
+static SHMEMI_TLS size_t   stream_run;
 
 void shmemi_copy_put(void *dest, const void *src, size_t bytes)
 {

@@ -3,8 +3,11 @@
  * so a block has the same offset on every PE. The allocator's bookkeeping
  * is private memory (a sorted list of blocks), never the heap itself: a
  * remote put cannot corrupt it. */
+#include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "shmem_internal.h"
@@ -142,6 +145,45 @@ void *shmemi_heap_alloc(size_t alignment, size_t size)
         return seg->base + start;
     }
     return NULL;
+}
+
+/* A first store to a page of a peer's heap through the mapping costs a
+ * page fault (about 1 us here, more than a 64 KiB copy takes); a
+ * benchmark's first put of each size, or a program's first pass over a
+ * block, pays one per page. Filling the page tables at allocation moves
+ * that cost into shmem_malloc. It also makes the block's pages resident
+ * on its owner, which is why a very large block is left alone. */
+#define SHMEMI_PREFAULT_MAX ((size_t)64 << 20)
+
+void shmemi_heap_prefault(void *p, size_t size)
+{
+#ifdef MADV_POPULATE_WRITE
+    static int unsupported;
+    shmemi_segment_t *seg = &shmemi.seg[SHMEMI_SEG_HEAP];
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
+    if (p == NULL || size > SHMEMI_PREFAULT_MAX || unsupported)
+        return;
+    size_t lo = (size_t)((char *)p - seg->base) / page * page;
+    size_t hi = round_up((size_t)((char *)p - seg->base) + size, page);
+    for (int pe = 0; pe < shmemi.n_pes; pe++) {
+        if (pe == shmemi.my_pe || seg->mapped[pe] == NULL)
+            continue;
+        if (madvise(seg->mapped[pe] + lo, hi - lo, MADV_POPULATE_WRITE)
+            != 0) {
+            /* An older kernel (before 5.14) has no such advice: the pages
+             * then fault when first touched, as without it. */
+            shmemi_debug("madvise(MADV_POPULATE_WRITE) of PE %d's heap: %s",
+                         pe, strerror(errno));
+            if (errno == EINVAL)
+                unsupported = 1;
+            return;
+        }
+    }
+#else
+    (void)p;
+    (void)size;
+#endif
 }
 
 static size_t find_used(void *ptr)

@@ -117,7 +117,8 @@ int shmem_init_thread(int requested, int *provided)
     shmemi.thread_level = requested < SHMEM_THREAD_MULTIPLE
                               ? requested : SHMEM_THREAD_MULTIPLE;
     shmemi.initialized = 1;
-    if (shmemi_heap_init() != 0 || shmemi_data_init() != 0)
+    if (shmemi_heap_init() != 0 || shmemi_data_init() != 0 ||
+        shmemi_segments_agree() != 0)
         shmemi_fatal("cannot set up the symmetric memory");
     atexit(at_exit);
     if (shmemi.my_pe == 0 && env_flag("SHMEM_VERSION"))

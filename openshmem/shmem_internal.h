@@ -75,6 +75,10 @@ typedef struct {
     /* Which PEs share this node (1) or not (0). */
     unsigned char    *same_node;
     shmemi_segment_t  seg[SHMEMI_SEG_COUNT];
+    /* Per segment: every PE maps that segment of every other PE of its
+     * node (agreed by all PEs at init), so the collectives' direct paths
+     * need no message to know what the members can reach. */
+    int               node_mapped[SHMEMI_SEG_COUNT];
     int               debug;        /* SHMEM_DEBUG */
     /* A pami put or rmw was issued since the last pami_fence_all: quiet
      * needs one (through mappings a memory fence is all it takes). */
@@ -179,6 +183,11 @@ SHMEMI_HIDDEN void shmemi_barrier_world(void);
 /* Allgather of len bytes per PE over the world geometry. */
 SHMEMI_HIDDEN int shmemi_allgather(const void *send, void *recv, size_t len);
 
+/* Fills shmemi.node_mapped from every PE's mappings (an allgather of
+ * the world; after the heap and the data segment are set up). 0, or -1
+ * logged. */
+SHMEMI_HIDDEN int shmemi_segments_agree(void);
+
 /* The heap (heap.c). */
 SHMEMI_HIDDEN int shmemi_heap_init(void);
 SHMEMI_HIDDEN void shmemi_heap_fini(void);
@@ -186,6 +195,11 @@ SHMEMI_HIDDEN void *shmemi_heap_alloc(size_t alignment, size_t size);
 SHMEMI_HIDDEN void shmemi_heap_free(void *ptr);
 SHMEMI_HIDDEN size_t shmemi_heap_block_size(void *ptr);
 SHMEMI_HIDDEN size_t shmemi_heap_used(void);
+/* Fills this PE's page tables for [p, p + size) of the heap in its
+ * mappings of the node's other PEs, so that the first put or get to
+ * each page takes no page fault; blocks larger than
+ * SHMEMI_PREFAULT_MAX are left to fault as they are touched. */
+SHMEMI_HIDDEN void shmemi_heap_prefault(void *p, size_t size);
 
 /* The executable's data and bss (data_segment.c). */
 SHMEMI_HIDDEN int shmemi_data_init(void);

@@ -1,6 +1,7 @@
 /* A symmetric segment as pami sees it: one memregion per PE, exchanged
  * at init, and the addresses at which this PE can reach its peers' copies
  * by load and store. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,6 +56,37 @@ int shmemi_segment_exchange(shmemi_segment_t *seg)
     }
     shmemi_debug("segment %p: %zu bytes, mapped from %d PEs of the node",
                  (void *)seg->base, seg->size, count_mapped(seg));
+    return 0;
+}
+
+int shmemi_segments_agree(void)
+{
+    uint32_t mine = 0;
+    uint32_t *all = malloc((size_t)shmemi.n_pes * sizeof(*all));
+
+    if (all == NULL) {
+        shmemi_warn("out of memory for %d PEs", shmemi.n_pes);
+        return -1;
+    }
+    for (int s = 0; s < SHMEMI_SEG_COUNT; s++) {
+        int every = 1;
+        for (int pe = 0; pe < shmemi.n_pes; pe++)
+            if (shmemi.same_node[pe] && shmemi.seg[s].mapped[pe] == NULL)
+                every = 0;
+        mine |= (uint32_t)every << s;
+    }
+    if (shmemi_allgather(&mine, all, sizeof(mine)) != 0) {
+        free(all);
+        return -1;
+    }
+    for (int pe = 0; pe < shmemi.n_pes; pe++)
+        mine &= all[pe];
+    free(all);
+    for (int s = 0; s < SHMEMI_SEG_COUNT; s++)
+        shmemi.node_mapped[s] = (mine >> s) & 1;
+    shmemi_debug("mapped by every PE of its node: heap %s, globals %s",
+                 shmemi.node_mapped[SHMEMI_SEG_HEAP] ? "yes" : "no",
+                 shmemi.node_mapped[SHMEMI_SEG_DATA] ? "yes" : "no");
     return 0;
 }
 

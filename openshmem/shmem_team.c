@@ -350,6 +350,7 @@ void shmem_team_destroy(shmem_team_t team)
     free(e->counts);
     free(e->displs);
     free(e->records);
+    free(e->maps);
     free(e);
 }
 

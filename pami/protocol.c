@@ -19,7 +19,8 @@ static size_t                     num_builtins;
 
 void pami_protocol_builtin(const pami_protocol_ops_t *ops)
 {
-    if (num_builtins < PAMI_PROTOCOL_MAX)
+    /* NULL would be dereferenced when every client sorts the list. */
+    if (ops != NULL && num_builtins < PAMI_PROTOCOL_MAX)
         builtins[num_builtins++] = ops;
 }
 

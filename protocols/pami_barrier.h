@@ -30,7 +30,8 @@ extern "C" {
 /* tasks: the participants, each once, in any order, the same set on each
  * of them and this task among them; NULL (ntasks 0) means every task.
  * PAMI_INVAL for a set that does not include this task, has duplicates or
- * names a task beyond the job. */
+ * names a task beyond the job; PAMI_SHUTDOWN once the context is being
+ * destroyed. Results of every call: docs/api.md. */
 PAMI_EXPORT
 pami_result_t pami_barrier_packets(pami_context_t context,
                                    const pami_task_t *tasks, size_t ntasks,

@@ -421,6 +421,9 @@ static int shm_connect(shm_ep_t *e, const shm_addr_t *a)
     e->peer_efd = eventfd_of(a->pid, a->efd);
     if (e->peer_efd < 0)
         return -EPROTO;
+    /* Memory first: a claimed queue is never given back. */
+    if (!shmq_prod_init(&e->prod, NULL, NULL, h.nlines, h.max_lines))
+        return -ENOMEM;
     uint32_t q = atomic_fetch_add((_Atomic uint32_t *)(e->peer_seg +
                                                        SHM_CLAIM_OFF), 1);
     if (q >= h.max_queues)
@@ -429,8 +432,6 @@ static int shm_connect(shm_ep_t *e, const shm_addr_t *a)
                                   (size_t)q * SHMQ_LINE);
     e->prod.ring = e->peer_seg + seg_ring_off(h.max_queues) +
                    (size_t)q * h.nlines * SHMQ_LINE;
-    e->prod.nlines    = h.nlines;
-    e->prod.max_lines = h.max_lines;
     /* Before the first entry: the owner reads them only when we ask for
      * room, which comes later. */
     e->prod.ctl->pid = getpid();
@@ -450,6 +451,7 @@ static void shm_disconnect(shm_ep_t *e)
         munmap(e->peer_seg, e->peer_bytes);
     if (e->peer_efd >= 0)
         close(e->peer_efd);
+    shmq_prod_fini(&e->prod);
     e->peer_seg = NULL;
     e->peer_efd = -1;
     if (e->shm)

@@ -14,6 +14,67 @@ static inline uint32_t lines_of(size_t frag)
     return (uint32_t)((SHMQ_ENTRY_HDR + frag + SHMQ_LINE - 1) / SHMQ_LINE);
 }
 
+bool shmq_prod_init(shmq_prod_t *q, shmq_ctl_t *ctl, uint8_t *ring,
+                    uint32_t nlines, uint32_t max_lines)
+{
+    *q = (shmq_prod_t){.ctl = ctl, .ring = ring, .nlines = nlines,
+                       .max_lines = max_lines};
+    q->shadow = calloc(nlines, sizeof(*q->shadow));
+    q->known  = calloc((nlines + 63) / 64, sizeof(*q->known));
+    if (q->shadow == NULL || q->known == NULL) {
+        shmq_prod_fini(q);
+        return false;
+    }
+    return true;
+}
+
+void shmq_prod_fini(shmq_prod_t *q)
+{
+    free(q->shadow);
+    free(q->known);
+    q->shadow = NULL;
+    q->known  = NULL;
+}
+
+/* The producer's record of line i's stamp word. */
+static inline void stamp_known(shmq_prod_t *q, uint32_t i, uint32_t v)
+{
+    q->shadow[i] = v;
+    q->known[i / 64] |= 1ull << (i % 64);
+}
+
+/* Lines from..from+n-1 get payload: their stamp words are unknown. */
+static inline void stamps_unknown(shmq_prod_t *q, uint32_t from, uint32_t n)
+{
+    while (n > 0) {
+        uint32_t bit = from % 64, k = 64 - bit < n ? 64 - bit : n;
+        uint64_t m   = k == 64 ? ~0ull : ((1ull << k) - 1) << bit;
+        q->known[from / 64] &= ~m;
+        from += k;
+        n -= k;
+    }
+}
+
+/* The consumer will look at the line at position pos for stamp pos + 1
+ * before this producer writes an entry there. What the line holds must
+ * not be that: payload of a longer entry of an earlier lap could be, and
+ * so could a stamp left there 2^32 lines ago. Unless the producer knows
+ * it holds something else (an earlier stamp: the common case, one line
+ * per message), it stores a stamp of the lap before; the consumer, which
+ * sees the entry published after this, sees that too. */
+static inline void guard_line(shmq_prod_t *q, uint64_t pos)
+{
+    uint32_t i    = (uint32_t)(pos & (q->nlines - 1));
+    uint32_t want = (uint32_t)(pos + 1);
+    if ((q->known[i / 64] >> (i % 64) & 1) && q->shadow[i] != want)
+        return;
+    uint32_t v = want - q->nlines;
+    atomic_store_explicit(&((shmq_entry_t *)(q->ring + (size_t)i *
+                                             SHMQ_LINE))->stamp,
+                          v, memory_order_relaxed);
+    stamp_known(q, i, v);
+}
+
 size_t shmq_lines_needed(const shmq_prod_t *q, size_t total)
 {
     size_t fmax  = shmq_frag_max(q->max_lines);
@@ -64,10 +125,33 @@ bool shmq_can_put(shmq_prod_t *q, size_t total, size_t off)
     return frag_place(q, total, off, &f);
 }
 
-/* Copies n bytes at offset off of the two-part source. */
-static void gather(uint8_t *dst, const uint8_t *a, size_t alen,
-                   const uint8_t *b, size_t off, size_t n)
+/* Copies n <= 48 bytes (a one-line entry's payload) with fixed-size
+ * moves, first and last 8 or 16 bytes overlapping, instead of a call:
+ * a small message is most of what a queue carries. */
+static inline void copy_line(uint8_t *dst, const uint8_t *src, size_t n)
 {
+    if (n >= 16) {
+        memcpy(dst, src, 16);
+        if (n > 32)
+            memcpy(dst + 16, src + 16, 16);
+        memcpy(dst + n - 16, src + n - 16, 16);
+    } else if (n >= 8) {
+        memcpy(dst, src, 8);
+        memcpy(dst + n - 8, src + n - 8, 8);
+    } else {
+        for (size_t i = 0; i < n; i++)
+            dst[i] = src[i];
+    }
+}
+
+/* Copies n bytes at offset off of the two-part source. */
+static inline void gather(uint8_t *dst, const uint8_t *a, size_t alen,
+                          const uint8_t *b, size_t off, size_t n)
+{
+    if (n <= SHMQ_LINE - SHMQ_ENTRY_HDR && off >= alen) {
+        copy_line(dst, b + (off - alen), n);
+        return;
+    }
     if (off < alen) {
         size_t k = alen - off < n ? alen - off : n;
         memcpy(dst, a + off, k);
@@ -97,6 +181,9 @@ long shmq_put_frag(shmq_prod_t *q, uint16_t hdr_len, size_t total,
         p->hdr_len  = 0;
         p->frag_len = 0;
         p->total    = 0;
+        /* The pad's lines after its first keep what they held. */
+        guard_line(q, q->tail + pad);
+        stamp_known(q, idx, (uint32_t)(q->tail + 1));
         atomic_store_explicit(&p->stamp, (uint32_t)(q->tail + 1),
                               memory_order_release);
         q->tail += pad;
@@ -112,26 +199,22 @@ long shmq_put_frag(shmq_prod_t *q, uint16_t hdr_len, size_t total,
     e->hdr_len  = hdr_len;
     e->frag_len = (uint16_t)frag;
     e->total    = (uint32_t)total;
-    /* The next entry starts at the line after this one. From the last
-     * lap that line may hold payload of a longer entry, whose first bytes
-     * can equal the stamp the consumer will wait for there: clear them
-     * before this entry is published, so the consumer, which sees this
-     * stamp, also sees the cleared one. (After a pad comes line 0, which
-     * entries never cross into: always an entry's first line.) */
-    shmq_entry_t *next = (shmq_entry_t *)(q->ring +
-                             (size_t)((q->tail + need) & (q->nlines - 1)) *
-                                 SHMQ_LINE);
-    atomic_store_explicit(&next->stamp, 0, memory_order_relaxed);
+    stamps_unknown(q, idx + 1, need - 1);
+    /* The next entry starts at the line after this one: the consumer,
+     * which sees this stamp, must not take that line for an entry. */
+    guard_line(q, q->tail + need);
+    stamp_known(q, idx, (uint32_t)(q->tail + 1));
     atomic_store_explicit(&e->stamp, (uint32_t)(q->tail + 1),
                           memory_order_release);
     q->tail += need;
     return (long)frag;
 }
 
-const char *shmq_entry_check(const shmq_entry_t *e, uint32_t nlines,
-                             uint32_t max_lines, uint64_t head,
-                             size_t msg_max, bool in_message, size_t asm_len,
-                             size_t asm_total)
+/* shmq_entry_check's body, inlined into the consumer's loop. */
+static inline const char *entry_check(const shmq_entry_t *e, uint32_t nlines,
+                                      uint32_t max_lines, uint64_t head,
+                                      size_t msg_max, bool in_message,
+                                      size_t asm_len, size_t asm_total)
 {
     uint32_t idx = (uint32_t)(head & (nlines - 1));
     if (e->nlines == 0 || e->nlines > max_lines)
@@ -165,6 +248,15 @@ const char *shmq_entry_check(const shmq_entry_t *e, uint32_t nlines,
              : e->frag_len == 0 || asm_len + e->frag_len >= asm_total)
         return "a continuation of the wrong length";
     return NULL;
+}
+
+const char *shmq_entry_check(const shmq_entry_t *e, uint32_t nlines,
+                             uint32_t max_lines, uint64_t head,
+                             size_t msg_max, bool in_message, size_t asm_len,
+                             size_t asm_total)
+{
+    return entry_check(e, nlines, max_lines, head, msg_max, in_message,
+                       asm_len, asm_total);
 }
 
 /* Room for need bytes of a message of several entries, grown as its
@@ -205,9 +297,9 @@ unsigned shmq_poll(shmq_cons_t *q, unsigned max, uint8_t *scratch,
         e.frag_len = se->frag_len;
         e.total    = se->total;
         bool in_message = q->asm_total > 0;
-        const char *why = shmq_entry_check(&e, q->nlines, q->max_lines,
-                                           q->head, q->msg_max, in_message,
-                                           q->asm_len, q->asm_total);
+        const char *why = entry_check(&e, q->nlines, q->max_lines, q->head,
+                                      q->msg_max, in_message, q->asm_len,
+                                      q->asm_total);
         if (why == NULL && e.kind == SHMQ_KIND_MSG &&
             (e.flags & (SHMQ_FIRST | SHMQ_LAST)) != (SHMQ_FIRST | SHMQ_LAST)) {
             size_t done  = (e.flags & SHMQ_FIRST) ? 0 : q->asm_len;

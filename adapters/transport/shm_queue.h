@@ -54,7 +54,20 @@ typedef struct {
     uint64_t    head_seen;  /* last head read from ctl */
     uint32_t    nlines;     /* power of two */
     uint32_t    max_lines;  /* lines of the largest entry */
+    /* What the producer last stored in each line's stamp word, where it
+     * knows (a bit of known per line: not after payload was written
+     * there). Private memory: it lets a message skip clearing the line
+     * after it when that line cannot pass for an entry anyway. */
+    uint32_t   *shadow;
+    uint64_t   *known;
 } shmq_prod_t;
+
+/* Sets up a producer on a queue's control line and ring (the stamps of
+ * the ring are taken as unknown); shmq_prod_fini frees what it holds.
+ * Returns false without memory. */
+bool shmq_prod_init(shmq_prod_t *q, shmq_ctl_t *ctl, uint8_t *ring,
+                    uint32_t nlines, uint32_t max_lines);
+void shmq_prod_fini(shmq_prod_t *q);
 
 /* Bytes of a message one entry of max_lines carries. */
 static inline size_t shmq_frag_max(uint32_t max_lines)

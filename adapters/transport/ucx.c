@@ -133,9 +133,17 @@ static int ucx_init(const tp_params_t *params, tp_context_t **out)
         config_default(config, "UCX_POSIX_DIR", "DIR", params->shm_dir);
     /* UCX's SysV transport makes a segment (shmget) and marks it for
      * removal only after attaching it: a task killed in between leaves
-     * the segment behind, and no launcher can remove it for us (seen in
-     * the fault suite). posix does the same job in the job's directory. */
+     * the segment behind (seen in the fault suite), and launchers other
+     * than pamirun do not look for it. posix does the same job in the
+     * job's directory. */
     config_default(config, "UCX_TLS", "TLS", "^sysv");
+    /* UCP's registration cache checks UCX's memory hooks at ucp_init by
+     * making a private SysV segment and removing it after a detach: a
+     * task that dies in between (a client created again and again)
+     * leaves the page. The transports pami uses on one node or over TCP
+     * register nothing worth caching; memory domains that pin memory
+     * (InfiniBand) keep caches of their own. */
+    config_default(config, "UCX_RCACHE_ENABLE", "RCACHE_ENABLE", "n");
 
     tp_context_t *ctx = calloc(1, sizeof(*ctx));
     if (ctx == NULL) {

@@ -18,9 +18,12 @@
  *
  * Callbacks run from pami_context_advance/wait of the context, never from
  * inside the call that started the operation. With PAMI_ASYNC_PROGRESS=1
- * hold the context lock around these calls. None may be called from a
- * handler or callback of the same context when it blocks (the _wait
- * forms: PAMI_IN_HANDLER); the non-blocking ones may.
+ * hold the context lock around these calls. The _wait forms may not be
+ * called from a handler, callback or posted work of the same context
+ * when they would have to wait: PAMI_IN_HANDLER, and nothing is done (a
+ * lookup_wait of an own or cached entry still answers); the non-blocking
+ * ones may. pami_svd_update_wait calls its params' done_fn itself, just
+ * before it returns. Results: docs/api.md.
  */
 #ifndef PAMI_SVD_H
 #define PAMI_SVD_H

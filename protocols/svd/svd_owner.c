@@ -326,6 +326,10 @@ pami_result_t pami_svd_update_wait(pami_context_t context,
     svd_state_t *st = svd_state(context);
     OWNER_CHECK(st != NULL && p != NULL, PAMI_INVAL,
                 "update_wait: no SVD on this context or NULL params");
+    /* It could not wait there: refuse before the version is made. */
+    OWNER_CHECK(!pami_protocol_in_handler(context), PAMI_IN_HANDLER,
+                "update_wait from a handler or callback of its context; "
+                "use pami_svd_update there");
     waitbox_t box = {false, PAMI_SUCCESS};
     pami_svd_update_t q = *p;
     q.done_fn = waitbox_done;

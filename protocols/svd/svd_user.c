@@ -250,6 +250,11 @@ static pami_result_t lookup_wait(pami_context_t context,
     pami_result_t rc;
     if (lookup_here(st, p, entry, &rc))
         return rc;
+    /* It could not wait there: refuse before the fetch makes this task
+     * a user. */
+    USER_CHECK(!pami_protocol_in_handler(context), PAMI_IN_HANDLER,
+               "lookup_wait from a handler or callback of its context; "
+               "use pami_svd_lookup there");
     lookup_box_t box = {.done = false};
     rc = lookup_start(st, p, box_done, &box, true);
     if (rc != PAMI_SUCCESS)

@@ -263,6 +263,12 @@ static void old_outputs(pami_client_t client)
                   old);
             break;
         }
+    /* Every counter ends a layout (docs/abi.md), the shm ones too. */
+    old = PREFIX(pami_context_stats_t, shm_on);
+    memset(u.raw, GARBAGE, sizeof(u.raw));
+    rc = pami_context_stats_sized(ctx, &u.s, old);
+    CHECK(rc == PAMI_SUCCESS && u.raw[old] == GARBAGE,
+          "stats with the layout ending at shm_on: %s", pami_error_text(rc));
 
     union {
         pami_config_var_t v;

@@ -1,11 +1,13 @@
 /*
  * The eager shared-memory broadcast (a ring of entries in the node's
  * segment, coll_alg_shm.c): broadcast_shm_eager by name and broadcast_shm
- * through AUTO up to 4 KiB with more tasks than CPUs (with fewer, AUTO
+ * through AUTO up to 16 KiB with more tasks than CPUs (with fewer, AUTO
  * calls run flag rounds among the ring calls). Results checked byte by
  * byte.
  *
  *   coll_shm_eager loop N   N iterations of broadcasts of 0..4096 bytes
+ *                           (every fourth of up to 16 KiB, beyond the
+ *                           ring's dense entries)
  *                           with rotating roots (named and AUTO, blocking),
  *                           mixed with allreduce_shm, barrier_shm and 16 KiB
  *                           broadcast_shm (register rounds); every 250th
@@ -30,6 +32,7 @@ static ct_geom_t world = {.name = "world"};
 static size_t    n, me;
 
 #define RING 64
+#define RING_MAX 16384 /* CSHM_RING_MAX */
 
 static bool auto_ring; /* more tasks than CPUs: ring calls go by AUTO */
 
@@ -37,7 +40,7 @@ static bool auto_ring; /* more tasks than CPUs: ring calls go by AUTO */
  * CPUs). */
 static bool auto_takes_ring(size_t bytes)
 {
-    return bytes > 0 && bytes <= 4096;
+    return bytes > 0 && bytes <= RING_MAX;
 }
 
 /* The name for a call that must take the ring: AUTO with more tasks
@@ -82,7 +85,7 @@ static void check(const uint8_t *buf, size_t i, size_t bytes, size_t root)
 
 static void bcast(size_t i, size_t bytes, size_t root, const char *name)
 {
-    static uint8_t buf[16385];
+    static uint8_t buf[RING_MAX + 1];
     fill(buf, i, bytes, root);
     pami_xfer_t x = xfer(PAMI_XFER_BROADCAST, name, NULL, buf, bytes,
                          PAMI_TYPE_BYTE, root);
@@ -152,7 +155,8 @@ static void mode_loop(size_t iters)
     pami_xfer_t bar = xfer(PAMI_XFER_BARRIER, "barrier_shm", NULL, NULL, 0,
                            PAMI_TYPE_BYTE, 0);
     for (size_t i = 0; i < iters; i++) {
-        size_t bytes = (i * 37) % 4097;
+        size_t bytes = i % 4 == 1 ? (i * 337) % (RING_MAX + 1)
+                                  : (i * 37) % 4097;
         bcast(i, bytes, i % n, i % 3 == 0 ? "broadcast_shm_eager" : NULL);
         ring_calls += bytes > 0 && (i % 3 == 0 || auto_takes_ring(bytes));
         if (i % 7 == 3)

@@ -99,7 +99,6 @@ vpid=$(cut -d' ' -f1 "$dir/ready-$victim")
 
 sleep "$(awk -v d="$delay_ms" 'BEGIN { printf "%.3f", d / 1000 }')"
 killed=$(now)
-echo "$killed" >"$dir/killed"
 case $mode in
 kill) kill -KILL "$vpid" ;;
 exit) kill -USR1 "$vpid" ;;
@@ -107,6 +106,10 @@ stop) kill -STOP "$vpid" ;;
 none) ;;
 *) fail "unknown mode $mode" ;;
 esac
+# Announced only once the signal is sent: the victim must not see it
+# (destroy: a victim that went into destroy with the others could let
+# them all finish it before the signal landed).
+echo "$killed" >"$dir/killed"
 
 # stop: once every survivor is through, the hung task is killed.
 released=$killed

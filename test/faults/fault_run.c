@@ -25,7 +25,8 @@
  *
  * Files in DIR (the driver reads them): ready-<task> "<pid> <job id>" once
  * the workload runs; result-<task> one line of figures at the end. The
- * driver writes DIR/killed (CLOCK_REALTIME of the kill) before it kills.
+ * driver writes DIR/killed (CLOCK_REALTIME of the kill) once the signal
+ * is sent, so the victim never acts on it.
  *
  * The launcher starts a small parent that forks the task proper and waits
  * for it: a task killed by a signal then looks to pamirun like a task that

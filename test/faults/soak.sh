@@ -25,7 +25,10 @@ export PAMI_PEER_TIMEOUT
 
 [ -x "$prog" ] || { echo "soak: $prog is not built" >&2; exit 2; }
 log=$(mktemp /tmp/pami-soak.XXXXXX) || exit 1
-trap 'rm -f "$log"' EXIT
+# The launcher's output of each failed run is kept here (kept only when
+# something failed).
+keep=$(mktemp -d /tmp/pami-soak-failed.XXXXXX) || exit 1
+trap 'rm -f "$log" "$keep/run.err"; rmdir "$keep" 2>/dev/null' EXIT
 
 # UCX's shared-memory files directly in /dev/shm (pami's runs keep them
 # in the job's own directory: docs/pamirun.md).
@@ -48,7 +51,7 @@ for l in $launchers; do
                 seed=$(( (master * 7919 + i * 104729) % 1000000007 ))
                 before=$(ucx_files)
                 out=$(sh "$drive" "$l" "$pamirun" "$prog" "$w" "$m" "$n" \
-                      "$seed" 2>/dev/null)
+                      "$seed" 2>"$keep/run.err")
                 [ -n "$out" ] || out="fault: launcher=$l workload=$w mode=$m n=$n seed=$seed FAIL: no output"
                 # The drive finds what names the job; soak runs alone, so
                 # it also sees files of UCX's that name no job.
@@ -61,7 +64,8 @@ for l in $launchers; do
                 echo "$out" >>"$log"
                 case $out in
                 *" ok") printf . ;;
-                *) printf F ;;
+                *) printf F
+                   mv "$keep/run.err" "$keep/$l-$w-$m-$seed.out" ;;
                 esac
             done
         done
@@ -111,5 +115,6 @@ rc=$?
 if [ "$rc" -ne 0 ]; then
     echo "replay one with: PAMI_PEER_TIMEOUT=$PAMI_PEER_TIMEOUT sh $drive" \
          "LAUNCHER $pamirun $prog WORKLOAD MODE $n SEED"
+    echo "the launchers' output of the failed runs: $keep"
 fi
 exit "$rc"

@@ -85,7 +85,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size)
         if (e->len != total || total > CSHM_RING_MAX)
             abort();
         uint8_t out[CSHM_RING_MAX];
-        memcpy(out, (unsigned char *)e + CSHM_RING_DATA, total);
+        memcpy(out, cshm_ring_data(&s, k, total), total);
         fz_touch(out, total);
     }
     free(s.seg);

@@ -69,8 +69,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size)
         abort();
     memset(ring, 0, (size_t)nlines * SHMQ_LINE);
     memset(&ctl, 0, sizeof(ctl));
-    shmq_prod_t p = {.ctl = &ctl, .ring = ring, .nlines = nlines,
-                     .max_lines = maxl};
+    shmq_prod_t p;
+    if (!shmq_prod_init(&p, &ctl, ring, nlines, maxl))
+        abort();
     shmq_cons_t c = {.ctl = &ctl, .ring = ring, .nlines = nlines,
                      .max_lines = maxl, .msg_max = msg_max};
     fz_state_t  st = {.msg_max = msg_max};
@@ -134,6 +135,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size)
     if (!st.raw_seen && (c.broken || st.expect_seq != st.sent_seq))
         abort();
     shmq_cons_fini(&c);
+    shmq_prod_fini(&p);
     free(scratch);
     free(ring);
     return 0;

@@ -5,6 +5,8 @@
  *   pe-range   a put to PE n: the job ends with a message, code 1
  *   nonsym     a put to a stack address: the same
  *   atomic-pe  an atomic to PE -1: the same
+ *   coll-nonsym a 4 KiB broadcast on the world team (one node) whose
+ *              source is a stack array on every PE: the same
  *   exhaust    shmem_malloc beyond the heap: NULL on every PE (with
  *              SHMEM_DEBUG a message says why), then exit 0 */
 #include <string.h>
@@ -35,6 +37,13 @@ int main(int argc, char **argv)
         shmem_long_p(heap, 1, n);
     } else if (strcmp(mode, "nonsym") == 0) {
         shmem_long_put(&local, heap, 1, (me + 1) % n);
+    } else if (strcmp(mode, "coll-nonsym") == 0) {
+        static char dest[4096]; /* a global: symmetric */
+        char stack[4096];
+
+        memset(stack, me, sizeof(stack));
+        shmem_char_broadcast(SHMEM_TEAM_WORLD, dest, stack, sizeof(stack),
+                             0);
     } else if (strcmp(mode, "atomic-pe") == 0) {
         shmem_long_atomic_add(heap, 1, -1);
     } else if (strcmp(mode, "exhaust") == 0) {

@@ -61,6 +61,10 @@ expect_faster_than() {
     [ "$elapsed" -lt "$1" ] || fail "took ${elapsed} ms, limit $1 ms"
 }
 
+# (ipcs -m -i says "not found" with status 0.)
+sysv_exists() { awk -v id="$1" '$2 == id { f = 1 } END { exit !f }' \
+    /proc/sysvipc/shm; }
+
 # Nothing of the job may survive it.
 expect_clean() {
     local left pid f id
@@ -77,6 +81,17 @@ expect_clean() {
         left=$(ls /dev/shm 2>/dev/null | grep -F "pami-$id")
         [ -z "$left" ] || fail "left in /dev/shm: $left"
     fi
+    # The private SysV page a rank made and left is gone; the keyed one,
+    # the user's, is still there (then removed here).
+    for f in "$PIDDIR"/*.shm; do
+        [ -e "$f" ] || continue
+        read -r priv keyed <"$f"
+        ! sysv_exists "$priv" ||
+            fail "private SysV segment $priv of a dead rank is left"
+        sysv_exists "$keyed" || fail "keyed SysV segment $keyed was removed"
+        ipcrm -m "$keyed"
+        rm -f "$f"
+    done
 }
 
 scenario_allgather() {

@@ -23,8 +23,9 @@
  *
  * Modes that wait write their pid to $PIDDIR/<rank>.pid first, so the
  * driver can check that pamirun left no rank behind. exit and kill also
- * create a shared-memory object under the job's prefix for pamirun to
- * remove.
+ * create a shared-memory object under the job's prefix and a private
+ * SysV segment for pamirun to remove, and a keyed SysV segment it must
+ * leave ($PIDDIR/<rank>.shm: "private keyed" ids).
  */
 #include "bootstrap.h"
 
@@ -35,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/shm.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -266,6 +268,18 @@ static void make_shm(void)
     CHECK(fd >= 0 && ftruncate(fd, 1 << 20) == 0, "cannot make %s: %s", name,
           strerror(errno));
     close(fd);
+
+    /* A private SysV page, made and never attached, as UCX's memory-hook
+     * check leaves it when killed halfway: pamirun removes it once this
+     * process is gone. A segment with a key is the user's: it stays. */
+    int priv = shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600);
+    int keyed = shmget((key_t)(0x7a000000 | getpid()), 4096,
+                       IPC_CREAT | IPC_EXCL | 0600);
+    CHECK(priv >= 0 && keyed >= 0, "shmget: %s", strerror(errno));
+    char ids[64];
+    snprintf(name, sizeof(name), "%u.shm", my_rank);
+    snprintf(ids, sizeof(ids), "%d %d", priv, keyed);
+    write_file(name, ids);
 }
 
 static int mode_fail(uint32_t who, int code, int by_signal)

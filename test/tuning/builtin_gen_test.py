@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """gen_builtin_rules.py on a synthetic profile: the generated table is
 exactly the expected one (rows, bounds, order of the algorithms, the 5 %
-stickiness, type classes averaged, strided and failed points left out),
-and a profile of another format_version is refused.
+stickiness read from coll_profile.h, type classes averaged, strided and
+failed points left out), and a profile of another format_version or a
+header without COLL_TABLE_STICKY is refused.
 
-  builtin_gen_test.py GEN_BUILTIN_RULES.py
+  builtin_gen_test.py GEN_BUILTIN_RULES.py COLL_PROFILE.H
 """
 import json
 import os
@@ -97,11 +98,13 @@ def parse(text):
 
 
 def main():
-    gen = sys.argv[1]
+    gen, header = sys.argv[1], sys.argv[2]
+    sticky = ["--sticky-from", header]
     with tempfile.TemporaryDirectory() as d:
         prof, out = os.path.join(d, "p.json"), os.path.join(d, "t.c")
         write(prof)
-        subprocess.run([sys.executable, gen, "-o", out, prof], check=True)
+        subprocess.run([sys.executable, gen, "-o", out] + sticky + [prof],
+                       check=True)
         with open(out, encoding="utf-8") as f:
             spans, count = parse(f.read())
         if spans != EXPECTED or count != len(EXPECTED):
@@ -114,18 +117,27 @@ def main():
         later = os.path.join(d, "q.json")
         write(later, entries=[entry("alltoall", "alltoall_pairwise", 4,
                                     "byte", "none", 8, 0.5)])
-        subprocess.run([sys.executable, gen, "-o", out, prof, later],
-                       check=True)
+        subprocess.run([sys.executable, gen, "-o", out] + sticky +
+                       [prof, later], check=True)
         with open(out, encoding="utf-8") as f:
             spans, _ = parse(f.read())
         if spans[("ALLTOALL", 0, 4, 1, 4)][0][0][2][0] != \
                 "alltoall_pairwise":
             sys.exit("FAIL: the later profile's point did not win")
         write(prof, version=2)
-        r = subprocess.run([sys.executable, gen, "-o", out, prof],
+        r = subprocess.run([sys.executable, gen, "-o", out] + sticky + [prof],
                            capture_output=True, text=True)
         if r.returncode == 0 or "format_version" not in r.stderr:
             sys.exit("FAIL: format_version 2 accepted: %r" % r.stderr)
+        write(prof)
+        bare = os.path.join(d, "bare.h")
+        with open(bare, "w", encoding="utf-8") as f:
+            f.write("/* no stickiness here */\n")
+        r = subprocess.run([sys.executable, gen, "-o", out, "--sticky-from",
+                            bare, prof], capture_output=True, text=True)
+        if r.returncode == 0 or "COLL_TABLE_STICKY" not in r.stderr:
+            sys.exit("FAIL: a header without the factor accepted: %r" %
+                     r.stderr)
     print("builtin_gen_test: %d spans as expected" % len(EXPECTED))
 
 

@@ -180,6 +180,7 @@ static int run(pamirun_job_t *job)
         return PAMIRUN_EXIT_INTERNAL;
     }
     job_make_id(job);
+    job->started = time(NULL);
     job_watch_signals(job);
     if (workdir_create(job) == 0 && server_start(job) == 0) {
         spawn_ranks(job);
@@ -191,6 +192,7 @@ static int run(pamirun_job_t *job)
     }
     job_stop_watchers(job);
     server_stop(job);
+    sysv_remove_orphans(job);
     workdir_remove(job);
     free(job->ranks);
     ev_loop_destroy(job->loop);

@@ -20,6 +20,7 @@
 #include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/un.h>
+#include <time.h>
 
 #define PAMIRUN_SUBSYS      "pamirun"
 #define PAMIRUN_GRACE_SEC   2.0   /* SIGTERM, then SIGKILL after this */
@@ -85,6 +86,11 @@ struct pamirun_job {
     pamirun_server_t *server;
     struct rlimit     saved_nofile;  /* what the ranks get back */
     int               nofile_raised;
+    time_t            started;
+    /* Every process of the job pamirun knew: ranks it started and
+     * processes that joined the bootstrap (sysv.c). */
+    pid_t            *pids;
+    size_t            npids, pids_cap;
 };
 
 /* admit.c */
@@ -117,6 +123,12 @@ int  server_start(pamirun_job_t *job);
 /* The rank can no longer take part in collectives (it exited). */
 void server_rank_gone(pamirun_server_t *srv, uint32_t rank);
 void server_stop(pamirun_job_t *job);
+
+/* sysv.c */
+void sysv_note_pid(pamirun_job_t *job, pid_t pid);
+/* Removes the private, unattached SysV segments that the job's dead
+ * processes made (UCX's hook check, cut short); frees the pid list. */
+void sysv_remove_orphans(pamirun_job_t *job);
 
 /* stall.c */
 /* Seconds a rank may stay stopped while a bootstrap collective waits for

@@ -338,6 +338,7 @@ static int on_hello(conn_t *c, const local_wire_hdr_t *h)
     if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0) {
         c->pid                = cred.pid;
         srv->pids[h->rank]    = cred.pid;
+        sysv_note_pid(srv->job, cred.pid);
     }
     c->rank             = h->rank;
     c->sess             = s;

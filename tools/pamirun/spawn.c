@@ -224,6 +224,7 @@ static int spawn_one(pamirun_job_t *job, pamirun_rank_t *r)
     /* Also here, so that a kill right after fork reaches the group. */
     setpgid(pid, pid);
     r->pid = pid;
+    sysv_note_pid(job, pid);
     job->running++;
     ev_child_init(&r->child, child_cb, pid, 0);
     r->child.data = r;

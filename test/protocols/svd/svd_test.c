@@ -13,6 +13,8 @@
  *   release                   a released user gets no more updates
  *   malformed                 bad packets to every SVD id, then SVD works
  *   shutdown                  updates and lookups under way at destroy
+ *   handler                   the _wait forms from posted work refuse
+ *                             with PAMI_IN_HANDLER and start nothing
  *   peer                      a user (a TREE forwarder) dies
  *   bench [SCHED]             update latency, 1/4/7 users (8 ranks),
  *                             by the rule or with SCHED forced
@@ -491,6 +493,76 @@ static void test_release(void)
     mp_sync(&job);
 }
 
+/* ---- handler ---- */
+
+typedef struct {
+    bool          ran;
+    pami_result_t update_rc, lookup_rc, own_rc;
+    uint64_t      own_version;
+} in_handler_t;
+
+/* Posted work runs under the handler rules: the blocking forms cannot
+ * wait there, so they must refuse before they start anything. */
+static pami_result_t blocking_from_work(pami_context_t ctx, void *cookie)
+{
+    in_handler_t *h = cookie;
+    uint8_t buf[64];
+    pami_svd_update_t u = svd_update_params(0, 21, 2, buf, sizeof(buf));
+    h->update_rc = pami_svd_update_wait(ctx, &u);
+    pami_svd_lookup_t l = {.owner = 1, .key = 22};
+    pami_svd_entry_t  e;
+    h->lookup_rc = pami_svd_lookup_wait(ctx, &l, &e);
+    /* Answered from the own directory: no wait, so it may. */
+    pami_svd_lookup_t own = {.owner = 0, .key = 21};
+    h->own_rc      = pami_svd_lookup_wait(ctx, &own, &e);
+    h->own_version = h->own_rc == PAMI_SUCCESS ? e.version : 0;
+    h->ran = true;
+    return PAMI_SUCCESS;
+}
+
+static void test_handler(void)
+{
+    if (job.me == 0)
+        reg(21, 1, 64);
+    if (job.me == 1)
+        reg(22, 1, 64);
+    mp_sync(&job);
+    if (job.me == 2)
+        lookup(0, 21, NULL, NULL);
+    mp_sync(&job);
+    if (job.me == 0) {
+        in_handler_t h = {0};
+        pami_work_t  w;
+        uint64_t     updates = svd_stat(CTX, "updates");
+        MP_CHECK(pami_context_post(CTX, &w, blocking_from_work, &h));
+        while (!h.ran)
+            pami_context_wait(CTX, -1);
+        MP_EXPECT(h.update_rc == PAMI_IN_HANDLER, "update_wait from posted "
+                  "work: %s", pami_error_text(h.update_rc));
+        MP_EXPECT(h.lookup_rc == PAMI_IN_HANDLER, "lookup_wait from posted "
+                  "work: %s", pami_error_text(h.lookup_rc));
+        MP_EXPECT(h.own_rc == PAMI_SUCCESS && h.own_version == 1,
+                  "lookup_wait of an own key from posted work: %s, "
+                  "version %llu", pami_error_text(h.own_rc),
+                  (unsigned long long)h.own_version);
+        pami_svd_info_t info;
+        MP_CHECK(pami_svd_query(CTX, 21, &info, NULL, 0));
+        MP_EXPECT(info.version == 1 && info.updates_in_flight == 0 &&
+                      svd_stat(CTX, "updates") == updates,
+                  "a refused update_wait made version %llu (%zu in flight)",
+                  (unsigned long long)info.version, info.updates_in_flight);
+        MP_CHECK_RC(pami_svd_release(CTX, 1, 22), PAMI_NOT_FOUND);
+    }
+    mp_sync(&job);
+    if (job.me == 1) {
+        pami_svd_info_t info;
+        MP_CHECK(pami_svd_query(CTX, 22, &info, NULL, 0));
+        MP_EXPECT(info.num_users == 0, "a refused lookup_wait made %zu "
+                  "users", info.num_users);
+    }
+    mp_sync(&job);
+}
+
 /* ---- malformed ---- */
 
 static const char *const drop_stats[] = {"drop_short", "drop_long",
@@ -909,6 +981,8 @@ int main(int argc, char **argv)
         test_peer();
     else if (strcmp(mode, "shutdown") == 0)
         test_shutdown();
+    else if (strcmp(mode, "handler") == 0)
+        test_handler();
     else if (strcmp(mode, "malformed") == 0)
         test_malformed();
     else if (strcmp(mode, "forged") == 0)
@@ -917,7 +991,8 @@ int main(int argc, char **argv)
         test_bench(argc > 2 ? parse_sched(argv[2]) : 0);
     else
         mp_fail("usage: svd_test basic|update USERS HDR SCHED BYTES|race "
-                "BYTES|release|malformed|forged|shutdown|peer|bench [SCHED]");
+                "BYTES|release|malformed|forged|shutdown|handler|peer|bench "
+                "[SCHED]");
     mp_finish(&job);
     printf("svd %s: task %u ok\n", mode, job.me);
     return 0;
