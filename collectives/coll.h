@@ -217,6 +217,8 @@ typedef struct coll_ctx {
     pami_client_t    client;
     coll_global_t   *gl;       /* the client's ConnID count (coll_global.c) */
     pami_context_t   ctx;
+    struct cshm     *shm;      /* ctx's coll_shm state once looked up
+                                * (cshm_of_cc, coll_shm.h) */
     size_t           offset;
     pami_protocol_env_t env; /* from init: pami_protocol_send* on id 0 */
     pami_task_t      me;
@@ -471,8 +473,9 @@ bool coll_shm_auto_allowed(pami_context_t ctx);
 /* A call that failed its checks here: keeps the register aligned with
  * the members that run it (a round every member reads as a mismatch). */
 void coll_shm_poison(pami_context_t ctx, const pami_xfer_t *xfer);
-/* Runs a small blocking call inline when it can (true, *rc its result). */
-bool coll_shm_wait_inline(pami_context_t ctx, const pami_xfer_t *xfer,
+/* Runs a small blocking call inline when it can (true, *rc its result);
+ * cc is coll_ctx_of the call's context (NULL: it cannot). */
+bool coll_shm_wait_inline(coll_ctx_t *cc, const pami_xfer_t *xfer,
                           pami_result_t *rc);
 
 /* coll_alg_hier.c: allreduce over several nodes (node, leaders, node). */

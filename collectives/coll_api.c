@@ -622,7 +622,7 @@ pami_result_t pami_collective_wait(pami_context_t context,
         if (rc != PAMI_SUCCESS)
             return rc;
     }
-    if (coll_shm_wait_inline(context, xfer, &rc)) /* small, on one node */
+    if (coll_shm_wait_inline(xcc, xfer, &rc)) /* small, on one node */
         return rc;
     /* Refuse before starting anything we could not wait for. */
     if (pami_protocol_in_handler(context))
@@ -638,10 +638,9 @@ pami_result_t pami_collective_wait(pami_context_t context,
     rc = collective(context, &x, w.fn == NULL, &req);
     if (rc != PAMI_SUCCESS)
         return rc;
-    coll_ctx_t *cc = coll_ctx_of(context);
     while (!w.done) {
         /* req is freed only right before on_wait_done runs. */
-        spin_for_large(cc, req, &w);
+        spin_for_large(xcc, req, &w);
         if (w.done)
             break;
         rc = pami_context_wait(context, 100);

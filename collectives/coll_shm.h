@@ -237,6 +237,14 @@ const coll_algo_t *cshm_algo(pami_xfer_type_t kind);
 
 /* coll_shm_seg.c */
 cshm_t *cshm_of(pami_context_t ctx);
+/* The same through cc, which keeps it (both live as long as the context):
+ * the protocols are searched once, not on every small call. */
+static inline cshm_t *cshm_of_cc(coll_ctx_t *cc)
+{
+    if (cc->shm == NULL)
+        cc->shm = cshm_of(cc->ctx);
+    return cc->shm;
+}
 pami_result_t cshm_seg_create(cshm_t *s);
 pami_result_t cshm_seg_attach(cshm_t *s);
 bool cshm_seg_finish(cshm_t *s);

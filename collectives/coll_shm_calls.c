@@ -146,15 +146,16 @@ static bool inline_fits(cshm_t *s, coll_ctx_t *cc, const pami_xfer_t *x,
  * the geometry's next collective number, like the blocking register
  * barrier (coll_api.c). Entries started meanwhile from progress wait in
  * the queue (running is set) and start when it ends. */
-bool coll_shm_wait_inline(pami_context_t ctx, const pami_xfer_t *x,
+bool coll_shm_wait_inline(coll_ctx_t *cc, const pami_xfer_t *x,
                           pami_result_t *rc)
 {
-    cshm_t *s = cshm_of(ctx);
-    coll_ctx_t *cc = coll_ctx_of(ctx);
+    if (cc == NULL || x == NULL)
+        return false;
+    cshm_t *s = cshm_of_cc(cc);
+    pami_context_t ctx = cc->ctx;
     const coll_algo_t *a = NULL;
     pami_algorithm_selection_t sel;
-    if (s == NULL || cc == NULL || x == NULL ||
-        !inline_fits(s, cc, x, &a, &sel) ||
+    if (s == NULL || !inline_fits(s, cc, x, &a, &sel) ||
         pami_protocol_in_handler(ctx))
         return false;
     struct pami_geometry *g = x->geometry;
@@ -233,7 +234,7 @@ bool coll_shm_auto(const pami_xfer_t *x)
 {
     if (coll_shm_check(x) != PAMI_SUCCESS)
         return false;
-    cshm_t *s = cshm_of(x->geometry->cc->ctx);
+    cshm_t *s = cshm_of_cc(x->geometry->cc);
     size_t bytes = x->count * pami_type_size(x->dtype);
     if (s == NULL || !s->auto_ok)
         return false;

@@ -158,6 +158,29 @@ static pami_result_t exchange_addresses(pami_client_impl_t *c,
     return PAMI_SUCCESS;
 }
 
+/* The first failure (lowest task) of a step every task took, or
+ * PAMI_SUCCESS when it went well everywhere. */
+static pami_result_t agree_on_result(pami_client_impl_t *c,
+                                     pami_result_t mine)
+{
+    int32_t  me  = (int32_t)mine;
+    int32_t *all = malloc(c->size * sizeof(*all));
+    if (all == NULL)
+        return PAMI_ENOMEM;
+    pami_result_t rc = PAMI_SUCCESS;
+    if (c->bs->allgather(c->bs_state, &me, all, sizeof(me)) != 0)
+        rc = PAMI_BOOTSTRAP;
+    for (size_t t = 0; t < c->size && rc == PAMI_SUCCESS; t++)
+        if (all[t] != PAMI_SUCCESS) {
+            rc = (pami_result_t)all[t];
+            if (t != c->task)
+                pami_error("context", "a protocol's init failed on task "
+                                      "%zu (%s)", t, pami_error_text(rc));
+        }
+    free(all);
+    return rc;
+}
+
 pami_result_t pami_context_createv(pami_client_t c,
                                    const pami_context_params_t *params,
                                    size_t n, pami_context_t *contexts)
@@ -210,12 +233,15 @@ pami_result_t pami_context_createv(pami_client_t c,
 
     /* Before any context progresses: no protocol message finds its
      * handler missing here. */
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n && rc == PAMI_SUCCESS; i++)
         rc = pami_protocols_init(contexts[i]);
-        if (rc != PAMI_SUCCESS) {
-            pami_context_destroyv(contexts, n);
-            return rc;
-        }
+    /* An init may fail on some tasks only: all must hear it and destroy
+     * together, or the others would wait for this one in their next
+     * collective call. */
+    rc = agree_on_result(c, rc);
+    if (rc != PAMI_SUCCESS) {
+        pami_context_destroyv(contexts, n);
+        return rc;
     }
 
     /* Watch every task of other nodes from the start, connected while all

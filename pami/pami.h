@@ -128,7 +128,8 @@ typedef enum {
 /* OOB allgather: every task passes `len` bytes in `send`; on return `recv`
  * holds size * len bytes, task i's contribution at offset i * len. Must be
  * collective over all tasks and return 0 on success. It is called during
- * pami_client_create(), pami_context_createv() and pami_context_destroyv(). */
+ * pami_client_create(), pami_context_createv(), pami_context_destroyv(),
+ * and pami_dispatch_fence() before createv (a one-byte allgather). */
 typedef int (*pami_oob_allgather_fn)(void *cookie, const void *send,
                                      void *recv, size_t len);
 
@@ -230,8 +231,9 @@ typedef struct {
 /* Creates n contexts, one UCX worker each, and exchanges their addresses.
  * Collective: every task calls it once with the same n. With
  * PAMI_PEER_ERRORS=1 each context also connects a watching endpoint to
- * every other task (so a task's death is noticed) and the tasks meet in a
- * barrier before it returns. */
+ * every task on another node (tasks of this node are probed instead), so
+ * a task's death is noticed, and when any such endpoint exists the tasks
+ * meet in a barrier before it returns. */
 PAMI_EXPORT
 pami_result_t pami_context_createv(pami_client_t client,
                                    const pami_context_params_t *params,
@@ -288,8 +290,10 @@ typedef struct {
     uint64_t sends;             /* AMs started */
     uint64_t receives;          /* AMs delivered to a handler */
     uint64_t dropped_unknown;   /* AMs for an id with no handler */
-    uint64_t dropped_malformed; /* AMs too short to decode */
-    uint64_t peer_failures;     /* endpoints that reported a dead peer */
+    uint64_t dropped_malformed; /* messages refused as malformed (short,
+                                   bad fields, stray acks: docs/api.md) */
+    uint64_t peer_failures;     /* tasks found dead, and endpoints that
+                                   could not be created */
     uint64_t posted;            /* work items run */
     uint64_t sleeps;            /* times pami_context_wait slept */
     uint64_t bad_regions;       /* memregions refused: forged, corrupted,

@@ -101,5 +101,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size)
     server_stop(&job);
     ev_loop_destroy(job.loop);
     free(job.ranks);
+    free(job.pids); /* the pids that joined (sysv.c) */
     return 0;
 }
