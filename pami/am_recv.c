@@ -115,7 +115,7 @@ static void am_deliver(struct pami_context *ctx, const void *hdr,
             ; /* only there to connect the watching endpoint */
         else if (h.dispatch == PAMI_DISPATCH_RNDV && ack)
             pami_rndv_recv(ctx, peer, (h.origin_task << 8) | h.origin_ctx,
-                           ack_cookie, rest, rest_len);
+                           ack_cookie, rest, rest_len, data, data_len);
         else if (h.dispatch == PAMI_DISPATCH_RNDV_CHUNK && !ack)
             pami_rndv_msg_recv(ctx, peer, h.origin_task, rest, rest_len,
                                data, data_len);

@@ -65,6 +65,8 @@
 
 /* Headers up to this size are copied into the request itself. */
 #define PAMI_REQ_INLINE_HDR 96
+/* Most answers to puts one PUT_DONE carries (docs/protocols/rma.md). */
+#define PAMI_RMA_PUT_DONE_MAX 32
 
 typedef enum {
     REQ_FREE = 0,
@@ -128,6 +130,7 @@ struct pami_request {
                                      origin (rndv_msg): the payload's */
     /* Origin-served rendezvous (rndv_msg.c). */
     bool             rndv_msg;    /* the origin serves it in chunks */
+    bool             rndv_first;  /* target: chunk 0 came with the RTS */
     uint32_t         rndv_out;    /* chunk messages of it not yet ended:
                                      it reports only after them */
     pami_request_t  *rndv_src;    /* a chunk message: the transfer it
@@ -274,6 +277,11 @@ struct pami_context {
     pami_request_t       *deferred_head;
     pami_request_t      **deferred_tail;
     bool                  in_tp_progress;
+    /* Answers to puts through the owner, applied during this transport
+     * poll and sent together when it returns (rma_owner.c). */
+    uint32_t              put_done_peer;
+    uint32_t              put_done_n;
+    uint64_t              put_done[PAMI_RMA_PUT_DONE_MAX];
     /* Messages to the own endpoint, delivered from progress (self.c). */
     pami_self_msg_t      *self_head;
     pami_self_msg_t     **self_tail;
@@ -614,7 +622,8 @@ pami_result_t pami_rndv_send(struct pami_context *ctx, uint32_t index,
                              const pami_send_t *params);
 void pami_rndv_recv(struct pami_context *ctx, uint32_t peer,
                     pami_endpoint_t origin, uint64_t ack_cookie,
-                    const uint8_t *rest, size_t rest_len);
+                    const uint8_t *rest, size_t rest_len, const void *data,
+                    size_t data_len);
 void pami_rndv_start_get(struct pami_context *ctx, pami_peer_t *peer,
                          pami_request_t *req);
 
@@ -623,6 +632,8 @@ void pami_rndv_start_get(struct pami_context *ctx, pami_peer_t *peer,
 bool pami_rndv_msg_wanted(struct pami_context *ctx, uint32_t task);
 /* Target: asks for the first window of chunks of req. */
 void pami_rndv_msg_start(struct pami_context *ctx, pami_request_t *req);
+/* The bytes of a payload of bytes that travel with its RTS (DATA). */
+uint64_t pami_rndv_msg_first(uint64_t bytes);
 /* A PAMI_DISPATCH_RNDV_CHUNK message from endpoint peer. */
 void pami_rndv_msg_recv(struct pami_context *ctx, uint32_t peer,
                         uint32_t origin_task, const void *buf, size_t len,
@@ -655,8 +666,10 @@ enum {
     PAMI_RMA_MSG_GET,      /* origin -> owner */
     PAMI_RMA_MSG_ATOMIC,   /* origin -> owner */
     PAMI_RMA_MSG_REPLY,    /* owner -> origin, a get's data follows */
-    PAMI_RMA_MSG_FENCE     /* origin -> owner: answered once the earlier
+    PAMI_RMA_MSG_FENCE,    /* origin -> owner: answered once the earlier
                               messages on the endpoint were applied */
+    PAMI_RMA_MSG_PUT_DONE  /* owner -> origin: puts applied, their
+                              cookies follow as the data */
 };
 /* Payload of a PAMI_DISPATCH_RMA message (docs/protocols/rma.md). */
 typedef struct {
@@ -687,6 +700,8 @@ pami_result_t pami_rma_owner_start(struct pami_context *ctx, uint32_t index,
 void pami_rma_owner_recv(struct pami_context *ctx, uint32_t peer,
                          uint32_t origin_task, const void *buf, size_t len,
                          const void *data, size_t data_len);
+/* Sends the answers to puts gathered during a transport poll. */
+void pami_rma_owner_flush(struct pami_context *ctx);
 /* put/get by process_vm_writev/readv to a task of this node; the outcome
  * goes to the callbacks. PAMI_EAGAIN: not allowed here, use the owner's
  * path. (rma_cma.c) */
@@ -854,6 +869,8 @@ static inline unsigned pami_tp_poll(struct pami_context *ctx)
     ctx->in_tp_progress = true;
     unsigned n          = ctx->tp->progress(ctx->worker);
     ctx->in_tp_progress = false;
+    if (unlikely(ctx->put_done_n != 0))
+        pami_rma_owner_flush(ctx);
     return n;
 }
 

@@ -68,6 +68,7 @@ pami_request_t *pami_request_get(struct pami_context *ctx)
     req->rma_owner      = false;
     req->rma_dst        = NULL;
     req->rndv_msg       = false;
+    req->rndv_first     = false;
     req->rndv_out       = 0;
     req->rndv_src       = NULL;
     ctx->inflight++;

@@ -41,6 +41,12 @@ pami_wire_check_t pami_rma_msg_decode(const void *buf, size_t len,
                    ? PAMI_WIRE_OK : PAMI_WIRE_BAD_FIELD;
     case PAMI_RMA_MSG_FENCE:
         return data_len == 0 ? PAMI_WIRE_OK : PAMI_WIRE_BAD_LENGTH;
+    case PAMI_RMA_MSG_PUT_DONE:
+        if (out->result != PAMI_SUCCESS || out->bytes == 0 ||
+            out->bytes % sizeof(uint64_t) != 0 ||
+            out->bytes > PAMI_RMA_PUT_DONE_MAX * sizeof(uint64_t))
+            return PAMI_WIRE_BAD_FIELD;
+        return data_len == out->bytes ? PAMI_WIRE_OK : PAMI_WIRE_BAD_LENGTH;
     default:
         return PAMI_WIRE_BAD_FIELD;
     }
@@ -86,12 +92,60 @@ pami_result_t pami_rma_owner_start(struct pami_context *ctx, uint32_t index,
     return PAMI_SUCCESS;
 }
 
+void pami_rma_owner_flush(struct pami_context *ctx)
+{
+    uint32_t n = ctx->put_done_n;
+    size_t   len = n * sizeof(uint64_t);
+    ctx->put_done_n = 0;
+    pami_rma_msg_t  m   = {.version = PAMI_RMA_MSG_VERSION,
+                           .type = PAMI_RMA_MSG_PUT_DONE, .bytes = len};
+    pami_request_t *req = pami_request_get(ctx);
+    if (req != NULL && pami_request_set_header(req, sizeof(pami_am_hdr_t) +
+                                                        sizeof(m) + len) != 0) {
+        pami_request_put(req);
+        req = NULL;
+    }
+    if (req == NULL) {
+        pami_warn("rma", "no request for the answers to %u puts of task %u; "
+                         "they fail when the task is found dead or the "
+                         "context is destroyed",
+                  n, ctx->put_done_peer / (uint32_t)ctx->client->num_contexts);
+        return;
+    }
+    pami_request_core_header(req, PAMI_DISPATCH_RMA, &m, sizeof(m));
+    /* The cookies live behind the header, in the request's own buffer. */
+    uint8_t *cookies = req->hdr + req->hdr_len;
+    memcpy(cookies, ctx->put_done, len);
+    req->kind     = REQ_ACK_SEND;
+    req->peer     = ctx->put_done_peer;
+    req->data     = cookies;
+    req->data_len = len;
+    req->tp_flags = TP_SEND_EAGER;
+    pami_submit(ctx, req);
+}
+
+/* A put applied during a transport poll is answered with the others of
+ * that poll to the same endpoint: one message instead of one each. */
+static void put_done(struct pami_context *ctx, uint32_t peer, uint64_t cookie)
+{
+    if (ctx->put_done_n != 0 && ctx->put_done_peer != peer)
+        pami_rma_owner_flush(ctx);
+    ctx->put_done_peer = peer;
+    ctx->put_done[ctx->put_done_n++] = cookie;
+    if (ctx->put_done_n == PAMI_RMA_PUT_DONE_MAX)
+        pami_rma_owner_flush(ctx);
+}
+
 /* The owner's answer; data (a get's bytes) stays valid until sent: its
  * region counts the reply as a user, so destroy waits for it. */
 static void reply(struct pami_context *ctx, uint32_t peer, uint64_t cookie,
                   pami_result_t result, uint64_t old, const void *data,
                   size_t len, int32_t region)
 {
+    /* Answers leave in the order of the operations they answer (a
+     * FENCE's after the puts before it). */
+    if (ctx->put_done_n != 0)
+        pami_rma_owner_flush(ctx);
     pami_rma_msg_t m = {.version = PAMI_RMA_MSG_VERSION,
                         .type = PAMI_RMA_MSG_REPLY, .result = (int32_t)result,
                         .cookie = cookie, .bytes = len, .operand = old};
@@ -153,7 +207,10 @@ static void serve(struct pami_context *ctx, uint32_t peer, uint32_t task,
     case PAMI_RMA_MSG_PUT:
         if (m->bytes > 0)
             memcpy(addr, data, m->bytes);
-        reply(ctx, peer, m->cookie, PAMI_SUCCESS, 0, NULL, 0, -1);
+        if (ctx->in_tp_progress)
+            put_done(ctx, peer, m->cookie);
+        else
+            reply(ctx, peer, m->cookie, PAMI_SUCCESS, 0, NULL, 0, -1);
         break;
     case PAMI_RMA_MSG_GET:
         reply(ctx, peer, m->cookie, PAMI_SUCCESS, 0, addr, m->bytes,
@@ -207,6 +264,27 @@ static void answered(struct pami_context *ctx, uint32_t peer,
     pami_request_acked(req, rc);
 }
 
+/* Each cookie of a PUT_DONE stands for a REPLY of PAMI_SUCCESS without
+ * data, to a put only. */
+static void puts_answered(struct pami_context *ctx, uint32_t peer,
+                          const void *data, size_t data_len)
+{
+    pami_rma_msg_t one = {.type = PAMI_RMA_MSG_REPLY, .result = PAMI_SUCCESS};
+    for (size_t off = 0; off < data_len; off += sizeof(uint64_t)) {
+        memcpy(&one.cookie, (const uint8_t *)data + off, sizeof(one.cookie));
+        pami_request_t *req = pami_request_by_cookie(ctx, one.cookie);
+        if (req != NULL && req->rma_owner &&
+            req->rma_type != PAMI_RMA_MSG_PUT) {
+            pami_drop_malformed(ctx, "rma",
+                                "dropped the answer to a put for an operation "
+                                "of task %u that is no put",
+                                peer / (uint32_t)ctx->client->num_contexts);
+            continue;
+        }
+        answered(ctx, peer, &one, NULL, 0); /* checks the rest */
+    }
+}
+
 void pami_rma_owner_recv(struct pami_context *ctx, uint32_t peer,
                          uint32_t origin_task, const void *buf, size_t len,
                          const void *data, size_t data_len)
@@ -222,12 +300,14 @@ void pami_rma_owner_recv(struct pami_context *ctx, uint32_t peer,
         /* A request whose answer can be addressed is answered, so its
          * origin does not wait for nothing. */
         if (len == sizeof(m) && m.type != PAMI_RMA_MSG_REPLY &&
-            why != PAMI_WIRE_SHORT)
+            m.type != PAMI_RMA_MSG_PUT_DONE && why != PAMI_WIRE_SHORT)
             reply(ctx, peer, m.cookie, PAMI_INVAL, 0, NULL, 0, -1);
         return;
     }
     if (m.type == PAMI_RMA_MSG_REPLY)
         answered(ctx, peer, &m, data, data_len);
+    else if (m.type == PAMI_RMA_MSG_PUT_DONE)
+        puts_answered(ctx, peer, data, data_len);
     else
         serve(ctx, peer, origin_task, &m, data);
 }

@@ -53,11 +53,16 @@ pami_result_t pami_rndv_send(struct pami_context *ctx, uint32_t index,
      * shared-memory messages; reading directly is one copy and needs no
      * registration. */
     uint32_t task = index / (uint32_t)ctx->client->num_contexts;
+    const void *push = NULL;
+    size_t      push_len = 0;
     if (pami_rndv_msg_wanted(ctx, task)) {
         /* No RDMA (TCP): this task serves the chunks itself
-         * (rndv_msg.c). */
-        rts.flags |= RNDV_FLAG_MSG;
+         * (rndv_msg.c), the first one at once with the RTS: a FETCH
+         * for it would cost a round trip per message. */
+        rts.flags |= RNDV_FLAG_MSG | RNDV_FLAG_DATA;
         rts.base        = 0;
+        push            = s->data;
+        push_len        = pami_rndv_msg_first(s->data_len);
         req->rndv_msg   = true;
         req->rndv_base  = (uint64_t)(uintptr_t)s->data;
         req->rndv_bytes = s->data_len;
@@ -81,8 +86,8 @@ pami_result_t pami_rndv_send(struct pami_context *ctx, uint32_t index,
     req->local_fn  = p->local_fn;
     req->remote_fn = p->remote_fn;
     req->cookie    = p->cookie;
-    req->data      = NULL;
-    req->data_len  = 0;
+    req->data      = push;
+    req->data_len  = push_len;
     req->tp_flags  = TP_SEND_EAGER;
 
     uint8_t *h = req->hdr;
@@ -130,7 +135,8 @@ static pami_result_t landing(struct pami_context *ctx, const pami_recv_t *r,
 
 void pami_rndv_recv(struct pami_context *ctx, uint32_t peer,
                     pami_endpoint_t origin, uint64_t ack_cookie,
-                    const uint8_t *rest, size_t rest_len)
+                    const uint8_t *rest, size_t rest_len, const void *data,
+                    size_t data_len)
 {
     pami_rndv_rts_t rts;
     pami_wire_check_t why = pami_rndv_rts_decode(
@@ -148,12 +154,16 @@ void pami_rndv_recv(struct pami_context *ctx, uint32_t peer,
         pami_warn("rma", "refused a memory region that fails its owner's "
                          "seal (forged, corrupted, or of another job)");
     }
+    /* The first chunk comes whole with DATA, nothing comes without. */
+    size_t pushed = (rts.flags & RNDV_FLAG_DATA)
+                        ? pami_rndv_msg_first(rts.bytes) : 0;
     if (why != PAMI_WIRE_OK ||
-        (cma && !ctx->client->tasks[pami_ep_task(origin)].local)) {
+        (cma && !ctx->client->tasks[pami_ep_task(origin)].local) ||
+        data_len != pushed) {
         pami_drop_malformed(ctx, "rndv",
                             "dropped a malformed rendezvous request (version "
-                            "%u)",
-                            rts.version);
+                            "%u, %zu bytes of data)",
+                            rts.version, data_len);
         pami_send_ack(ctx, peer, ack_cookie, PAMI_INVAL);
         return;
     }
@@ -214,6 +224,11 @@ void pami_rndv_recv(struct pami_context *ctx, uint32_t peer,
     req->region = region;
     if (region >= 0)
         ctx->regions[region].users++;
+    /* The RTS's data is valid only during this call. */
+    if (pushed > 0) {
+        memcpy(addr, data, pushed);
+        req->rndv_first = true;
+    }
     pami_submit(ctx, req);
 }
 

@@ -15,7 +15,7 @@
 
 /* Chunk the target asks for, and how many it keeps in flight: a window of
  * 2 MiB keeps a TCP link busy (docs/PERFORMANCE.md). */
-#define CHUNK  (256u * 1024)
+#define CHUNK  RNDV_MSG_CHUNK
 #define WINDOW 8u
 
 _Static_assert(CHUNK <= RNDV_CHUNK_MAX, "a chunk the origin accepts");
@@ -88,13 +88,22 @@ static void fetch_more(struct pami_context *ctx, pami_request_t *req)
     }
 }
 
+uint64_t pami_rndv_msg_first(uint64_t bytes)
+{
+    return bytes < CHUNK ? bytes : CHUNK;
+}
+
 void pami_rndv_msg_start(struct pami_context *ctx, pami_request_t *req)
 {
-    req->rndv_next = 0;
-    req->rndv_lo   = 0;
+    /* The first chunk came with the RTS (rndv.c copied it). */
+    req->rndv_next = req->rndv_first ? 1 : 0;
+    req->rndv_lo   = req->rndv_next;
     req->rndv_got  = 0;
     pami_request_local_start(req);
-    fetch_more(ctx, req);
+    if (req->rndv_lo == nchunks(req->data_len))
+        finish(req, PAMI_SUCCESS);
+    else
+        fetch_more(ctx, req);
 }
 
 void pami_rndv_msg_part_done(pami_request_t *part)

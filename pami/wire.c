@@ -103,8 +103,11 @@ pami_wire_check_t pami_rndv_rts_decode(const void *buf, size_t len,
     memcpy(out, buf, sizeof(*out));
     if (out->version != RNDV_VERSION)
         return PAMI_WIRE_BAD_VERSION;
-    if ((out->flags & ~(RNDV_FLAG_CMA | RNDV_FLAG_MSG)) != 0 ||
-        out->flags == (RNDV_FLAG_CMA | RNDV_FLAG_MSG))
+    uint32_t kind = out->flags & (RNDV_FLAG_CMA | RNDV_FLAG_MSG);
+    if ((out->flags & ~(RNDV_FLAG_CMA | RNDV_FLAG_MSG | RNDV_FLAG_DATA)) !=
+            0 ||
+        kind == (RNDV_FLAG_CMA | RNDV_FLAG_MSG) ||
+        ((out->flags & RNDV_FLAG_DATA) && kind != RNDV_FLAG_MSG))
         return PAMI_WIRE_BAD_FIELD;
     if (out->flags & RNDV_FLAG_CMA)
         return PAMI_WIRE_OK;

@@ -103,6 +103,12 @@ pami_wire_check_t pami_probe_decode(const void *buf, size_t len,
  * for (PAMI_DISPATCH_RNDV_CHUNK, rndv_msg.c): no registration, no UCX
  * RMA toward a peer that may die; mr and base are zero. */
 #define RNDV_FLAG_MSG 0x2u
+/* With MSG only: the RTS's AM data holds the payload's first chunk
+ * (min(bytes, RNDV_MSG_CHUNK) bytes), so a payload of one chunk costs no
+ * round trip of its own; the target asks for the chunks after it. */
+#define RNDV_FLAG_DATA 0x4u
+/* The chunks of the origin-served transfer (rndv_msg.c). */
+#define RNDV_MSG_CHUNK (256u * 1024)
 
 /* The rendezvous request (RTS), after the AM header and ack cookie. */
 typedef struct {
@@ -116,7 +122,7 @@ typedef struct {
 } pami_rndv_rts_t;
 
 /* The fixed part of an RTS (the user's header follows it) and its form:
- * version, flags, and without CMA a memregion that verifies under the
+ * version, flags (DATA only with MSG), and without CMA a memregion that verifies under the
  * job's secrets (16 bytes per task of ntasks: memregion.c), owned by
  * origin_task and describing exactly base and bytes. Whether CMA is
  * allowed (same node) is the caller's check. */

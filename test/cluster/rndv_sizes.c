@@ -2,8 +2,10 @@
  * rndv_sizes: large messages of many sizes between every pair of tasks
  * (each task to itself too), around the 256 KiB chunks and the 2 MiB
  * window in which an origin serves a payload over TCP
- * (docs/protocols/rendezvous.md); on one node with PAMI_RNDV_VIA_ORIGIN=1
- * the same path, without it CMA.
+ * (docs/protocols/rendezvous.md): the first chunk travels with the RTS,
+ * so 64 KiB (the threshold) and 256 KiB - 1 come whole with it, 256 KiB
+ * + 1 needs one FETCH of a single byte; on one node with
+ * PAMI_RNDV_VIA_ORIGIN=1 the same path, without it CMA.
  *
  *   rndv_sizes [ROUNDS] [split]
  *

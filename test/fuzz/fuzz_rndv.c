@@ -26,6 +26,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size)
     if (pami_rndv_rts_decode(buf, len, origin, fz_secrets(), ntasks, &rts) ==
         PAMI_WIRE_OK) {
         fz_touch(buf + sizeof(rts), len - sizeof(rts));
+        if ((rts.flags & RNDV_FLAG_DATA) && !(rts.flags & RNDV_FLAG_MSG))
+            abort(); /* the first chunk rides only with MSG */
         if (rts.flags & RNDV_FLAG_MSG) {
             /* Served by the origin: nothing of its memory is named. */
             static const pami_memregion_t zero;

@@ -142,7 +142,17 @@ static void test_rts_msg(void **state)
     r.flags = RNDV_FLAG_MSG | RNDV_FLAG_CMA;
     assert_int_equal(pami_rndv_rts_decode(&r, sizeof(r), 1, secrets, 4,
                                           &out), PAMI_WIRE_BAD_FIELD);
-    r.flags = 0x4;
+    r.flags = 0x8;
+    assert_int_equal(pami_rndv_rts_decode(&r, sizeof(r), 1, secrets, 4,
+                                          &out), PAMI_WIRE_BAD_FIELD);
+    /* The first chunk rides along only with MSG. */
+    r.flags = RNDV_FLAG_MSG | RNDV_FLAG_DATA;
+    assert_int_equal(pami_rndv_rts_decode(&r, sizeof(r), 1, secrets, 4,
+                                          &out), PAMI_WIRE_OK);
+    r.flags = RNDV_FLAG_DATA;
+    assert_int_equal(pami_rndv_rts_decode(&r, sizeof(r), 1, secrets, 4,
+                                          &out), PAMI_WIRE_BAD_FIELD);
+    r.flags = RNDV_FLAG_CMA | RNDV_FLAG_DATA;
     assert_int_equal(pami_rndv_rts_decode(&r, sizeof(r), 1, secrets, 4,
                                           &out), PAMI_WIRE_BAD_FIELD);
 }
