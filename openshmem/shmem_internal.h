@@ -296,6 +296,9 @@ SHMEMI_HIDDEN void shmemi_get(shmem_ctx_t ctx, void *dest, const void *src,
 /* A put's copy through a mapping (shmem_copy.c): memcpy, or non-temporal
  * stores within a long run of puts that each start where the last ended. */
 SHMEMI_HIDDEN void shmemi_copy_put(void *dest, const void *src, size_t bytes);
+/* The same for a get's copy into this PE's dest (a run of gets of its
+ * own). */
+SHMEMI_HIDDEN void shmemi_copy_get(void *dest, const void *src, size_t bytes);
 
 /* Parses "64M", "1G", "4096", "2k" (K, M, G, T: powers of 1024). 0 on
  * success. */

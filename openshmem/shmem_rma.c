@@ -1,6 +1,6 @@
 /* Contiguous and strided put and get, blocking and non-blocking. A target
  * the library can load and store (the own PE, a peer of the node whose
- * heap pami mapped) is copied with memcpy (a put by shmemi_copy_put); any
+ * heap pami mapped) is copied with memcpy (shmemi_copy_put and _get); any
  * other goes through pami_put / pami_get on the target's region. */
 #include <string.h>
 
@@ -105,7 +105,7 @@ void shmemi_get(shmem_ctx_t ctx, void *dest, const void *src, size_t bytes,
     pe = shmemi_ctx_pe(ctx, pe, "shmem_get");
     shmemi_resolve("shmem_get", src, bytes, pe, &r);
     if (r.local != NULL) {
-        memcpy(dest, r.local, bytes);
+        shmemi_copy_get(dest, r.local, bytes);
         return;
     }
     issue(ctx, 0, dest, bytes, &r, count != NULL ? count : &mine);

@@ -50,6 +50,11 @@
     X(shm_entry_max, "PAMI_SHM_ENTRY_MAX", size, "2032",                     \
       "bytes of a message one queue entry carries whole (16..65520, at "   \
       "most half the queue); longer ones go in several entries")           \
+    X(shm_queue_grow, "PAMI_SHM_QUEUE_GROW", size, "4096",                   \
+      "64-byte lines a queue grows to when its sender streams (a message " \
+      "longer than an entry, or no room for 1/16 of the start lap); "      \
+      "entries up to a quarter of it, "                                     \
+      "at most 65520 bytes (a power of two, PAMI_SHM_QUEUE_LINES..65536)")  \
     X(shm_membarrier, "PAMI_SHM_MEMBARRIER", bool, "1",                      \
       "1: a task about to sleep calls membarrier(GLOBAL_EXPEDITED), so "    \
       "its queues' senders need no full fence per message; 0 or a kernel " \
@@ -73,6 +78,7 @@ typedef struct {
     int    shm_fastpath;
     size_t shm_queue_lines;
     size_t shm_entry_max;
+    size_t shm_queue_grow;
     int    shm_membarrier;
     char   protocols[4096];
 } pami_config_t;

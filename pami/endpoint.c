@@ -114,13 +114,13 @@ void pami_tasks_watch(struct pami_context *ctx)
  * live peer's flood must not keep us here. */
 static void take_in_what_came(struct pami_context *ctx)
 {
-    if (ctx->in_tp_progress || pami_tls_progressing == ctx)
+    if (ctx->in_tp_progress || pami_progressing(ctx))
         return;
-    struct pami_context *outer = pami_tls_progressing;
-    pami_tls_progressing       = ctx;
+    pami_progress_frame_t frame;
+    pami_progress_enter(ctx, &frame);
     for (int i = 0; i < 64 && pami_tp_poll(ctx) > 0; i++)
         ;
-    pami_tls_progressing = outer;
+    pami_progress_leave(&frame);
 }
 
 void pami_sweep_local_tasks(struct pami_context *ctx, uint64_t now)

@@ -826,8 +826,41 @@ pami_result_t pami_rkey_get(struct pami_context *ctx, pami_peer_t *peer,
 void pami_regions_destroy(struct pami_context *ctx);
 
 /* ---- progress (progress.c) ---- */
+/* The innermost context whose handlers this thread runs (NULL outside
+ * any), and the chain of all of them: a handler of context A may advance
+ * context B, whose handler must then still find A in progress. */
+typedef struct pami_progress_frame {
+    struct pami_context        *ctx;
+    struct pami_progress_frame *outer;
+} pami_progress_frame_t;
 extern __thread struct pami_context *pami_tls_progressing
     __attribute__((tls_model("initial-exec")));
+extern __thread pami_progress_frame_t *pami_tls_frames
+    __attribute__((tls_model("initial-exec")));
+
+static inline void pami_progress_enter(struct pami_context *ctx,
+                                       pami_progress_frame_t *frame)
+{
+    frame->ctx           = ctx;
+    frame->outer         = pami_tls_frames;
+    pami_tls_frames      = frame;
+    pami_tls_progressing = ctx;
+}
+
+static inline void pami_progress_leave(pami_progress_frame_t *frame)
+{
+    pami_tls_frames      = frame->outer;
+    pami_tls_progressing = frame->outer ? frame->outer->ctx : NULL;
+}
+
+/* Whether this thread runs handlers of ctx, at any depth. */
+static inline bool pami_progressing(const struct pami_context *ctx)
+{
+    for (pami_progress_frame_t *f = pami_tls_frames; f != NULL; f = f->outer)
+        if (f->ctx == ctx)
+            return true;
+    return false;
+}
 
 /* One poll of the context's transport, marked so that what its callbacks
  * call knows it runs inside it (endpoint.c). */

@@ -303,7 +303,7 @@ pami_result_t pami_memregion_destroy(pami_context_t ctx, pami_memregion_t *mr)
     uint64_t deadline = pami_time_ns() +
                         ctx->client->config.shutdown_timeout_ms * 1000000ull;
     while (r->users > 0) {
-        if (pami_tls_progressing == ctx)
+        if (pami_progressing(ctx))
             return PAMI_EAGAIN;
         if (pami_time_ns() > deadline) {
             pami_warn("rma", "region %u still used by %u operations; not "

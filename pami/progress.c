@@ -9,8 +9,11 @@
 
 #include "internal.h"
 
-/* The context whose handlers this thread is running, to refuse re-entry. */
+/* The contexts whose handlers this thread is running, to refuse re-entry
+ * (internal.h). */
 __thread struct pami_context *pami_tls_progressing
+    __attribute__((tls_model("initial-exec")));
+__thread pami_progress_frame_t *pami_tls_frames
     __attribute__((tls_model("initial-exec")));
 
 static unsigned run_posted(struct pami_context *ctx)
@@ -62,8 +65,8 @@ unsigned pami_progress_once(struct pami_context *ctx)
     bool look = unlikely((++ctx->polls & 1023) == 0);
     if (look && sweeping(ctx))
         sweep_local_tasks(ctx);
-    struct pami_context *outer = pami_tls_progressing;
-    pami_tls_progressing = ctx;
+    pami_progress_frame_t frame;
+    pami_progress_enter(ctx, &frame);
     /* The progress thread's arm is spent: see pami_context_release. */
     ctx->progressed = true;
     /* Completions the program's own calls finished (a put or rmw by load
@@ -91,7 +94,7 @@ unsigned pami_progress_once(struct pami_context *ctx)
     if (ctx->done_head != NULL)
         n += pami_request_report(ctx);
     n += run_posted(ctx);
-    pami_tls_progressing = outer;
+    pami_progress_leave(&frame);
     return n;
 }
 
@@ -101,7 +104,7 @@ pami_result_t pami_context_advance(pami_context_t ctx, size_t max)
         pami_warn("progress", "advance of a NULL context");
         return PAMI_INVAL;
     }
-    if (unlikely(pami_tls_progressing == ctx)) {
+    if (unlikely(pami_tls_progressing != NULL && pami_progressing(ctx))) {
         pami_warn("progress", "pami_context_advance called from a handler or "
                               "callback of the same context");
         return PAMI_IN_HANDLER;
@@ -127,7 +130,7 @@ pami_result_t pami_context_wait(pami_context_t ctx, int timeout_ms)
         pami_warn("progress", "wait on a NULL context");
         return PAMI_INVAL;
     }
-    if (unlikely(pami_tls_progressing == ctx)) {
+    if (unlikely(pami_tls_progressing != NULL && pami_progressing(ctx))) {
         pami_warn("progress", "pami_context_wait called from a handler or "
                               "callback of the same context");
         return PAMI_IN_HANDLER;

@@ -323,7 +323,7 @@ pami_result_t pami_protocol_send_sized(const pami_protocol_env_t *env,
 
 int pami_protocol_in_handler(pami_context_t ctx)
 {
-    return ctx != NULL && pami_tls_progressing == ctx;
+    return ctx != NULL && pami_progressing(ctx);
 }
 
 void *pami_protocol_state(pami_context_t ctx, const pami_protocol_ops_t *ops)

@@ -340,9 +340,10 @@ void pami_requests_destroy(struct pami_context *ctx)
                 pami_request_done(req, PAMI_SHUTDOWN);
             }
         }
-    pami_tls_progressing = ctx;
+    pami_progress_frame_t frame;
+    pami_progress_enter(ctx, &frame);
     pami_request_report(ctx);
-    pami_tls_progressing = NULL;
+    pami_progress_leave(&frame);
 }
 
 void pami_requests_free(struct pami_context *ctx)

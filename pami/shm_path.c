@@ -31,14 +31,29 @@ void pami_shm_params(const pami_client_impl_t *c, size_t num_contexts,
                   fallback * 64 - 16);
         entry = fallback;
     }
+    size_t grow = cfg->shm_queue_grow;
+    if (grow < lines || grow > 65536 || (grow & (grow - 1)) != 0) {
+        size_t fallback = lines > 4096 ? lines : 4096;
+        pami_warn("shm", "PAMI_SHM_QUEUE_GROW=%zu is not a power of two "
+                  "in %zu..65536: %zu taken", grow, lines, fallback);
+        grow = fallback;
+    }
+    /* A grown queue's entries: a quarter of it (a 16 KiB message is one
+     * entry, handed to the handler in place, in a ring of 4096 lines),
+     * never less than the start's. */
+    size_t grown_entry = grow / 4 < 1024 ? grow / 4 : 1024;
+    if (grown_entry < entry || grow == lines)
+        grown_entry = entry;
     /* One per context of this node that sends here, own ones included;
      * a little slack (a sender whose inbox check failed half-way claimed
      * one). */
     size_t queues = (c->num_local_tasks + 1) * num_contexts + 8;
     wp->shm_on          = cfg->shm_fastpath && c->num_local_tasks > 0;
     wp->shm_membarrier  = cfg->shm_membarrier;
-    wp->shm_queue_lines = (uint32_t)lines;
-    wp->shm_entry_lines = (uint32_t)entry;
+    wp->shm_queue_lines = (uint32_t)grow;
+    wp->shm_entry_lines = (uint32_t)grown_entry;
+    wp->shm_start_lines = (uint32_t)lines;
+    wp->shm_start_entry_lines = (uint32_t)entry;
     wp->shm_max_queues  = (uint32_t)queues;
     /* Every message pami sends, its own bulk ones too (chunks of a
      * rendezvous through the origin, puts through the owner), goes by

@@ -32,7 +32,7 @@
 
 #define SHM_ADDR_MAGIC 0x70616d73u /* "pams" */
 #define SHM_SEG_MAGIC  0x70616d692d73686dull
-#define SHM_VERSION    1
+#define SHM_VERSION    2
 #define SHM_PAGE       4096
 #define SHM_CLAIM_OFF  64   /* the claim counter's line */
 #define SHM_SLEEP_OFF  128  /* the sleeping flag's line */
@@ -57,6 +57,8 @@ typedef struct {
     uint32_t max_lines;
     uint32_t max_queues;
     uint32_t flags;     /* SHM_SEG_MEMBARRIER */
+    uint32_t start_lines;       /* a queue's lap until its sender streams */
+    uint32_t start_entry_lines; /* the largest entry in that lap */
 } shm_seg_hdr_t;
 
 /* The owner calls membarrier(GLOBAL_EXPEDITED) between storing its
@@ -93,6 +95,7 @@ typedef struct shm_worker {
     uint8_t     *seg;
     size_t       seg_bytes, ring_off;
     uint32_t     nlines, max_lines, max_queues;
+    uint32_t     start_lines, start_entry_lines;
     size_t       msg_max;
     _Atomic uint32_t *claimed, *sleeping;
     shmq_cons_t *cons;
@@ -120,6 +123,8 @@ struct shm_ep {
     shm_worker_t *w;
     bool          shm, failed, on_list;
     bool          ucx_only; /* a bulk message moved it to UCX */
+    bool          grown;    /* the lap is the whole ring */
+    uint32_t      grown_entry_lines;
     shmq_prod_t   prod;
     size_t        msg_max;
     uint8_t      *peer_seg;
@@ -194,19 +199,35 @@ static void asym_register(void)
 
 /* ---- the inbox ---- */
 
+/* The ring and its largest entry, and the lap and entry a queue starts
+ * with: powers of two of 64 lines and more, entries of at most half of
+ * theirs, nothing of the start larger than the grown. */
+static bool sizes_ok(uint32_t nlines, uint32_t max_lines, uint32_t start,
+                     uint32_t start_entry)
+{
+    return nlines >= 64 && nlines <= 65536 &&
+           (nlines & (nlines - 1)) == 0 && max_lines >= 1 &&
+           max_lines <= 1024 && max_lines <= nlines / 2 && start >= 64 &&
+           start <= nlines && (start & (start - 1)) == 0 &&
+           start_entry >= 1 && start_entry <= start / 2 &&
+           start_entry <= max_lines;
+}
+
 static int inbox_create(shm_worker_t *w, const tp_worker_params_t *p)
 {
     w->nlines     = p->shm_queue_lines;
     w->max_lines  = p->shm_entry_lines;
     w->max_queues = p->shm_max_queues;
     w->msg_max    = p->shm_msg_max;
-    if (w->nlines < 64 || (w->nlines & (w->nlines - 1)) != 0 ||
-        w->max_lines == 0 || w->max_lines > 1024 ||
-        w->max_lines > w->nlines / 2 || w->max_queues == 0 ||
+    w->start_lines       = p->shm_start_lines;
+    w->start_entry_lines = p->shm_start_entry_lines;
+    if (!sizes_ok(w->nlines, w->max_lines, w->start_lines,
+                  w->start_entry_lines) || w->max_queues == 0 ||
         w->msg_max > UINT32_MAX) {
         pami_error("shm", "queue settings out of range (%u lines, entries "
-                   "of %u lines, %u queues)", w->nlines, w->max_lines,
-                   w->max_queues);
+                   "of %u lines, starting with %u and %u, %u queues)",
+                   w->nlines, w->max_lines, w->start_lines,
+                   w->start_entry_lines, w->max_queues);
         return -EINVAL;
     }
     w->seg_bytes = seg_size(w->nlines, w->max_queues);
@@ -247,6 +268,8 @@ static int inbox_create(shm_worker_t *w, const tp_worker_params_t *p)
     h->max_lines  = w->max_lines;
     h->max_queues = w->max_queues;
     h->flags      = w->asym ? SHM_SEG_MEMBARRIER : 0;
+    h->start_lines       = w->start_lines;
+    h->start_entry_lines = w->start_entry_lines;
     h->magic      = SHM_SEG_MAGIC;
     return 0;
 }
@@ -412,18 +435,23 @@ static int shm_connect(shm_ep_t *e, const shm_addr_t *a)
     shm_seg_hdr_t h;
     memcpy(&h, seg, sizeof(h));
     if (h.magic != SHM_SEG_MAGIC || h.nonce != a->nonce ||
-        h.version != SHM_VERSION || h.nlines < 64 ||
-        (h.nlines & (h.nlines - 1)) != 0 || h.max_lines == 0 ||
-        h.max_lines > 1024 || h.max_lines > h.nlines / 2 ||
+        h.version != SHM_VERSION ||
+        !sizes_ok(h.nlines, h.max_lines, h.start_lines,
+                  h.start_entry_lines) ||
         h.max_queues == 0 || h.max_queues > (1u << 20) ||
         seg_size(h.nlines, h.max_queues) > e->peer_bytes)
         return -EPROTO;
     e->peer_efd = eventfd_of(a->pid, a->efd);
     if (e->peer_efd < 0)
         return -EPROTO;
-    /* Memory first: a claimed queue is never given back. */
-    if (!shmq_prod_init(&e->prod, NULL, NULL, h.nlines, h.max_lines))
+    /* Memory first: a claimed queue is never given back. The producer
+     * starts with the owner's start lap and entries. */
+    if (!shmq_prod_init(&e->prod, NULL, NULL, h.nlines, h.start_entry_lines,
+                        h.start_lines))
         return -ENOMEM;
+    e->grown_entry_lines = h.max_lines;
+    e->grown = h.start_lines == h.nlines &&
+               h.start_entry_lines == h.max_lines;
     uint32_t q = atomic_fetch_add((_Atomic uint32_t *)(e->peer_seg +
                                                        SHM_CLAIM_OFF), 1);
     if (q >= h.max_queues)
@@ -516,6 +544,27 @@ static inline void wake(shm_ep_t *e)
     }
 }
 
+/* The sender streams: its queue takes the whole ring and the largest
+ * entries from now on (shm-queue.md, "Growing"). The pages past the
+ * start become resident only as the producer writes them. */
+static inline void grow(shm_ep_t *e)
+{
+    /* Without memory for the producer's record of the larger lap it
+     * stays as it is (and tries again at the next such message). */
+    if (!e->grown && shmq_prod_grow(&e->prod, e->grown_entry_lines))
+        e->grown = true;
+}
+
+/* A message that finds no room grows the queue when the start lap holds
+ * fewer than 16 of its kind (1 KiB and more by default): too few to keep
+ * the two tasks from going in lock step. A flood of small messages
+ * leaves it at its start size. */
+static inline bool worth_growing(const shm_ep_t *e, size_t total)
+{
+    size_t lines = (SHMQ_ENTRY_HDR + total + SHMQ_LINE - 1) / SHMQ_LINE;
+    return !e->grown && lines * 16 >= e->prod.lap;
+}
+
 /* Writes as much of the message as fits; returns the new offset. */
 static size_t put_some(shm_ep_t *e, const void *hdr, size_t hdr_len,
                        const void *data, size_t data_len, size_t off)
@@ -529,6 +578,21 @@ static size_t put_some(shm_ep_t *e, const void *hdr, size_t hdr_len,
         off += (size_t)n;
     } while (off < total);
     return off;
+}
+
+/* The whole message now or nothing of it. */
+static bool put_whole(shm_ep_t *e, const void *hdr, size_t hdr_len,
+                      const void *data, size_t data_len)
+{
+    size_t total = hdr_len + data_len;
+    if (total <= shmq_frag_max(e->prod.max_lines))
+        return shmq_put_frag(&e->prod, (uint16_t)hdr_len, total, hdr,
+                             hdr_len, data, data_len, 0) >= 0;
+    size_t need = shmq_lines_needed(&e->prod, total);
+    if (shmq_room(&e->prod, need) < need)
+        return false;
+    put_some(e, hdr, hdr_len, data, data_len, 0);
+    return true;
 }
 
 static int shm_am_send_imm(tp_ep_t *te, const void *hdr, size_t hdr_len,
@@ -548,15 +612,14 @@ static int shm_am_send_imm(tp_ep_t *te, const void *hdr, size_t hdr_len,
         e->w->stats.shm_full++;
         return -EAGAIN;
     }
-    if (total > shmq_frag_max(e->prod.max_lines)) {
-        size_t need = shmq_lines_needed(&e->prod, total);
-        if (shmq_room(&e->prod, need) < need) {
-            e->w->stats.shm_full++;
-            return -EAGAIN;
-        }
-        put_some(e, hdr, hdr_len, data, data_len, 0);
-    } else if (shmq_put_frag(&e->prod, (uint16_t)hdr_len, total, hdr,
-                             hdr_len, data, data_len, 0) < 0) {
+    if (total > shmq_frag_max(e->prod.max_lines))
+        grow(e);
+    bool sent = put_whole(e, hdr, hdr_len, data, data_len);
+    if (!sent && worth_growing(e, total)) {
+        grow(e);
+        sent = put_whole(e, hdr, hdr_len, data, data_len);
+    }
+    if (!sent) {
         e->w->stats.shm_full++;
         return -EAGAIN;
     }
@@ -612,7 +675,13 @@ static int shm_am_send(tp_ep_t *te, const void *hdr, size_t hdr_len,
     }
     size_t off = 0;
     if (e->pend_head == NULL && !bulk) {
+        if (total > shmq_frag_max(e->prod.max_lines))
+            grow(e);
         off = put_some(e, hdr, hdr_len, data, data_len, 0);
+        if (off < total && worth_growing(e, total)) {
+            grow(e);
+            off = put_some(e, hdr, hdr_len, data, data_len, off);
+        }
         if (off == total) {
             e->w->stats.shm_sent++;
             wake(e);

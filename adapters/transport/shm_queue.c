@@ -14,17 +14,49 @@ static inline uint32_t lines_of(size_t frag)
     return (uint32_t)((SHMQ_ENTRY_HDR + frag + SHMQ_LINE - 1) / SHMQ_LINE);
 }
 
+/* Lines a producer writes in each lap: the record of stamps covers
+ * those only. */
+static inline uint32_t lap_of(const shmq_prod_t *q)
+{
+    return q->lap != 0 && q->lap < q->nlines ? q->lap : q->nlines;
+}
+
 bool shmq_prod_init(shmq_prod_t *q, shmq_ctl_t *ctl, uint8_t *ring,
-                    uint32_t nlines, uint32_t max_lines)
+                    uint32_t nlines, uint32_t max_lines, uint32_t lap)
 {
     *q = (shmq_prod_t){.ctl = ctl, .ring = ring, .nlines = nlines,
-                       .max_lines = max_lines};
-    q->shadow = calloc(nlines, sizeof(*q->shadow));
-    q->known  = calloc((nlines + 63) / 64, sizeof(*q->known));
+                       .max_lines = max_lines, .lap = lap};
+    uint32_t n = lap_of(q);
+    q->shadow = calloc(n, sizeof(*q->shadow));
+    q->known  = calloc((n + 63) / 64, sizeof(*q->known));
     if (q->shadow == NULL || q->known == NULL) {
         shmq_prod_fini(q);
         return false;
     }
+    return true;
+}
+
+bool shmq_prod_grow(shmq_prod_t *q, uint32_t max_lines)
+{
+    uint32_t old = lap_of(q), n = q->nlines;
+    if (old < n) {
+        /* The lines past the old lap were never written: unknown. */
+        uint32_t *shadow = calloc(n, sizeof(*shadow));
+        uint64_t *known  = calloc((n + 63) / 64, sizeof(*known));
+        if (shadow == NULL || known == NULL) {
+            free(shadow);
+            free(known);
+            return false;
+        }
+        memcpy(shadow, q->shadow, old * sizeof(*shadow));
+        memcpy(known, q->known, (old + 63) / 64 * sizeof(*known));
+        free(q->shadow);
+        free(q->known);
+        q->shadow = shadow;
+        q->known  = known;
+    }
+    q->lap       = n;
+    q->max_lines = max_lines;
     return true;
 }
 
@@ -82,9 +114,14 @@ size_t shmq_lines_needed(const shmq_prod_t *q, size_t total)
     size_t lines = whole * q->max_lines;
     if (total % fmax != 0 || total == 0)
         lines += lines_of(total % fmax);
-    /* Each wrap may waste up to max_lines - 1 lines in a pad; the line
+    /* Each wrap may waste the lines past the lap and up to max_lines in
+     * front of them (an entry and the line after it stay inside the lap);
+     * a lap holds at least lap - max_lines lines of entries. The line
      * after the last entry must be free too (shmq_put_frag). */
-    return lines + (lines / q->nlines + 1) * (q->max_lines - 1) + 1;
+    size_t lap   = lap_of(q);
+    size_t per   = lap > q->max_lines ? lap - q->max_lines : 1;
+    size_t waste = q->nlines - lap + q->max_lines;
+    return lines + (lines / per + 1) * waste + 1;
 }
 
 size_t shmq_room(shmq_prod_t *q, size_t want)
@@ -114,7 +151,13 @@ static bool frag_place(shmq_prod_t *q, size_t total, size_t off,
     f->frag = total - off < fmax ? total - off : fmax;
     f->need = lines_of(f->frag);
     f->idx  = (uint32_t)(q->tail & (q->nlines - 1));
-    f->pad  = f->idx + f->need > q->nlines ? q->nlines - f->idx : 0;
+    /* An entry fits when it ends inside the lap; inside a lap shorter
+     * than the ring the line after it must be inside too (it is guarded:
+     * nothing past the lap is ever touched). Else a pad to the ring's
+     * end, and the entry goes at line 0. */
+    uint32_t lap = lap_of(q), end = f->idx + f->need;
+    f->pad  = end > lap || (end == lap && lap < q->nlines)
+                  ? q->nlines - f->idx : 0;
     size_t want = (size_t)f->pad + f->need + 1;
     return shmq_room(q, want) >= want;
 }
@@ -217,12 +260,15 @@ static inline const char *entry_check(const shmq_entry_t *e, uint32_t nlines,
                                       size_t asm_len, size_t asm_total)
 {
     uint32_t idx = (uint32_t)(head & (nlines - 1));
+    /* A pad skips to the ring's end, past the lines of a lap shorter
+     * than the ring, however many. */
+    if (e->kind == SHMQ_KIND_PAD)
+        return idx + e->nlines == nlines && idx > 0
+                   ? NULL : "a pad that does not end at the ring's end";
     if (e->nlines == 0 || e->nlines > max_lines)
         return "an entry of a line count out of range";
     if (idx + e->nlines > nlines)
         return "an entry that crosses the ring's end";
-    if (e->kind == SHMQ_KIND_PAD)
-        return NULL;
     if (e->kind != SHMQ_KIND_MSG)
         return "an entry of unknown kind";
     if (lines_of(e->frag_len) != e->nlines)
@@ -281,8 +327,18 @@ unsigned shmq_poll(shmq_cons_t *q, unsigned max, uint8_t *scratch,
                    shmq_deliver_fn deliver, shmq_drop_fn drop, void *arg)
 {
     unsigned taken = 0;
-    uint64_t head0 = q->head;
+    uint64_t head0 = q->head, stored = q->head;
+    /* Lines handed back within a batch: a producer streaming large
+     * entries refills the ring while we deliver, instead of waiting for
+     * the whole batch (lock step); small ones still pay one store per
+     * batch. */
+    uint64_t give_back = q->nlines / 8;
     while (taken < max && !q->broken) {
+        if (q->head - stored >= give_back) {
+            atomic_store_explicit(&q->ctl->head, q->head,
+                                  memory_order_release);
+            stored = q->head;
+        }
         uint8_t      *line = q->ring +
                         (size_t)(q->head & (q->nlines - 1)) * SHMQ_LINE;
         shmq_entry_t *se   = (shmq_entry_t *)line;

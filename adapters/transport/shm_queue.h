@@ -53,7 +53,14 @@ typedef struct {
     uint64_t    tail;       /* next line to write */
     uint64_t    head_seen;  /* last head read from ctl */
     uint32_t    nlines;     /* power of two */
-    uint32_t    max_lines;  /* lines of the largest entry */
+    uint32_t    max_lines;  /* lines of the largest entry this producer
+                               writes (the consumer may accept more) */
+    /* Lines of each lap this producer writes, from the ring's start. A
+     * lap ends with a pad that skips to the ring's end, so the lines past
+     * it are never touched: a queue costs resident memory only for the
+     * lap its producer uses, and the producer may grow the lap (never
+     * shrink it) without telling the consumer. */
+    uint32_t    lap;
     /* What the producer last stored in each line's stamp word, where it
      * knows (a bit of known per line: not after payload was written
      * there). Private memory: it lets a message skip clearing the line
@@ -63,10 +70,14 @@ typedef struct {
 } shmq_prod_t;
 
 /* Sets up a producer on a queue's control line and ring (the stamps of
- * the ring are taken as unknown); shmq_prod_fini frees what it holds.
- * Returns false without memory. */
+ * the ring are taken as unknown) that writes laps of lap lines (0: the
+ * whole ring; else a power of two, at least 2 x max_lines);
+ * shmq_prod_fini frees what it holds. Returns false without memory. */
 bool shmq_prod_init(shmq_prod_t *q, shmq_ctl_t *ctl, uint8_t *ring,
-                    uint32_t nlines, uint32_t max_lines);
+                    uint32_t nlines, uint32_t max_lines, uint32_t lap);
+/* From the next entry on: laps of the whole ring and entries of up to
+ * max_lines. Returns false without memory (nothing changed). */
+bool shmq_prod_grow(shmq_prod_t *q, uint32_t max_lines);
 void shmq_prod_fini(shmq_prod_t *q);
 
 /* Bytes of a message one entry of max_lines carries. */

@@ -60,6 +60,10 @@ typedef struct {
     int        shm_on;
     uint32_t   shm_queue_lines; /* lines of 64 bytes per queue, power of 2 */
     uint32_t   shm_entry_lines; /* lines of the largest entry */
+    /* Lines of a queue, and of its largest entry, until its sender
+     * streams (shm-queue.md, "Growing"); equal to the two above: never
+     * grows. */
+    uint32_t   shm_start_lines, shm_start_entry_lines;
     uint32_t   shm_max_queues;  /* senders a worker takes by queue */
     size_t     shm_msg_max;     /* longest message (header + data) */
     int        shm_membarrier;  /* asymmetric fences where the kernel can */

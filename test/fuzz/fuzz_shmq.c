@@ -4,8 +4,9 @@
  * another process wrote, and the producer's round trip.
  *
  * Input: u8 ring size (64 << (b % 5) lines), u8 largest entry (1 + b %
- * (lines / 2) lines, at most 32), u8 message limit in KiB + 1, then
- * steps until the input ends, each a u8 kind:
+ * (lines / 2) lines, at most 32), u8 message limit in KiB + 1, u8 the
+ * producer's lap (lines >> (b % 4); its entries at most half of it until
+ * it grows), then steps until the input ends, each a u8 kind:
  *  - even: a raw entry as a hostile producer writes it at the tail: u16
  *    lines, u8 kind, u8 flags, u16 header bytes, u16 payload bytes, u32
  *    total, u8 lines the tail moves (1 + b % 32), then payload bytes into
@@ -13,7 +14,8 @@
  *    is the one the consumer expects there, so the fields are reached;
  *  - odd: a message through shmq_put_frag (u16 header bytes, u16 data
  *    bytes, contents from a counter), which must come out whole, equal
- *    and in order, as long as no raw entry broke the queue;
+ *    and in order, as long as no raw entry broke the queue; a kind of
+ *    3 mod 4 first grows the producer's lap to the whole ring;
  * with a poll of the consumer after each step. Whatever it delivers must
  * lie inside what the entry announced (read in full: ASan checks).
  */
@@ -62,6 +64,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size)
     if (maxl > 32)
         maxl = 32;
     size_t   msg_max = ((size_t)fz_u8(&f) + 1) * 1024;
+    uint32_t lap     = nlines >> (fz_u8(&f) % 4);
     uint8_t *ring    = aligned_alloc(64, (size_t)nlines * SHMQ_LINE);
     uint8_t *scratch = malloc(shmq_frag_max(maxl));
     shmq_ctl_t ctl;
@@ -70,7 +73,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size)
     memset(ring, 0, (size_t)nlines * SHMQ_LINE);
     memset(&ctl, 0, sizeof(ctl));
     shmq_prod_t p;
-    if (!shmq_prod_init(&p, &ctl, ring, nlines, maxl))
+    if (!shmq_prod_init(&p, &ctl, ring, nlines,
+                        maxl < lap / 2 ? maxl : lap / 2, lap))
         abort();
     shmq_cons_t c = {.ctl = &ctl, .ring = ring, .nlines = nlines,
                      .max_lines = maxl, .msg_max = msg_max};
@@ -101,6 +105,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size)
             p.tail += move;
             st.raw_seen = true;
         } else {
+            if ((kind & 3) == 3 && !shmq_prod_grow(&p, maxl))
+                abort();
             size_t hl = fz_u16(&f) % 1024, dl = fz_u16(&f);
             size_t total = hl + dl;
             if (total > msg_max)

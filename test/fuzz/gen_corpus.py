@@ -565,16 +565,24 @@ def shmq_raw(nlines=1, kind=1, flags=3, hdr=8, frag=18, total=18, move=1,
             + u32(total) + u8(move - 1) + payload)
 
 
-def shmq_msg(hdr, data):
-    return u8(1) + u16(hdr) + u16(data)
+def shmq_msg(hdr, data, grow=False):
+    return u8(3 if grow else 1) + u16(hdr) + u16(data)
 
 
 def shmq_seeds():
-    """test/fuzz/fuzz_shmq.c: ring of 64 lines, entries of 32, 64 KiB."""
-    head = u8(0) + u8(31) + u8(63)
+    """test/fuzz/fuzz_shmq.c: ring of 64 lines, entries of 32, 64 KiB,
+    the producer's lap the whole ring (or 16 lines and entries of 8 until
+    it grows)."""
+    head = u8(0) + u8(31) + u8(63) + u8(0)
+    msgs = [(8, 10), (8, 200), (18, 3000), (0, 0), (100, 9000), (8, 40)]
     yield "round-trip", head + b"".join(
-        shmq_msg(h, d) for h, d in [(8, 10), (8, 200), (18, 3000), (0, 0),
-                                    (100, 9000), (8, 40)] * 4)
+        shmq_msg(h, d) for h, d in msgs * 4)
+    short = u8(0) + u8(31) + u8(63) + u8(2)
+    yield "short-lap-grow", short + b"".join(
+        shmq_msg(h, d) for h, d in msgs * 2) + shmq_msg(8, 5000, True) + \
+        b"".join(shmq_msg(h, d) for h, d in msgs * 2)
+    yield "pad-short-of-end", head + shmq_raw(1, 1, 3, 8, 10, 10, 1) + \
+        shmq_raw(20, 2, 0, 0, 0, 0, 20)
     yield "one-line", head + shmq_raw(payload=bytes(48))
     yield "two-entries", head + shmq_raw(2, 1, 1, 8, 100, 150, 2) + \
         shmq_raw(1, 1, 2, 0, 50, 0, 1)

@@ -104,7 +104,8 @@ static void round_trip(long *lng, int *in, double *dbl, unsigned char *bytes,
 /* A run of puts, each starting where the last ended, long enough that the
  * library streams the later ones (non-temporal stores): pieces of odd
  * sizes from an odd offset, so the line-aligned middle has a head and a
- * tail; blocking and non-blocking; the target checks every byte. */
+ * tail; blocking and non-blocking; the target checks every byte. Then
+ * the same run of gets back, checked by the getter. */
 #define STREAM_BYTES (3u << 20)
 static void stream_run(int nbi)
 {
@@ -135,6 +136,31 @@ static void stream_run(int nbi)
                 : 0;
         CHECK(buf[i] == want, "stream%s: byte %zu is %u, not %u",
               nbi ? " nbi" : "", i, buf[i], want);
+    }
+    shmem_barrier_all();
+    /* The same run as gets: the right PE's buf holds this PE's bytes,
+     * read back in the same pieces into private memory (the library
+     * streams the later gets too). */
+    memset(src, 0, STREAM_BYTES + 64);
+    at = 5;
+    piece = 65536 + 24;
+    while (at < STREAM_BYTES) {
+        size_t len = at + piece <= STREAM_BYTES ? piece : STREAM_BYTES - at;
+        if (nbi)
+            shmem_getmem_nbi(src + at, buf + at, len, right);
+        else
+            shmem_getmem(src + at, buf + at, len, right);
+        at += len;
+        piece = piece == 65536 + 24 ? 4096 + 40 : 65536 + 24;
+    }
+    shmem_quiet();
+    for (size_t i = 0; i < STREAM_BYTES + 64; i++) {
+        unsigned char want =
+            i >= 5 && i < STREAM_BYTES
+                ? (unsigned char)(i * 7 + (size_t)me * 13 + (size_t)nbi)
+                : 0;
+        CHECK(src[i] == want, "stream get%s: byte %zu is %u, not %u",
+              nbi ? " nbi" : "", i, src[i], want);
     }
     shmem_barrier_all();
     free(src);

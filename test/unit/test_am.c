@@ -868,6 +868,92 @@ static void test_handler_rules(void **state)
     world_down(w);
 }
 
+/* A handler of context 1 advances context 0 (allowed); a handler of
+ * context 0 run by that advance must still be refused context 1. */
+enum { ID_NEST_OUTER = 4, ID_NEST_INNER = 5, ID_NEST_WARM = 6 };
+
+typedef struct {
+    world_t      *w;
+    int           outer_calls, inner_calls;
+    pami_result_t inner_send_rc, outer_advance_rc;
+    pami_result_t inner_advance_rc, inner_wait_rc, inner_advance_own_rc;
+} nest_t;
+
+static void nest_inner_handler(pami_context_t ctx, void *cookie,
+                               const void *hdr, size_t hdr_len,
+                               const void *data, size_t data_len,
+                               pami_endpoint_t origin, pami_recv_t *recv)
+{
+    (void)ctx, (void)hdr, (void)hdr_len, (void)data, (void)data_len,
+        (void)origin, (void)recv;
+    nest_t *n = cookie;
+    n->inner_calls++;
+    n->inner_advance_rc     = pami_context_advance(n->w->ctx[1], 1);
+    n->inner_wait_rc        = pami_context_wait(n->w->ctx[1], 0);
+    n->inner_advance_own_rc = pami_context_advance(n->w->ctx[0], 1);
+}
+
+static void nest_outer_handler(pami_context_t ctx, void *cookie,
+                               const void *hdr, size_t hdr_len,
+                               const void *data, size_t data_len,
+                               pami_endpoint_t origin, pami_recv_t *recv)
+{
+    (void)hdr, (void)hdr_len, (void)data, (void)data_len, (void)origin,
+        (void)recv;
+    nest_t *n = cookie;
+    n->outer_calls++;
+    pami_send_immediate_t p = {.dest = endpoint(n->w, 0),
+                               .dispatch = ID_NEST_INNER};
+    n->inner_send_rc = pami_send_immediate(ctx, &p);
+    for (int i = 0; i < 100000 && n->inner_calls == 0; i++) {
+        n->outer_advance_rc = pami_context_advance(n->w->ctx[0], 1);
+        if (n->outer_advance_rc != PAMI_SUCCESS &&
+            n->outer_advance_rc != PAMI_EAGAIN)
+            break;
+    }
+}
+
+static void test_handler_nested_contexts(void **state)
+{
+    (void)state;
+    world_t *w = world_up(2);
+    nest_t   n = {.w = w, .inner_send_rc = -1, .outer_advance_rc = -1,
+                  .inner_advance_rc = -1, .inner_wait_rc = -1,
+                  .inner_advance_own_rc = -1};
+    counter_t warm = {0};
+    assert_int_equal(pami_dispatch_set(w->ctx[1], ID_NEST_OUTER,
+                                       nest_outer_handler, &n, NULL),
+                     PAMI_SUCCESS);
+    assert_int_equal(pami_dispatch_set(w->ctx[0], ID_NEST_INNER,
+                                       nest_inner_handler, &n, NULL),
+                     PAMI_SUCCESS);
+    assert_int_equal(pami_dispatch_set(w->ctx[0], ID_NEST_WARM, count_handler,
+                                       &warm, NULL), PAMI_SUCCESS);
+    /* Wire 1 -> 0 first, as in handler_rules. */
+    pami_send_immediate_t p = {.dest = endpoint(w, 0), .dispatch = ID_NEST_WARM};
+    assert_int_equal(send_immediate_retry(w, 1, &p), PAMI_SUCCESS);
+    PROGRESS_UNTIL(w, warm.calls == 1);
+
+    p = (pami_send_immediate_t){.dest = endpoint(w, 1),
+                                .dispatch = ID_NEST_OUTER};
+    assert_int_equal(send_immediate_retry(w, 0, &p), PAMI_SUCCESS);
+    PROGRESS_UNTIL(w, n.outer_calls == 1 && n.inner_calls == 1);
+
+    assert_int_equal(n.outer_calls, 1);
+    assert_int_equal(n.inner_send_rc, PAMI_SUCCESS);
+    assert_int_equal(n.inner_calls, 1);
+    assert_true(n.outer_advance_rc == PAMI_SUCCESS ||
+                n.outer_advance_rc == PAMI_EAGAIN);
+    if (n.inner_advance_rc != PAMI_IN_HANDLER ||
+        n.inner_wait_rc != PAMI_IN_HANDLER)
+        fail_msg("context 1 from a handler of 0 run inside a handler of 1: "
+                 "advance gave %s, wait gave %s; want PAMI_IN_HANDLER",
+                 pami_error_text(n.inner_advance_rc),
+                 pami_error_text(n.inner_wait_rc));
+    assert_int_equal(n.inner_advance_own_rc, PAMI_IN_HANDLER);
+    world_down(w);
+}
+
 /* With an argument, run only the group of that name. */
 #define RUN(name, tests)                                                     \
     (argc < 2 || strcmp(argv[1], name) == 0                                  \
@@ -900,6 +986,7 @@ int main(int argc, char **argv)
     };
     const struct CMUnitTest handler_rules[] = {
         cmocka_unit_test(test_handler_rules),
+        cmocka_unit_test(test_handler_nested_contexts),
     };
     int failed = 0;
     failed += RUN("dispatch", dispatch);

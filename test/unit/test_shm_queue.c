@@ -16,6 +16,14 @@
  * entries' first lines around the ring lap after lap, the consumer taking
  * them at once or some laps behind: every message arrives whole, in
  * order, nothing more.
+ *
+ * short_lap_then_grow: a producer that uses only the first lines of the
+ * ring (its lap) pads to the ring's end and never writes a line past
+ * the lap; growing the lap in the middle of a message of several entries
+ * loses and reorders nothing; every message comes out byte for byte.
+ *
+ * hostile_pads: a pad that does not end at the ring's end, or one at
+ * line 0, is refused and breaks only that queue.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -58,7 +66,7 @@ static void stale_payload(void **state)
     memset(ring, 0, sizeof(ring));
     memset(&ctl, 0, sizeof(ctl));
     shmq_prod_t p;
-    assert_true(shmq_prod_init(&p, &ctl, ring, NLINES, MAXL));
+    assert_true(shmq_prod_init(&p, &ctl, ring, NLINES, MAXL, 0));
     shmq_cons_t c = {.ctl = &ctl, .ring = ring, .nlines = NLINES,
                      .max_lines = MAXL, .msg_max = 4096};
     sink_t s = {0};
@@ -110,7 +118,7 @@ static void stamp_wrap(void **state)
     memset(ring, 0, sizeof(ring));
     memset(&ctl, 0, sizeof(ctl));
     shmq_prod_t p;
-    assert_true(shmq_prod_init(&p, &ctl, ring, NLINES, MAXL));
+    assert_true(shmq_prod_init(&p, &ctl, ring, NLINES, MAXL, 0));
     shmq_cons_t c = {.ctl = &ctl, .ring = ring, .nlines = NLINES,
                      .max_lines = MAXL, .msg_max = 4096};
     uint64_t start = 0xffffffffull - 2 * NLINES;
@@ -175,7 +183,7 @@ static void mixed_sizes(void **state)
     memset(ring, 0, sizeof(ring));
     memset(&ctl, 0, sizeof(ctl));
     shmq_prod_t p;
-    assert_true(shmq_prod_init(&p, &ctl, ring, LINES, MAXL4));
+    assert_true(shmq_prod_init(&p, &ctl, ring, LINES, MAXL4, 0));
     shmq_cons_t c = {.ctl = &ctl, .ring = ring, .nlines = LINES,
                      .max_lines = MAXL4, .msg_max = 4096};
     seq_sink_t s = {0};
@@ -213,12 +221,184 @@ static void mixed_sizes(void **state)
     shmq_prod_fini(&p);
 }
 
+/* Messages whose bytes say their number and offset; the sink checks. */
+typedef struct {
+    unsigned got, dropped;
+    uint32_t next;
+} checker_t;
+
+static uint8_t pattern(uint32_t n, size_t i)
+{
+    return (uint8_t)(n * 131u + i * 7u + (i >> 8));
+}
+
+static void check_deliver(void *arg, const uint8_t *hdr, size_t hdr_len,
+                          uint8_t *data, size_t data_len)
+{
+    checker_t *k = arg;
+    uint32_t   n = k->next++;
+    size_t     total = hdr_len + data_len;
+    for (size_t i = 0; i < total; i++)
+        assert_int_equal(i < hdr_len ? hdr[i] : data[i - hdr_len],
+                         pattern(n, i));
+    k->got++;
+}
+
+static void check_drop(void *arg, const char *why)
+{
+    (void)why;
+    ((checker_t *)arg)->dropped++;
+}
+
+/* Sends message n of total bytes (hdr_len of them header), polling the
+ * consumer whenever there is no room. */
+static void send_all(shmq_prod_t *p, shmq_cons_t *c, uint8_t *scratch,
+                     checker_t *k, uint32_t n, size_t hdr_len, size_t total)
+{
+    static uint8_t msg[70000];
+    for (size_t i = 0; i < total; i++)
+        msg[i] = pattern(n, i);
+    size_t off = 0;
+    do {
+        long w = shmq_put_frag(p, (uint16_t)hdr_len, total, msg, hdr_len,
+                               msg + hdr_len, total - hdr_len, off);
+        if (w < 0)
+            assert_true(shmq_poll(c, 64, scratch, check_deliver, check_drop,
+                                  k) > 0);
+        else
+            off += (size_t)w;
+    } while (off < total);
+}
+
+#define RING 256u
+#define LAP  32u
+
+static void short_lap_then_grow(void **state)
+{
+    (void)state;
+    _Alignas(64) static uint8_t ring[RING * SHMQ_LINE];
+    static shmq_ctl_t ctl;
+    static uint8_t    scratch[64 * SHMQ_LINE];
+    memset(ring, 0, sizeof(ring));
+    memset(&ctl, 0, sizeof(ctl));
+    shmq_prod_t p;
+    assert_true(shmq_prod_init(&p, &ctl, ring, RING, 4, LAP));
+    shmq_cons_t c = {.ctl = &ctl, .ring = ring, .nlines = RING,
+                     .max_lines = 64, .msg_max = 1 << 20};
+    checker_t k = {0};
+    uint32_t  n = 0;
+    /* Around one line, one entry, a lap, with and without a header. */
+    const size_t sizes[] = {0, 1, 47, 48, 49, 239, 240, 241, 1000, 2031,
+                            2032, 2033, 5000};
+    for (unsigned rep = 0; rep < 20; rep++)
+        for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+            send_all(&p, &c, scratch, &k, n++, sizes[i] % 40, sizes[i]);
+    while (shmq_poll(&c, 64, scratch, check_deliver, check_drop, &k) > 0)
+        ;
+    assert_int_equal(k.got, n);
+    assert_int_equal(k.dropped, 0);
+    for (size_t i = (size_t)LAP * SHMQ_LINE; i < sizeof(ring); i++)
+        assert_int_equal(ring[i], 0); /* past the lap: never written */
+
+    /* Half a message of several entries in the short lap, then the
+     * whole ring and entries of 64 lines. */
+    static uint8_t msg[9000];
+    for (size_t i = 0; i < sizeof(msg); i++)
+        msg[i] = pattern(n, i);
+    long w = shmq_put_frag(&p, 10, sizeof(msg), msg, 10, msg + 10,
+                           sizeof(msg) - 10, 0);
+    assert_true(w > 0);
+    assert_true(shmq_prod_grow(&p, 64));
+    size_t off = (size_t)w;
+    while (off < sizeof(msg)) {
+        w = shmq_put_frag(&p, 10, sizeof(msg), msg, 10, msg + 10,
+                          sizeof(msg) - 10, off);
+        if (w < 0)
+            assert_true(shmq_poll(&c, 64, scratch, check_deliver, check_drop,
+                                  &k) > 0);
+        else
+            off += (size_t)w;
+    }
+    n++;
+    for (unsigned rep = 0; rep < 20; rep++)
+        for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+            send_all(&p, &c, scratch, &k, n++, sizes[i] % 40,
+                     sizes[i] + 3000 * (i % 2));
+    while (shmq_poll(&c, 64, scratch, check_deliver, check_drop, &k) > 0)
+        ;
+    assert_int_equal(k.got, n);
+    assert_int_equal(k.dropped, 0);
+    assert_false(c.broken);
+    shmq_cons_fini(&c);
+    shmq_prod_fini(&p);
+}
+
+/* A raw pad of lines at the consumer's head, stamped as expected. */
+static void forge_pad(uint8_t *ring, uint32_t nlines, uint64_t pos,
+                      uint16_t lines)
+{
+    shmq_entry_t *e = (shmq_entry_t *)(ring + (size_t)(pos & (nlines - 1)) *
+                                                  SHMQ_LINE);
+    e->nlines = lines;
+    e->kind   = SHMQ_KIND_PAD;
+    e->flags  = 0;
+    atomic_store(&e->stamp, (uint32_t)(pos + 1));
+}
+
+static void hostile_pads(void **state)
+{
+    (void)state;
+    _Alignas(64) static uint8_t ring[64 * SHMQ_LINE];
+    static shmq_ctl_t ctl;
+    static uint8_t    scratch[8 * SHMQ_LINE];
+    const uint16_t bad[][2] = {
+        {0, 64},  /* at line 0: a pad of a whole lap */
+        {0, 0},   /* no lines */
+        {5, 58},  /* short of the ring's end */
+        {5, 60},  /* past it */
+    };
+    for (size_t t = 0; t < sizeof(bad) / sizeof(bad[0]); t++) {
+        memset(ring, 0, sizeof(ring));
+        memset(&ctl, 0, sizeof(ctl));
+        shmq_cons_t c = {.ctl = &ctl, .ring = ring, .nlines = 64,
+                         .max_lines = 8, .msg_max = 4096, .head = bad[t][0]};
+        checker_t k = {0};
+        forge_pad(ring, 64, bad[t][0], bad[t][1]);
+        assert_int_equal(shmq_poll(&c, 64, scratch, check_deliver,
+                                   check_drop, &k), 0);
+        assert_int_equal(k.dropped, 1);
+        assert_true(c.broken);
+        shmq_cons_fini(&c);
+    }
+    /* The good one: from line 5 to the end, then an entry at line 0. */
+    memset(ring, 0, sizeof(ring));
+    memset(&ctl, 0, sizeof(ctl));
+    atomic_store(&ctl.head, 5);
+    shmq_cons_t c = {.ctl = &ctl, .ring = ring, .nlines = 64,
+                     .max_lines = 8, .msg_max = 4096, .head = 5};
+    shmq_prod_t p;
+    assert_true(shmq_prod_init(&p, &ctl, ring, 64, 8, 0));
+    p.tail      = 64;
+    p.head_seen = 5;
+    checker_t k = {0};
+    forge_pad(ring, 64, 5, 59);
+    send_all(&p, &c, scratch, &k, 0, 3, 100);
+    assert_int_equal(shmq_poll(&c, 64, scratch, check_deliver, check_drop,
+                               &k), 2);
+    assert_int_equal(k.got, 1);
+    assert_int_equal(k.dropped, 0);
+    shmq_cons_fini(&c);
+    shmq_prod_fini(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(stale_payload),
         cmocka_unit_test(stamp_wrap),
         cmocka_unit_test(mixed_sizes),
+        cmocka_unit_test(short_lap_then_grow),
+        cmocka_unit_test(hostile_pads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
