@@ -827,10 +827,12 @@ void pami_regions_destroy(struct pami_context *ctx);
 
 /* ---- progress (progress.c) ---- */
 /* The innermost context whose handlers this thread runs (NULL outside
- * any), and the chain of all of them: a handler of context A may advance
- * context B, whose handler must then still find A in progress. */
+ * any), and the contexts outside it: a handler of context A may advance
+ * context B, whose handler must then still find A in progress. A frame
+ * joins the chain only when progress nests, so the common case costs no
+ * more than the innermost pointer. */
 typedef struct pami_progress_frame {
-    struct pami_context        *ctx;
+    struct pami_context        *ctx;   /* the context outside this one */
     struct pami_progress_frame *outer;
 } pami_progress_frame_t;
 extern __thread struct pami_context *pami_tls_progressing
@@ -841,21 +843,26 @@ extern __thread pami_progress_frame_t *pami_tls_frames
 static inline void pami_progress_enter(struct pami_context *ctx,
                                        pami_progress_frame_t *frame)
 {
-    frame->ctx           = ctx;
-    frame->outer         = pami_tls_frames;
-    pami_tls_frames      = frame;
+    frame->ctx = pami_tls_progressing;
+    if (unlikely(frame->ctx != NULL)) {
+        frame->outer    = pami_tls_frames;
+        pami_tls_frames = frame;
+    }
     pami_tls_progressing = ctx;
 }
 
 static inline void pami_progress_leave(pami_progress_frame_t *frame)
 {
-    pami_tls_frames      = frame->outer;
-    pami_tls_progressing = frame->outer ? frame->outer->ctx : NULL;
+    pami_tls_progressing = frame->ctx;
+    if (unlikely(frame->ctx != NULL))
+        pami_tls_frames = frame->outer;
 }
 
 /* Whether this thread runs handlers of ctx, at any depth. */
 static inline bool pami_progressing(const struct pami_context *ctx)
 {
+    if (pami_tls_progressing == ctx)
+        return true;
     for (pami_progress_frame_t *f = pami_tls_frames; f != NULL; f = f->outer)
         if (f->ctx == ctx)
             return true;
