@@ -174,6 +174,38 @@ def rndv_write_seeds():
     yield "short", u8(0) + write_msg()[:40]
 
 
+# One-sided operations through the owner (rma.md): the 64-byte message.
+def rma_msg(mtype=1, op=0, size=0, result=0, cookie=0x0000000300000007,
+            owner_ctx=0, rid=2, generation=1, offset=64, nbytes=8,
+            operand=0, compare=0, version=1, reserved=0):
+    return struct.pack("<BBBBiQIIIIQQQQ", version, mtype, op, size, result,
+                       cookie, owner_ctx, rid, generation, reserved, offset,
+                       nbytes, operand, compare)
+
+
+def rma_seeds():
+    yield "put", u8(1) + rma_msg() + b"p" * 8
+    yield "put-short-data", u8(1) + rma_msg(nbytes=16) + b"p" * 8
+    yield "get", u8(0) + rma_msg(2, nbytes=4096)
+    yield "get-with-data", u8(1) + rma_msg(2) + b"g" * 8
+    yield "atomic-add", u8(0) + rma_msg(3, op=3, size=8, operand=5)
+    yield "atomic-cswap4", u8(0) + rma_msg(3, op=2, size=4, nbytes=4,
+                                           operand=1, compare=0)
+    yield "atomic-bad-size", u8(0) + rma_msg(3, op=3, size=2, nbytes=2)
+    yield "atomic-bad-op", u8(0) + rma_msg(3, op=9, size=8)
+    yield "reply", u8(1) + rma_msg(4, result=0) + b"r" * 8
+    yield "reply-bad-result", u8(0) + rma_msg(4, result=9999)
+    yield "fence", u8(0) + rma_msg(5, nbytes=0)
+    yield "put-done", u8(1) + rma_msg(6, nbytes=24) + struct.pack("<QQQ", 1, 2, 3)
+    yield "put-done-too-many", u8(1) + rma_msg(6, nbytes=33 * 8) + b"c" * (33 * 8)
+    yield "put-done-odd", u8(1) + rma_msg(6, nbytes=12) + b"c" * 12
+    yield "put-done-failed", u8(1) + rma_msg(6, result=3, nbytes=8) + b"c" * 8
+    yield "bad-type", u8(0) + rma_msg(7)
+    yield "bad-version", u8(0) + rma_msg(version=2)
+    yield "reserved", u8(0) + rma_msg(reserved=1)
+    yield "short", u8(0) + rma_msg()[:40]
+
+
 def mr_input(mr, seal=True, ntasks=4):
     return u8(1 if seal else 0) + u8(ntasks - 1) + mr
 
@@ -595,7 +627,7 @@ def shmq_seeds():
 
 TARGETS = {
     "am": am_seeds, "rndv": rndv_seeds, "rndv_chunk": rndv_chunk_seeds,
-    "rndv_write": rndv_write_seeds,
+    "rndv_write": rndv_write_seeds, "rma": rma_seeds,
     "memregion": memregion_seeds,
     "bp": bp_seeds, "bp_state": bp_state_seeds, "coll": coll_seeds, "svd": svd_seeds,
     "coll_shm": cshm_seeds,

@@ -1,0 +1,73 @@
+/*
+ * libFuzzer target: the messages of one-sided operations through the
+ * owner (pami_rma_msg_decode, docs/protocols/rma.md), as the owner gets
+ * PUT, GET, ATOMIC and FENCE and the origin REPLY and PUT_DONE after the
+ * AM header, over TCP from any peer.
+ *
+ * Input: u8 flags (bit 0: the bytes after the 64-byte message are AM
+ * data), then the message (and its data).
+ */
+#include "fuzz_util.h"
+#include "internal.h"
+
+FZ_QUIET_INIT
+
+int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size)
+{
+    fz_t     f     = {in, size};
+    unsigned flags = fz_u8(&f);
+    size_t   len;
+    uint8_t *buf = fz_bytes(&f, f.left, &len);
+    size_t   mlen = len, dlen = 0;
+    if ((flags & 1) && len >= sizeof(pami_rma_msg_t)) {
+        mlen = sizeof(pami_rma_msg_t);
+        dlen = len - mlen;
+    }
+
+    pami_rma_msg_t m;
+    if (pami_rma_msg_decode(buf, mlen, dlen, &m) == PAMI_WIRE_OK) {
+        /* What the decoder accepted must be what the owner and the
+         * origin rely on: the whole message, this version, the data a
+         * type carries and nothing else, fields in their ranges. */
+        if (mlen != sizeof(m) || m.version != PAMI_RMA_MSG_VERSION ||
+            m.reserved != 0)
+            abort();
+        switch (m.type) {
+        case PAMI_RMA_MSG_PUT:
+            if (dlen != m.bytes)
+                abort();
+            break;
+        case PAMI_RMA_MSG_GET:
+        case PAMI_RMA_MSG_FENCE:
+            if (dlen != 0)
+                abort();
+            break;
+        case PAMI_RMA_MSG_ATOMIC:
+            if (dlen != 0 || (m.size != 4 && m.size != 8) ||
+                m.bytes != m.size || m.op > PAMI_RMW_ADD)
+                abort();
+            break;
+        case PAMI_RMA_MSG_REPLY:
+            if (m.result < 0 || m.result >= PAMI_RESULT_LAST)
+                abort();
+            fz_touch(pami_error_text((pami_result_t)m.result), 1);
+            break;
+        case PAMI_RMA_MSG_PUT_DONE:
+            if (m.result != PAMI_SUCCESS || dlen != m.bytes || m.bytes == 0 ||
+                m.bytes % sizeof(uint64_t) != 0 ||
+                m.bytes > PAMI_RMA_PUT_DONE_MAX * sizeof(uint64_t))
+                abort();
+            /* The cookies as the origin reads them. */
+            for (size_t i = 0; i < dlen / sizeof(uint64_t); i++) {
+                uint64_t c;
+                memcpy(&c, buf + mlen + i * sizeof(c), sizeof(c));
+                fz_touch(&c, sizeof(c));
+            }
+            break;
+        default:
+            abort();
+        }
+    }
+    free(buf);
+    return 0;
+}
