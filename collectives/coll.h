@@ -133,6 +133,7 @@ typedef struct coll_req {
     size_t      sends_left;      /* of cur, not yet complete locally */
     size_t      rdv_pending;     /* large payloads still being fetched */
     size_t      ext_pending;     /* barrier protocol calls not done */
+    bool        peer_died;       /* a member died while only those ran */
     coll_msg_t *early;           /* for later steps, in arrival order */
 
     pami_result_t status;

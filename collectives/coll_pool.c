@@ -160,6 +160,7 @@ coll_req_t *coll_cache_take(coll_ctx_t *cc, struct pami_geometry *g,
         req->online_slot = -1;
         req->in_advance = req->again = req->in_call = false;
         req->posted = req->completed = req->zombie = false;
+        req->peer_died = false;
         req->pool_next = NULL;
         for (size_t k = 0; k < req->nops; k++) {
             req->ops[k].done    = 0;

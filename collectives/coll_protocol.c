@@ -292,6 +292,16 @@ static void coll_peer_failed(pami_context_t context, void *state,
             coll_req_t *req = g->slots[i];
             if (req == NULL || req->completed)
                 continue;
+            /* A step that waits on extensions alone (the node segment's
+             * data round, a barrier protocol) is theirs to end: each
+             * sees the death itself, and what the dead task finished
+             * before it died still counts (a ring broadcast whose root
+             * wrote its entry and left). The steps after it fail. */
+            if (req->ext_pending > 0 && req->recvs_left == 0 &&
+                req->sends_left == 0 && req->rdv_pending == 0) {
+                req->peer_died = true;
+                continue;
+            }
             coll_fail(req, PAMI_PEER_FAILED, false);
             coll_kick(req);
         }

@@ -139,6 +139,9 @@ static void on_barrier_done(pami_context_t ctx, void *cookie,
         return;
     if (rc != PAMI_SUCCESS)
         coll_fail(req, rc, false);
+    else if (req->peer_died && req->ext_pending == 0 &&
+             req->cur + 1 < req->nsteps)
+        coll_fail(req, PAMI_PEER_FAILED, false); /* coll_peer_failed */
     coll_advance(req);
 }
 
