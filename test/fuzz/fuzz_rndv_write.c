@@ -14,15 +14,9 @@ FZ_QUIET_INIT
 
 int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size)
 {
-    fz_t     f     = {in, size};
-    unsigned flags = fz_u8(&f);
-    size_t   len;
-    uint8_t *buf = fz_bytes(&f, f.left, &len);
-    size_t   mlen = len, dlen = 0;
-    if ((flags & 1) && len >= sizeof(pami_rndv_write_t)) {
-        mlen = sizeof(pami_rndv_write_t);
-        dlen = len - mlen;
-    }
+    fz_t     f = {in, size};
+    size_t   mlen, dlen;
+    uint8_t *buf = fz_message(&f, sizeof(pami_rndv_write_t), &mlen, &dlen);
 
     pami_rndv_write_t m;
     if (pami_rndv_write_decode(buf, mlen, dlen, &m) == PAMI_WIRE_OK) {

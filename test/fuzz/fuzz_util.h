@@ -52,6 +52,25 @@ static inline uint8_t *fz_bytes(fz_t *f, size_t n, size_t *len)
     return b;
 }
 
+/* A core message as its decoder gets it: u8 flags, then the rest of the
+ * input; with bit 0 of flags, the bytes past the first msg_size are the
+ * AM data that came with it. *mlen and *dlen get the two lengths. Free
+ * the result with free(). */
+static inline uint8_t *fz_message(fz_t *f, size_t msg_size, size_t *mlen,
+                                  size_t *dlen)
+{
+    unsigned flags = fz_u8(f);
+    size_t   len;
+    uint8_t *buf = fz_bytes(f, f->left, &len);
+    *mlen = len;
+    *dlen = 0;
+    if ((flags & 1) && len >= msg_size) {
+        *mlen = msg_size;
+        *dlen = len - msg_size;
+    }
+    return buf;
+}
+
 static inline void fz_touch(const void *p, size_t n)
 {
     const volatile uint8_t *b = p;
