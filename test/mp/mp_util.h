@@ -300,6 +300,24 @@ static inline long mp_verify(const void *buf, size_t len, uint32_t origin,
     return -1;
 }
 
+/* The sequence number a message carries as its whole header, checked to
+ * be the next one expected from its origin (next_seq per task, advanced
+ * here); *origin gets the sending task. */
+static inline uint64_t mp_expect_next(const void *hdr, size_t hlen,
+                                      pami_endpoint_t origin_ep,
+                                      uint64_t *next_seq, pami_task_t *origin)
+{
+    uint64_t seq;
+    pami_endpoint_query(origin_ep, origin, NULL);
+    MP_EXPECT(hlen == sizeof(seq), "header of %zu bytes", hlen);
+    memcpy(&seq, hdr, sizeof(seq));
+    MP_EXPECT(seq == next_seq[*origin], "message %llu from task %u, expected "
+              "%llu (lost, doubled or reordered)", (unsigned long long)seq,
+              *origin, (unsigned long long)next_seq[*origin]);
+    next_seq[*origin]++;
+    return seq;
+}
+
 /* Fails the test unless buf holds message seq of origin (mp_fill). */
 static inline void mp_expect_payload(const void *buf, size_t len,
                                      uint32_t origin, uint64_t seq,

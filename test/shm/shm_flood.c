@@ -78,14 +78,7 @@ static void on_flood(pami_context_t ctx, void *cookie, const void *hdr,
 {
     (void)ctx; (void)cookie;
     pami_task_t origin;
-    uint64_t    seq;
-    pami_endpoint_query(origin_ep, &origin, NULL);
-    MP_EXPECT(hlen == sizeof(seq), "header of %zu bytes", hlen);
-    memcpy(&seq, hdr, sizeof(seq));
-    MP_EXPECT(seq == next_seq[origin], "message %llu from task %u, expected "
-              "%llu (lost, doubled or reordered)", (unsigned long long)seq,
-              origin, (unsigned long long)next_seq[origin]);
-    next_seq[origin]++;
+    uint64_t    seq = mp_expect_next(hdr, hlen, origin_ep, next_seq, &origin);
     received++;
     size_t len = size_of(seq);
     /* The contents depend on the size only: senders keep one buffer per

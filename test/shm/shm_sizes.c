@@ -55,14 +55,7 @@ static void on_msg(pami_context_t ctx, void *cookie, const void *hdr,
 {
     (void)ctx; (void)cookie;
     pami_task_t origin;
-    uint64_t    seq;
-    pami_endpoint_query(origin_ep, &origin, NULL);
-    MP_EXPECT(hlen == sizeof(seq), "header of %zu bytes", hlen);
-    memcpy(&seq, hdr, sizeof(seq));
-    MP_EXPECT(seq == next_seq[origin], "message %llu from task %u, expected "
-              "%llu (lost, doubled or reordered)", (unsigned long long)seq,
-              origin, (unsigned long long)next_seq[origin]);
-    next_seq[origin]++;
+    uint64_t    seq = mp_expect_next(hdr, hlen, origin_ep, next_seq, &origin);
     received++;
     size_t len = size_of(seq);
     MP_EXPECT(dlen == len, "message %llu from task %u: %zu bytes, expected "
