@@ -198,10 +198,7 @@ static void write_file(const char *dir, const char *name, const char *text)
 
 static void die_mode(bool kill_self, const char *dir)
 {
-    char name[32], text[64];
-    snprintf(name, sizeof(name), "pid-%u", job.me);
-    snprintf(text, sizeof(text), "%ld\n", (long)getpid());
-    write_file(dir, name, text);
+    char text[64];
     pami_task_t victim = (pami_task_t)(job.size - 1);
     double      give_up = mp_now() + 60.0;
 
@@ -375,10 +372,18 @@ int main(int argc, char **argv)
     mp_fill(src_small, SMALL, job.me, 1, 6);
     MP_CHECK(pami_dispatch_set(job.ctx[0], ID_X, on_x, NULL, NULL));
     MP_CHECK(pami_dispatch_set(job.ctx[0], ID_SURV, on_surv, NULL, NULL));
+    if (strcmp(mode, "exit") == 0 || strcmp(mode, "kill") == 0) {
+        /* Before the fence: handlers run inside it, so the victim can be
+         * through its rounds and dead before this task leaves it. */
+        MP_EXPECT(argc > 2, "usage: mp_fault exit|kill DIR");
+        char name[32], text[64];
+        snprintf(name, sizeof(name), "pid-%u", job.me);
+        snprintf(text, sizeof(text), "%ld\n", (long)getpid());
+        write_file(argv[2], name, text);
+    }
     MP_CHECK(pami_dispatch_fence(job.client));
 
     if (strcmp(mode, "exit") == 0 || strcmp(mode, "kill") == 0) {
-        MP_EXPECT(argc > 2, "usage: mp_fault exit|kill DIR");
         die_mode(mode[0] == 'k', argv[2]);
     } else if (strcmp(mode, "peer") == 0 ||
                strcmp(mode, "peer-eager") == 0) {
