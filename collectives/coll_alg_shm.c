@@ -245,6 +245,31 @@ static uint32_t signature(const pami_xfer_t *x, size_t algo_id)
     return (uint32_t)h | 1; /* 0 is a poison round's */
 }
 
+/* No round: the phase and the control lines stay as they are, and only
+ * the root's place on the node is looked at. */
+void cshm_ring_setup(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
+                     struct pami_geometry *g, size_t es)
+{
+    cshm_ring_memo_t *m = &s->ring_memo;
+    if (!m->valid || m->g != g || m->gid != g->id || m->dtype != x->dtype ||
+        m->root != x->root || m->count != x->count) {
+        *m = (cshm_ring_memo_t){.valid = true, .g = g, .gid = g->id,
+                          .dtype = x->dtype, .root = x->root,
+                          .count = x->count,
+                          .sig = signature(x, cshm_eager_id()), /* AUTO or named */
+                          .root_idx = (uint32_t)local_index(
+                              s, g->tasks[x->root])};
+    }
+    s->op = (cshm_op_t){.req = req, .x = x, .g = g, .n = g->size,
+                        .rank = g->rank, .root = x->root, .es = es ? es : 1,
+                        .total = x->count * es, .kind = CSHM_BCAST,
+                        .out = x->rbuf, .ring = true,
+                        .ring_k = s->ring_next++, .sig = m->sig};
+    s->idx[x->root] = m->root_idx;
+    cshm_count(s, CSHM_STAT_ops);
+    cshm_count(s, CSHM_STAT_ring_calls);
+}
+
 /* Fills s->op for call x on g and writes its first round (parity of
  * s->phase) and its signature. */
 void cshm_op_setup(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
@@ -252,17 +277,7 @@ void cshm_op_setup(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
 {
     cshm_op_t *op = &s->op;
     if (cshm_ring_fits(s, x, x->count * es)) {
-        /* No round: the phase and the control lines stay as they are,
-         * and only the root's place on the node is looked at. */
-        *op = (cshm_op_t){.req = req, .x = x, .g = g, .n = g->size,
-                          .rank = g->rank, .root = x->root, .es = es ? es : 1,
-                          .total = x->count * es, .kind = CSHM_BCAST,
-                          .out = x->rbuf, .ring = true,
-                          .ring_k = s->ring_next++,
-                          .sig = signature(x, cshm_eager_id())}; /* AUTO or named */
-        s->idx[x->root] = (uint32_t)local_index(s, g->tasks[x->root]);
-        cshm_count(s, CSHM_STAT_ops);
-        cshm_count(s, CSHM_STAT_ring_calls);
+        cshm_ring_setup(s, req, x, g, es);
         return;
     }
     *op = (cshm_op_t){.req = req, .x = x, .g = g, .n = g->size,
@@ -450,9 +465,16 @@ bool cshm_ring_fits(const cshm_t *s, const pami_xfer_t *x, size_t bytes)
            (!named || x->algorithm == (pami_algorithm_t)cshm_eager_id());
 }
 
-static void wake_if_sleepers(cshm_t *s)
+/* The ring's stores are releases (a reader that sees a number sees what
+ * came before it); the one full fence is here, between a call's last
+ * store and its look at the sleepers, which count themselves in before
+ * their last check (cshm_sleep_ring): one of the two sides sees the
+ * other. A sequentially consistent store each cost a root four locked
+ * instructions per call and a reader two. */
+static void ring_wake_if_sleepers(cshm_t *s)
 {
-    if (atomic_load(&cshm_hdr(s)->sleepers) != 0)
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&cshm_hdr(s)->sleepers, memory_order_relaxed) != 0)
         cshm_wake_sleepers(s);
 }
 
@@ -536,8 +558,8 @@ static void ring_enter(cshm_t *s)
 {
     if (s->op.rank == s->op.root)
         return;
-    atomic_store(&cshm_ring_task(s, s->my_index)->arrived, s->op.ring_k + 1);
-    wake_if_sleepers(s);
+    atomic_store_explicit(&cshm_ring_task(s, s->my_index)->arrived,
+                          s->op.ring_k + 1, memory_order_release);
 }
 
 /* The root, once the entry is free: claims it (a second task that
@@ -555,17 +577,17 @@ static pami_result_t ring_write(cshm_t *s)
     while (c < k + 1 && !(won = atomic_compare_exchange_weak(&e->claim, &c,
                                                                k + 1)))
         ;
-    atomic_store(&me->arrived, k + 1);
+    atomic_store_explicit(&me->arrived, k + 1, memory_order_release);
     if (won) {
         bool ghost = op_ghost(op);
         e->sig = ghost ? 0 : op->sig;
         e->len = (uint32_t)op->total;
         if (!ghost)
             memcpy(cshm_ring_data(s, k, op->total), op->out, op->total);
-        atomic_store(&e->seq, k + 1);
+        atomic_store_explicit(&e->seq, k + 1, memory_order_release);
     }
-    atomic_store(&me->done, k + 1);
-    wake_if_sleepers(s);
+    atomic_store_explicit(&me->done, k + 1, memory_order_release);
+    ring_wake_if_sleepers(s);
     if (won)
         return PAMI_SUCCESS;
     cshm_count(s, CSHM_STAT_mismatches);
@@ -599,8 +621,9 @@ static pami_result_t ring_read(cshm_t *s, int ready)
     } else if (!op_ghost(op)) {
         memcpy(op->out, cshm_ring_data(s, k, op->total), op->total);
     }
-    atomic_store(&cshm_ring_task(s, s->my_index)->done, k + 1);
-    wake_if_sleepers(s);
+    atomic_store_explicit(&cshm_ring_task(s, s->my_index)->done, k + 1,
+                          memory_order_release);
+    ring_wake_if_sleepers(s);
     return rc;
 }
 
@@ -629,8 +652,11 @@ pami_result_t cshm_ring_inline(cshm_t *s)
     unsigned mask = over ? 7 : 63;
     ring_enter(s);
     int ready = ring_ready_here(s, what);
-    if (ready == 0)
+    if (ready == 0) {
         cshm_count(s, CSHM_STAT_ring_waits);
+        if (!(what & 1)) /* a sleeper may wait for every task to enter */
+            ring_wake_if_sleepers(s);
+    }
     /* A root waiting for room polls the readers' lines 8 times less
      * often: each look costs the reader it waits for a miss. */
     unsigned relax = (what & 1) && !over ? 8 : 1;
@@ -696,6 +722,8 @@ static pami_result_t ring_begin(cshm_t *s)
     s->step       = CSHM_ST_RING;
     s->flag_since = 0;
     ring_enter(s);
+    if (s->op.rank != s->op.root)
+        ring_wake_if_sleepers(s);
     return pami_context_post(s->ctx, &s->flag_work, cshm_flag_engine, s);
 }
 
