@@ -572,6 +572,26 @@ static void ring_enter(cshm_t *s)
                           s->op.ring_k + 1, memory_order_release);
 }
 
+/* A prefetch for writing (the line taken from the readers' caches),
+ * where the CPU has one: a prefetch for reading would leave the claim's
+ * compare-and-swap to take it over. */
+#if defined(__x86_64__)
+__attribute__((target("prfchw"))) static void prefetchw_x86(const void *p)
+{
+    __builtin_prefetch(p, 1);
+}
+#endif
+static inline void ring_prefetch_write(const cshm_t *s, const void *p)
+{
+#if defined(__x86_64__)
+    if (s->prefetchw)
+        prefetchw_x86(p);
+#else
+    (void)s;
+    __builtin_prefetch(p, 1);
+#endif
+}
+
 /* The root, once the entry is free: claims it (a second task that
  * thinks it is the root finds it taken: PAMI_INVAL there), fills it and
  * numbers it last. A ghost root publishes signature 0: the readers
@@ -600,7 +620,7 @@ static pami_result_t ring_write(cshm_t *s)
     ring_wake_if_sleepers(s);
     /* The next entry's line was read by the readers a ring ago: taking
      * it now spares the next call's claim that wait. */
-    __builtin_prefetch(cshm_ring_entry(s, k + 1), 1);
+    ring_prefetch_write(s, cshm_ring_entry(s, k + 1));
     if (won)
         return PAMI_SUCCESS;
     cshm_count(s, CSHM_STAT_mismatches);

@@ -158,6 +158,7 @@ typedef struct cshm {
     bool               auto_ok; /* PAMI_COLL_SHM_AUTO */
     bool               flag_ok; /* PAMI_COLL_SHM_FLAG, and nlocal <= ncpus */
     bool               ring_ok; /* PAMI_COLL_SHM_EAGER */
+    bool               prefetchw; /* the CPU prefetches for writing */
     size_t             ring_off; /* where the ring starts in the segment */
     uint64_t           ring_next; /* ring calls started on this context */
     uint64_t           ring_room; /* as a root, calls below this number
