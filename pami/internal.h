@@ -374,6 +374,7 @@ struct pami_context {
     uint32_t              bar_epoch;
     uint32_t              bar_round;
     bool                  bar_sent;
+    bool                  bar_nomem;   /* this barrier's ENOMEM logged */
 
     /* Protocols started on this context, in registration order. */
     void                 *protocol_state[PAMI_PROTOCOL_MAX];
