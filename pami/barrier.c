@@ -49,6 +49,7 @@ static bool barrier_step(struct pami_context *ctx, pami_result_t *rc)
             ctx->bar_epoch++;
             ctx->bar_round = 0;
             ctx->bar_sent  = false;
+            ctx->bar_nomem = false;
             return true;
         }
         if (!ctx->bar_sent) {
@@ -56,8 +57,17 @@ static bool barrier_step(struct pami_context *ctx, pami_result_t *rc)
             pami_barrier_msg_t m = {.epoch = ctx->bar_epoch,
                                     .round = ctx->bar_round};
             uint32_t peer = (uint32_t)(to * c->num_contexts + ctx->offset);
-            *rc = pami_send_internal(ctx, peer, PAMI_DISPATCH_BARRIER, &m,
-                                     sizeof(m), REQ_BARRIER);
+            if (pami_send_internal(ctx, peer, PAMI_DISPATCH_BARRIER, &m,
+                                   sizeof(m), REQ_BARRIER) != PAMI_SUCCESS) {
+                /* No memory for the message (the only failure): failing
+                 * here would leave the others waiting for it forever, so
+                 * try again at the next step. */
+                if (!ctx->bar_nomem)
+                    pami_warn("barrier", "no memory for a barrier message "
+                                         "to task %zu; trying again", to);
+                ctx->bar_nomem = true;
+                return false;
+            }
             ctx->bar_sent = true;
             continue;
         }

@@ -38,6 +38,10 @@
     X(rma_owner, "PAMI_RMA_VIA_OWNER", bool, "0",                            \
       "1 sends every put, get and rmw through its owner's checked path, "   \
       "as over TCP, instead of CMA on this node or RDMA")                   \
+    X(cma_batch, "PAMI_CMA_BATCH", size, "16384",                           \
+      "largest put or get to a task of this node (by CMA) that waits for "  \
+      "the next advance to move with others in one kernel call; 0: each "  \
+      "moves during its call")                                              \
     X(rndv_via_origin, "PAMI_RNDV_VIA_ORIGIN", bool, "0",                    \
       "1 has the origin serve every large pami_send in chunk messages, "    \
       "as over TCP, instead of CMA on this node or a UCX get over RDMA")    \
@@ -74,6 +78,7 @@ typedef struct {
     size_t shutdown_timeout_ms;
     size_t peer_timeout_ms;
     int    rma_owner;
+    size_t cma_batch;
     int    rndv_via_origin;
     int    shm_fastpath;
     size_t shm_queue_lines;

@@ -167,6 +167,10 @@ static pami_result_t rma(struct pami_context *ctx, rma_dir_t dir,
     }
     uint8_t    *shm = NULL;
     rma_route_t how = route(ctx, &v, false, &shm);
+    /* Gathered CMA operations move before any other path's: issued in
+     * order, done in order. */
+    if (how != ROUTE_CMA)
+        pami_cma_batch_end(ctx);
     if (how == ROUTE_SHM)
         return pami_rma_shm_xfer(ctx, index, dir == RMA_PUT, local, bytes,
                                  shm + roff, local_fn, remote_fn, cookie,
@@ -375,6 +379,7 @@ pami_result_t pami_rmw_sized(pami_context_t ctx, const pami_rmw_t *p,
     if (cswap)
         memcpy(p->result, p->size == 4 ? (const void *)&new32
                                        : (const void *)&p->value, p->size);
+    pami_cma_batch_end(ctx);
     uint8_t    *shm = NULL;
     rma_route_t how = route(ctx, &v, true, &shm);
     if (how == ROUTE_SHM)
@@ -453,6 +458,8 @@ static void fence_owner(struct pami_context *ctx, uint32_t index,
 static pami_result_t fence(struct pami_context *ctx, pami_peer_t *peer,
                            uint32_t which, pami_event_fn fn, void *cookie)
 {
+    /* Gathered CMA puts are complete once moved: before fn can run. */
+    pami_cma_batch_end(ctx);
     size_t n = ctx->client->size * ctx->client->num_contexts;
     bool   owner = false;
     for (size_t i = 0; i < n && !owner; i++)

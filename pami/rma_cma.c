@@ -212,6 +212,110 @@ int pami_cma_read(pid_t pid, void *dst, uint64_t src, size_t bytes,
     return err != 0 ? err : herr;
 }
 
+/* The outcome of a CMA access that failed with err (not EPERM). */
+static pami_result_t cma_failed(struct pami_context *ctx, uint32_t task,
+                                bool put, size_t bytes, uint64_t raddr,
+                                int err)
+{
+    if (err == ESRCH) {
+        pami_task_failed(ctx, task, -ESRCH);
+        return PAMI_PEER_FAILED;
+    }
+    /* Once every task is through destroy's first barrier, the owner may
+     * have finished and unmapped its regions: a departure, as endpoint.c
+     * treats a closed monitor then, so the operation is canceled by the
+     * shutdown rather than refused. */
+    bool left = ctx->closing_down && ctx->shutdown_stage >= 2;
+    pami_log(left ? PAMI_LOG_DEBUG : PAMI_LOG_WARN, "rma",
+             "%s of %zu bytes at 0x%llx of task %u failed: %s "
+             "(a destroyed region?)", put ? "put" : "get", bytes,
+             (unsigned long long)raddr, task, strerror(err));
+    return left ? PAMI_SHUTDOWN : err == EFAULT ? PAMI_INVAL : PAMI_TRANSPORT;
+}
+
+void pami_cma_batch_flush(struct pami_context *ctx)
+{
+    pami_client_impl_t *c = ctx->client;
+    __typeof__(ctx->cma_batch) *b = &ctx->cma_batch;
+    uint32_t n = b->n;
+    if (n == 0)
+        return;
+    b->n = 0;
+    /* The batch's entries are the last n of the ring (nothing else
+     * entered it since the first: see pami_cma_batch_end). */
+    uint32_t first = ctx->rma_done_tail - n;
+    pid_t    pid   = c->tasks[b->task].pid;
+    uint32_t i     = 0;
+    while (i < n) {
+        ssize_t got = b->put ? process_vm_writev(pid, &b->local[i], n - i,
+                                                 &b->remote[i], n - i, 0)
+                             : process_vm_readv(pid, &b->local[i], n - i,
+                                                &b->remote[i], n - i, 0);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got > 0) {
+            /* Whole operations first, then what is left of one: the
+             * kernel goes through the vectors in order and stops at the
+             * first range it cannot reach. */
+            size_t left = (size_t)got;
+            while (i < n && left >= b->local[i].iov_len)
+                left -= b->local[i++].iov_len;
+            if (left > 0) {
+                b->local[i].iov_base = (char *)b->local[i].iov_base + left;
+                b->remote[i].iov_base = (char *)b->remote[i].iov_base + left;
+                b->local[i].iov_len -= left;
+                b->remote[i].iov_len -= left;
+            }
+            continue;
+        }
+        int err = got < 0 ? errno : EIO;
+        pami_result_t rc;
+        if (err == EPERM) {
+            /* Allowed before, refused now: this and later ones fail,
+             * later calls take the owner's path. */
+            pami_warn("rma", "cannot access task %u's memory directly any "
+                             "more (%s); one-sided operations go through "
+                             "their owner", b->task, strerror(err));
+            c->cma_denied = true;
+            rc = PAMI_TRANSPORT;
+        } else {
+            rc = cma_failed(ctx, b->task, b->put, b->local[i].iov_len,
+                            (uint64_t)(uintptr_t)b->remote[i].iov_base, err);
+        }
+        /* A dead or refusing owner fails the rest; a bad range only the
+         * operation it belongs to. */
+        uint32_t end = err == ESRCH || err == EPERM ? n : i + 1;
+        for (; i < end; i++)
+            ctx->rma_done[(first + i) & (ctx->rma_done_cap - 1)].result = rc;
+    }
+}
+
+/* Adds a small access to the batch; the callbacks' entry goes in the ring
+ * now, with the outcome set by the flush. */
+static pami_result_t cma_batch_add(struct pami_context *ctx, uint32_t index,
+                                   uint32_t task, bool put, void *local, size_t bytes,
+                                   uint64_t raddr, pami_event_fn local_fn,
+                                   pami_event_fn remote_fn, void *cookie,
+                                   int32_t region)
+{
+    __typeof__(ctx->cma_batch) *b = &ctx->cma_batch;
+    if (b->n != 0 && (b->task != task || b->put != put ||
+                      b->n == PAMI_CMA_BATCH_OPS))
+        pami_cma_batch_flush(ctx);
+    pami_result_t rc = pami_rma_report_later(ctx, index, PAMI_SUCCESS,
+                                             local_fn, remote_fn, cookie,
+                                             region);
+    if (rc != PAMI_SUCCESS)
+        return rc;
+    b->task        = task;
+    b->put         = put;
+    b->local[b->n]  = (struct iovec){.iov_base = local, .iov_len = bytes};
+    b->remote[b->n] = (struct iovec){.iov_base = (void *)(uintptr_t)raddr,
+                                     .iov_len = bytes};
+    b->n++;
+    return PAMI_SUCCESS;
+}
+
 pami_result_t pami_rma_cma(struct pami_context *ctx, uint32_t index,
                            bool put, void *local, size_t bytes,
                            uint64_t raddr, pami_event_fn local_fn,
@@ -220,6 +324,13 @@ pami_result_t pami_rma_cma(struct pami_context *ctx, uint32_t index,
 {
     pami_client_impl_t *c    = ctx->client;
     uint32_t            task = index / (uint32_t)c->num_contexts;
+    /* Small ones wait for the advance and move together: the kernel call
+     * costs more than the copy. Only once a call went through, so EPERM
+     * is found by a direct call, which can still take the owner's path. */
+    if (bytes > 0 && bytes <= c->config.cma_batch && c->cma_worked)
+        return cma_batch_add(ctx, index, task, put, local, bytes, raddr, local_fn,
+                             remote_fn, cookie, region);
+    pami_cma_batch_end(ctx);
     /* Room for the report first: once the data moved, a failure could no
      * longer mean "nothing happened". */
     if (!pami_rma_done_room(ctx))
@@ -237,22 +348,10 @@ pami_result_t pami_rma_cma(struct pami_context *ctx, uint32_t index,
         return PAMI_EAGAIN;
     }
     pami_result_t rc = PAMI_SUCCESS;
-    if (err == ESRCH) {
-        pami_task_failed(ctx, task, -ESRCH);
-        rc = PAMI_PEER_FAILED;
-    } else if (err != 0) {
-        /* Once every task is through destroy's first barrier, the owner
-         * may have finished and unmapped its regions: a departure, as
-         * endpoint.c treats a closed monitor then, so the operation is
-         * canceled by the shutdown rather than refused. */
-        bool left = ctx->closing_down && ctx->shutdown_stage >= 2;
-        pami_log(left ? PAMI_LOG_DEBUG : PAMI_LOG_WARN, "rma",
-                 "%s of %zu bytes at 0x%llx of task %u failed: %s "
-                 "(a destroyed region?)", put ? "put" : "get", bytes,
-                 (unsigned long long)raddr, task, strerror(err));
-        rc = left ? PAMI_SHUTDOWN
-                  : err == EFAULT ? PAMI_INVAL : PAMI_TRANSPORT;
-    }
+    if (err != 0)
+        rc = cma_failed(ctx, task, put, bytes, raddr, err);
+    else if (bytes > 0)
+        c->cma_worked = true;
     /* Done: both callbacks from the next advance, with the outcome. */
     return pami_rma_report_later(ctx, index, rc, local_fn, remote_fn, cookie,
                                  region);

@@ -100,8 +100,10 @@ unsigned pami_rma_done_report(struct pami_context *ctx)
     unsigned n = 0;
     /* A callback may start more: they are run too (as finished requests
      * queued meanwhile are); each entry is copied out first, the ring
-     * may grow under it. */
+     * may grow under it. Gathered CMA operations move first: their
+     * callbacks say the data moved. */
     while (ctx->rma_done_head != ctx->rma_done_tail) {
+        pami_cma_batch_end(ctx);
         pami_rma_done_t d = ctx->rma_done[ctx->rma_done_head++ &
                                           (ctx->rma_done_cap - 1)];
         if (d.region >= 0)
@@ -150,6 +152,7 @@ pami_result_t pami_rma_shm_xfer(struct pami_context *ctx, uint32_t index,
                                 int32_t region)
 {
     (void)index;
+    pami_cma_batch_end(ctx); /* its entries stay the ring's last */
     /* Room first: once the data moved, a failure could no longer mean
      * "nothing happened". */
     if (!done_room(ctx))
@@ -176,6 +179,7 @@ pami_result_t pami_rma_shm_rmw(struct pami_context *ctx, uint32_t index,
                                const pami_rmw_t *p, uint8_t *remote)
 {
     (void)index;
+    pami_cma_batch_end(ctx); /* its entries stay the ring's last */
     if (!done_room(ctx))
         return PAMI_ENOMEM;
     uint64_t old = pami_atomic_apply(remote, p->size, p->op, p->value,

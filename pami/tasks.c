@@ -28,6 +28,7 @@ typedef struct {
     cpu_set_t cpus;  /* where it may run */
     uint8_t   secret[PAMI_SIPHASH_KEY_LEN]; /* seals its memory regions */
     int32_t   plugins_rc; /* how loading PAMI_PROTOCOLS went (plugin.c) */
+    int32_t   secret_rc;  /* PAMI_ERROR: no random bytes for secret */
 } task_card_t;
 
 /* A fresh secret per client: the kernel's random bytes, or none at all. */
@@ -97,9 +98,11 @@ pami_result_t pami_tasks_exchange(pami_client_impl_t *c)
     host_id(me.host);
     if (sched_getaffinity(0, sizeof(me.cpus), &me.cpus) != 0)
         CPU_ZERO(&me.cpus);
+    /* A failure here still takes part in the exchange below: the
+     * others would wait for this card forever. */
     if (make_secret(me.secret, sizeof(me.secret)) != 0) {
         pami_error("client", "no random bytes for the region secret");
-        return PAMI_ERROR;
+        me.secret_rc = PAMI_ERROR;
     }
 
     task_card_t *all = malloc(c->size * sizeof(*all));
@@ -117,6 +120,15 @@ pami_result_t pami_tasks_exchange(pami_client_impl_t *c)
         pami_error("client", "host exchange failed");
         return PAMI_BOOTSTRAP;
     }
+    for (size_t t = 0; t < c->size; t++)
+        if (all[t].secret_rc != PAMI_SUCCESS) {
+            if (t != c->task)
+                pami_error("client", "task %zu has no random bytes for its "
+                                     "region secret, so no task starts", t);
+            memset(all, 0, c->size * sizeof(*all));
+            free(all);
+            return PAMI_ERROR;
+        }
     /* The node's tasks share the CPUs any of them may use: a launcher
      * that binds each task to its own core oversubscribes nothing. */
     cpu_set_t node_cpus;
