@@ -103,6 +103,8 @@ static pami_result_t apply_params(pami_client_impl_t *c,
         c->config.async_progress = params->async_progress != 0;
     if (params->field_mask & PAMI_CLIENT_PARAM_WAIT_SPIN)
         c->config.wait_spin = params->wait_spin;
+    if (params->field_mask & PAMI_CLIENT_PARAM_SHM_MEMBARRIER)
+        c->config.shm_membarrier = params->shm_membarrier != 0;
     return PAMI_SUCCESS;
 }
 

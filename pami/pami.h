@@ -139,7 +139,8 @@ enum {
     PAMI_CLIENT_PARAM_BOOTSTRAP      = 1u << 0,
     PAMI_CLIENT_PARAM_OOB            = 1u << 1, /* oob_* fields */
     PAMI_CLIENT_PARAM_ASYNC_PROGRESS = 1u << 2,
-    PAMI_CLIENT_PARAM_WAIT_SPIN      = 1u << 3
+    PAMI_CLIENT_PARAM_WAIT_SPIN      = 1u << 3,
+    PAMI_CLIENT_PARAM_SHM_MEMBARRIER = 1u << 4
 };
 
 typedef struct {
@@ -151,6 +152,7 @@ typedef struct {
     size_t                oob_size;  /* number of tasks in the OOB group */
     int                   async_progress; /* overrides PAMI_ASYNC_PROGRESS */
     unsigned              wait_spin; /* overrides PAMI_WAIT_SPIN */
+    int                   shm_membarrier; /* overrides PAMI_SHM_MEMBARRIER */
 } pami_client_params_t;
 
 /* Joins the job: finds the bootstrap, learns task id and size, and which

@@ -58,7 +58,8 @@ pami_result_t pami_params_out(const pami_params_layouts_t *l, size_t given);
 /* The field_mask bits this pami knows, per struct. */
 #define PAMI_CLIENT_PARAM_KNOWN                                              \
     (PAMI_CLIENT_PARAM_BOOTSTRAP | PAMI_CLIENT_PARAM_OOB |                   \
-     PAMI_CLIENT_PARAM_ASYNC_PROGRESS | PAMI_CLIENT_PARAM_WAIT_SPIN)
+     PAMI_CLIENT_PARAM_ASYNC_PROGRESS | PAMI_CLIENT_PARAM_WAIT_SPIN |      \
+     PAMI_CLIENT_PARAM_SHM_MEMBARRIER)
 #define PAMI_CLIENT_ATTR_KNOWN                                               \
     (PAMI_CLIENT_ATTR_TASK | PAMI_CLIENT_ATTR_SIZE |                         \
      PAMI_CLIENT_ATTR_LOCAL_TASKS | PAMI_CLIENT_ATTR_DISPATCH_MAX |          \

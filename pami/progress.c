@@ -9,6 +9,9 @@
 
 #include "internal.h"
 
+/* How long pami_context_wait spins with yields before it sleeps. */
+#define YIELD_SPIN_MAX_NS 1000000ull
+
 /* The contexts whose handlers this thread is running, to refuse re-entry
  * (internal.h). */
 __thread struct pami_context *pami_tls_progressing
@@ -58,6 +61,20 @@ static inline bool sweeping(struct pami_context *ctx)
 {
     return ctx->client->config.peer_errors &&
            ctx->client->num_local_tasks > 1 && !ctx->closing_down;
+}
+
+/* A yield can give the core away for long when other processes want it
+ * (milliseconds each): the looks above that count polls would then come
+ * seconds late, a stopped task would go unnoticed, so after a yield the
+ * clock decides. Returns the time. */
+static uint64_t after_yield(struct pami_context *ctx)
+{
+    uint64_t now = pami_time_ns();
+    if (sweeping(ctx) && now - ctx->last_sweep_ns >= PAMI_WATCH_MS * 1000000ull)
+        pami_sweep_local_tasks(ctx, now);
+    if (pami_liveness_wanted(ctx))
+        ctx->live_check = true;
+    return now;
 }
 
 unsigned pami_progress_once(struct pami_context *ctx)
@@ -119,8 +136,10 @@ pami_result_t pami_context_advance(pami_context_t ctx, size_t max)
     /* More tasks than cores: a caller that loops on advance (the retry
      * loop of a full send) would keep the core from the task that shares
      * it and must run to free what we wait for. */
-    if (ctx->client->oversubscribed)
+    if (ctx->client->oversubscribed) {
         sched_yield();
+        after_yield(ctx);
+    }
     return PAMI_EAGAIN;
 }
 
@@ -145,9 +164,15 @@ pami_result_t pami_context_wait(pami_context_t ctx, int timeout_ms)
             if (pami_progress_once(ctx) > 0)
                 return PAMI_SUCCESS;
             /* More tasks than cores: the task we wait for may need this
-             * core to make what we wait for. */
-            if (yield)
+             * core to make what we wait for. A spin of yields that has
+             * lasted a millisecond is sharing the cores with others that
+             * take them for long: sleep on the event fd instead, which
+             * wakes us when something comes. */
+            if (yield) {
                 sched_yield();
+                if (after_yield(ctx) - start >= YIELD_SPIN_MAX_NS)
+                    break;
+            }
         }
 
         int remaining = -1;
