@@ -306,6 +306,7 @@ bool coll_task_in(const pami_task_t *tasks, size_t n, pami_task_t t);
 coll_global_t *coll_global_join(coll_ctx_t *cc, unsigned threshold);
 void coll_global_leave(coll_ctx_t *cc);
 bool coll_global_try(coll_global_t *gl);
+bool coll_global_below(const coll_global_t *gl);
 void coll_global_take(coll_global_t *gl);
 void coll_global_put(coll_global_t *gl);
 void coll_global_waited(coll_global_t *gl);
@@ -326,6 +327,9 @@ pami_result_t coll_connid_acquire(struct pami_geometry *g);
 void coll_connid_lock(struct pami_geometry *g, coll_req_t *req,
                       bool with_unit);
 void coll_connid_unreserve(struct pami_geometry *g);
+/* A call that holds no ConnID (run inline, nothing of it travels) waits
+ * as acquire would, and reserves nothing. */
+pami_result_t coll_connid_pass(struct pami_geometry *g);
 void coll_connid_release(struct pami_geometry *g, coll_req_t *req);
 void coll_deliver(struct pami_geometry *g, const coll_hdr_t *h,
                   pami_task_t origin, const void *data, size_t len,
@@ -505,6 +509,9 @@ pami_result_t coll_select_ready(coll_ctx_t *cc, struct pami_geometry *g,
 pami_algorithm_t coll_auto_select(const pami_xfer_t *x,
                                   struct pami_geometry *g,
                                   pami_algorithm_selection_t *sel, bool call);
+pami_algorithm_t coll_auto_memo(const pami_xfer_t *x,
+                                const struct pami_geometry *g,
+                                pami_selected_reason_t *reason);
 void coll_select_free(struct pami_geometry *g);
 /* The size a call is selected by (equal on every member). */
 uint64_t coll_select_bytes(const pami_xfer_t *x, const struct pami_geometry *g);

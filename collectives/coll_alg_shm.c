@@ -245,6 +245,31 @@ static uint32_t signature(const pami_xfer_t *x, size_t algo_id)
     return (uint32_t)h | 1; /* 0 is a poison round's */
 }
 
+/* No round: the phase and the control lines stay as they are, and only
+ * the root's place on the node is looked at. */
+void cshm_ring_setup(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
+                     struct pami_geometry *g, size_t es)
+{
+    cshm_ring_memo_t *m = &s->ring_memo;
+    if (!m->valid || m->g != g || m->gid != g->id || m->dtype != x->dtype ||
+        m->root != x->root || m->count != x->count) {
+        *m = (cshm_ring_memo_t){.valid = true, .g = g, .gid = g->id,
+                          .dtype = x->dtype, .root = x->root,
+                          .count = x->count,
+                          .sig = signature(x, cshm_eager_id()), /* AUTO or named */
+                          .root_idx = (uint32_t)local_index(
+                              s, g->tasks[x->root])};
+    }
+    s->op = (cshm_op_t){.req = req, .x = x, .g = g, .n = g->size,
+                        .rank = g->rank, .root = x->root, .es = es ? es : 1,
+                        .total = x->count * es, .kind = CSHM_BCAST,
+                        .out = x->rbuf, .ring = true,
+                        .ring_k = s->ring_next++, .sig = m->sig};
+    s->idx[x->root] = m->root_idx;
+    cshm_count(s, CSHM_STAT_ops);
+    cshm_count(s, CSHM_STAT_ring_calls);
+}
+
 /* Fills s->op for call x on g and writes its first round (parity of
  * s->phase) and its signature. */
 void cshm_op_setup(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
@@ -252,17 +277,7 @@ void cshm_op_setup(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
 {
     cshm_op_t *op = &s->op;
     if (cshm_ring_fits(s, x, x->count * es)) {
-        /* No round: the phase and the control lines stay as they are,
-         * and only the root's place on the node is looked at. */
-        *op = (cshm_op_t){.req = req, .x = x, .g = g, .n = g->size,
-                          .rank = g->rank, .root = x->root, .es = es ? es : 1,
-                          .total = x->count * es, .kind = CSHM_BCAST,
-                          .out = x->rbuf, .ring = true,
-                          .ring_k = s->ring_next++,
-                          .sig = signature(x, cshm_eager_id())}; /* AUTO or named */
-        s->idx[x->root] = (uint32_t)local_index(s, g->tasks[x->root]);
-        cshm_count(s, CSHM_STAT_ops);
-        cshm_count(s, CSHM_STAT_ring_calls);
+        cshm_ring_setup(s, req, x, g, es);
         return;
     }
     *op = (cshm_op_t){.req = req, .x = x, .g = g, .n = g->size,
@@ -450,9 +465,16 @@ bool cshm_ring_fits(const cshm_t *s, const pami_xfer_t *x, size_t bytes)
            (!named || x->algorithm == (pami_algorithm_t)cshm_eager_id());
 }
 
-static void wake_if_sleepers(cshm_t *s)
+/* The ring's stores are releases (a reader that sees a number sees what
+ * came before it); the one full fence is here, between a call's last
+ * store and its look at the sleepers, which count themselves in before
+ * their last check (cshm_sleep_ring): one of the two sides sees the
+ * other. A sequentially consistent store each cost a root four locked
+ * instructions per call and a reader two. */
+static void ring_wake_if_sleepers(cshm_t *s)
 {
-    if (atomic_load(&cshm_hdr(s)->sleepers) != 0)
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&cshm_hdr(s)->sleepers, memory_order_relaxed) != 0)
         cshm_wake_sleepers(s);
 }
 
@@ -508,11 +530,21 @@ static uint64_t ring_what(const cshm_t *s)
  * next entry only: waiting until half of it was free made 8 B at 2
  * tasks 0.37-0.40 us against 0.22 (quiet, 27 Nov 23:10). Readers as
  * cshm_ring_ready. */
-static int ring_ready_here(cshm_t *s, uint64_t what)
+static int ring_ready_here(cshm_t *s, uint64_t what, bool full)
 {
     uint64_t k = what >> 1;
-    if (!(what & 1))
-        return cshm_ring_ready(s, what);
+    if (!(what & 1)) {
+        /* A reader polls its entry's number alone, and looks at the
+         * root's and the tasks' lines (a call without a root, a root
+         * that will not write) only now and then: each look took the
+         * root's line, which the root writes at every call, and cost
+         * the root a miss there on the next. */
+        int st = cshm_line_state(
+            atomic_load_explicit(&cshm_ring_entry(s, k)->seq,
+                                 memory_order_acquire),
+            k + 1);
+        return st != 0 || !full ? st : cshm_ring_ready(s, what);
+    }
     if (k < s->ring_room)
         return 1;
     uint64_t low = UINT64_MAX;
@@ -536,8 +568,28 @@ static void ring_enter(cshm_t *s)
 {
     if (s->op.rank == s->op.root)
         return;
-    atomic_store(&cshm_ring_task(s, s->my_index)->arrived, s->op.ring_k + 1);
-    wake_if_sleepers(s);
+    atomic_store_explicit(&cshm_ring_task(s, s->my_index)->arrived,
+                          s->op.ring_k + 1, memory_order_release);
+}
+
+/* A prefetch for writing (the line taken from the readers' caches),
+ * where the CPU has one: a prefetch for reading would leave the claim's
+ * compare-and-swap to take it over. */
+#if defined(__x86_64__)
+__attribute__((target("prfchw"))) static void prefetchw_x86(const void *p)
+{
+    __builtin_prefetch(p, 1);
+}
+#endif
+static inline void ring_prefetch_write(const cshm_t *s, const void *p)
+{
+#if defined(__x86_64__)
+    if (s->prefetchw)
+        prefetchw_x86(p);
+#else
+    (void)s;
+    __builtin_prefetch(p, 1);
+#endif
 }
 
 /* The root, once the entry is free: claims it (a second task that
@@ -555,17 +607,20 @@ static pami_result_t ring_write(cshm_t *s)
     while (c < k + 1 && !(won = atomic_compare_exchange_weak(&e->claim, &c,
                                                                k + 1)))
         ;
-    atomic_store(&me->arrived, k + 1);
+    atomic_store_explicit(&me->arrived, k + 1, memory_order_release);
     if (won) {
         bool ghost = op_ghost(op);
         e->sig = ghost ? 0 : op->sig;
         e->len = (uint32_t)op->total;
         if (!ghost)
             memcpy(cshm_ring_data(s, k, op->total), op->out, op->total);
-        atomic_store(&e->seq, k + 1);
+        atomic_store_explicit(&e->seq, k + 1, memory_order_release);
     }
-    atomic_store(&me->done, k + 1);
-    wake_if_sleepers(s);
+    atomic_store_explicit(&me->done, k + 1, memory_order_release);
+    ring_wake_if_sleepers(s);
+    /* The next entry's line was read by the readers a ring ago: taking
+     * it now spares the next call's claim that wait. */
+    ring_prefetch_write(s, cshm_ring_entry(s, k + 1));
     if (won)
         return PAMI_SUCCESS;
     cshm_count(s, CSHM_STAT_mismatches);
@@ -599,8 +654,9 @@ static pami_result_t ring_read(cshm_t *s, int ready)
     } else if (!op_ghost(op)) {
         memcpy(op->out, cshm_ring_data(s, k, op->total), op->total);
     }
-    atomic_store(&cshm_ring_task(s, s->my_index)->done, k + 1);
-    wake_if_sleepers(s);
+    atomic_store_explicit(&cshm_ring_task(s, s->my_index)->done, k + 1,
+                          memory_order_release);
+    ring_wake_if_sleepers(s);
     return rc;
 }
 
@@ -628,9 +684,12 @@ pami_result_t cshm_ring_inline(cshm_t *s)
     uint64_t budget = over ? CSHM_RING_YIELD_NS : s->spin_ns;
     unsigned mask = over ? 7 : 63;
     ring_enter(s);
-    int ready = ring_ready_here(s, what);
-    if (ready == 0)
+    int ready = ring_ready_here(s, what, false);
+    if (ready == 0) {
         cshm_count(s, CSHM_STAT_ring_waits);
+        if (!(what & 1)) /* a sleeper may wait for every task to enter */
+            ring_wake_if_sleepers(s);
+    }
     /* A root waiting for room polls the readers' lines 8 times less
      * often: each look costs the reader it waits for a miss. */
     unsigned relax = (what & 1) && !over ? 8 : 1;
@@ -640,7 +699,7 @@ pami_result_t cshm_ring_inline(cshm_t *s)
         else
             for (unsigned j = 0; j < relax; j++)
                 pami_protocol_cpu_relax();
-        ready = ring_ready_here(s, what);
+        ready = ring_ready_here(s, what, (i & mask) == 0);
         if ((i & mask) == 0) {
             uint64_t now = cshm_now_ns();
             if (start == 0)
@@ -664,7 +723,7 @@ static pami_result_t ring_engine(cshm_t *s)
     uint64_t what = ring_what(s);
     int ready = 0;
     for (unsigned i = 0; i < 256 && ready == 0; i++) {
-        ready = ring_ready_here(s, what);
+        ready = ring_ready_here(s, what, (i & 63) == 63);
         if (ready == 0)
             pami_protocol_cpu_relax();
     }
@@ -696,6 +755,8 @@ static pami_result_t ring_begin(cshm_t *s)
     s->step       = CSHM_ST_RING;
     s->flag_since = 0;
     ring_enter(s);
+    if (s->op.rank != s->op.root)
+        ring_wake_if_sleepers(s);
     return pami_context_post(s->ctx, &s->flag_work, cshm_flag_engine, s);
 }
 

@@ -662,10 +662,9 @@ static pami_result_t barrier_on_register(coll_ctx_t *cc,
 {
     if (pami_protocol_in_handler(cc->ctx))
         return PAMI_IN_HANDLER;
-    pami_result_t rc = coll_connid_acquire(g);
+    pami_result_t rc = coll_connid_pass(g); /* nothing of it travels */
     if (rc != PAMI_SUCCESS)
         return rc;
-    coll_connid_unreserve(g); /* no element: nothing of it travels */
     g->next_seq++;
     g->started++;
     cc->st.started++;

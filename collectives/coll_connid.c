@@ -85,6 +85,19 @@ void coll_connid_unreserve(struct pami_geometry *g)
     coll_global_put(g->cc->gl);
 }
 
+/* Below both thresholds, a look at the counts, where acquire and
+ * unreserve cost every small inline call two locked instructions.
+ * Otherwise acquire's wait, then the unit back. */
+pami_result_t coll_connid_pass(struct pami_geometry *g)
+{
+    if (geometry_free(g) && coll_global_below(g->cc->gl))
+        return PAMI_SUCCESS;
+    pami_result_t rc = coll_connid_acquire(g);
+    if (rc == PAMI_SUCCESS)
+        coll_connid_unreserve(g);
+    return rc;
+}
+
 void coll_connid_lock(struct pami_geometry *g, coll_req_t *req,
                       bool with_unit)
 {

@@ -94,6 +94,14 @@ bool coll_global_try(coll_global_t *gl)
     return false;
 }
 
+/* Whether a unit could be had now, without taking it. */
+bool coll_global_below(const coll_global_t *gl)
+{
+    return gl == NULL ||
+           atomic_load_explicit(&gl->in_use, memory_order_relaxed) <
+               gl->threshold;
+}
+
 void coll_global_take(coll_global_t *gl)
 {
     if (gl != NULL)

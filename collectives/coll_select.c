@@ -481,6 +481,18 @@ found:
     return id;
 }
 
+/* The memo's decision for a started call, or 0 when it holds none for
+ * x (the caller then asks coll_auto_select, which fills it). */
+pami_algorithm_t coll_auto_memo(const pami_xfer_t *x,
+                                const struct pami_geometry *g,
+                                pami_selected_reason_t *reason)
+{
+    if (!memo_usable(x, g) || !memo_hit(x, g))
+        return 0;
+    *reason = g->memo.sel.reason;
+    return g->memo.sel.algorithm;
+}
+
 pami_result_t coll_algorithm_selected(const pami_xfer_t *x,
                                       pami_algorithm_selection_t *out)
 {

@@ -123,6 +123,18 @@ enum { CSHM_STAT_ops, CSHM_STAT_register_barriers, CSHM_STAT_rounds,
        CSHM_STAT_segment_bad, /* what was read failed its check */
        CSHM_NUM_STATS };
 
+/* The last ring call's signature and its root's local index, kept for
+ * the next call equal to it (a loop of one broadcast hashes and searches
+ * once). */
+typedef struct {
+    bool                        valid;
+    const struct pami_geometry *g;
+    uint32_t                    gid;
+    pami_type_t                 dtype;
+    size_t                      root, count;
+    uint32_t                    sig, root_idx;
+} cshm_ring_memo_t;
+
 typedef struct cshm {
     pami_context_t     ctx;
     pami_task_t        me;
@@ -146,11 +158,13 @@ typedef struct cshm {
     bool               auto_ok; /* PAMI_COLL_SHM_AUTO */
     bool               flag_ok; /* PAMI_COLL_SHM_FLAG, and nlocal <= ncpus */
     bool               ring_ok; /* PAMI_COLL_SHM_EAGER */
+    bool               prefetchw; /* the CPU prefetches for writing */
     size_t             ring_off; /* where the ring starts in the segment */
     uint64_t           ring_next; /* ring calls started on this context */
     uint64_t           ring_room; /* as a root, calls below this number
                                    * found their entry free (every task's
                                    * done seen, plus CSHM_RING) */
+    cshm_ring_memo_t   ring_memo;
     uint64_t           spin_ns; /* a flag wait polls this long, then sleeps */
     uint64_t           spin_cur; /* the blocking flag wait's poll now:
                                     halved after a wait that slept, doubled
@@ -230,6 +244,9 @@ pami_result_t cshm_flag_round_inline(cshm_t *s);
 bool cshm_ring_fits(const cshm_t *s, const pami_xfer_t *x, size_t bytes);
 size_t cshm_eager_id(void); /* broadcast_shm_eager's algorithm id */
 pami_result_t cshm_ring_inline(cshm_t *s);
+/* s->op for ring call x (cshm_ring_fits said yes); es its element size. */
+void cshm_ring_setup(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
+                     struct pami_geometry *g, size_t es);
 int cshm_ring_ready(const cshm_t *s, uint64_t what);
 
 /* coll_shm_calls.c */

@@ -139,6 +139,46 @@ static bool inline_fits(cshm_t *s, coll_ctx_t *cc, const pami_xfer_t *x,
     return true;
 }
 
+/* inline_fits for the eager ring's calls, with only the checks the ring
+ * needs: a broadcast the ring takes (cshm_ring_fits), on an agreed
+ * geometry without online tuning, whose algorithm is the ring's (named,
+ * or AUTO's decision kept from an earlier equal call: the first goes
+ * through coll_auto_select, which logs and keeps it). A loop of small
+ * broadcasts spends most of its time in the call, not in the ring. */
+static bool ring_fits_lean(cshm_t *s, coll_ctx_t *cc, const pami_xfer_t *x,
+                           const coll_algo_t **algo,
+                           pami_selected_reason_t *why)
+{
+    struct pami_geometry *g = x->geometry;
+    if (x->kind != PAMI_XFER_BROADCAST || g == NULL || g->cc != cc ||
+        !g->ready || !g->agreed || g->online != NULL || !g->on_node ||
+        g->size < 2 || g->size != s->nlocal || !s->ring_ok ||
+        s->qlen > 0 || s->running || s->setup != CSHM_SETUP_READY ||
+        x->rbuf == NULL || IN_PLACE(x->rbuf) || x->root >= g->size ||
+        x->count == 0 || x->count > CSHM_SMALL_MAX ||
+        !coll_type_valid(x->dtype))
+        return false;
+    size_t bytes = x->count * pami_type_size(x->dtype);
+    if (bytes == 0 || bytes > CSHM_SMALL_MAX || bytes > s->slot ||
+        bytes > CSHM_RING_MAX)
+        return false;
+    pami_algorithm_t id;
+    if ((x->field_mask & PAMI_XFER_FIELD_ALGORITHM) &&
+        x->algorithm != PAMI_ALGORITHM_AUTO) {
+        id   = x->algorithm;
+        *why = PAMI_SELECTED_NAMED;
+        if (id != (pami_algorithm_t)cshm_eager_id())
+            return false;
+    } else {
+        id = coll_auto_memo(x, g, why);
+        if (id == 0 || id > coll_num_algos ||
+            coll_algos[id - 1].build != coll_shm_build)
+            return false;
+    }
+    *algo = &coll_algos[id - 1];
+    return true;
+}
+
 /* A small call on an idle queue: the same rounds as the queued form
  * (members may mix the two), with the register polled inline by
  * pami_barrier_wait (or a flag round's lines, cshm_flag_round_inline),
@@ -155,36 +195,45 @@ bool coll_shm_wait_inline(coll_ctx_t *cc, const pami_xfer_t *x,
     pami_context_t ctx = cc->ctx;
     const coll_algo_t *a = NULL;
     pami_algorithm_selection_t sel;
-    if (s == NULL || !inline_fits(s, cc, x, &a, &sel) ||
-        pami_protocol_in_handler(ctx))
+    pami_selected_reason_t why;
+    if (s == NULL)
+        return false;
+    bool lean = ring_fits_lean(s, cc, x, &a, &why);
+    if (!lean) {
+        if (!inline_fits(s, cc, x, &a, &sel))
+            return false;
+        why = (x->field_mask & PAMI_XFER_FIELD_ALGORITHM) &&
+                      x->algorithm != PAMI_ALGORITHM_AUTO
+                  ? PAMI_SELECTED_NAMED
+                  : sel.reason; /* selected (and logged) by inline_fits */
+    }
+    if (pami_protocol_in_handler(ctx))
         return false;
     struct pami_geometry *g = x->geometry;
     int slot = -1;
-    *rc = coll_connid_acquire(g);
+    *rc = coll_connid_pass(g); /* runs inline, locks no element */
     if (*rc != PAMI_SUCCESS)
         return true;
-    coll_connid_unreserve(g); /* runs inline, locks no element */
     if (s->qlen > 0 || s->running) /* started while it waited */
         return false;
     g->next_seq++;
     g->started++;
     cc->st.started++;
     cc->algo_calls[a - coll_algos]++;
-    if ((x->field_mask & PAMI_XFER_FIELD_ALGORITHM) &&
-        x->algorithm != PAMI_ALGORITHM_AUTO) {
-        cc->selected[PAMI_SELECTED_NAMED]++;
-    } else {
-        cc->selected[sel.reason]++; /* selected (and logged) by inline_fits */
+    cc->selected[why]++;
+    if (why != PAMI_SELECTED_NAMED)
         slot = coll_online_commit(g, x, (pami_algorithm_t)(a - coll_algos + 1),
                                   NULL);
-    }
     /* The clock only for online tuning: two reads cost a small call
      * about a sixth of its time. */
     double t0 = slot >= 0 ? coll_online_now_us() : 0;
     s->running = true;
     cshm_count(s, CSHM_STAT_inline);
-    cshm_op_setup(s, NULL, x, g, pami_type_size(x->dtype),
-             (size_t)(a - coll_algos + 1));
+    if (lean)
+        cshm_ring_setup(s, NULL, x, g, pami_type_size(x->dtype));
+    else
+        cshm_op_setup(s, NULL, x, g, pami_type_size(x->dtype),
+                      (size_t)(a - coll_algos + 1));
     if (s->op.ring) {
         *rc = cshm_ring_inline(s);
     } else if (s->op.flag) {

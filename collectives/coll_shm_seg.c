@@ -20,6 +20,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #include "coll_shm.h"
 
 #define SLOT_DEFAULT "262144"
@@ -54,6 +57,18 @@ static const pami_config_var_t cshm_config[] = {
 static const pami_protocol_ops_t cshm_ops;
 
 /* Settings parse as pami's own (the SDK); the flags default to on. */
+/* PREFETCHW (CPUID 0x80000001, ECX bit 8): without it the instruction
+ * may fault on older x86 CPUs, so the ring asks first. */
+static bool cpu_prefetchw(void)
+{
+#if defined(__x86_64__)
+    unsigned a, b, c, d;
+    return __get_cpuid(0x80000001, &a, &b, &c, &d) && (c & (1u << 8));
+#else
+    return false;
+#endif
+}
+
 static bool read_bool(const char *name)
 {
     return pami_protocol_env_bool(CSHM_SUBSYS, name, 1) != 0;
@@ -117,6 +132,7 @@ static pami_result_t cshm_init(const pami_protocol_env_t *env, void **state)
                                            1, 0, 2); /* 2: even so */
     s->flag_ok  = flag == 2 || (flag == 1 && s->nlocal <= s->ncpus);
     s->ring_ok  = read_bool("PAMI_COLL_SHM_EAGER");
+    s->prefetchw = cpu_prefetchw();
     s->spin_ns  = SPIN_NS;
     s->spin_cur = SPIN_NS;
     pthread_mutex_init(&s->lock, NULL);
