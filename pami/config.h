@@ -54,7 +54,7 @@
     X(shm_entry_max, "PAMI_SHM_ENTRY_MAX", size, "2032",                     \
       "bytes of a message one queue entry carries whole (16..65520, at "   \
       "most half the queue); longer ones go in several entries")           \
-    X(shm_queue_grow, "PAMI_SHM_QUEUE_GROW", size, "4096",                   \
+    X(shm_queue_grow, "PAMI_SHM_QUEUE_GROW", size, "8192",                   \
       "64-byte lines a queue grows to when its sender streams (a message " \
       "longer than an entry, or no room for 1/16 of the start lap); "      \
       "entries up to a quarter of it, "                                     \

@@ -33,13 +33,15 @@ void pami_shm_params(const pami_client_impl_t *c, size_t num_contexts,
     }
     size_t grow = cfg->shm_queue_grow;
     if (grow < lines || grow > 65536 || (grow & (grow - 1)) != 0) {
-        size_t fallback = lines > 4096 ? lines : 4096;
+        size_t fallback = lines > 8192 ? lines : 8192;
         pami_warn("shm", "PAMI_SHM_QUEUE_GROW=%zu is not a power of two "
                   "in %zu..65536: %zu taken", grow, lines, fallback);
         grow = fallback;
     }
     /* A grown queue's entries: a quarter of it (a 16 KiB message is one
-     * entry, handed to the handler in place, in a ring of 4096 lines),
+     * entry, handed to the handler in place; a ring of 8192 lines holds
+     * 31 of them; 4096 held 15, too few for a window of 32: send_bw
+     * 16 KiB 0.87-0.89 x UCP AM against 1.41-1.51, docs/PERFORMANCE.md),
      * never less than the start's. */
     size_t grown_entry = grow / 4 < 1024 ? grow / 4 : 1024;
     if (grown_entry < entry || grow == lines)
