@@ -15,7 +15,7 @@
 #define cshm_log(level, ...) pami_protocol_log(level, CSHM_SUBSYS, __VA_ARGS__)
 
 #define CSHM_MAGIC   0x316d6873696d6170ull /* "pamishm1" */
-#define CSHM_VERSION 4 /* 4: the ring's dense entries */
+#define CSHM_VERSION 5 /* 4: the ring's dense entries; 5: claims apart */
 #define CSHM_LINE    64   /* one control line per task and parity */
 #define CSHM_CTL_OFF 256  /* control lines start here in the header */
 #define CSHM_SEQ_OFF 8    /* the round's number + 1, in its control line */
@@ -52,7 +52,9 @@ enum { CSHM_CMD_NONE, CSHM_CMD_WAIT, CSHM_CMD_RING, CSHM_CMD_STOP };
  * the ring calls it entered and finished; then CSHM_RING dense entries
  * of CSHM_RING_DENSE bytes, each a header and, up to CSHM_RING_SMALL
  * bytes, the data (from CSHM_RING_DATA on); then CSHM_RING areas of
- * CSHM_RING_MAX bytes, the data of larger calls. Dense entries lie next
+ * CSHM_RING_MAX bytes, the data of larger calls; then the entries'
+ * claims, 8 bytes each, apart from the entries a waiting reader polls
+ * (a claim there made the root's compare-and-swap wait for the line). Dense entries lie next
  * to each other so that a reader's stream of small calls walks memory
  * the hardware prefetches (entries a page apart each cost a miss). */
 #define CSHM_RING       64
@@ -60,7 +62,7 @@ enum { CSHM_CMD_NONE, CSHM_CMD_WAIT, CSHM_CMD_RING, CSHM_CMD_STOP };
 #define CSHM_RING_DATA  32
 #define CSHM_RING_SMALL 288
 #define CSHM_RING_DENSE (CSHM_RING_DATA + CSHM_RING_SMALL)
-#define CSHM_RING_BYTES (CSHM_RING * (CSHM_RING_DENSE + CSHM_RING_MAX))
+#define CSHM_RING_BYTES (CSHM_RING * (CSHM_RING_DENSE + CSHM_RING_MAX + 8))
 
 #include "coll_shm_check.h"
 
@@ -71,7 +73,7 @@ typedef struct {
 
 typedef struct {
     _Atomic uint64_t seq;     /* call k's data is here: k + 1 */
-    _Atomic uint64_t claim;   /* call k's root took it: k + 1 */
+    uint64_t         unused;  /* the claim until version 4 */
     uint32_t         sig;     /* of the root's call (0: a ghost root) */
     uint32_t         len;
 } cshm_ring_entry_t;
@@ -269,7 +271,10 @@ void cshm_seg_release(cshm_t *s);
 /* Sleeps on the segment's wake word for up to ns unless every line of
  * the round shows target; returns cshm_flags_at. */
 int  cshm_sleep(cshm_t *s, uint64_t target, uint64_t ns);
-/* The same for a ring wait (what as for cshm_ring_ready). */
+/* The same for a ring wait (what as for cshm_ring_ready); its first
+ * look after counting itself in comes CSHM_RING_RECHECK_NS later at the
+ * latest, since the ring's writers look at sleepers without a fence. */
+#define CSHM_RING_RECHECK_NS 100000
 int  cshm_sleep_ring(cshm_t *s, uint64_t what, uint64_t ns);
 pami_result_t cshm_waiter_give_ring(cshm_t *s, uint64_t what);
 /* Hands the queued flag round's wait to the waiter thread, which posts
@@ -312,6 +317,14 @@ static inline cshm_ring_entry_t *cshm_ring_entry(const cshm_t *s,
     return (cshm_ring_entry_t *)(s->seg + s->ring_off +
                                  s->nlocal * CSHM_LINE +
                                  (k % CSHM_RING) * CSHM_RING_DENSE);
+}
+
+/* Call k's claim: the call whose root took entry k mod CSHM_RING, + 1. */
+static inline _Atomic uint64_t *cshm_ring_claim(const cshm_t *s, uint64_t k)
+{
+    return (_Atomic uint64_t *)(s->seg + s->ring_off + s->nlocal * CSHM_LINE +
+                                CSHM_RING * (CSHM_RING_DENSE + CSHM_RING_MAX) +
+                                (k % CSHM_RING) * 8);
 }
 
 /* Where call k's len bytes are: in its dense entry, or its area. */

@@ -309,8 +309,16 @@ int cshm_sleep_ring(cshm_t *s, uint64_t what, uint64_t ns)
     atomic_fetch_add(&h->sleepers, 1);
     uint32_t w    = atomic_load(&h->wake);
     int      done = cshm_ring_ready(s, what);
-    if (done == 0 && !atomic_load(&s->interrupt))
-        futex_wait(&h->wake, w, ns);
+    uint64_t first = ns < CSHM_RING_RECHECK_NS ? ns : CSHM_RING_RECHECK_NS;
+    if (done == 0 && !atomic_load(&s->interrupt)) {
+        futex_wait(&h->wake, w, first);
+        /* A writer's store in flight when we counted ourselves in has
+         * landed now; later writers see us (ring_wake_if_sleepers). */
+        w    = atomic_load(&h->wake);
+        done = cshm_ring_ready(s, what);
+        if (done == 0 && ns > first && !atomic_load(&s->interrupt))
+            futex_wait(&h->wake, w, ns - first);
+    }
     atomic_fetch_sub(&h->sleepers, 1);
     return done != 0 ? done : cshm_ring_ready(s, what);
 }

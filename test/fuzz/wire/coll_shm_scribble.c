@@ -149,8 +149,7 @@ static void scribble_ring(void)
         /* The header, the slots, and the next ring entry's claim. */
         garbage(s->seg, offsetof(cshm_hdr_t, sleepers));
         garbage(s->seg + s->hdr_bytes, s->ring_off - s->hdr_bytes);
-        cshm_ring_entry_t *e = cshm_ring_entry(s, s->ring_next);
-        atomic_store(&e->claim, ~0ull);
+        atomic_store(cshm_ring_claim(s, s->ring_next), ~0ull);
         printf("coll_shm_scribble: task %u wrote garbage over the header, "
                "the slots and ring entry %llu\n", job.me,
                (unsigned long long)s->ring_next);
