@@ -612,8 +612,13 @@ pami_result_t pami_collective_wait(pami_context_t context,
         return PAMI_INVAL;
     }
     pami_result_t rc;
-    coll_ctx_t *xcc = coll_ctx_of(context);
     struct pami_geometry *xg = xfer->geometry;
+    /* A geometry of this context names its state: the context's list
+     * of protocols is searched only for other calls (36 instructions a
+     * call in callgrind, on every small inline call). */
+    coll_ctx_t *xcc = xg != NULL && xg->cc != NULL && xg->cc->ctx == context
+                          ? xg->cc
+                          : coll_ctx_of(context);
     if (xcc != NULL && xg != NULL && xg->cc == xcc && xg->ready &&
         (!xg->agreed || xg->online != NULL)) {
         if (pami_protocol_in_handler(context))
