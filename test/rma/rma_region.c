@@ -23,7 +23,7 @@
  *    local_fn (run by destroy's own progress) creates 200 regions, so the
  *    context's table of regions grows under destroy: destroy returns
  *    PAMI_SUCCESS (not PAMI_TIMEOUT, nor hangs: an alarm fails the test
- *    after 20 s), a second destroy is PAMI_INVAL, and the new regions work
+ *    after 45 s), a second destroy is PAMI_INVAL, and the new regions work
  *    and destroy normally;
  *  - destroy from main while an rget uses the region, and posted work
  *    (run by destroy's own progress, after the rget completed) destroys
