@@ -401,7 +401,6 @@ void  sb_barrier(coll_req_t *req, int which);
 void *sb_tmp(coll_req_t *req, size_t bytes);
 void  coll_start(coll_req_t *req);
 void  coll_start_call(coll_req_t *req, bool finish_inline);
-bool  coll_waits_large(const coll_req_t *req);
 void  coll_advance(coll_req_t *req);
 void  coll_fail(coll_req_t *req, pami_result_t rc, bool tell_peers);
 void  coll_kick(coll_req_t *req);

@@ -44,9 +44,9 @@ static const pami_config_var_t coll_config[] = {
     {"PAMI_COLL_KEPT_GEOM_BYTES", "1g",
      "their payload bytes per geometry id; the same"},
     {"PAMI_COLL_SPIN_US", "200",
-     "microseconds a blocking collective polls, before it sleeps, while "
-     "its step waits for a large payload; only when the node has a cpu "
-     "for each of its tasks; 0 never polls"},
+     "microseconds a blocking collective polls before each sleep while "
+     "it waits; only when the node has a cpu for each of its tasks; 0 "
+     "never polls"},
 };
 
 coll_ctx_t *coll_ctx_of(pami_context_t context)

@@ -494,24 +494,6 @@ void coll_start_call(coll_req_t *req, bool finish_inline)
         call_done(req);
 }
 
-/* Whether req's current step waits for a payload from the rendezvous
- * threshold on (fetched by get, a few round trips each). */
-bool coll_waits_large(const coll_req_t *req)
-{
-    if (req->rdv_pending > 0)
-        return true;
-    if (req->cur >= req->nsteps)
-        return false;
-    size_t big = req->cc->rndv_threshold;
-    for (uint32_t i = req->steps[req->cur]; i < req->steps[req->cur + 1]; i++) {
-        const coll_sop_t *op = &req->ops[i];
-        if ((op->kind == SOP_SEND || op->kind == SOP_RECV ||
-             op->kind == SOP_RECV_REDUCE) && op->bytes >= big)
-            return true;
-    }
-    return false;
-}
-
 /* ---- messages ---- */
 
 static void on_kept_done(pami_context_t ctx, void *cookie, pami_result_t rc)
