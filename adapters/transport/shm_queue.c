@@ -68,9 +68,14 @@ void shmq_prod_fini(shmq_prod_t *q)
     q->known  = NULL;
 }
 
-/* The producer's record of line i's stamp word. */
+/* The producer's record of line i's stamp word. The record covers the
+ * lap; a line past it (a tail moved there from outside this code, as
+ * the fuzz target's raw writer does) stays unknown, which only costs
+ * the guard's store. */
 static inline void stamp_known(shmq_prod_t *q, uint32_t i, uint32_t v)
 {
+    if (__builtin_expect(i >= lap_of(q), 0))
+        return;
     q->shadow[i] = v;
     q->known[i / 64] |= 1ull << (i % 64);
 }
@@ -78,6 +83,11 @@ static inline void stamp_known(shmq_prod_t *q, uint32_t i, uint32_t v)
 /* Lines from..from+n-1 get payload: their stamp words are unknown. */
 static inline void stamps_unknown(shmq_prod_t *q, uint32_t from, uint32_t n)
 {
+    uint32_t lap = lap_of(q);
+    if (from >= lap)
+        return;
+    if (n > lap - from)
+        n = lap - from;
     while (n > 0) {
         uint32_t bit = from % 64, k = 64 - bit < n ? 64 - bit : n;
         uint64_t m   = k == 64 ? ~0ull : ((1ull << k) - 1) << bit;
@@ -98,7 +108,8 @@ static inline void guard_line(shmq_prod_t *q, uint64_t pos)
 {
     uint32_t i    = (uint32_t)(pos & (q->nlines - 1));
     uint32_t want = (uint32_t)(pos + 1);
-    if ((q->known[i / 64] >> (i % 64) & 1) && q->shadow[i] != want)
+    if (i < lap_of(q) && (q->known[i / 64] >> (i % 64) & 1) &&
+        q->shadow[i] != want)
         return;
     uint32_t v = want - q->nlines;
     atomic_store_explicit(&((shmq_entry_t *)(q->ring + (size_t)i *
