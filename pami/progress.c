@@ -50,9 +50,8 @@ static unsigned run_posted(struct pami_context *ctx)
  * socket of a dead task does not always tell UCX soon (it may be one UCX
  * only writes to). Every PAMI_WATCH_MS at most, checked every 1024
  * polls and whenever a wait wakes. */
-static void sweep_local_tasks(struct pami_context *ctx)
+static void sweep_local_tasks(struct pami_context *ctx, uint64_t now)
 {
-    uint64_t now = pami_time_ns();
     if (now - ctx->last_sweep_ns >= PAMI_WATCH_MS * 1000000ull)
         pami_sweep_local_tasks(ctx, now);
 }
@@ -70,8 +69,8 @@ static inline bool sweeping(struct pami_context *ctx)
 static uint64_t after_yield(struct pami_context *ctx)
 {
     uint64_t now = pami_time_ns();
-    if (sweeping(ctx) && now - ctx->last_sweep_ns >= PAMI_WATCH_MS * 1000000ull)
-        pami_sweep_local_tasks(ctx, now);
+    if (sweeping(ctx))
+        sweep_local_tasks(ctx, now);
     if (pami_liveness_wanted(ctx))
         ctx->live_check = true;
     return now;
@@ -81,7 +80,7 @@ unsigned pami_progress_once(struct pami_context *ctx)
 {
     bool look = unlikely((++ctx->polls & 1023) == 0);
     if (look && sweeping(ctx))
-        sweep_local_tasks(ctx);
+        sweep_local_tasks(ctx, pami_time_ns());
     pami_progress_frame_t frame;
     pami_progress_enter(ctx, &frame);
     /* The progress thread's arm is spent: see pami_context_release. */
@@ -195,7 +194,7 @@ pami_result_t pami_context_wait(pami_context_t ctx, int timeout_ms)
                 remaining = PAMI_WATCH_MS;
             evloop_libev_ops.run_once(ctx->loop, remaining);
             if (sweeping(ctx))
-                sweep_local_tasks(ctx);
+                sweep_local_tasks(ctx, pami_time_ns());
             ctx->live_check = live;
         } else {
             evloop_libev_ops.run_once(ctx->loop, remaining);
