@@ -14,6 +14,13 @@
  * for while watching the tasks of this node (their cards, put at the first
  * init): a task that died fails the fence instead of leaving it hanging,
  * and so does one stopped (SIGSTOP) for the caller's stall time.
+ *
+ * The client reads through its server rather than through PMIx's shared
+ * datastore (gds "hash", unless the user chose one in PMIX_MCA_gds): a
+ * client takes the datastore's lock for every get, and a task killed
+ * while it holds it leaves the launcher's server and every other task
+ * blocked on that lock for good (PMIx 3-4's lock is not robust to a dead
+ * holder). Bootstrap reads are few, so the round trip costs nothing.
  */
 #include "bootstrap.h"
 #include "proc_card.h"
@@ -180,6 +187,8 @@ static pmix_status_t pmix_hold(void)
     pthread_mutex_lock(&pmix_hold_lock);
     if (pmix_holder != getpid()) {
         pmix_proc_t me;
+        if (getenv("PMIX_MCA_gds") == NULL)
+            setenv("PMIX_MCA_gds", "hash", 0);
         status = PMIx_Init(&me, NULL, 0);
         if (status == PMIX_SUCCESS) {
             pmix_holder = getpid();
