@@ -175,6 +175,16 @@ static pami_result_t rma(struct pami_context *ctx, rma_dir_t dir,
         return pami_rma_shm_xfer(ctx, index, dir == RMA_PUT, local, bytes,
                                  shm + roff, local_fn, remote_fn, cookie,
                                  region);
+    if (how == ROUTE_CMA && bytes >= ctx->client->config.cma_split &&
+        ctx->client->config.cma_split != 0) {
+        pami_cma_batch_end(ctx);
+        pami_rma_msg_t part = owner_msg(PAMI_RMA_MSG_HELP, &v, roff, bytes);
+        rc = pami_rma_help_start(ctx, index, dir == RMA_PUT, local, bytes,
+                                 v.base + roff, &part, local_fn, remote_fn,
+                                 cookie, region);
+        if (rc != PAMI_EAGAIN)
+            return rc;
+    }
     if (how == ROUTE_CMA) {
         rc = pami_rma_cma(ctx, index, dir == RMA_PUT, local, bytes,
                           v.base + roff, local_fn, remote_fn, cookie,
