@@ -25,7 +25,7 @@
  */
 #include "rma_util.h"
 
-#include "../../pami/internal.h"
+#include "internal.h"
 
 #include <fcntl.h>
 #include <unistd.h>
