@@ -767,7 +767,7 @@ pami_result_t pami_rma_shm_xfer(struct pami_context *ctx, uint32_t index,
                                 bool put, void *local, size_t bytes,
                                 uint8_t *remote, pami_event_fn local_fn,
                                 pami_event_fn remote_fn, void *cookie,
-                                int32_t region);
+                                int32_t region, int *completed);
 pami_result_t pami_rma_shm_rmw(struct pami_context *ctx, uint32_t index,
                                const pami_rmw_t *p, uint8_t *remote);
 /* A sequentially consistent pami_rmw_op_t of size 4 or 8 at addr; the old
