@@ -414,6 +414,9 @@ pami_result_t pami_send_ack(struct pami_context *ctx, uint32_t peer,
                             uint64_t cookie, pami_result_t result)
 {
     pami_ack_t ack = {.cookie = cookie, .result = (int32_t)result};
+    if (pami_send_core_now(ctx, peer, PAMI_DISPATCH_ACK, &ack, sizeof(ack),
+                           NULL, 0) == PAMI_SUCCESS)
+        return PAMI_SUCCESS;
     pami_result_t rc = pami_send_internal(ctx, peer, PAMI_DISPATCH_ACK, &ack,
                                           sizeof(ack), REQ_ACK_SEND);
     if (rc != PAMI_SUCCESS)
