@@ -66,7 +66,6 @@ pami_result_t pami_rma_owner_start(struct pami_context *ctx, uint32_t index,
     msg.version = PAMI_RMA_MSG_VERSION;
     msg.cookie  = pami_request_cookie(req);
     PAMI_CORE_MSG_FITS(msg);
-    pami_request_core_header(req, PAMI_DISPATCH_RMA, &msg, sizeof(msg));
     req->kind       = REQ_SEND;
     req->rma_owner  = true;
     req->peer       = index;
@@ -89,13 +88,14 @@ pami_result_t pami_rma_owner_start(struct pami_context *ctx, uint32_t index,
      * result of its checks. */
     pami_request_wait_ack(req);
     /* Sent at once, the request only waits for that answer: no
-     * transport request, no report of the send (over TCP, where this
-     * path carries every operation, that was a third of its CPU). */
+     * transport request, no report of the send, no header kept (over
+     * TCP this path carries every operation). */
     if (pami_send_core_now(ctx, index, PAMI_DISPATCH_RMA, &msg, sizeof(msg),
                            req->data, req->data_len) == PAMI_SUCCESS) {
         pami_live_sent(ctx, index);
         return PAMI_SUCCESS;
     }
+    pami_request_core_header(req, PAMI_DISPATCH_RMA, &msg, sizeof(msg));
     pami_submit(ctx, req);
     return PAMI_SUCCESS;
 }
