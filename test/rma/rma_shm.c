@@ -20,7 +20,8 @@
  *   (through its own endpoint: the owner's path) fetch-add one word of
  *   task 0's region ADDS times: the sum is exact and each task's fetched
  *   values ascend;
- * - with `completed` set, put, get, rput and rmw through the mapping are
+ * - with `completed` set, put, get, rput, rget and rmw (fetch-add, a
+ *   4-byte compare-and-swap) through the mapping are
  *   done at return (1, no callback), on a private region 0 and the
  *   callbacks run once; a refused call leaves it unwritten; an old
  *   layout without the field gets its callbacks;
@@ -199,6 +200,35 @@ static void completed_at_return(const pami_memregion_t *shm_all,
                   *(volatile uint64_t *)(peer[t] + off) == before + 5,
               "rmw through a mapping: completed %d, fetched %#llx of %#llx",
               done, (unsigned long long)old, (unsigned long long)before);
+    op.in_call = false;
+    rma_op_none(&job, &op);
+
+    /* rget back into the local region, and a 4-byte compare-and-swap. */
+    done = -1;
+    op   = (rma_op_t){.in_call = true, .what = "rget with completed"};
+    pami_rrma_t rg = rr;
+    rg.local_offset = job.me * SLOT + 8;
+    rg.remote_fn    = NULL;
+    rg.cookie       = &op;
+    MP_CHECK(pami_rget(job.ctx[0], &rg));
+    MP_EXPECT(done == 1, "rget through a mapping: completed %d", done);
+    op.in_call = false;
+    rma_op_none(&job, &op);
+    uint32_t old32 = 0, cur32;
+    memcpy(&cur32, peer[t] + off, 4);
+    done = -1;
+    op   = (rma_op_t){.in_call = true, .what = "cswap with completed"};
+    pami_rmw_t cs = {.dest = mp_ep(&job, t, 0), .remote_mr = &shm_all[t],
+                     .remote_offset = off, .op = PAMI_RMW_CSWAP, .size = 4,
+                     .value = 0x5eed, .compare = cur32, .result = &old32,
+                     .done_fn = rma_on_local, .cookie = &op,
+                     .completed = &done};
+    MP_CHECK(pami_rmw(job.ctx[0], &cs));
+    uint32_t now32;
+    memcpy(&now32, peer[t] + off, 4);
+    MP_EXPECT(done == 1 && old32 == cur32 && now32 == 0x5eed,
+              "cswap through a mapping: completed %d, fetched %#x of %#x, "
+              "now %#x", done, old32, cur32, now32);
     op.in_call = false;
     rma_op_none(&job, &op);
 
