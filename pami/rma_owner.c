@@ -106,6 +106,7 @@ pami_result_t pami_rma_owner_begin(struct pami_context *ctx, uint32_t index,
     /* Every callback waits for the owner's answer, which carries the
      * result of its checks. */
     pami_request_wait_ack(req);
+    *out = req;
     /* Sent at once, the request only waits for that answer: no
      * transport request, no report of the send, no header kept (over
      * TCP this path carries every operation). */
@@ -116,7 +117,6 @@ pami_result_t pami_rma_owner_begin(struct pami_context *ctx, uint32_t index,
     }
     pami_request_core_header(req, PAMI_DISPATCH_RMA, &msg, sizeof(msg));
     pami_submit(ctx, req);
-    *out = req;
     return PAMI_SUCCESS;
 }
 
