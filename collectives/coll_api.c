@@ -304,9 +304,14 @@ static const coll_algo_t *choose(const pami_xfer_t *x,
     if (x->field_mask & PAMI_XFER_FIELD_ALGORITHM)
         id = x->algorithm;
     if (id == PAMI_ALGORITHM_AUTO) {
-        pami_algorithm_selection_t s;
-        id = coll_auto_select(x, g, &s, true);
-        g->cc->selected[s.reason]++;
+        pami_selected_reason_t why_auto;
+        id = coll_auto_memo(x, g, &why_auto);
+        if (id == PAMI_ALGORITHM_AUTO) {
+            pami_algorithm_selection_t s;
+            id = coll_auto_select(x, g, &s, true);
+            why_auto = s.reason;
+        }
+        g->cc->selected[why_auto]++;
         if (id == PAMI_ALGORITHM_AUTO) {
             *why = "no algorithm for this collective";
             return NULL;
