@@ -3,6 +3,7 @@
  * takes a ConnID, builds the schedule and starts it; the queries of the
  * registry; the blocking helpers.
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
@@ -687,6 +688,18 @@ static pami_result_t barrier_on_register(coll_ctx_t *cc,
     return rc;
 }
 
+static pthread_once_t   register_once = PTHREAD_ONCE_INIT;
+static pami_algorithm_t barrier_shm_id, barrier_hier_id;
+
+static void find_register_barriers(void)
+{
+    if (pami_algorithm_by_name("barrier_shm", &barrier_shm_id) != PAMI_SUCCESS)
+        barrier_shm_id = 0;
+    if (pami_algorithm_by_name("barrier_hier", &barrier_hier_id) !=
+        PAMI_SUCCESS)
+        barrier_hier_id = 0;
+}
+
 pami_result_t pami_geometry_barrier(pami_context_t context,
                                     pami_geometry_t geometry)
 {
@@ -701,21 +714,31 @@ pami_result_t pami_geometry_barrier(pami_context_t context,
             if (rc != PAMI_SUCCESS)
                 return rc;
         }
-        pami_algorithm_selection_t s;
-        pami_algorithm_t id = coll_auto_select(&x, g, &s, false);
-        const char *name = id != 0 ? coll_algos[id - 1].name : "";
-        bool shm = strcmp(name, "barrier_shm") == 0;
-        if (shm || strcmp(name, "barrier_hier") == 0) {
-            coll_auto_select(&x, g, &s, true); /* logged */
-            cc->selected[s.reason]++;
+        /* AUTO's decision once (kept in the geometry's memo, logged);
+         * the register barriers are told by id, not by name. */
+        pami_selected_reason_t why;
+        pami_algorithm_t id = coll_auto_memo(&x, g, &why);
+        if (id == 0) {
+            pami_algorithm_selection_t s;
+            id  = coll_auto_select(&x, g, &s, true);
+            why = s.reason;
+        }
+        pthread_once(&register_once, find_register_barriers);
+        bool shm = id != 0 && id == barrier_shm_id;
+        if (shm || (id != 0 && id == barrier_hier_id)) {
+            cc->selected[why]++;
             cc->algo_calls[id - 1]++;
-            int slot = coll_online_commit(g, &x, id, NULL);
-            double t0 = coll_online_now_us();
+            /* The clock only for online tuning (two reads cost a
+             * register barrier more than its selection). */
+            int slot = g->online != NULL
+                           ? coll_online_commit(g, &x, id, NULL) : -1;
+            double t0 = slot >= 0 ? coll_online_now_us() : 0;
             pami_result_t rc = barrier_on_register(
                 cc, g, shm ? PAMI_BARRIER_SHM : PAMI_BARRIER_HIER);
-            coll_online_record(g, slot, rc == PAMI_SUCCESS
-                                            ? coll_online_now_us() - t0
-                                            : 1e12);
+            if (slot >= 0)
+                coll_online_record(g, slot, rc == PAMI_SUCCESS
+                                                ? coll_online_now_us() - t0
+                                                : 1e12);
             return rc;
         }
     }
