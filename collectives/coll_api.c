@@ -636,14 +636,18 @@ pami_result_t pami_collective_wait(pami_context_t context,
         if (rc != PAMI_SUCCESS)
             return rc;
     }
-    if (coll_shm_wait_inline(xcc, xfer, &rc)) /* small, on one node */
+    if (xfer->kind == PAMI_XFER_BARRIER && xcc != NULL && xg != NULL &&
+        xg->cc == xcc && xg->ready) { /* on the register: inline */
+        if (pami_protocol_in_handler(context))
+            return PAMI_IN_HANDLER;
+        if (barrier_inline(xcc, xg, xfer, &rc))
+            return rc;
+    } else if (coll_shm_wait_inline(xcc, xfer, &rc)) { /* small, one node */
         return rc;
+    }
     /* Refuse before starting anything we could not wait for. */
     if (pami_protocol_in_handler(context))
         return PAMI_IN_HANDLER;
-    if (xfer->kind == PAMI_XFER_BARRIER && xcc != NULL && xg != NULL &&
-        xg->cc == xcc && xg->ready && barrier_inline(xcc, xg, xfer, &rc))
-        return rc;
     waiter_t    w = {.fn = xfer->done_fn, .cookie = xfer->cookie};
     pami_xfer_t x;
     coll_xfer_copy(&x, xfer);
