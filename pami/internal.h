@@ -611,6 +611,15 @@ pami_result_t pami_send_internal(struct pami_context *ctx, uint32_t peer,
                                  uint16_t dispatch, const void *payload,
                                  size_t len, pami_req_kind_t kind);
 unsigned pami_send_deferred(struct pami_context *ctx);
+/* A core message sent at once, without a request: PAMI_SUCCESS when the
+ * transport took it (data copied, buffers free), PAMI_EAGAIN when it must
+ * go through a request (sends wait before it, no endpoint yet, the
+ * transport busy, data over immediate_max, or any error, which the
+ * request path then reports). */
+pami_result_t pami_send_core_now(struct pami_context *ctx, uint32_t index,
+                                 uint16_t dispatch, const void *body,
+                                 size_t body_len, const void *data,
+                                 size_t data_len);
 /* Delivers a message of this context to itself, taken from its queue. */
 void pami_am_recv_self(struct pami_context *ctx, const void *hdr,
                        size_t hdr_len, void *data, size_t data_len);
@@ -758,7 +767,7 @@ pami_result_t pami_rma_shm_xfer(struct pami_context *ctx, uint32_t index,
                                 bool put, void *local, size_t bytes,
                                 uint8_t *remote, pami_event_fn local_fn,
                                 pami_event_fn remote_fn, void *cookie,
-                                int32_t region);
+                                int32_t region, int *completed);
 pami_result_t pami_rma_shm_rmw(struct pami_context *ctx, uint32_t index,
                                const pami_rmw_t *p, uint8_t *remote);
 /* A sequentially consistent pami_rmw_op_t of size 4 or 8 at addr; the old

@@ -504,6 +504,11 @@ typedef struct {
     /* put only: the data is visible at the target (costs a flush). */
     pami_event_fn           remote_fn;
     void                   *cookie;
+    /* Optional. Non-NULL: on PAMI_SUCCESS pami writes 1 here when the
+     * operation completed inside the call (through a node peer's shared
+     * mapping: both sides done, a put's data visible) and then runs
+     * neither callback; 0 when the callbacks will run as usual. */
+    int                    *completed;
 } pami_rma_t;
 
 PAMI_EXPORT
@@ -534,6 +539,7 @@ typedef struct {
     pami_event_fn           local_fn;
     pami_event_fn           remote_fn;     /* rput only */
     void                   *cookie;
+    int                    *completed;     /* as in pami_rma_t */
 } pami_rrma_t;
 
 PAMI_EXPORT
@@ -574,6 +580,9 @@ typedef struct {
     void                   *result;   /* size bytes; valid when done_fn runs */
     pami_event_fn           done_fn;
     void                   *cookie;
+    /* Optional, as in pami_rma_t: 1 when the operation completed inside
+     * the call (*result holds the old value, done_fn will not run). */
+    int                    *completed;
 } pami_rmw_t;
 
 PAMI_EXPORT

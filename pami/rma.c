@@ -150,11 +150,20 @@ static pami_result_t rma_issued(pami_request_t *req, int trc)
     return pami_result_from_errno(trc);
 }
 
+static pami_result_t rma_issue(struct pami_context *ctx, rma_dir_t dir,
+                               uint32_t index, const pami_mr_view_t *vp,
+                               rma_route_t how, void *local, size_t bytes,
+                               size_t roff, pami_event_fn local_fn,
+                               pami_event_fn remote_fn, void *cookie,
+                               int32_t region);
+
+/* completed: the caller's pami_rma_t.completed (NULL: callbacks always);
+ * written on success only. */
 static pami_result_t rma(struct pami_context *ctx, rma_dir_t dir,
                          pami_endpoint_t dest, void *local, size_t bytes,
                          const pami_memregion_t *rmr, size_t roff,
                          pami_event_fn local_fn, pami_event_fn remote_fn,
-                         void *cookie, int32_t region)
+                         void *cookie, int32_t region, int *completed)
 {
     uint32_t       index;
     pami_mr_view_t v;
@@ -174,10 +183,26 @@ static pami_result_t rma(struct pami_context *ctx, rma_dir_t dir,
     if (how == ROUTE_SHM)
         return pami_rma_shm_xfer(ctx, index, dir == RMA_PUT, local, bytes,
                                  shm + roff, local_fn, remote_fn, cookie,
-                                 region);
+                                 region, completed);
+    rc = rma_issue(ctx, dir, index, &v, how, local, bytes, roff, local_fn,
+                   remote_fn, cookie, region);
+    if (rc == PAMI_SUCCESS && completed != NULL)
+        *completed = 0; /* every other path reports from advance */
+    return rc;
+}
+
+/* The paths that report from advance: CMA, the owner's, UCX. */
+static pami_result_t rma_issue(struct pami_context *ctx, rma_dir_t dir,
+                               uint32_t index, const pami_mr_view_t *vp,
+                               rma_route_t how, void *local, size_t bytes,
+                               size_t roff, pami_event_fn local_fn,
+                               pami_event_fn remote_fn, void *cookie,
+                               int32_t region)
+{
+    pami_result_t rc;
     if (how == ROUTE_CMA) {
         rc = pami_rma_cma(ctx, index, dir == RMA_PUT, local, bytes,
-                          v.base + roff, local_fn, remote_fn, cookie,
+                          vp->base + roff, local_fn, remote_fn, cookie,
                           region);
         if (rc != PAMI_EAGAIN)
             return rc;
@@ -186,7 +211,7 @@ static pami_result_t rma(struct pami_context *ctx, rma_dir_t dir,
     if (how == ROUTE_OWNER) {
         pami_rma_msg_t m = owner_msg(dir == RMA_PUT ? PAMI_RMA_MSG_PUT
                                                     : PAMI_RMA_MSG_GET,
-                                     &v, roff, bytes);
+                                     vp, roff, bytes);
         return pami_rma_owner_start(ctx, index, &m, local,
                                     dir == RMA_GET ? local : NULL,
                                     dir == RMA_GET ? bytes : 0, local_fn,
@@ -195,7 +220,7 @@ static pami_result_t rma(struct pami_context *ctx, rma_dir_t dir,
     pami_peer_t *peer;
     tp_rkey_t   *rkey = NULL;
     uint64_t     raddr;
-    rc = rma_ucx_target(ctx, index, &v, roff, &peer, &rkey, &raddr);
+    rc = rma_ucx_target(ctx, index, vp, roff, &peer, &rkey, &raddr);
     if (unlikely(rc != PAMI_SUCCESS))
         return rc;
     pami_request_t *req = rma_request(ctx, peer->index, local_fn, cookie);
@@ -241,16 +266,19 @@ static pami_result_t rma(struct pami_context *ctx, rma_dir_t dir,
 PAMI_PARAMS_LAYOUTS(rma_layouts, pami_rma_t,
                     PAMI_PARAMS_PREFIX(pami_rma_t, remote_offset),
                     PAMI_PARAMS_PREFIX(pami_rma_t, local_fn),
-                    PAMI_PARAMS_PREFIX(pami_rma_t, remote_fn));
+                    PAMI_PARAMS_PREFIX(pami_rma_t, remote_fn),
+                    PAMI_PARAMS_PREFIX(pami_rma_t, cookie));
 PAMI_PARAMS_LAYOUTS(rrma_layouts, pami_rrma_t,
                     PAMI_PARAMS_PREFIX(pami_rrma_t, bytes),
                     PAMI_PARAMS_PREFIX(pami_rrma_t, local_fn),
-                    PAMI_PARAMS_PREFIX(pami_rrma_t, remote_fn));
+                    PAMI_PARAMS_PREFIX(pami_rrma_t, remote_fn),
+                    PAMI_PARAMS_PREFIX(pami_rrma_t, cookie));
 PAMI_PARAMS_LAYOUTS(rmw_layouts, pami_rmw_t,
                     PAMI_PARAMS_PREFIX(pami_rmw_t, value),
                     PAMI_PARAMS_PREFIX(pami_rmw_t, compare),
                     PAMI_PARAMS_PREFIX(pami_rmw_t, result),
-                    PAMI_PARAMS_PREFIX(pami_rmw_t, done_fn));
+                    PAMI_PARAMS_PREFIX(pami_rmw_t, done_fn),
+                    PAMI_PARAMS_PREFIX(pami_rmw_t, cookie));
 
 pami_result_t pami_put_sized(pami_context_t ctx, const pami_rma_t *p,
                              size_t size)
@@ -263,7 +291,8 @@ pami_result_t pami_put_sized(pami_context_t ctx, const pami_rma_t *p,
     if (rc != PAMI_SUCCESS)
         return rc;
     return rma(ctx, RMA_PUT, p->dest, p->local, p->bytes, p->remote_mr,
-               p->remote_offset, p->local_fn, p->remote_fn, p->cookie, -1);
+               p->remote_offset, p->local_fn, p->remote_fn, p->cookie, -1,
+               p->completed);
 }
 
 pami_result_t pami_get_sized(pami_context_t ctx, const pami_rma_t *p,
@@ -279,7 +308,8 @@ pami_result_t pami_get_sized(pami_context_t ctx, const pami_rma_t *p,
     PAMI_CHECK(p->remote_fn == NULL, PAMI_INVAL, "rma",
                "get has no remote completion; use local_fn");
     return rma(ctx, RMA_GET, p->dest, p->local, p->bytes, p->remote_mr,
-               p->remote_offset, p->local_fn, NULL, p->cookie, -1);
+               p->remote_offset, p->local_fn, NULL, p->cookie, -1,
+               p->completed);
 }
 
 /* The local side of rput/rget: a live region of this context. */
@@ -321,7 +351,8 @@ static pami_result_t rrma(struct pami_context *ctx, rma_dir_t dir,
     if (rc != PAMI_SUCCESS)
         return rc;
     return rma(ctx, dir, p->dest, addr, p->bytes, p->remote_mr,
-               p->remote_offset, p->local_fn, p->remote_fn, p->cookie, region);
+               p->remote_offset, p->local_fn, p->remote_fn, p->cookie, region,
+               p->completed);
 }
 
 pami_result_t pami_rput_sized(pami_context_t ctx, const pami_rrma_t *p,
@@ -336,15 +367,13 @@ pami_result_t pami_rget_sized(pami_context_t ctx, const pami_rrma_t *p,
     return rrma(ctx, RMA_GET, p, size);
 }
 
+static pami_result_t rmw_issue(struct pami_context *ctx, uint32_t index,
+                               const pami_mr_view_t *vp, rma_route_t how,
+                               const pami_rmw_t *p, bool cswap);
+
 pami_result_t pami_rmw_sized(pami_context_t ctx, const pami_rmw_t *p,
                              size_t size)
 {
-    static const int tp_op[] = {
-        [PAMI_RMW_FETCH_ADD] = TP_ATOMIC_FADD,
-        [PAMI_RMW_SWAP]      = TP_ATOMIC_SWAP,
-        [PAMI_RMW_CSWAP]     = TP_ATOMIC_CSWAP,
-        [PAMI_RMW_ADD]       = TP_ATOMIC_ADD,
-    };
     PAMI_CHECK(ctx != NULL && p != NULL, PAMI_INVAL, "rma",
                "rmw with a NULL context or params");
     pami_rmw_t    buf;
@@ -384,8 +413,26 @@ pami_result_t pami_rmw_sized(pami_context_t ctx, const pami_rmw_t *p,
     rma_route_t how = route(ctx, &v, true, &shm);
     if (how == ROUTE_SHM)
         return pami_rma_shm_rmw(ctx, index, p, shm + p->remote_offset);
+    pami_result_t orc = rmw_issue(ctx, index, &v, how, p, cswap);
+    if (orc == PAMI_SUCCESS && p->completed != NULL)
+        *p->completed = 0; /* reported from advance */
+    return orc;
+}
+
+/* The rmw paths that report from advance: the owner's and UCX. */
+static pami_result_t rmw_issue(struct pami_context *ctx, uint32_t index,
+                               const pami_mr_view_t *vp, rma_route_t how,
+                               const pami_rmw_t *p, bool cswap)
+{
+    static const int tp_op[] = {
+        [PAMI_RMW_FETCH_ADD] = TP_ATOMIC_FADD,
+        [PAMI_RMW_SWAP]      = TP_ATOMIC_SWAP,
+        [PAMI_RMW_CSWAP]     = TP_ATOMIC_CSWAP,
+        [PAMI_RMW_ADD]       = TP_ATOMIC_ADD,
+    };
+    pami_result_t rc;
     if (how == ROUTE_OWNER) {
-        pami_rma_msg_t m = owner_msg(PAMI_RMA_MSG_ATOMIC, &v,
+        pami_rma_msg_t m = owner_msg(PAMI_RMA_MSG_ATOMIC, vp,
                                      p->remote_offset, p->size);
         m.op      = (uint8_t)p->op;
         m.size    = (uint8_t)p->size;
@@ -398,7 +445,7 @@ pami_result_t pami_rmw_sized(pami_context_t ctx, const pami_rmw_t *p,
     pami_peer_t *peer;
     tp_rkey_t   *rkey = NULL;
     uint64_t     raddr;
-    rc = rma_ucx_target(ctx, index, &v, p->remote_offset, &peer, &rkey,
+    rc = rma_ucx_target(ctx, index, vp, p->remote_offset, &peer, &rkey,
                         &raddr);
     if (rc != PAMI_SUCCESS)
         return rc;

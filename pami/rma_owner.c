@@ -66,7 +66,6 @@ pami_result_t pami_rma_owner_start(struct pami_context *ctx, uint32_t index,
     msg.version = PAMI_RMA_MSG_VERSION;
     msg.cookie  = pami_request_cookie(req);
     PAMI_CORE_MSG_FITS(msg);
-    pami_request_core_header(req, PAMI_DISPATCH_RMA, &msg, sizeof(msg));
     req->kind       = REQ_SEND;
     req->rma_owner  = true;
     req->peer       = index;
@@ -88,6 +87,15 @@ pami_result_t pami_rma_owner_start(struct pami_context *ctx, uint32_t index,
     /* Every callback waits for the owner's answer, which carries the
      * result of its checks. */
     pami_request_wait_ack(req);
+    /* Sent at once, the request only waits for that answer: no
+     * transport request, no report of the send, no header kept (over
+     * TCP this path carries every operation). */
+    if (pami_send_core_now(ctx, index, PAMI_DISPATCH_RMA, &msg, sizeof(msg),
+                           req->data, req->data_len) == PAMI_SUCCESS) {
+        pami_live_sent(ctx, index);
+        return PAMI_SUCCESS;
+    }
+    pami_request_core_header(req, PAMI_DISPATCH_RMA, &msg, sizeof(msg));
     pami_submit(ctx, req);
     return PAMI_SUCCESS;
 }
@@ -99,6 +107,9 @@ void pami_rma_owner_flush(struct pami_context *ctx)
     ctx->put_done_n = 0;
     pami_rma_msg_t  m   = {.version = PAMI_RMA_MSG_VERSION,
                            .type = PAMI_RMA_MSG_PUT_DONE, .bytes = len};
+    if (pami_send_core_now(ctx, ctx->put_done_peer, PAMI_DISPATCH_RMA, &m,
+                           sizeof(m), ctx->put_done, len) == PAMI_SUCCESS)
+        return;
     pami_request_t *req = pami_request_get(ctx);
     if (req != NULL && pami_request_set_header(req, sizeof(pami_am_hdr_t) +
                                                         sizeof(m) + len) != 0) {
@@ -149,6 +160,11 @@ static void reply(struct pami_context *ctx, uint32_t peer, uint64_t cookie,
     pami_rma_msg_t m = {.version = PAMI_RMA_MSG_VERSION,
                         .type = PAMI_RMA_MSG_REPLY, .result = (int32_t)result,
                         .cookie = cookie, .bytes = len, .operand = old};
+    /* Sent at once, a get's bytes are copied before this returns and the
+     * region needs no user count. */
+    if (pami_send_core_now(ctx, peer, PAMI_DISPATCH_RMA, &m, sizeof(m), data,
+                           len) == PAMI_SUCCESS)
+        return;
     pami_request_t *req = pami_request_get(ctx);
     if (req == NULL) {
         pami_warn("rma", "no request for an answer to task %u; its "

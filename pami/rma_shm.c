@@ -2,7 +2,8 @@
  * put, get and rmw to a task of this node through this context's mapping
  * of a region pami allocated in shared memory (pami_memregion_alloc):
  * memcpy and the CPU's atomics, done during the call, reported from the
- * next advance (docs/protocols/rma.md, "Load and store").
+ * next advance, or at return to a caller that set `completed`
+ * (docs/protocols/rma.md, "Load and store").
  */
 #include <stdlib.h>
 #include <string.h>
@@ -149,13 +150,14 @@ pami_result_t pami_rma_shm_xfer(struct pami_context *ctx, uint32_t index,
                                 bool put, void *local, size_t bytes,
                                 uint8_t *remote, pami_event_fn local_fn,
                                 pami_event_fn remote_fn, void *cookie,
-                                int32_t region)
+                                int32_t region, int *completed)
 {
     (void)index;
     pami_cma_batch_end(ctx); /* its entries stay the ring's last */
     /* Room first: once the data moved, a failure could no longer mean
-     * "nothing happened". */
-    if (!done_room(ctx))
+     * "nothing happened". A caller that asked to hear completion at
+     * return needs none. */
+    if (completed == NULL && !done_room(ctx))
         return PAMI_ENOMEM;
     if (bytes == 0) {
         /* Nothing moves (local may be NULL). */
@@ -171,7 +173,10 @@ pami_result_t pami_rma_shm_xfer(struct pami_context *ctx, uint32_t index,
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
         copy_few(local, remote, bytes);
     }
-    done_push(ctx, PAMI_SUCCESS, local_fn, remote_fn, cookie, region);
+    if (completed != NULL)
+        *completed = 1; /* done: no callback will run */
+    else
+        done_push(ctx, PAMI_SUCCESS, local_fn, remote_fn, cookie, region);
     return PAMI_SUCCESS;
 }
 
@@ -180,7 +185,7 @@ pami_result_t pami_rma_shm_rmw(struct pami_context *ctx, uint32_t index,
 {
     (void)index;
     pami_cma_batch_end(ctx); /* its entries stay the ring's last */
-    if (!done_room(ctx))
+    if (p->completed == NULL && !done_room(ctx))
         return PAMI_ENOMEM;
     uint64_t old = pami_atomic_apply(remote, p->size, p->op, p->value,
                                      p->compare);
@@ -192,6 +197,9 @@ pami_result_t pami_rma_shm_rmw(struct pami_context *ctx, uint32_t index,
         uint32_t old32 = (uint32_t)old;
         memcpy(p->result, &old32, 4);
     }
-    done_push(ctx, PAMI_SUCCESS, p->done_fn, NULL, p->cookie, -1);
+    if (p->completed != NULL)
+        *p->completed = 1;
+    else
+        done_push(ctx, PAMI_SUCCESS, p->done_fn, NULL, p->cookie, -1);
     return PAMI_SUCCESS;
 }

@@ -390,10 +390,33 @@ pami_result_t pami_send_internal(struct pami_context *ctx, uint32_t index,
     return PAMI_SUCCESS;
 }
 
+pami_result_t pami_send_core_now(struct pami_context *ctx, uint32_t index,
+                                 uint16_t dispatch, const void *body,
+                                 size_t body_len, const void *data,
+                                 size_t data_len)
+{
+    uint8_t      hdr[PAMI_REQ_INLINE_HDR];
+    pami_peer_t *peer;
+    if (ctx->deferred_head != NULL ||
+        data_len > ctx->client->config.immediate_max ||
+        sizeof(pami_am_hdr_t) + body_len > sizeof(hdr) ||
+        pami_peer_by_index(ctx, index, &peer) != PAMI_SUCCESS)
+        return PAMI_EAGAIN;
+    fill_hdr(ctx, (pami_am_hdr_t *)hdr, dispatch, 0);
+    memcpy(hdr + sizeof(pami_am_hdr_t), body, body_len);
+    return ctx->tp->am_send_imm(peer->ep, hdr, sizeof(pami_am_hdr_t) + body_len,
+                                data, data_len) == 0
+               ? PAMI_SUCCESS
+               : PAMI_EAGAIN;
+}
+
 pami_result_t pami_send_ack(struct pami_context *ctx, uint32_t peer,
                             uint64_t cookie, pami_result_t result)
 {
     pami_ack_t ack = {.cookie = cookie, .result = (int32_t)result};
+    if (pami_send_core_now(ctx, peer, PAMI_DISPATCH_ACK, &ack, sizeof(ack),
+                           NULL, 0) == PAMI_SUCCESS)
+        return PAMI_SUCCESS;
     pami_result_t rc = pami_send_internal(ctx, peer, PAMI_DISPATCH_ACK, &ack,
                                           sizeof(ack), REQ_ACK_SEND);
     if (rc != PAMI_SUCCESS)

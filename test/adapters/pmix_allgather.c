@@ -133,7 +133,16 @@ int main(void)
         fprintf(stderr, "pmix_allgather: no PMIx launcher in the environment\n");
         return 1;
     }
+    /* The datastore choice: the user's when set, else "hash". */
+    const char *gds_before = getenv("PMIX_MCA_gds");
+    char        gds_want[64];
+    snprintf(gds_want, sizeof(gds_want), "%s",
+             gds_before != NULL ? gds_before : "hash");
     int rc = ops->init(NULL, &st, &rank, &size);
+    const char *gds_after = getenv("PMIX_MCA_gds");
+    CHECK(gds_after != NULL && strcmp(gds_after, gds_want) == 0,
+          "PMIX_MCA_gds is '%s' after init, expected '%s'",
+          gds_after != NULL ? gds_after : "(unset)", gds_want);
     if (rc != 0) {
         fprintf(stderr, "pmix_allgather: init failed (%d)\n", rc);
         return 1;

@@ -20,6 +20,11 @@
  *   (through its own endpoint: the owner's path) fetch-add one word of
  *   task 0's region ADDS times: the sum is exact and each task's fetched
  *   values ascend;
+ * - with `completed` set, put, get, rput, rget and rmw (fetch-add, a
+ *   4-byte compare-and-swap) through the mapping are
+ *   done at return (1, no callback), on a private region 0 and the
+ *   callbacks run once; a refused call leaves it unwritten; an old
+ *   layout without the field gets its callbacks;
  * - forged or corrupted copies (base, bytes, flag, key bytes, random) are
  *   PAMI_INVAL and counted in bad_regions; NULL arguments are PAMI_INVAL;
  * - the owner destroys its region while the peers have it mapped: its
@@ -130,6 +135,142 @@ static void forgeries(const pami_memregion_t *good)
     MP_CHECK_RC(pami_memregion_alloc(job.ctx[0], 8, &p, NULL), PAMI_INVAL);
     MP_CHECK_RC(pami_memregion_alloc(job.ctx[0], SIZE_MAX, &p, &mr),
                 PAMI_INVAL);
+}
+
+/* pami_rma_t.completed and friends: through a mapping the operation is
+ * done at return, 1 is written and no callback runs; on a private
+ * region 0 and the callbacks run once; a refused call leaves it alone. */
+static void completed_at_return(const pami_memregion_t *shm_all,
+                                const pami_memregion_t *priv_all,
+                                const pami_memregion_t *priv_mr,
+                                uint8_t **peer)
+{
+    pami_task_t t   = (job.me + 1) % job.size;
+    size_t      off = WORD + 64 + 8 * job.me; /* our word in t's region */
+    uint64_t    v   = 0xc0ffee00ull + job.me, back = 0;
+    int         done = -1;
+    rma_op_t    op  = {.in_call = true, .what = "put with completed"};
+    pami_rma_t  r   = {.dest = mp_ep(&job, t, 0), .local = &v, .bytes = 8,
+                       .remote_mr = &shm_all[t], .remote_offset = off,
+                       .local_fn = rma_on_local, .remote_fn = rma_on_remote,
+                       .cookie = &op, .completed = &done};
+    MP_CHECK(pami_put(job.ctx[0], &r));
+    MP_EXPECT(done == 1, "put through a mapping: completed %d", done);
+    MP_EXPECT(memcmp(peer[t] + off, &v, 8) == 0,
+              "put with completed: not in the mapping at return");
+    op.in_call = false;
+    rma_op_none(&job, &op);
+
+    done = -1;
+    op   = (rma_op_t){.in_call = true, .what = "get with completed"};
+    r    = (pami_rma_t){.dest = mp_ep(&job, t, 0), .local = &back, .bytes = 8,
+                        .remote_mr = &shm_all[t], .remote_offset = off,
+                        .local_fn = rma_on_local, .cookie = &op,
+                        .completed = &done};
+    MP_CHECK(pami_get(job.ctx[0], &r));
+    MP_EXPECT(done == 1 && back == v, "get through a mapping: completed "
+              "%d, read %#llx", done, (unsigned long long)back);
+    op.in_call = false;
+    rma_op_none(&job, &op);
+
+    /* rput from a local region: not left in use (destroy would wait) */
+    done = -1;
+    op   = (rma_op_t){.in_call = true, .what = "rput with completed"};
+    pami_rrma_t rr = {.dest = mp_ep(&job, t, 0), .local_mr = priv_mr,
+                      .local_offset = job.me * SLOT, .remote_mr = &shm_all[t],
+                      .remote_offset = off, .bytes = 8,
+                      .local_fn = rma_on_local, .remote_fn = rma_on_remote,
+                      .cookie = &op, .completed = &done};
+    MP_CHECK(pami_rput(job.ctx[0], &rr));
+    MP_EXPECT(done == 1, "rput through a mapping: completed %d", done);
+    op.in_call = false;
+    rma_op_none(&job, &op);
+
+    uint64_t old = ~0ull;
+    done = -1;
+    op   = (rma_op_t){.in_call = true, .what = "rmw with completed"};
+    uint64_t before = *(volatile uint64_t *)(peer[t] + off);
+    pami_rmw_t m = {.dest = mp_ep(&job, t, 0), .remote_mr = &shm_all[t],
+                    .remote_offset = off, .op = PAMI_RMW_FETCH_ADD,
+                    .size = 8, .value = 5, .result = &old,
+                    .done_fn = rma_on_local, .cookie = &op,
+                    .completed = &done};
+    MP_CHECK(pami_rmw(job.ctx[0], &m));
+    MP_EXPECT(done == 1 && old == before &&
+                  *(volatile uint64_t *)(peer[t] + off) == before + 5,
+              "rmw through a mapping: completed %d, fetched %#llx of %#llx",
+              done, (unsigned long long)old, (unsigned long long)before);
+    op.in_call = false;
+    rma_op_none(&job, &op);
+
+    /* rget back into the local region, and a 4-byte compare-and-swap. */
+    done = -1;
+    op   = (rma_op_t){.in_call = true, .what = "rget with completed"};
+    pami_rrma_t rg = rr;
+    rg.local_offset = job.me * SLOT + 8;
+    rg.remote_fn    = NULL;
+    rg.cookie       = &op;
+    MP_CHECK(pami_rget(job.ctx[0], &rg));
+    MP_EXPECT(done == 1, "rget through a mapping: completed %d", done);
+    op.in_call = false;
+    rma_op_none(&job, &op);
+    uint32_t old32 = 0, cur32;
+    memcpy(&cur32, peer[t] + off, 4);
+    done = -1;
+    op   = (rma_op_t){.in_call = true, .what = "cswap with completed"};
+    pami_rmw_t cs = {.dest = mp_ep(&job, t, 0), .remote_mr = &shm_all[t],
+                     .remote_offset = off, .op = PAMI_RMW_CSWAP, .size = 4,
+                     .value = 0x5eed, .compare = cur32, .result = &old32,
+                     .done_fn = rma_on_local, .cookie = &op,
+                     .completed = &done};
+    MP_CHECK(pami_rmw(job.ctx[0], &cs));
+    uint32_t now32;
+    memcpy(&now32, peer[t] + off, 4);
+    MP_EXPECT(done == 1 && old32 == cur32 && now32 == 0x5eed,
+              "cswap through a mapping: completed %d, fetched %#x of %#x, "
+              "now %#x", done, old32, cur32, now32);
+    op.in_call = false;
+    rma_op_none(&job, &op);
+
+    /* A private region: CMA or UCX, reported from advance as always. */
+    done = -1;
+    op   = (rma_op_t){.in_call = true, .what = "private put with completed"};
+    r    = (pami_rma_t){.dest = mp_ep(&job, t, 0), .local = &v, .bytes = 8,
+                        .remote_mr = &priv_all[t], .remote_offset = off,
+                        .local_fn = rma_on_local, .remote_fn = rma_on_remote,
+                        .cookie = &op, .completed = &done};
+    MP_CHECK(pami_put(job.ctx[0], &r));
+    MP_EXPECT(done == 0, "put to a private region: completed %d", done);
+    op.in_call = false;
+    rma_op_wait(&job, &op, true, true);
+    done = -1;
+    op   = (rma_op_t){.in_call = true, .what = "private rmw with completed"};
+    m.remote_mr = &priv_all[t];
+    m.cookie    = &op;
+    MP_CHECK(pami_rmw(job.ctx[0], &m));
+    MP_EXPECT(done == 0, "rmw on a private region: completed %d", done);
+    op.in_call = false;
+    rma_op_wait(&job, &op, true, false);
+
+    /* Refused (outside the region): not written, no callback. */
+    done = 42;
+    op   = (rma_op_t){.what = "refused put with completed"};
+    r    = (pami_rma_t){.dest = mp_ep(&job, t, 0), .local = &v, .bytes = 8,
+                        .remote_mr = &shm_all[t], .remote_offset = BYTES,
+                        .remote_fn = rma_on_remote, .cookie = &op,
+                        .completed = &done};
+    MP_CHECK_RC(pami_put(job.ctx[0], &r), PAMI_INVAL);
+    MP_EXPECT(done == 42, "a refused put wrote completed = %d", done);
+    rma_op_none(&job, &op);
+
+    /* A program built before the field: its callbacks, as before. */
+    op = (rma_op_t){.in_call = true, .what = "old-layout put"};
+    r  = (pami_rma_t){.dest = mp_ep(&job, t, 0), .local = &v, .bytes = 8,
+                      .remote_mr = &shm_all[t], .remote_offset = off,
+                      .remote_fn = rma_on_remote, .cookie = &op};
+    MP_CHECK(pami_put_sized(job.ctx[0], &r, offsetof(pami_rma_t, completed)));
+    op.in_call = false;
+    rma_op_wait(&job, &op, false, true);
 }
 
 int main(int argc, char **argv)
@@ -273,6 +414,8 @@ int main(int argc, char **argv)
                   "tasks", (unsigned long long)*(volatile uint64_t *)(shm +
                                                                     WORD),
                   ADDS, job.size);
+    mp_sync(&job);
+    completed_at_return(shm_all, priv_all, &priv_mr, peer);
     mp_sync(&job);
     forgeries(&shm_all[other]);
     mp_sync(&job);
