@@ -31,6 +31,8 @@ static void print_info(void)
     printf("SHMEM_VERSION         print the library's version at start\n");
     printf("SHMEM_INFO            print this help at start\n");
     printf("SHMEM_DEBUG           debugging messages on stderr\n");
+    printf("SHMEM_BIND            0: leave each PE on the CPUs it started "
+           "with\n");
     fflush(stdout);
 }
 
@@ -42,7 +44,7 @@ static void at_exit(void)
         shmem_finalize();
 }
 
-static void join_pami(void)
+static void join_pami(int thread_level)
 {
     pami_client_attr_t attr;
     pami_result_t rc;
@@ -68,7 +70,8 @@ static void join_pami(void)
         shmemi_fatal("pami_context_createv: %s", pami_error_text(rc));
     memset(&attr, 0, sizeof(attr));
     attr.field_mask = PAMI_CLIENT_ATTR_TASK | PAMI_CLIENT_ATTR_SIZE |
-                      PAMI_CLIENT_ATTR_LOCAL_TASKS;
+                      PAMI_CLIENT_ATTR_LOCAL_TASKS |
+                      PAMI_CLIENT_ATTR_LOCAL_CPUS;
     rc = pami_client_query(shmemi.client, &attr);
     if (rc != PAMI_SUCCESS)
         shmemi_fatal("pami_client_query: %s", pami_error_text(rc));
@@ -87,6 +90,8 @@ static void join_pami(void)
     }
     for (size_t i = 0; i < attr.num_local_tasks; i++)
         shmemi.same_node[attr.local_tasks[i]] = 1;
+    shmemi_bind(attr.task, attr.local_tasks, attr.num_local_tasks,
+                attr.num_local_cpus, thread_level);
     rc = pami_geometry_world(shmemi.context, &shmemi.world);
     if (rc != PAMI_SUCCESS)
         shmemi_fatal("pami_geometry_world: %s", pami_error_text(rc));
@@ -119,15 +124,15 @@ int shmem_init_thread(int requested, int *provided)
     if (shmemi.finalized)
         shmemi_fatal("shmem_init after shmem_finalize");
     shmemi.debug = env_flag("SHMEM_DEBUG");
-    join_pami();
-    init_handles();
-    if (shmemi_exit_init() != 0)
-        shmemi_fatal("cannot register the library's message handlers");
     /* Every level up to MULTIPLE (docs/openshmem.md, "Threads"). */
     if (requested < SHMEM_THREAD_SINGLE)
         requested = SHMEM_THREAD_SINGLE;
     shmemi.thread_level = requested < SHMEM_THREAD_MULTIPLE
                               ? requested : SHMEM_THREAD_MULTIPLE;
+    join_pami(shmemi.thread_level);
+    init_handles();
+    if (shmemi_exit_init() != 0)
+        shmemi_fatal("cannot register the library's message handlers");
     shmemi.initialized = 1;
     if (shmemi_heap_init() != 0 || shmemi_data_init() != 0 ||
         shmemi_segments_agree() != 0)

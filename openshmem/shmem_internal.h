@@ -100,6 +100,12 @@ enum {
     SHMEMI_DISPATCH_GLOBAL_EXIT = 0  /* header: int32 status */
 };
 
+/* Puts this PE (all its threads) on a CPU of its own when that takes
+ * no CPU from anyone who chose (shmem_bind.c, docs/openshmem.md). */
+SHMEMI_HIDDEN void shmemi_bind(pami_task_t me, const pami_task_t *local_tasks,
+                               size_t num_local, size_t num_local_cpus,
+                               int thread_level);
+
 /* Registers the library's handlers (init, before its first barrier). */
 SHMEMI_HIDDEN int shmemi_exit_init(void);
 
