@@ -191,19 +191,18 @@ struct pami_geometry {
     /* The measured built-in rules' span per collective and type class,
      * + 1 (0: the hand-set rules), coll_builtin.c. */
     uint16_t              builtin[PAMI_XFER_COUNT][COLL_TCLASSES];
-    /* AUTO's last decision for a call started on the geometry, and the
-     * call's inputs that decided it (coll_select.c): a loop of one call
-     * asks the table and the checks once. */
-    struct {
+    /* AUTO's last decision per collective for a call started on the
+     * geometry, and the call's inputs that decided it (coll_select.c):
+     * a loop of one call asks the table and the checks once, also when
+     * calls of other collectives come between. */
+    struct coll_memo {
         bool                       valid;
-        pami_xfer_type_t           kind;
         pami_type_t                dtype;
         pami_op_t                  op;
-        int                        user_commutative;
-        size_t                     count, root;
         unsigned                   flags;
+        size_t                     count, root;
         pami_algorithm_selection_t sel;
-    } memo;
+    } memo[PAMI_XFER_ALLGATHERV];
 };
 
 #define COLL_CACHE 8      /* built schedules kept per context for reuse */
@@ -508,9 +507,34 @@ pami_result_t coll_select_ready(coll_ctx_t *cc, struct pami_geometry *g,
 pami_algorithm_t coll_auto_select(const pami_xfer_t *x,
                                   struct pami_geometry *g,
                                   pami_algorithm_selection_t *sel, bool call);
-pami_algorithm_t coll_auto_memo(const pami_xfer_t *x,
-                                const struct pami_geometry *g,
-                                pami_selected_reason_t *reason);
+/* What besides kind, type, op, count and root a decision may depend on:
+ * the checks look at in place and a user op's commutativity. */
+static inline unsigned coll_memo_flags(const pami_xfer_t *x)
+{
+    return (x->sbuf == PAMI_IN_PLACE) | (x->rbuf == PAMI_IN_PLACE) << 1 |
+           (unsigned)((x->field_mask & PAMI_XFER_FIELD_USER_OP) != 0) << 2 |
+           (x->user_fn != NULL) << 3 | (x->user_commutative != 0) << 4;
+}
+
+/* The memo's decision for a started AUTO call x, or 0 when it holds none
+ * (the caller then asks coll_auto_select, which fills it). A memo is
+ * filled only on an agreed geometry without online tuning and for a
+ * collective below the v-variants, which stay so: its hit needs no more
+ * than the inputs compared. Inline: it is on every small AUTO call. */
+static inline pami_algorithm_t coll_auto_memo(const pami_xfer_t *x,
+                                              const struct pami_geometry *g,
+                                              pami_selected_reason_t *reason)
+{
+    if ((unsigned)x->kind >= PAMI_XFER_ALLGATHERV)
+        return 0;
+    const struct coll_memo *m = &g->memo[x->kind];
+    if (!m->valid || m->count != x->count || m->dtype != x->dtype ||
+        m->root != x->root || m->op != x->op ||
+        m->flags != coll_memo_flags(x))
+        return 0;
+    *reason = m->sel.reason;
+    return m->sel.algorithm;
+}
 void coll_select_free(struct pami_geometry *g);
 /* The size a call is selected by (equal on every member). */
 uint64_t coll_select_bytes(const pami_xfer_t *x, const struct pami_geometry *g);

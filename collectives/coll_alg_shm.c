@@ -245,21 +245,30 @@ static uint32_t signature(const pami_xfer_t *x, size_t algo_id)
     return (uint32_t)h | 1; /* 0 is a poison round's */
 }
 
-/* No round: the phase and the control lines stay as they are, and only
- * the root's place on the node is looked at. */
+void cshm_ring_memo_make(cshm_t *s, const pami_xfer_t *x,
+                         const struct pami_geometry *g)
+{
+    s->ring_memo = (cshm_ring_memo_t){
+        .valid = true, .g = g, .gid = g->id, .dtype = x->dtype,
+        .root = x->root, .count = x->count,
+        .sig = signature(x, cshm_eager_id()), /* AUTO or named */
+        .root_idx = (uint32_t)local_index(s, g->tasks[x->root]),
+        .auto_why = PAMI_SELECTED_NAMED};
+}
+
 void cshm_ring_setup(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
                      struct pami_geometry *g, size_t es)
 {
-    cshm_ring_memo_t *m = &s->ring_memo;
-    if (!m->valid || m->g != g || m->gid != g->id || m->dtype != x->dtype ||
-        m->root != x->root || m->count != x->count) {
-        *m = (cshm_ring_memo_t){.valid = true, .g = g, .gid = g->id,
-                          .dtype = x->dtype, .root = x->root,
-                          .count = x->count,
-                          .sig = signature(x, cshm_eager_id()), /* AUTO or named */
-                          .root_idx = (uint32_t)local_index(
-                              s, g->tasks[x->root])};
-    }
+    cshm_ring_memo(s, x, g);
+    cshm_ring_start(s, req, x, g, es);
+}
+
+/* No round: the phase and the control lines stay as they are, and only
+ * the root's place on the node is looked at. */
+void cshm_ring_start(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
+                     struct pami_geometry *g, size_t es)
+{
+    const cshm_ring_memo_t *m = &s->ring_memo;
     s->op = (cshm_op_t){.req = req, .x = x, .g = g, .n = g->size,
                         .rank = g->rank, .root = x->root, .es = es ? es : 1,
                         .total = x->count * es, .kind = CSHM_BCAST,

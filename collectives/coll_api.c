@@ -3,6 +3,7 @@
  * takes a ConnID, builds the schedule and starts it; the queries of the
  * registry; the blocking helpers.
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
@@ -304,9 +305,14 @@ static const coll_algo_t *choose(const pami_xfer_t *x,
     if (x->field_mask & PAMI_XFER_FIELD_ALGORITHM)
         id = x->algorithm;
     if (id == PAMI_ALGORITHM_AUTO) {
-        pami_algorithm_selection_t s;
-        id = coll_auto_select(x, g, &s, true);
-        g->cc->selected[s.reason]++;
+        pami_selected_reason_t why_auto;
+        id = coll_auto_memo(x, g, &why_auto);
+        if (id == PAMI_ALGORITHM_AUTO) {
+            pami_algorithm_selection_t s;
+            id = coll_auto_select(x, g, &s, true);
+            why_auto = s.reason;
+        }
+        g->cc->selected[why_auto]++;
         if (id == PAMI_ALGORITHM_AUTO) {
             *why = "no algorithm for this collective";
             return NULL;
@@ -601,6 +607,9 @@ static void spin_before_sleep(coll_ctx_t *cc, const waiter_t *w)
     }
 }
 
+static bool barrier_inline(coll_ctx_t *cc, struct pami_geometry *g,
+                           const pami_xfer_t *x, pami_result_t *rc);
+
 pami_result_t pami_collective_wait(pami_context_t context,
                                    const pami_xfer_t *xfer)
 {
@@ -627,8 +636,15 @@ pami_result_t pami_collective_wait(pami_context_t context,
         if (rc != PAMI_SUCCESS)
             return rc;
     }
-    if (coll_shm_wait_inline(xcc, xfer, &rc)) /* small, on one node */
+    if (xfer->kind == PAMI_XFER_BARRIER && xcc != NULL && xg != NULL &&
+        xg->cc == xcc && xg->ready) { /* on the register: inline */
+        if (pami_protocol_in_handler(context))
+            return PAMI_IN_HANDLER;
+        if (barrier_inline(xcc, xg, xfer, &rc))
+            return rc;
+    } else if (coll_shm_wait_inline(xcc, xfer, &rc)) { /* small, one node */
         return rc;
+    }
     /* Refuse before starting anything we could not wait for. */
     if (pami_protocol_in_handler(context))
         return PAMI_IN_HANDLER;
@@ -654,21 +670,25 @@ pami_result_t pami_collective_wait(pami_context_t context,
     return w.rc;
 }
 
-/* When AUTO picks the register (barrier_shm, barrier_hier), the blocking
- * barrier goes to pami_barrier_wait, which may poll the register inline
- * instead of queueing. It is still the geometry's next collective: it
- * takes its number (every member does, with any form of the call) and
- * waits for a ConnID below the threshold, but needs no request and
- * locks no ConnID since no message of it travels. */
+/* A blocking barrier whose algorithm is a register barrier (barrier_shm,
+ * barrier_hier) goes to pami_barrier_wait, which may poll the register
+ * inline instead of queueing. It is still the geometry's next collective:
+ * it takes its number (every member does, with any form of the call) and
+ * waits for a ConnID below the threshold, but needs no request and locks
+ * no ConnID since no message of it travels. *started: it took its number
+ * (the result is the barrier's; else nothing began). */
 static pami_result_t barrier_on_register(coll_ctx_t *cc,
                                          struct pami_geometry *g,
-                                         pami_barrier_algo_t algo)
+                                         pami_barrier_algo_t algo,
+                                         bool *started)
 {
+    *started = false;
     if (pami_protocol_in_handler(cc->ctx))
         return PAMI_IN_HANDLER;
     pami_result_t rc = coll_connid_pass(g); /* nothing of it travels */
     if (rc != PAMI_SUCCESS)
         return rc;
+    *started = true;
     g->next_seq++;
     g->started++;
     cc->st.started++;
@@ -682,38 +702,76 @@ static pami_result_t barrier_on_register(coll_ctx_t *cc,
     return rc;
 }
 
+static pthread_once_t   register_once = PTHREAD_ONCE_INIT;
+static pami_algorithm_t barrier_shm_id, barrier_hier_id;
+
+static void find_register_barriers(void)
+{
+    if (pami_algorithm_by_name("barrier_shm", &barrier_shm_id) != PAMI_SUCCESS)
+        barrier_shm_id = 0;
+    if (pami_algorithm_by_name("barrier_hier", &barrier_hier_id) !=
+        PAMI_SUCCESS)
+        barrier_hier_id = 0;
+}
+
+static bool register_barrier(pami_algorithm_t id)
+{
+    pthread_once(&register_once, find_register_barriers);
+    return id != 0 && (id == barrier_shm_id || id == barrier_hier_id);
+}
+
+/* Blocking barrier x on g (ready, this context's, selection agreed) when
+ * its algorithm, named or AUTO's (from the geometry's memo, else
+ * selected and logged), is a register barrier: run inline, true with *rc;
+ * else false, for the ordinary way. Named and AUTO calls cost alike, and
+ * pami-tune measures the register barriers as AUTO runs them. */
+static bool barrier_inline(coll_ctx_t *cc, struct pami_geometry *g,
+                           const pami_xfer_t *x, pami_result_t *rc)
+{
+    bool named = (x->field_mask & PAMI_XFER_FIELD_ALGORITHM) &&
+                 x->algorithm != PAMI_ALGORITHM_AUTO;
+    pami_selected_reason_t why = PAMI_SELECTED_NAMED;
+    pami_algorithm_t id;
+    if (named) {
+        id = x->algorithm;
+        if (!register_barrier(id) ||
+            !coll_algo_runs(&coll_algos[id - 1], x, g))
+            return false; /* the ordinary way reports what is wrong */
+    } else {
+        id = coll_auto_memo(x, g, &why);
+        if (id == 0) {
+            pami_algorithm_selection_t sel;
+            id  = coll_auto_select(x, g, &sel, true);
+            why = sel.reason;
+        }
+        if (!register_barrier(id))
+            return false;
+    }
+    /* The clock only for online tuning (two reads cost a register
+     * barrier more than its selection). */
+    int slot = !named && g->online != NULL
+                   ? coll_online_commit(g, x, id, NULL) : -1;
+    double t0 = slot >= 0 ? coll_online_now_us() : 0;
+    bool started;
+    *rc = barrier_on_register(cc, g, id == barrier_shm_id ? PAMI_BARRIER_SHM
+                                                          : PAMI_BARRIER_HIER,
+                              &started);
+    if (slot >= 0)
+        coll_online_record(g, slot, *rc == PAMI_SUCCESS && started
+                                        ? coll_online_now_us() - t0 : 1e12);
+    if (!started)
+        return true;
+    cc->selected[why]++;
+    cc->algo_calls[id - 1]++;
+    if (x->done_fn != NULL)
+        x->done_fn(cc->ctx, x->cookie, *rc);
+    return true;
+}
+
 pami_result_t pami_geometry_barrier(pami_context_t context,
                                     pami_geometry_t geometry)
 {
     pami_xfer_t x = {.kind = PAMI_XFER_BARRIER, .geometry = geometry};
-    coll_ctx_t *cc = coll_ctx_of(context);
-    struct pami_geometry *g = geometry;
-    if (cc != NULL && g != NULL && g->cc == cc && g->ready) {
-        if (!g->agreed || g->online != NULL) {
-            if (pami_protocol_in_handler(context))
-                return PAMI_IN_HANDLER;
-            pami_result_t rc = coll_select_ready(cc, g, &x);
-            if (rc != PAMI_SUCCESS)
-                return rc;
-        }
-        pami_algorithm_selection_t s;
-        pami_algorithm_t id = coll_auto_select(&x, g, &s, false);
-        const char *name = id != 0 ? coll_algos[id - 1].name : "";
-        bool shm = strcmp(name, "barrier_shm") == 0;
-        if (shm || strcmp(name, "barrier_hier") == 0) {
-            coll_auto_select(&x, g, &s, true); /* logged */
-            cc->selected[s.reason]++;
-            cc->algo_calls[id - 1]++;
-            int slot = coll_online_commit(g, &x, id, NULL);
-            double t0 = coll_online_now_us();
-            pami_result_t rc = barrier_on_register(
-                cc, g, shm ? PAMI_BARRIER_SHM : PAMI_BARRIER_HIER);
-            coll_online_record(g, slot, rc == PAMI_SUCCESS
-                                            ? coll_online_now_us() - t0
-                                            : 1e12);
-            return rc;
-        }
-    }
     return pami_collective_wait(context, &x);
 }
 

@@ -365,32 +365,14 @@ static void log_once(struct pami_geometry *g, const pami_xfer_t *x,
               s->name ? s->name : "none", reason_name(s->reason), s->why);
 }
 
-/* What besides kind, type, op, count and root a decision may depend on:
- * the checks look at in place and a user op's commutativity. */
-static unsigned memo_flags(const pami_xfer_t *x)
-{
-    return (x->sbuf == PAMI_IN_PLACE) | (x->rbuf == PAMI_IN_PLACE) << 1 |
-           (unsigned)((x->field_mask & PAMI_XFER_FIELD_USER_OP) != 0) << 2 |
-           (x->user_fn != NULL) << 3;
-}
-
 /* The memo holds a started call's decision once the members agreed on the
  * table and while nothing can change it (no online tuning); v-variants
  * decide by their counts arrays and are not kept. The table and the
  * forced algorithms are fixed, and the checks read only the geometry and
- * the inputs compared here, so an equal call decides alike. */
+ * the inputs compared (coll_auto_memo), so an equal call decides alike. */
 static bool memo_usable(const pami_xfer_t *x, const struct pami_geometry *g)
 {
     return g->agreed && g->online == NULL && x->kind < PAMI_XFER_ALLGATHERV;
-}
-
-static bool memo_hit(const pami_xfer_t *x, const struct pami_geometry *g)
-{
-    return g->memo.valid && g->memo.kind == x->kind &&
-           g->memo.count == x->count && g->memo.dtype == x->dtype &&
-           g->memo.root == x->root && g->memo.op == x->op &&
-           g->memo.user_commutative == x->user_commutative &&
-           g->memo.flags == memo_flags(x);
 }
 
 pami_algorithm_t coll_auto_select(const pami_xfer_t *x,
@@ -398,10 +380,12 @@ pami_algorithm_t coll_auto_select(const pami_xfer_t *x,
                                   pami_algorithm_selection_t *out, bool call)
 {
     bool memo = call && memo_usable(x, g);
-    if (memo && memo_hit(x, g)) { /* logged when it was first made */
+    pami_selected_reason_t hit_why;
+    if (memo && coll_auto_memo(x, g, &hit_why) != 0) {
+        /* logged when it was first made */
         if (out != NULL)
-            *out = g->memo.sel;
-        return g->memo.sel.algorithm;
+            *out = g->memo[x->kind].sel;
+        return g->memo[x->kind].sel.algorithm;
     }
     pami_algorithm_selection_t s = {.reason = PAMI_SELECTED_BUILTIN};
     pthread_once(&sel.once, load);
@@ -465,32 +449,14 @@ found:
     }
     if (sel.log && call)
         log_once(g, x, &s);
-    if (memo) {
-        g->memo.valid = true;
-        g->memo.kind  = x->kind;
-        g->memo.dtype = x->dtype;
-        g->memo.op    = x->op;
-        g->memo.user_commutative = x->user_commutative;
-        g->memo.count = x->count;
-        g->memo.root  = x->root;
-        g->memo.flags = memo_flags(x);
-        g->memo.sel   = s;
-    }
+    if (memo && id != 0)
+        g->memo[x->kind] = (struct coll_memo){
+            .valid = true, .dtype = x->dtype, .op = x->op,
+            .flags = coll_memo_flags(x), .count = x->count,
+            .root = x->root, .sel = s};
     if (out != NULL)
         *out = s;
     return id;
-}
-
-/* The memo's decision for a started call, or 0 when it holds none for
- * x (the caller then asks coll_auto_select, which fills it). */
-pami_algorithm_t coll_auto_memo(const pami_xfer_t *x,
-                                const struct pami_geometry *g,
-                                pami_selected_reason_t *reason)
-{
-    if (!memo_usable(x, g) || !memo_hit(x, g))
-        return 0;
-    *reason = g->memo.sel.reason;
-    return g->memo.sel.algorithm;
 }
 
 pami_result_t coll_algorithm_selected(const pami_xfer_t *x,

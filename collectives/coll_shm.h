@@ -127,7 +127,8 @@ enum { CSHM_STAT_ops, CSHM_STAT_register_barriers, CSHM_STAT_rounds,
 
 /* The last ring call's signature and its root's local index, kept for
  * the next call equal to it (a loop of one broadcast hashes and searches
- * once). */
+ * once); auto_why: AUTO picked the ring for such a call, and why
+ * (PAMI_SELECTED_NAMED: not known). */
 typedef struct {
     bool                        valid;
     const struct pami_geometry *g;
@@ -135,6 +136,7 @@ typedef struct {
     pami_type_t                 dtype;
     size_t                      root, count;
     uint32_t                    sig, root_idx;
+    pami_selected_reason_t      auto_why;
 } cshm_ring_memo_t;
 
 typedef struct cshm {
@@ -246,8 +248,25 @@ pami_result_t cshm_flag_round_inline(cshm_t *s);
 bool cshm_ring_fits(const cshm_t *s, const pami_xfer_t *x, size_t bytes);
 size_t cshm_eager_id(void); /* broadcast_shm_eager's algorithm id */
 pami_result_t cshm_ring_inline(cshm_t *s);
-/* s->op for ring call x (cshm_ring_fits said yes); es its element size. */
+/* s->op for ring call x (cshm_ring_fits said yes); es its element size:
+ * cshm_ring_memo, then cshm_ring_start. */
 void cshm_ring_setup(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
+                     struct pami_geometry *g, size_t es);
+void cshm_ring_memo_make(cshm_t *s, const pami_xfer_t *x,
+                         const struct pami_geometry *g);
+/* The ring's memo, made again (without AUTO's decision) when x differs
+ * from the last ring call; inline, as it is on every ring call. */
+static inline const cshm_ring_memo_t *
+cshm_ring_memo(cshm_t *s, const pami_xfer_t *x, const struct pami_geometry *g)
+{
+    const cshm_ring_memo_t *m = &s->ring_memo;
+    if (!m->valid || m->g != g || m->gid != g->id || m->dtype != x->dtype ||
+        m->root != x->root || m->count != x->count)
+        cshm_ring_memo_make(s, x, g);
+    return m;
+}
+/* s->op for ring call x once cshm_ring_memo holds it. */
+void cshm_ring_start(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
                      struct pami_geometry *g, size_t es);
 int cshm_ring_ready(const cshm_t *s, uint64_t what);
 

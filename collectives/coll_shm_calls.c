@@ -94,16 +94,23 @@ size_t cshm_eager_id(void)
     return shm_eager_id;
 }
 
-/* Calls this path takes; anything else (and any bad argument) goes the
- * ordinary way, which reports it. */
-static bool inline_fits(cshm_t *s, coll_ctx_t *cc, const pami_xfer_t *x,
-                        const coll_algo_t **algo,
-                        pami_algorithm_selection_t *sel)
+/* What every inline call needs, checked once for both forms below: a
+ * geometry of this context, ready, of this node's tasks (coll_shm_check),
+ * the queue idle and the segment set up. */
+static bool inline_idle(const cshm_t *s, const coll_ctx_t *cc,
+                        const struct pami_geometry *g)
+{
+    return g != NULL && g->cc == cc && g->ready && g->on_node &&
+           g->size >= 2 && s->qlen == 0 && !s->running &&
+           s->setup == CSHM_SETUP_READY;
+}
+
+/* Calls this path takes (after inline_idle); anything else (and any bad
+ * argument) goes the ordinary way, which reports it. */
+static bool inline_fits(const cshm_t *s, const pami_xfer_t *x,
+                        const coll_algo_t **algo, pami_selected_reason_t *why)
 {
     struct pami_geometry *g = x->geometry;
-    if (g == NULL || g->cc != cc || !g->ready || s->qlen > 0 || s->running ||
-        s->setup != CSHM_SETUP_READY || coll_shm_check(x) != PAMI_SUCCESS)
-        return false;
     /* Alltoall and reduce_scatter write a block per rank. */
     bool blk = x->kind == PAMI_XFER_ALLTOALL ||
                x->kind == PAMI_XFER_REDUCE_SCATTER;
@@ -131,51 +138,62 @@ static bool inline_fits(cshm_t *s, coll_ctx_t *cc, const pami_xfer_t *x,
         (x->sbuf == NULL || (IN_PLACE(x->sbuf) &&
                              x->kind == PAMI_XFER_REDUCE && !root)))
         return false;
-    /* AUTO's selection once per call: it is also the one counted. */
-    const coll_algo_t *a = named ? named_shm(x) : auto_shm(x, sel, true);
+    const coll_algo_t *a;
+    if (named) {
+        a    = named_shm(x);
+        *why = PAMI_SELECTED_NAMED;
+    } else {
+        /* AUTO's decision for an equal call, else its selection (once
+         * per call: it is also the one counted, and logged). */
+        pami_algorithm_t id = coll_auto_memo(x, g, why);
+        if (id != 0) {
+            a = coll_algos[id - 1].build == coll_shm_build
+                    ? &coll_algos[id - 1] : NULL;
+        } else {
+            pami_algorithm_selection_t sel;
+            a    = auto_shm(x, &sel, true);
+            *why = sel.reason;
+        }
+    }
     if (a == NULL || a->check == coll_shm_cma_check) /* two barriers */
         return false;
     *algo = a;
     return true;
 }
 
-/* inline_fits for the eager ring's calls, with only the checks the ring
- * needs: a broadcast the ring takes (cshm_ring_fits), on an agreed
- * geometry without online tuning, whose algorithm is the ring's (named,
- * or AUTO's decision kept from an earlier equal call: the first goes
- * through coll_auto_select, which logs and keeps it). A loop of small
- * broadcasts spends most of its time in the call, not in the ring. */
-static bool ring_fits_lean(cshm_t *s, coll_ctx_t *cc, const pami_xfer_t *x,
+/* inline_fits for the eager ring's calls (after inline_idle), with only
+ * the checks the ring needs: a broadcast the ring takes (cshm_ring_fits),
+ * on an agreed geometry without online tuning, whose algorithm is the
+ * ring's: named, or AUTO's decision for an equal call, kept in the ring's
+ * memo beside the call's signature (the first goes through inline_fits,
+ * which selects, logs and keeps it). A loop of small broadcasts spends
+ * most of its time in the call, not in the ring. */
+static bool ring_fits_lean(cshm_t *s, const pami_xfer_t *x,
                            const coll_algo_t **algo,
                            pami_selected_reason_t *why)
 {
     struct pami_geometry *g = x->geometry;
-    if (x->kind != PAMI_XFER_BROADCAST || g == NULL || g->cc != cc ||
-        !g->ready || !g->agreed || g->online != NULL || !g->on_node ||
-        g->size < 2 || g->size != s->nlocal || !s->ring_ok ||
-        s->qlen > 0 || s->running || s->setup != CSHM_SETUP_READY ||
-        x->rbuf == NULL || IN_PLACE(x->rbuf) || x->root >= g->size ||
-        x->count == 0 || x->count > CSHM_SMALL_MAX ||
-        !coll_type_valid(x->dtype))
+    if (x->kind != PAMI_XFER_BROADCAST || !g->agreed || g->online != NULL ||
+        g->size != s->nlocal || !s->ring_ok || x->rbuf == NULL ||
+        IN_PLACE(x->rbuf) || x->root >= g->size || x->count == 0 ||
+        x->count > CSHM_SMALL_MAX || !coll_type_valid(x->dtype))
         return false;
     size_t bytes = x->count * pami_type_size(x->dtype);
-    if (bytes == 0 || bytes > CSHM_SMALL_MAX || bytes > s->slot ||
-        bytes > CSHM_RING_MAX)
+    if (bytes > s->slot || bytes > CSHM_RING_MAX)
         return false;
-    pami_algorithm_t id;
+    const cshm_ring_memo_t *m = cshm_ring_memo(s, x, g);
+    size_t eager = cshm_eager_id();
     if ((x->field_mask & PAMI_XFER_FIELD_ALGORITHM) &&
         x->algorithm != PAMI_ALGORITHM_AUTO) {
-        id   = x->algorithm;
         *why = PAMI_SELECTED_NAMED;
-        if (id != (pami_algorithm_t)cshm_eager_id())
+        if (x->algorithm != (pami_algorithm_t)eager)
             return false;
+    } else if (m->auto_why != PAMI_SELECTED_NAMED) {
+        *why = m->auto_why;
     } else {
-        id = coll_auto_memo(x, g, why);
-        if (id == 0 || id > coll_num_algos ||
-            coll_algos[id - 1].build != coll_shm_build)
-            return false;
+        return false;
     }
-    *algo = &coll_algos[id - 1];
+    *algo = &coll_algos[eager - 1];
     return true;
 }
 
@@ -194,19 +212,12 @@ bool coll_shm_wait_inline(coll_ctx_t *cc, const pami_xfer_t *x,
     cshm_t *s = cshm_of_cc(cc);
     pami_context_t ctx = cc->ctx;
     const coll_algo_t *a = NULL;
-    pami_algorithm_selection_t sel;
     pami_selected_reason_t why;
-    if (s == NULL)
+    if (s == NULL || !inline_idle(s, cc, x->geometry))
         return false;
-    bool lean = ring_fits_lean(s, cc, x, &a, &why);
-    if (!lean) {
-        if (!inline_fits(s, cc, x, &a, &sel))
-            return false;
-        why = (x->field_mask & PAMI_XFER_FIELD_ALGORITHM) &&
-                      x->algorithm != PAMI_ALGORITHM_AUTO
-                  ? PAMI_SELECTED_NAMED
-                  : sel.reason; /* selected (and logged) by inline_fits */
-    }
+    bool lean = ring_fits_lean(s, x, &a, &why);
+    if (!lean && !inline_fits(s, x, &a, &why))
+        return false;
     if (pami_protocol_in_handler(ctx))
         return false;
     struct pami_geometry *g = x->geometry;
@@ -221,7 +232,7 @@ bool coll_shm_wait_inline(coll_ctx_t *cc, const pami_xfer_t *x,
     cc->st.started++;
     cc->algo_calls[a - coll_algos]++;
     cc->selected[why]++;
-    if (why != PAMI_SELECTED_NAMED)
+    if (why != PAMI_SELECTED_NAMED && g->online != NULL)
         slot = coll_online_commit(g, x, (pami_algorithm_t)(a - coll_algos + 1),
                                   NULL);
     /* The clock only for online tuning: two reads cost a small call
@@ -229,11 +240,18 @@ bool coll_shm_wait_inline(coll_ctx_t *cc, const pami_xfer_t *x,
     double t0 = slot >= 0 ? coll_online_now_us() : 0;
     s->running = true;
     cshm_count(s, CSHM_STAT_inline);
-    if (lean)
-        cshm_ring_setup(s, NULL, x, g, pami_type_size(x->dtype));
-    else
+    if (lean) {
+        cshm_ring_start(s, NULL, x, g, pami_type_size(x->dtype));
+    } else {
         cshm_op_setup(s, NULL, x, g, pami_type_size(x->dtype),
                       (size_t)(a - coll_algos + 1));
+        /* AUTO's ring: its decision kept for the next equal call, which
+         * then takes ring_fits_lean. A broadcast's decision reads only
+         * the geometry, type, count (and root, as the memo's key). */
+        if (s->op.ring && why != PAMI_SELECTED_NAMED && g->agreed &&
+            g->online == NULL)
+            s->ring_memo.auto_why = why;
+    }
     if (s->op.ring) {
         *rc = cshm_ring_inline(s);
     } else if (s->op.flag) {

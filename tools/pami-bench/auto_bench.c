@@ -119,6 +119,25 @@ static double median(double *v, unsigned n)
     return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
 }
 
+/* The order of the candidates in repetition r: a shuffle that every
+ * task draws alike (same seed), so that no candidate always follows the
+ * same one. A rotation kept each one behind the same predecessor, so
+ * whatever that leaves for a window's first calls (the pool's rooms,
+ * the caches) fell on the same candidate in every repetition. */
+static void shuffle(size_t *order, size_t n, unsigned r)
+{
+    uint64_t z = 0x9e3779b97f4a7c15ull * (r + 1);
+    for (size_t i = 0; i < n; i++)
+        order[i] = i;
+    for (size_t i = n; i > 1; i--) {
+        z = z * 6364136223846793005ull + 1442695040888963407ull;
+        size_t j = (size_t)((z >> 33) % i);
+        size_t t = order[i - 1];
+        order[i - 1] = order[j];
+        order[j] = t;
+    }
+}
+
 static void point(group_t *g, pami_geometry_t w, const avb_kind_t *k,
                   uint64_t bytes, void *sbuf, void *rbuf)
 {
@@ -172,13 +191,15 @@ static void point(group_t *g, pami_geometry_t w, const avb_kind_t *k,
      * over the tasks is printed as cpu. With more tasks than CPUs it is
      * below 1 by construction. */
     double wait0 = tool_cpu_waited(0), wall0 = bench_now();
-    for (unsigned r = 0; r < o->reps; r++)
+    for (unsigned r = 0; r < o->reps; r++) {
+        size_t order[MAX_CAND];
+        shuffle(order, nc, r);
         for (size_t i = 0; i < nc; i++) {
-            /* Rotate the order, so no candidate always follows another. */
-            size_t j = (i + r) % nc;
+            size_t j = order[i];
             pami_xfer_t x = xfer_of(k, w, c[j].id, sbuf, rbuf, bytes);
             c[j].t[r] = loop(g, w, &x, c[j].ops) * 1e6 / (double)c[j].ops;
         }
+    }
     double wait1 = tool_cpu_waited(0), wall = bench_now() - wall0;
     double cpu = wait0 >= 0 && wait1 >= 0 && wall > 0
                ? 1.0 - (wait1 - wait0) / wall : 1.0;
