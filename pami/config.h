@@ -42,6 +42,10 @@
       "largest put or get to a task of this node (by CMA) that waits for "  \
       "the next advance to move with others in one kernel call; 0: each "  \
       "moves during its call")                                              \
+    X(cma_split, "PAMI_CMA_SPLIT", size, "8388608",                          \
+      "smallest put or get to another task of this node (by CMA) whose "    \
+      "upper half the owner is offered to copy while the caller copies "    \
+      "the lower; 0: never")                                                 \
     X(rndv_via_origin, "PAMI_RNDV_VIA_ORIGIN", bool, "0",                    \
       "1 has the origin serve every large pami_send in chunk messages, "    \
       "as over TCP, instead of CMA on this node or a UCX get over RDMA")    \
@@ -79,6 +83,7 @@ typedef struct {
     size_t peer_timeout_ms;
     int    rma_owner;
     size_t cma_batch;
+    size_t cma_split;
     int    rndv_via_origin;
     int    shm_fastpath;
     size_t shm_queue_lines;

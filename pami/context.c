@@ -30,6 +30,8 @@ static pami_result_t context_open(pami_client_impl_t *c, size_t offset, size_t n
     ctx->self_tail = &ctx->self_head;
     ctx->post_tail = &ctx->post_head;
     ctx->event_fd  = -1;
+    for (size_t i = 0; i < PAMI_RMA_HELP_SLOTS; i++)
+        ctx->help[i].fd = -1;
     /* Recursive, so a program holding its context's lock (as it must with
      * the progress thread) can call what locks it again (the fence). */
     pthread_mutexattr_t attr;
@@ -68,6 +70,7 @@ static void context_close(struct pami_context *ctx)
     pami_requests_destroy(ctx);
     pami_self_discard(ctx);
     pami_rma_done_free(ctx); /* reported by pami_requests_destroy */
+    pami_rma_help_fini(ctx);
     if (ctx->loop_io != NULL)
         evloop_libev_ops.io_del(ctx->loop, ctx->loop_io);
     evloop_libev_ops.destroy(ctx->loop);

@@ -68,6 +68,8 @@
 #define PAMI_REQ_INLINE_HDR 96
 /* Most answers to puts one PUT_DONE carries (docs/protocols/rma.md). */
 #define PAMI_RMA_PUT_DONE_MAX 32
+/* Large CMA puts or gets of a context whose owner may help at once. */
+#define PAMI_RMA_HELP_SLOTS 4
 /* Small CMA operations one process_vm_writev/readv moves at most: the
  * call costs about 0.45 us whatever it moves (docs/protocols/rma.md). */
 #define PAMI_CMA_BATCH_OPS 64
@@ -308,6 +310,23 @@ struct pami_context {
         struct iovec local[PAMI_CMA_BATCH_OPS];
         struct iovec remote[PAMI_CMA_BATCH_OPS];
     }                     cma_batch;
+    /* Large CMA operations whose upper part was offered to the owner
+     * (rma_help.c): a token eventfd per slot, claimed by whoever reads
+     * the token first. */
+    struct {
+        int      fd;        /* -1: not made yet */
+        uint64_t token;     /* 0: free */
+        uint64_t cookie;    /* the waiting request */
+        bool     put;
+        void    *local;     /* the upper part: here */
+        uint64_t raddr;     /* and at the owner */
+        size_t   bytes;
+        uint32_t task;
+    }                     help[PAMI_RMA_HELP_SLOTS];
+    uint32_t              help_posted; /* slots with a token out */
+    uint64_t              help_seq;
+    uint64_t              help_served;     /* parts copied for origins */
+    uint64_t              help_taken_back; /* own parts nobody claimed */
 
     pami_region_t        *regions;    /* memregion.c */
     size_t                nregions;
@@ -694,21 +713,24 @@ enum {
     PAMI_RMA_MSG_REPLY,    /* owner -> origin, a get's data follows */
     PAMI_RMA_MSG_FENCE,    /* origin -> owner: answered once the earlier
                               messages on the endpoint were applied */
-    PAMI_RMA_MSG_PUT_DONE  /* owner -> origin: puts applied, their
+    PAMI_RMA_MSG_PUT_DONE, /* owner -> origin: puts applied, their
                               cookies follow as the data */
+    PAMI_RMA_MSG_HELP      /* origin -> owner: copy this part of a large
+                              CMA put or get if you claim its token */
 };
 /* Payload of a PAMI_DISPATCH_RMA message (docs/protocols/rma.md). */
 typedef struct {
     uint8_t  version, type;
     uint8_t  op;          /* ATOMIC: pami_rmw_op_t */
     uint8_t  size;        /* ATOMIC: 4 or 8 */
-    int32_t  result;      /* REPLY: pami_result_t of the owner's checks */
+    int32_t  result;      /* REPLY: pami_result_t of the owner's checks;
+                             HELP: the origin's token descriptor */
     uint64_t cookie;      /* the origin's request */
     uint32_t owner_ctx, id, generation; /* of the region's copy */
     uint32_t reserved;
     uint64_t offset, bytes;
     uint64_t operand;     /* ATOMIC: value; REPLY: the old value */
-    uint64_t compare;     /* ATOMIC CSWAP */
+    uint64_t compare;     /* ATOMIC CSWAP; HELP: the token */
 } pami_rma_msg_t;
 _Static_assert(sizeof(pami_rma_msg_t) == 64, "one-sided message layout");
 /* Pure: checks len bytes (and the data_len that came with them). */
@@ -723,6 +745,35 @@ pami_result_t pami_rma_owner_start(struct pami_context *ctx, uint32_t index,
                                    pami_event_fn local_fn,
                                    pami_event_fn remote_fn, void *cookie,
                                    int32_t region);
+/* The same, handing out the request waiting for the answer (*out). */
+pami_result_t pami_rma_owner_begin(struct pami_context *ctx, uint32_t index,
+                                   const pami_rma_msg_t *m, const void *src,
+                                   void *dst, size_t dst_len,
+                                   pami_event_fn local_fn,
+                                   pami_event_fn remote_fn, void *cookie,
+                                   int32_t region, pami_request_t **out);
+/* Answers the origin's request named by cookie (rma_owner.c). */
+void pami_rma_owner_reply(struct pami_context *ctx, uint32_t peer,
+                          uint64_t cookie, pami_result_t result);
+
+/* ---- large CMA puts and gets the owner helps with (rma_help.c) ---- */
+/* A put or get of at least PAMI_CMA_SPLIT bytes to another task of this
+ * node: the owner is asked to copy the upper part while the caller copies
+ * the lower one. PAMI_EAGAIN: not taken (copy it all as usual). */
+pami_result_t pami_rma_help_start(struct pami_context *ctx, uint32_t index,
+                                  bool put, void *local, size_t bytes,
+                                  uint64_t raddr, const pami_rma_msg_t *part,
+                                  pami_event_fn local_fn,
+                                  pami_event_fn remote_fn, void *cookie,
+                                  int32_t region);
+/* The owner's side of a HELP; addr is the part's address in the region,
+ * NULL when the region check refused it. */
+void pami_rma_help_serve(struct pami_context *ctx, uint32_t peer,
+                         uint32_t task, const pami_rma_msg_t *m,
+                         uint8_t *addr);
+/* The origin takes back parts no owner claimed (a token given back). */
+void pami_rma_help_poll(struct pami_context *ctx);
+void pami_rma_help_fini(struct pami_context *ctx);
 void pami_rma_owner_recv(struct pami_context *ctx, uint32_t peer,
                          uint32_t origin_task, const void *buf, size_t len,
                          const void *data, size_t data_len);
@@ -814,6 +865,10 @@ void pami_cma_helper_stop(void);
 /* Writes bytes at src to dst of process pid (rma_cma.c); 0 or an errno,
  * ESRCH when pid is gone. */
 int pami_cma_write(pid_t pid, uint64_t dst, const void *src, size_t bytes);
+/* The outcome of a CMA access to task that failed with err (not EPERM):
+ * ESRCH declares the task dead (rma_cma.c). */
+pami_result_t pami_cma_failed(struct pami_context *ctx, uint32_t task,
+                              bool put, size_t bytes, uint64_t raddr, int err);
 
 /* ---- memory regions (memregion.c) ---- */
 typedef enum {
@@ -914,6 +969,8 @@ static inline unsigned pami_tp_poll(struct pami_context *ctx)
     ctx->in_tp_progress = false;
     if (unlikely(ctx->put_done_n != 0))
         pami_rma_owner_flush(ctx);
+    if (unlikely(ctx->help_posted != 0))
+        pami_rma_help_poll(ctx);
     return n;
 }
 

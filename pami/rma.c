@@ -200,6 +200,16 @@ static pami_result_t rma_issue(struct pami_context *ctx, rma_dir_t dir,
                                int32_t region)
 {
     pami_result_t rc;
+    if (how == ROUTE_CMA && bytes >= ctx->client->config.cma_split &&
+        ctx->client->config.cma_split != 0) {
+        pami_cma_batch_end(ctx);
+        pami_rma_msg_t part = owner_msg(PAMI_RMA_MSG_HELP, vp, roff, bytes);
+        rc = pami_rma_help_start(ctx, index, dir == RMA_PUT, local, bytes,
+                                 vp->base + roff, &part, local_fn, remote_fn,
+                                 cookie, region);
+        if (rc != PAMI_EAGAIN)
+            return rc;
+    }
     if (how == ROUTE_CMA) {
         rc = pami_rma_cma(ctx, index, dir == RMA_PUT, local, bytes,
                           vp->base + roff, local_fn, remote_fn, cookie,

@@ -213,9 +213,8 @@ int pami_cma_read(pid_t pid, void *dst, uint64_t src, size_t bytes,
 }
 
 /* The outcome of a CMA access that failed with err (not EPERM). */
-static pami_result_t cma_failed(struct pami_context *ctx, uint32_t task,
-                                bool put, size_t bytes, uint64_t raddr,
-                                int err)
+pami_result_t pami_cma_failed(struct pami_context *ctx, uint32_t task,
+                              bool put, size_t bytes, uint64_t raddr, int err)
 {
     if (err == ESRCH) {
         pami_task_failed(ctx, task, -ESRCH);
@@ -279,7 +278,7 @@ void pami_cma_batch_flush(struct pami_context *ctx)
             c->cma_denied = true;
             rc = PAMI_TRANSPORT;
         } else {
-            rc = cma_failed(ctx, b->task, b->put, b->local[i].iov_len,
+            rc = pami_cma_failed(ctx, b->task, b->put, b->local[i].iov_len,
                             (uint64_t)(uintptr_t)b->remote[i].iov_base, err);
         }
         /* A dead or refusing owner fails the rest; a bad range only the
@@ -349,7 +348,7 @@ pami_result_t pami_rma_cma(struct pami_context *ctx, uint32_t index,
     }
     pami_result_t rc = PAMI_SUCCESS;
     if (err != 0)
-        rc = cma_failed(ctx, task, put, bytes, raddr, err);
+        rc = pami_cma_failed(ctx, task, put, bytes, raddr, err);
     else if (bytes > 0)
         c->cma_worked = true;
     /* Done: both callbacks from the next advance, with the outcome. */

@@ -47,6 +47,13 @@ pami_wire_check_t pami_rma_msg_decode(const void *buf, size_t len,
             out->bytes > PAMI_RMA_PUT_DONE_MAX * sizeof(uint64_t))
             return PAMI_WIRE_BAD_FIELD;
         return data_len == out->bytes ? PAMI_WIRE_OK : PAMI_WIRE_BAD_LENGTH;
+    case PAMI_RMA_MSG_HELP:
+        if (data_len != 0)
+            return PAMI_WIRE_BAD_LENGTH;
+        if (out->op > 1 || out->size != 0 || out->result < 0 ||
+            out->bytes == 0 || out->compare == 0)
+            return PAMI_WIRE_BAD_FIELD;
+        return PAMI_WIRE_OK;
     default:
         return PAMI_WIRE_BAD_FIELD;
     }
@@ -58,6 +65,18 @@ pami_result_t pami_rma_owner_start(struct pami_context *ctx, uint32_t index,
                                    pami_event_fn local_fn,
                                    pami_event_fn remote_fn, void *cookie,
                                    int32_t region)
+{
+    pami_request_t *req;
+    return pami_rma_owner_begin(ctx, index, m, src, dst, dst_len, local_fn,
+                                remote_fn, cookie, region, &req);
+}
+
+pami_result_t pami_rma_owner_begin(struct pami_context *ctx, uint32_t index,
+                                   const pami_rma_msg_t *m, const void *src,
+                                   void *dst, size_t dst_len,
+                                   pami_event_fn local_fn,
+                                   pami_event_fn remote_fn, void *cookie,
+                                   int32_t region, pami_request_t **out)
 {
     pami_request_t *req = pami_request_get(ctx);
     if (req == NULL)
@@ -87,6 +106,7 @@ pami_result_t pami_rma_owner_start(struct pami_context *ctx, uint32_t index,
     /* Every callback waits for the owner's answer, which carries the
      * result of its checks. */
     pami_request_wait_ack(req);
+    *out = req;
     /* Sent at once, the request only waits for that answer: no
      * transport request, no report of the send, no header kept (over
      * TCP this path carries every operation). */
@@ -187,6 +207,12 @@ static void reply(struct pami_context *ctx, uint32_t peer, uint64_t cookie,
     pami_submit(ctx, req);
 }
 
+void pami_rma_owner_reply(struct pami_context *ctx, uint32_t peer,
+                          uint64_t cookie, pami_result_t result)
+{
+    reply(ctx, peer, cookie, result, 0, NULL, 0, -1);
+}
+
 /* The owner's side: the region must be a live one of this context, of
  * the copy's generation, and hold the whole access. */
 static void serve(struct pami_context *ctx, uint32_t peer, uint32_t task,
@@ -210,16 +236,25 @@ static void serve(struct pami_context *ctx, uint32_t peer, uint32_t task,
         pami_warn("rma", "refused a %s of %llu bytes at offset %llu from "
                          "task %u: region %u/%u is not a live region of "
                          "this context holding it",
-                  m->type == PAMI_RMA_MSG_PUT   ? "put"
-                  : m->type == PAMI_RMA_MSG_GET ? "get" : "atomic",
+                  m->type == PAMI_RMA_MSG_PUT    ? "put"
+                  : m->type == PAMI_RMA_MSG_GET  ? "get"
+                  : m->type == PAMI_RMA_MSG_HELP ? "part of a put or get"
+                                                 : "atomic",
                   (unsigned long long)m->bytes,
                   (unsigned long long)m->offset, task, m->id,
                   m->generation);
-        reply(ctx, peer, m->cookie, PAMI_INVAL, 0, NULL, 0, -1);
+        /* A part is answered only by whoever claims it. */
+        if (m->type == PAMI_RMA_MSG_HELP)
+            pami_rma_help_serve(ctx, peer, task, m, NULL);
+        else
+            reply(ctx, peer, m->cookie, PAMI_INVAL, 0, NULL, 0, -1);
         return;
     }
     uint8_t *addr = (uint8_t *)(uintptr_t)(r->base + m->offset);
     switch (m->type) {
+    case PAMI_RMA_MSG_HELP:
+        pami_rma_help_serve(ctx, peer, task, m, addr);
+        break;
     case PAMI_RMA_MSG_PUT:
         if (m->bytes > 0)
             memcpy(addr, data, m->bytes);
@@ -248,7 +283,9 @@ static void answered(struct pami_context *ctx, uint32_t peer,
                      size_t data_len)
 {
     pami_request_t *req = pami_request_by_cookie(ctx, m->cookie);
-    if (req == NULL || !req->rma_owner || req->peer != peer) {
+    /* An operation whose part the origin took back ended without it. */
+    if (req == NULL || !req->rma_owner || req->peer != peer ||
+        !req->remote_pending) {
         pami_drop_malformed(ctx, "rma",
                             "dropped an answer for no operation waiting on "
                             "task %u",
@@ -316,7 +353,8 @@ void pami_rma_owner_recv(struct pami_context *ctx, uint32_t peer,
         /* A request whose answer can be addressed is answered, so its
          * origin does not wait for nothing. */
         if (len == sizeof(m) && m.type != PAMI_RMA_MSG_REPLY &&
-            m.type != PAMI_RMA_MSG_PUT_DONE && why != PAMI_WIRE_SHORT)
+            m.type != PAMI_RMA_MSG_PUT_DONE && m.type != PAMI_RMA_MSG_HELP &&
+            why != PAMI_WIRE_SHORT)
             reply(ctx, peer, m.cookie, PAMI_INVAL, 0, NULL, 0, -1);
         return;
     }

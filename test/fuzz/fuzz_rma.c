@@ -1,8 +1,8 @@
 /*
  * libFuzzer target: the messages of one-sided operations through the
  * owner (pami_rma_msg_decode, docs/protocols/rma.md), as the owner gets
- * PUT, GET, ATOMIC and FENCE and the origin REPLY and PUT_DONE after the
- * AM header, over TCP from any peer.
+ * PUT, GET, ATOMIC, FENCE and HELP and the origin REPLY and PUT_DONE
+ * after the AM header, over TCP from any peer.
  *
  * Input: u8 flags (bit 0: the bytes after the 64-byte message are AM
  * data), then the message (and its data).
@@ -57,6 +57,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size)
                 memcpy(&c, buf + mlen + i * sizeof(c), sizeof(c));
                 fz_touch(&c, sizeof(c));
             }
+            break;
+        case PAMI_RMA_MSG_HELP:
+            /* The owner opens result as a descriptor of the origin and
+             * claims only the exact token. */
+            if (dlen != 0 || m.op > 1 || m.size != 0 || m.result < 0 ||
+                m.bytes == 0 || m.compare == 0)
+                abort();
             break;
         default:
             abort();

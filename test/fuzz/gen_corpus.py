@@ -200,7 +200,16 @@ def rma_seeds():
     yield "put-done-too-many", u8(1) + rma_msg(6, nbytes=33 * 8) + b"c" * (33 * 8)
     yield "put-done-odd", u8(1) + rma_msg(6, nbytes=12) + b"c" * 12
     yield "put-done-failed", u8(1) + rma_msg(6, result=3, nbytes=8) + b"c" * 8
-    yield "bad-type", u8(0) + rma_msg(7)
+    yield "help-put", u8(0) + rma_msg(7, op=0, result=5, nbytes=1 << 22,
+                                      operand=0x7f0000001000,
+                                      compare=(1 << 62) | 9)
+    yield "help-get", u8(0) + rma_msg(7, op=1, result=5, nbytes=1 << 22,
+                                      operand=0x7f0000001000,
+                                      compare=(1 << 62) | 10)
+    yield "help-no-token", u8(0) + rma_msg(7, op=0, result=5)
+    yield "help-bad-fd", u8(0) + rma_msg(7, op=1, result=-1, compare=1)
+    yield "help-with-data", u8(1) + rma_msg(7, result=5, compare=1) + b"h" * 8
+    yield "bad-type", u8(0) + rma_msg(8)
     yield "bad-version", u8(0) + rma_msg(version=2)
     yield "reserved", u8(0) + rma_msg(reserved=1)
     yield "short", u8(0) + rma_msg()[:40]
