@@ -127,8 +127,9 @@ enum { CSHM_STAT_ops, CSHM_STAT_register_barriers, CSHM_STAT_rounds,
 
 /* The last ring call's signature and its root's local index, kept for
  * the next call equal to it (a loop of one broadcast hashes and searches
- * once); auto_why: AUTO picked the ring for such a call, and why
- * (PAMI_SELECTED_NAMED: not known). */
+ * once); auto_id, auto_why: what AUTO picked for such a call, an
+ * algorithm that runs it on the ring (broadcast_shm_eager, or
+ * broadcast_shm up to the ring's size), and why (0: not known). */
 typedef struct {
     bool                        valid;
     const struct pami_geometry *g;
@@ -136,6 +137,7 @@ typedef struct {
     pami_type_t                 dtype;
     size_t                      root, count;
     uint32_t                    sig, root_idx;
+    pami_algorithm_t            auto_id;
     pami_selected_reason_t      auto_why;
 } cshm_ring_memo_t;
 

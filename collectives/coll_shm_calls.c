@@ -188,12 +188,13 @@ static bool ring_fits_lean(cshm_t *s, const pami_xfer_t *x,
         *why = PAMI_SELECTED_NAMED;
         if (x->algorithm != (pami_algorithm_t)eager)
             return false;
-    } else if (m->auto_why != PAMI_SELECTED_NAMED) {
-        *why = m->auto_why;
+        *algo = &coll_algos[eager - 1];
+    } else if (m->auto_id != PAMI_ALGORITHM_AUTO) {
+        *why  = m->auto_why;
+        *algo = &coll_algos[m->auto_id - 1];
     } else {
         return false;
     }
-    *algo = &coll_algos[eager - 1];
     return true;
 }
 
@@ -249,8 +250,10 @@ bool coll_shm_wait_inline(coll_ctx_t *cc, const pami_xfer_t *x,
          * then takes ring_fits_lean. A broadcast's decision reads only
          * the geometry, type, count (and root, as the memo's key). */
         if (s->op.ring && why != PAMI_SELECTED_NAMED && g->agreed &&
-            g->online == NULL)
+            g->online == NULL) {
+            s->ring_memo.auto_id  = (pami_algorithm_t)(a - coll_algos + 1);
             s->ring_memo.auto_why = why;
+        }
     }
     if (s->op.ring) {
         *rc = cshm_ring_inline(s);
