@@ -171,6 +171,7 @@ typedef struct cshm {
                                    * found their entry free (every task's
                                    * done seen, plus CSHM_RING) */
     cshm_ring_memo_t   ring_memo;
+    size_t             eager_id; /* broadcast_shm_eager's algorithm id */
     uint64_t           spin_ns; /* a flag wait polls this long, then sleeps */
     uint64_t           spin_cur; /* the blocking flag wait's poll now:
                                     halved after a wait that slept, doubled
