@@ -253,7 +253,7 @@ void cshm_ring_memo_make(cshm_t *s, const pami_xfer_t *x,
         .root = x->root, .count = x->count,
         .sig = signature(x, cshm_eager_id()), /* AUTO or named */
         .root_idx = (uint32_t)local_index(s, g->tasks[x->root]),
-        .auto_why = PAMI_SELECTED_NAMED};
+        .auto_id = PAMI_ALGORITHM_AUTO, .auto_why = PAMI_SELECTED_NAMED};
 }
 
 void cshm_ring_setup(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,

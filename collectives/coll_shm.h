@@ -127,8 +127,9 @@ enum { CSHM_STAT_ops, CSHM_STAT_register_barriers, CSHM_STAT_rounds,
 
 /* The last ring call's signature and its root's local index, kept for
  * the next call equal to it (a loop of one broadcast hashes and searches
- * once); auto_why: AUTO picked the ring for such a call, and why
- * (PAMI_SELECTED_NAMED: not known). */
+ * once); auto_id, auto_why: what AUTO picked for such a call, an
+ * algorithm that runs it on the ring (broadcast_shm_eager, or
+ * broadcast_shm up to the ring's size), and why (0: not known). */
 typedef struct {
     bool                        valid;
     const struct pami_geometry *g;
@@ -136,6 +137,7 @@ typedef struct {
     pami_type_t                 dtype;
     size_t                      root, count;
     uint32_t                    sig, root_idx;
+    pami_algorithm_t            auto_id;
     pami_selected_reason_t      auto_why;
 } cshm_ring_memo_t;
 
@@ -169,6 +171,7 @@ typedef struct cshm {
                                    * found their entry free (every task's
                                    * done seen, plus CSHM_RING) */
     cshm_ring_memo_t   ring_memo;
+    size_t             eager_id; /* broadcast_shm_eager's algorithm id */
     uint64_t           spin_ns; /* a flag wait polls this long, then sleeps */
     uint64_t           spin_cur; /* the blocking flag wait's poll now:
                                     halved after a wait that slept, doubled

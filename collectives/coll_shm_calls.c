@@ -170,7 +170,7 @@ static bool inline_fits(const cshm_t *s, const pami_xfer_t *x,
  * most of its time in the call, not in the ring. */
 static bool ring_fits_lean(cshm_t *s, const pami_xfer_t *x,
                            const coll_algo_t **algo,
-                           pami_selected_reason_t *why)
+                           pami_selected_reason_t *why, size_t *es)
 {
     struct pami_geometry *g = x->geometry;
     if (x->kind != PAMI_XFER_BROADCAST || !g->agreed || g->online != NULL ||
@@ -178,22 +178,24 @@ static bool ring_fits_lean(cshm_t *s, const pami_xfer_t *x,
         IN_PLACE(x->rbuf) || x->root >= g->size || x->count == 0 ||
         x->count > CSHM_SMALL_MAX || !coll_type_valid(x->dtype))
         return false;
-    size_t bytes = x->count * pami_type_size(x->dtype);
+    *es = pami_type_size(x->dtype);
+    size_t bytes = x->count * *es;
     if (bytes > s->slot || bytes > CSHM_RING_MAX)
         return false;
     const cshm_ring_memo_t *m = cshm_ring_memo(s, x, g);
-    size_t eager = cshm_eager_id();
+    size_t eager = s->eager_id;
     if ((x->field_mask & PAMI_XFER_FIELD_ALGORITHM) &&
         x->algorithm != PAMI_ALGORITHM_AUTO) {
         *why = PAMI_SELECTED_NAMED;
         if (x->algorithm != (pami_algorithm_t)eager)
             return false;
-    } else if (m->auto_why != PAMI_SELECTED_NAMED) {
-        *why = m->auto_why;
+        *algo = &coll_algos[eager - 1];
+    } else if (m->auto_id != PAMI_ALGORITHM_AUTO) {
+        *why  = m->auto_why;
+        *algo = &coll_algos[m->auto_id - 1];
     } else {
         return false;
     }
-    *algo = &coll_algos[eager - 1];
     return true;
 }
 
@@ -215,7 +217,8 @@ bool coll_shm_wait_inline(coll_ctx_t *cc, const pami_xfer_t *x,
     pami_selected_reason_t why;
     if (s == NULL || !inline_idle(s, cc, x->geometry))
         return false;
-    bool lean = ring_fits_lean(s, x, &a, &why);
+    size_t es = 0;
+    bool lean = ring_fits_lean(s, x, &a, &why, &es);
     if (!lean && !inline_fits(s, x, &a, &why))
         return false;
     if (pami_protocol_in_handler(ctx))
@@ -241,7 +244,7 @@ bool coll_shm_wait_inline(coll_ctx_t *cc, const pami_xfer_t *x,
     s->running = true;
     cshm_count(s, CSHM_STAT_inline);
     if (lean) {
-        cshm_ring_start(s, NULL, x, g, pami_type_size(x->dtype));
+        cshm_ring_start(s, NULL, x, g, es);
     } else {
         cshm_op_setup(s, NULL, x, g, pami_type_size(x->dtype),
                       (size_t)(a - coll_algos + 1));
@@ -249,8 +252,10 @@ bool coll_shm_wait_inline(coll_ctx_t *cc, const pami_xfer_t *x,
          * then takes ring_fits_lean. A broadcast's decision reads only
          * the geometry, type, count (and root, as the memo's key). */
         if (s->op.ring && why != PAMI_SELECTED_NAMED && g->agreed &&
-            g->online == NULL)
+            g->online == NULL) {
+            s->ring_memo.auto_id  = (pami_algorithm_t)(a - coll_algos + 1);
             s->ring_memo.auto_why = why;
+        }
     }
     if (s->op.ring) {
         *rc = cshm_ring_inline(s);

@@ -619,5 +619,10 @@ int main(int argc, char **argv)
         ;
     if (WIFEXITED(status))
         return WEXITSTATUS(status);
-    return 0; /* killed: the victim */
+    /* The victim's end, or a survivor's crash: the driver's count of
+     * result files tells them apart, this line says which signal. */
+    if (WIFSIGNALED(status) && WTERMSIG(status) != SIGKILL)
+        fprintf(stderr, "fault_run: task process %d ended by signal %d (%s)\n",
+                (int)child, WTERMSIG(status), strsignal(WTERMSIG(status)));
+    return 0;
 }
