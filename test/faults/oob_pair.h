@@ -7,10 +7,15 @@
 #define OOB_PAIR_H
 
 #include <pami.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "fdio.h"
 
@@ -74,6 +79,36 @@ static inline double oob_survivor_end(pami_context_t ctx,
     double took = now() - t0;
     CHECK(took < 15, "destroy took %.1f s", took);
     return took;
+}
+
+/* The pair: task 1 forked, task 0 here, each run(rank, its end of the
+ * bootstrap socketpair, arg) with *step_fd its end of a second one for
+ * the test's own steps. Task 1 must end by a SIGKILL (the test's
+ * death); task 0's run returns. */
+static inline void oob_pair_run_killed(void (*run)(int, int, bool),
+                                       int *step_fd, bool arg)
+{
+    int sv[2], st[2];
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0 &&
+          socketpair(AF_UNIX, SOCK_STREAM, 0, st) == 0, "socketpair");
+    setenv("PAMI_SHUTDOWN_TIMEOUT", "5000", 1);
+    pid_t child = fork();
+    CHECK(child >= 0, "fork");
+    if (child == 0) {
+        close(sv[0]);
+        close(st[0]);
+        *step_fd = st[1];
+        run(1, sv[1], arg);
+        _exit(0);
+    }
+    close(sv[1]);
+    close(st[1]);
+    *step_fd = st[0];
+    run(0, sv[0], arg);
+    int status;
+    waitpid(child, &status, 0);
+    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+          "task 1 ended otherwise than by its SIGKILL (status 0x%x)", status);
 }
 
 #endif

@@ -26,8 +26,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -179,26 +177,6 @@ int main(int argc, char **argv)
                         strcmp(argv[1], "target") == 0),
           "usage: split_death origin|target");
     bool origin_dies = strcmp(argv[1], "origin") == 0;
-    int  sv[2], st[2];
-    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0 &&
-          socketpair(AF_UNIX, SOCK_STREAM, 0, st) == 0, "socketpair");
-    setenv("PAMI_SHUTDOWN_TIMEOUT", "5000", 1);
-    pid_t child = fork();
-    CHECK(child >= 0, "fork");
-    if (child == 0) {
-        close(sv[0]);
-        close(st[0]);
-        step_fd = st[1];
-        run(1, sv[1], origin_dies);
-        _exit(0);
-    }
-    close(sv[1]);
-    close(st[1]);
-    step_fd = st[0];
-    run(0, sv[0], origin_dies);
-    int status;
-    waitpid(child, &status, 0);
-    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
-          "task 1 ended otherwise than by its SIGKILL (status 0x%x)", status);
+    oob_pair_run_killed(run, &step_fd, origin_dies);
     return 0;
 }
