@@ -14,13 +14,12 @@
  * operation with PAMI_PEER_FAILED as any request waiting on it.
  */
 #include <errno.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "internal.h"
+#include "peer_fd.h"
 
 /* A token has bit 62 set and bit 63 clear, so a sum of two or three
  * (a stale token given back late, added to a new one) never equals one. */
@@ -184,26 +183,6 @@ void pami_rma_help_fini(struct pami_context *ctx)
     ctx->help_posted = 0;
 }
 
-/* Descriptor fd of process pid, when it is an eventfd; -1 otherwise. */
-static int token_fd_of(pid_t pid, int fd)
-{
-    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-    if (pidfd < 0)
-        return -1;
-    int mine = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
-    close(pidfd);
-    if (mine < 0)
-        return -1;
-    char    path[64], link[32];
-    snprintf(path, sizeof(path), "/proc/self/fd/%d", mine);
-    ssize_t n = readlink(path, link, sizeof(link) - 1);
-    if (n <= 0 || (link[n] = '\0', strcmp(link, "anon_inode:[eventfd]") != 0)) {
-        close(mine);
-        return -1;
-    }
-    return mine;
-}
-
 void pami_rma_help_serve(struct pami_context *ctx, uint32_t peer,
                          uint32_t task, const pami_rma_msg_t *m,
                          uint8_t *addr)
@@ -216,7 +195,7 @@ void pami_rma_help_serve(struct pami_context *ctx, uint32_t peer,
         return;
     }
     pid_t pid = c->tasks[task].pid;
-    int   fd  = token_fd_of(pid, m->result);
+    int   fd  = pami_peer_eventfd(pid, m->result);
     if (fd < 0) {
         pami_debug("rma", "no token of task %u to claim (%s); it copies its "
                           "part itself", task, strerror(errno));

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "peer_fd.h"
 #include "shm_queue.h"
 
 #define SHM_ADDR_MAGIC 0x70616d73u /* "pams" */
@@ -383,34 +384,6 @@ static int shm_worker_address(tp_worker_t *tw, const void **addr, size_t *len)
 
 /* ---- endpoints ---- */
 
-/* Whether fd is an eventfd: only such a descriptor of the peer is
- * written to. */
-static bool is_eventfd(int fd)
-{
-    char path[64], link[64];
-    snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-    ssize_t n = readlink(path, link, sizeof(link) - 1);
-    if (n <= 0)
-        return false;
-    link[n] = '\0';
-    return strcmp(link, "anon_inode:[eventfd]") == 0;
-}
-
-/* Descriptor fd of process pid, when it is an eventfd; -1 otherwise. */
-static int eventfd_of(int pid, int fd)
-{
-    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-    if (pidfd < 0)
-        return -1;
-    int mine = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
-    close(pidfd);
-    if (mine >= 0 && !is_eventfd(mine)) {
-        close(mine);
-        mine = -1;
-    }
-    return mine;
-}
-
 /* Maps the peer's inbox, checks its header and claims a queue in it. */
 static int shm_connect(shm_ep_t *e, const shm_addr_t *a)
 {
@@ -441,7 +414,7 @@ static int shm_connect(shm_ep_t *e, const shm_addr_t *a)
         h.max_queues == 0 || h.max_queues > (1u << 20) ||
         seg_size(h.nlines, h.max_queues) > e->peer_bytes)
         return -EPROTO;
-    e->peer_efd = eventfd_of(a->pid, a->efd);
+    e->peer_efd = pami_peer_eventfd(a->pid, a->efd);
     if (e->peer_efd < 0)
         return -EPROTO;
     /* Memory first: a claimed queue is never given back. The producer
@@ -833,7 +806,7 @@ static void wake_producer(shm_worker_t *w, uint32_t i)
     w->cons[i].room_wanted = false;
     if (w->prod_efd[i] == -1) {
         const shmq_ctl_t *ctl = w->cons[i].ctl;
-        int fd = eventfd_of(ctl->pid, ctl->efd);
+        int fd = pami_peer_eventfd(ctl->pid, ctl->efd);
         w->prod_efd[i] = fd >= 0 ? fd : -2;
     }
     uint64_t one = 1;

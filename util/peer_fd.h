@@ -1,0 +1,46 @@
+/*
+ * A descriptor of another process of this node, taken with pidfd_getfd
+ * (same user, ptrace access), kept only when it is an eventfd: the only
+ * kind of a peer's descriptor pami reads or writes. Header-only, libc
+ * only, for the transport and the core alike.
+ */
+#ifndef PAMI_PEER_FD_H
+#define PAMI_PEER_FD_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+static inline bool pami_fd_is_eventfd(int fd)
+{
+    char    path[64], link[64];
+    snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(path, link, sizeof(link) - 1);
+    if (n <= 0)
+        return false;
+    link[n] = '\0';
+    return strcmp(link, "anon_inode:[eventfd]") == 0;
+}
+
+/* Our copy of descriptor fd of process pid, when it is an eventfd; -1
+ * otherwise (errno from the failing call, or EBADF for another kind). */
+static inline int pami_peer_eventfd(pid_t pid, int fd)
+{
+    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (pidfd < 0)
+        return -1;
+    int mine = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+    close(pidfd);
+    if (mine >= 0 && !pami_fd_is_eventfd(mine)) {
+        close(mine);
+        errno = EBADF;
+        mine  = -1;
+    }
+    return mine;
+}
+
+#endif
