@@ -66,6 +66,18 @@ static inline pami_client_params_t oob_params(oob_t *o)
     return p;
 }
 
+/* This task's client, named name, on the pair's bootstrap (oob lives as
+ * long as the client), and its one context. */
+static inline void oob_pair_open(oob_t *oob, const char *name,
+                                 pami_client_t *client, pami_context_t *ctx)
+{
+    pami_client_params_t params = oob_params(oob);
+    CHECK(pami_client_create(name, &params, client) == PAMI_SUCCESS,
+          "task %d: client_create", oob->rank);
+    CHECK(pami_context_createv(*client, NULL, 1, ctx) == PAMI_SUCCESS,
+          "task %d: createv", oob->rank);
+}
+
 /* The survivor's end: its context counted the death, and its client
  * goes within 15 s; the seconds destroy took. */
 static inline double oob_survivor_end(pami_context_t ctx,
@@ -82,29 +94,29 @@ static inline double oob_survivor_end(pami_context_t ctx,
 }
 
 /* The pair: task 1 forked, task 0 here, each run(rank, its end of the
- * bootstrap socketpair, arg) with *step_fd its end of a second one for
- * the test's own steps. Task 1 must end by a SIGKILL (the test's
- * death); task 0's run returns. */
+ * bootstrap socketpair, arg); with step_fd, *step_fd is its end of a
+ * second socketpair for the test's own steps. Task 1 must end by a
+ * SIGKILL (the test's death); task 0's run returns. */
 static inline void oob_pair_run_killed(void (*run)(int, int, bool),
                                        int *step_fd, bool arg)
 {
-    int sv[2], st[2];
+    int sv[2], st[2] = {-1, -1};
     CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0 &&
-          socketpair(AF_UNIX, SOCK_STREAM, 0, st) == 0, "socketpair");
+          (step_fd == NULL ||
+           socketpair(AF_UNIX, SOCK_STREAM, 0, st) == 0), "socketpair");
+    /* Destroy waits this long at most for a peer that is gone. */
     setenv("PAMI_SHUTDOWN_TIMEOUT", "5000", 1);
     pid_t child = fork();
     CHECK(child >= 0, "fork");
-    if (child == 0) {
-        close(sv[0]);
-        close(st[0]);
-        *step_fd = st[1];
-        run(1, sv[1], arg);
-        _exit(0);
+    int me = child == 0 ? 1 : 0;
+    close(sv[1 - me]);
+    if (step_fd != NULL) {
+        close(st[1 - me]);
+        *step_fd = st[me];
     }
-    close(sv[1]);
-    close(st[1]);
-    *step_fd = st[0];
-    run(0, sv[0], arg);
+    run(me, sv[me], arg);
+    if (me == 1)
+        _exit(0);
     int status;
     waitpid(child, &status, 0);
     CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,

@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -73,16 +72,13 @@ static void on_remote(pami_context_t ctx, void *cookie, pami_result_t rc)
     t->remote_rc = rc;
 }
 
-static void run(int rank, int fd, size_t big)
+static void run(int rank, int fd, bool large)
 {
-    oob_t                oob    = {.fd = fd, .rank = rank};
-    pami_client_params_t params = oob_params(&oob);
+    size_t         big = large ? (4u << 20) : (128u << 10);
+    oob_t          oob = {.fd = fd, .rank = rank};
     pami_client_t  client;
     pami_context_t ctx;
-    CHECK(pami_client_create("peer_death", &params, &client) == PAMI_SUCCESS,
-          "task %d: client_create", rank);
-    CHECK(pami_context_createv(client, NULL, 1, &ctx) == PAMI_SUCCESS,
-          "task %d: createv", rank);
+    oob_pair_open(&oob, "peer_death", &client, &ctx);
     landing = malloc(big);
     CHECK(landing != NULL, "out of memory");
     CHECK(pami_dispatch_set(ctx, ID_DATA, on_data, NULL, NULL) == PAMI_SUCCESS,
@@ -171,24 +167,6 @@ static void run(int rank, int fd, size_t big)
 
 int main(int argc, char **argv)
 {
-    size_t big = (argc > 1 && strcmp(argv[1], "large") == 0) ? (4u << 20)
-                                                             : (128u << 10);
-    int sv[2];
-    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "socketpair");
-    /* Destroy waits this long at most for a peer that is gone. */
-    setenv("PAMI_SHUTDOWN_TIMEOUT", "5000", 1);
-    pid_t child = fork();
-    CHECK(child >= 0, "fork");
-    if (child == 0) {
-        close(sv[0]);
-        run(1, sv[1], big);
-        _exit(0);
-    }
-    close(sv[1]);
-    run(0, sv[0], big);
-    int status;
-    waitpid(child, &status, 0);
-    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
-          "task 1 ended otherwise than by its SIGKILL (status 0x%x)", status);
+    oob_pair_run_killed(run, NULL, argc > 1 && strcmp(argv[1], "large") == 0);
     return 0;
 }

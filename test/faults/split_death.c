@@ -96,14 +96,10 @@ static void on_remote(pami_context_t ctx, void *cookie, pami_result_t rc)
 
 static void run(int rank, int fd, bool origin_dies)
 {
-    oob_t                oob    = {.fd = fd, .rank = rank};
-    pami_client_params_t params = oob_params(&oob);
+    oob_t          oob = {.fd = fd, .rank = rank};
     pami_client_t  client;
     pami_context_t ctx;
-    CHECK(pami_client_create("split_death", &params, &client) ==
-          PAMI_SUCCESS, "task %d: client_create", rank);
-    CHECK(pami_context_createv(client, NULL, 1, &ctx) == PAMI_SUCCESS,
-          "task %d: createv", rank);
+    oob_pair_open(&oob, "split_death", &client, &ctx);
     CHECK(pami_dispatch_set(ctx, ID_DATA, on_data, NULL, NULL) ==
           PAMI_SUCCESS, "dispatch_set");
     CHECK(pami_dispatch_fence(client) == PAMI_SUCCESS, "task %d: fence",

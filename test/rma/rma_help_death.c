@@ -167,14 +167,10 @@ static void run_owner(pami_context_t ctx, pami_endpoint_t peer, bool dies)
 
 static void run(int rank, int fd, bool owner_dies)
 {
-    oob_t                oob    = {.fd = fd, .rank = rank};
-    pami_client_params_t params = oob_params(&oob);
+    oob_t          oob = {.fd = fd, .rank = rank};
     pami_client_t  client;
     pami_context_t ctx;
-    CHECK(pami_client_create("rma_help_death", &params, &client) ==
-          PAMI_SUCCESS, "task %d: client_create", rank);
-    CHECK(pami_context_createv(client, NULL, 1, &ctx) == PAMI_SUCCESS,
-          "task %d: createv", rank);
+    oob_pair_open(&oob, "rma_help_death", &client, &ctx);
     CHECK(pami_dispatch_fence(client) == PAMI_SUCCESS, "task %d: fence",
           rank);
     pami_endpoint_t peer;
