@@ -535,6 +535,20 @@ static inline pami_algorithm_t coll_auto_memo(const pami_xfer_t *x,
     *reason = m->sel.reason;
     return m->sel.algorithm;
 }
+/* AUTO's algorithm for a started call x: the memo's, else a selection
+ * (logged, and kept in the memo when it may be); *why its reason. */
+static inline pami_algorithm_t coll_auto_choice(const pami_xfer_t *x,
+                                                struct pami_geometry *g,
+                                                pami_selected_reason_t *why)
+{
+    pami_algorithm_t id = coll_auto_memo(x, g, why);
+    if (id == 0) {
+        pami_algorithm_selection_t s;
+        id   = coll_auto_select(x, g, &s, true);
+        *why = s.reason;
+    }
+    return id;
+}
 void coll_select_free(struct pami_geometry *g);
 /* The size a call is selected by (equal on every member). */
 uint64_t coll_select_bytes(const pami_xfer_t *x, const struct pami_geometry *g);

@@ -306,12 +306,7 @@ static const coll_algo_t *choose(const pami_xfer_t *x,
         id = x->algorithm;
     if (id == PAMI_ALGORITHM_AUTO) {
         pami_selected_reason_t why_auto;
-        id = coll_auto_memo(x, g, &why_auto);
-        if (id == PAMI_ALGORITHM_AUTO) {
-            pami_algorithm_selection_t s;
-            id = coll_auto_select(x, g, &s, true);
-            why_auto = s.reason;
-        }
+        id = coll_auto_choice(x, g, &why_auto);
         g->cc->selected[why_auto]++;
         if (id == PAMI_ALGORITHM_AUTO) {
             *why = "no algorithm for this collective";
@@ -738,12 +733,7 @@ static bool barrier_inline(coll_ctx_t *cc, struct pami_geometry *g,
             !coll_algo_runs(&coll_algos[id - 1], x, g))
             return false; /* the ordinary way reports what is wrong */
     } else {
-        id = coll_auto_memo(x, g, &why);
-        if (id == 0) {
-            pami_algorithm_selection_t sel;
-            id  = coll_auto_select(x, g, &sel, true);
-            why = sel.reason;
-        }
+        id = coll_auto_choice(x, g, &why);
         if (!register_barrier(id))
             return false;
     }

@@ -20,16 +20,12 @@ static const coll_algo_t *named_shm(const pami_xfer_t *x)
                ? a : NULL;
 }
 
-/* Does AUTO pick a shared-memory algorithm for x (its entry, else NULL)?
- * call: x is being started (the selection is logged, as
- * coll_auto_select's), and *sel receives it. */
-static const coll_algo_t *auto_shm(const pami_xfer_t *x,
-                                   pami_algorithm_selection_t *sel, bool call)
+/* Does AUTO pick a shared-memory algorithm for x (asked without starting
+ * it: nothing logged)? */
+static bool auto_shm(const pami_xfer_t *x)
 {
-    pami_algorithm_t id = coll_auto_select(x, x->geometry, sel, call);
-    if (id == 0 || coll_algos[id - 1].build != coll_shm_build)
-        return NULL;
-    return &coll_algos[id - 1];
+    pami_algorithm_t id = coll_auto_select(x, x->geometry, NULL, false);
+    return id != 0 && coll_algos[id - 1].build == coll_shm_build;
 }
 
 /* Would the other members run x with a shared-memory algorithm? Only
@@ -43,8 +39,8 @@ static bool runs_here(const pami_xfer_t *x)
         x->algorithm != PAMI_ALGORITHM_AUTO)
         return named_shm(x) != NULL;
     if (x->kind == PAMI_XFER_BROADCAST || x->kind == PAMI_XFER_REDUCE)
-        return coll_type_valid(x->dtype) && auto_shm(x, NULL, false) != NULL;
-    return auto_shm(x, NULL, false) != NULL;
+        return coll_type_valid(x->dtype) && auto_shm(x);
+    return auto_shm(x);
 }
 
 void coll_shm_poison(pami_context_t ctx, const pami_xfer_t *x)
@@ -143,17 +139,10 @@ static bool inline_fits(const cshm_t *s, const pami_xfer_t *x,
         a    = named_shm(x);
         *why = PAMI_SELECTED_NAMED;
     } else {
-        /* AUTO's decision for an equal call, else its selection (once
-         * per call: it is also the one counted, and logged). */
-        pami_algorithm_t id = coll_auto_memo(x, g, why);
-        if (id != 0) {
-            a = coll_algos[id - 1].build == coll_shm_build
-                    ? &coll_algos[id - 1] : NULL;
-        } else {
-            pami_algorithm_selection_t sel;
-            a    = auto_shm(x, &sel, true);
-            *why = sel.reason;
-        }
+        /* Once per call: it is also the one counted, and logged. */
+        pami_algorithm_t id = coll_auto_choice(x, g, why);
+        a = id != 0 && coll_algos[id - 1].build == coll_shm_build
+                ? &coll_algos[id - 1] : NULL;
     }
     if (a == NULL || a->check == coll_shm_cma_check) /* two barriers */
         return false;
