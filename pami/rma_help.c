@@ -100,10 +100,10 @@ pami_result_t pami_rma_help_start(struct pami_context *ctx, uint32_t index,
 {
     pami_client_impl_t *c    = ctx->client;
     uint32_t            task = index / (uint32_t)c->num_contexts;
-    /* Only once CMA went through (an EPERM is found by a plain call), and
-     * never to this task itself, whose progress is this call. */
-    if (c->config.cma_split == 0 || bytes < c->config.cma_split ||
-        bytes < 2 * 4096 || task == c->task || !c->cma_worked)
+    /* The caller checked PAMI_CMA_SPLIT. Only once CMA went through (an
+     * EPERM is found by a plain call), and never to this task itself,
+     * whose progress is this call. */
+    if (bytes < 2 * 4096 || task == c->task || !c->cma_worked)
         return PAMI_EAGAIN;
     int s = slot_get(ctx);
     if (s < 0)
