@@ -138,10 +138,24 @@ static void fold_into(const cshm_op_t *op, unsigned char *acc,
         coll_reduce_builtin(x->dtype, x->op, acc, src, bytes / op->es);
 }
 
+/* Does a op b equal b op a bit for bit? Built-in ops but a float's min
+ * and max (which of -0 and +0, or of a NaN, is kept follows the order). */
+static bool swaps(const cshm_op_t *op)
+{
+    pami_type_t t = op->x->dtype;
+    bool fl = t == PAMI_TYPE_FLOAT || t == PAMI_TYPE_DOUBLE ||
+              t == PAMI_TYPE_LONG_DOUBLE;
+    return !op->user &&
+           !(fl && (op->x->op == PAMI_OP_MIN || op->x->op == PAMI_OP_MAX));
+}
+
 /* One chunk [a, a + c) of this task's part, folded in rank order into
  * the output. In place, this task's input is the output itself: when it
  * is not the first of the fold, the ranks before it are folded in the
- * temporary's first half until its turn. */
+ * temporary's first half until its turn. Not in place, when this task
+ * comes first and the op commutes exactly, the second rank's chunk is
+ * read into the output and this task's input folded into it: no copy of
+ * the input. */
 static pami_result_t fold_chunk(cshm_t *s, uint32_t p, size_t a, size_t c)
 {
     cshm_op_t *op = &s->op;
@@ -150,9 +164,18 @@ static pami_result_t fold_chunk(cshm_t *s, uint32_t p, size_t a, size_t c)
     bool keep = op->in_place && me != first;
     unsigned char *acc = keep ? tmp : dst, *spare = keep ? tmp + CMA_CHUNK
                                                           : tmp;
-    for (size_t i = 0; i < n; i++) {
+    bool swap = !op->in_place && me == first && swaps(op);
+    for (size_t i = swap ? 1 : 0; i < n; i++) {
         size_t r = op->user ? n - 1 - i : i;
         const unsigned char *src = op->in + a;
+        if (swap && i == 1) { /* ranks first and 1 as 1 op first */
+            const cma_line_t *l = peer_line(s, r, p);
+            if (l == NULL || cma_get(s, r, l, acc, l->in + a, c) !=
+                                 PAMI_SUCCESS)
+                return PAMI_INVAL;
+            fold_into(op, acc, src, c);
+            continue;
+        }
         if (r != me) {
             const cma_line_t *l = peer_line(s, r, p);
             unsigned char *into = i == 0 ? acc : spare;
