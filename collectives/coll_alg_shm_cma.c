@@ -1,5 +1,6 @@
 /*
- * allreduce_shm_cma and broadcast_shm_cma: shared-memory rounds of
+ * allreduce_shm_cma, broadcast_shm_cma and reduce_scatter_shm_cma:
+ * shared-memory rounds of
  * coll_alg_shm.c that move no data through the slots. Each task puts its
  * process id and its buffers' addresses in its control line (where a
  * tiny call's data goes), and after the round's barrier the tasks read
@@ -21,6 +22,9 @@
  * process_vm_writev, so that the root's core copies too; a second
  * barrier, after which a task checks that the root wrote (`folded`), and
  * the root may change its buffer again.
+ *
+ * reduce_scatter: after the barrier rank j folds block j of every task's
+ * input the same way into its output; a second barrier. Not in place.
  *
  * A read the kernel refuses (no ptrace permission), a member whose call
  * failed there (address 0) or whose fold failed, fails the call on this
@@ -49,7 +53,7 @@ typedef struct {
 
 _Static_assert(sizeof(cma_line_t) <= CSHM_TINY, "fits a control line");
 
-static size_t         ar_id, bc_id;
+static size_t         ar_id, bc_id, rs_id;
 static pthread_once_t ids_once = PTHREAD_ONCE_INIT;
 
 static void find_ids(void)
@@ -59,7 +63,16 @@ static void find_ids(void)
             ar_id = i + 1;
         if (strcmp(coll_algos[i].name, "broadcast_shm_cma") == 0)
             bc_id = i + 1;
+        if (strcmp(coll_algos[i].name, "reduce_scatter_shm_cma") == 0)
+            rs_id = i + 1;
     }
+}
+
+static const char *kind_name(int kind)
+{
+    return kind == CSHM_AR_CMA   ? "allreduce_shm_cma"
+           : kind == CSHM_BC_CMA ? "broadcast_shm_cma"
+                                 : "reduce_scatter_shm_cma";
 }
 
 static cma_line_t *line_of(cshm_t *s, size_t local, uint32_t p)
@@ -72,16 +85,19 @@ bool cshm_cma_setup(cshm_t *s, size_t algo_id)
 {
     cshm_op_t *op = &s->op;
     pthread_once(&ids_once, find_ids);
-    if (algo_id == 0 || (algo_id != ar_id && algo_id != bc_id))
+    if (algo_id == 0 || (algo_id != ar_id && algo_id != bc_id &&
+                         algo_id != rs_id))
         return false;
-    op->kind   = algo_id == ar_id ? CSHM_AR_CMA : CSHM_BC_CMA;
+    op->kind   = algo_id == ar_id   ? CSHM_AR_CMA
+                 : algo_id == bc_id ? CSHM_BC_CMA
+                                    : CSHM_RS_CMA;
     op->chunk  = op->total; /* one round */
     op->cma_rc = PAMI_SUCCESS;
     bool ghost = op->req != NULL && op->req->status != PAMI_SUCCESS;
     cma_line_t *l = line_of(s, s->my_index, s->phase & 1);
     l->pid = (uint64_t)getpid();
-    l->in  = ghost ? 0 : (uint64_t)(uintptr_t)(op->kind == CSHM_AR_CMA
-                                                   ? op->in : op->out);
+    l->in  = ghost ? 0 : (uint64_t)(uintptr_t)(op->kind == CSHM_BC_CMA
+                                                   ? op->out : op->in);
     l->out = ghost ? 0 : (uint64_t)(uintptr_t)op->out;
     atomic_store_explicit(&l->folded, 0, memory_order_relaxed);
     return true;
@@ -98,9 +114,7 @@ static pami_result_t cma_get(cshm_t *s, size_t rank, const cma_line_t *l,
         ssize_t r = process_vm_readv((pid_t)l->pid, &lo, 1, &re, 1, 0);
         if (r <= 0) {
             cshm_log(PAMI_PROTOCOL_LOG_WARN, "%s: process_vm_readv from "
-                     "rank %zu: %s: PAMI_INVAL here",
-                     s->op.kind == CSHM_AR_CMA ? "allreduce_shm_cma"
-                                               : "broadcast_shm_cma",
+                     "rank %zu: %s: PAMI_INVAL here", kind_name(s->op.kind),
                      rank, r < 0 ? strerror(errno) : "no data");
             return PAMI_INVAL;
         }
@@ -116,9 +130,7 @@ static const cma_line_t *peer_line(cshm_t *s, size_t r, uint32_t p)
     if (l->in != 0 && l->out != 0)
         return l;
     cshm_log(PAMI_PROTOCOL_LOG_WARN, "%s: rank %zu's call failed there: "
-             "PAMI_INVAL here", s->op.kind == CSHM_AR_CMA
-                                    ? "allreduce_shm_cma" : "broadcast_shm_cma",
-             r);
+             "PAMI_INVAL here", kind_name(s->op.kind), r);
     return NULL;
 }
 
@@ -153,17 +165,18 @@ static bool swaps(const cshm_op_t *op)
            !(fl && (op->x->op == PAMI_OP_MIN || op->x->op == PAMI_OP_MAX));
 }
 
-/* One chunk [a, a + c) of this task's part, folded in rank order into
- * the output. In place, this task's input is the output itself: when it
+/* One chunk [a, a + c) of every task's input, folded in rank order into
+ * this task's output at `at`. In place, this task's input is the output itself: when it
  * is not the first of the fold, the ranks before it are folded in the
  * temporary's first half until its turn. Not in place, when this task
  * comes first and the op commutes exactly, the second rank's chunk is
  * read into the output and this task's input folded into it: no copy of
  * the input. */
-static pami_result_t fold_chunk(cshm_t *s, uint32_t p, size_t a, size_t c)
+static pami_result_t fold_chunk(cshm_t *s, uint32_t p, size_t a, size_t c,
+                                size_t at)
 {
     cshm_op_t *op = &s->op;
-    unsigned char *dst = op->out + a, *tmp = s->cma_tmp;
+    unsigned char *dst = op->out + at, *tmp = s->cma_tmp;
     size_t n = op->n, me = op->rank, first = op->user ? n - 1 : 0;
     bool keep = op->in_place && me != first;
     unsigned char *acc = keep ? tmp : dst, *spare = keep ? tmp + CMA_CHUNK
@@ -203,23 +216,31 @@ static pami_result_t fold_chunk(cshm_t *s, uint32_t p, size_t a, size_t c)
     return PAMI_SUCCESS;
 }
 
-static pami_result_t allreduce_fold(cshm_t *s, uint32_t p)
+/* Allreduce: part `rank` of the vector, in place in the output;
+ * reduce_scatter: block `rank` of the inputs into the output. */
+static pami_result_t fold_mine(cshm_t *s, uint32_t p)
 {
     cshm_op_t *op = &s->op;
-    size_t off, bytes;
-    part_of(op, op->rank, &off, &bytes);
+    size_t off, bytes, out = 0;
+    if (op->kind == CSHM_RS_CMA) {
+        off   = op->rank * op->total;
+        bytes = op->total;
+    } else {
+        part_of(op, op->rank, &off, &bytes);
+        out = off;
+    }
     if (bytes > 0 && s->cma_tmp == NULL) {
         s->cma_tmp = malloc(2 * CMA_CHUNK);
         if (s->cma_tmp == NULL) {
-            cshm_log(PAMI_PROTOCOL_LOG_WARN, "allreduce_shm_cma: no memory "
-                     "for the fold: PAMI_INVAL here");
+            cshm_log(PAMI_PROTOCOL_LOG_WARN, "%s: no memory for the fold: "
+                     "PAMI_INVAL here", kind_name(op->kind));
             return PAMI_INVAL;
         }
     }
     size_t step = CMA_CHUNK / op->es * op->es;
     for (size_t a = 0; a < bytes; a += step) {
         size_t c = bytes - a < step ? bytes - a : step;
-        pami_result_t rc = fold_chunk(s, p, off + a, c);
+        pami_result_t rc = fold_chunk(s, p, off + a, c, out + a);
         if (rc != PAMI_SUCCESS)
             return rc;
     }
@@ -332,9 +353,14 @@ bool cshm_cma_step(cshm_t *s, uint32_t p, bool ghost)
     cshm_op_t *op = &s->op;
     if (op->kind == CSHM_BC_CMA)
         return bc_step(s, p, ghost);
+    if (op->kind == CSHM_RS_CMA) {
+        if (op->stage == 0 && !ghost)
+            op->cma_rc = fold_mine(s, p);
+        return op->stage++ == 0;
+    }
     if (op->stage == 0) {
         if (!ghost) {
-            op->cma_rc = allreduce_fold(s, p);
+            op->cma_rc = fold_mine(s, p);
             if (op->cma_rc == PAMI_SUCCESS)
                 atomic_store_explicit(&line_of(s, s->my_index, p)->folded, 1,
                                       memory_order_release);
@@ -351,4 +377,14 @@ bool cshm_cma_step(cshm_t *s, uint32_t p, bool ghost)
 pami_result_t coll_shm_cma_any_check(const pami_xfer_t *x)
 {
     return coll_shm_check(x);
+}
+
+/* reduce_scatter_shm_cma: not in place (the output is the input's first
+ * block, which rank 0 reads while this task writes it). */
+pami_result_t coll_shm_cma_rs_check(const pami_xfer_t *x)
+{
+    if (coll_shm_check(x) != PAMI_SUCCESS ||
+        (const void *)x->sbuf == (const void *)PAMI_IN_PLACE)
+        return PAMI_INVAL;
+    return PAMI_SUCCESS;
 }
