@@ -74,8 +74,11 @@ struct stream {
 #define SHMEMI_TLS _Thread_local __attribute__((tls_model("initial-exec")))
 static SHMEMI_TLS struct stream put_stream, get_stream;
 
-static void copy_in_run(struct stream *st, void *dest, const void *src,
-                        size_t bytes)
+/* A streamed run stays on this core (its destination is cold, so both
+ * cores would wait on memory); a single large copy may take the target's
+ * core too (shmem_help.c). */
+static void copy_in_run(struct stream *st, int put, int pe, void *dest,
+                        const void *src, size_t bytes, const void *sym)
 {
     uint8_t *d = dest;
     size_t run = d == st->next ? st->run : 0;
@@ -83,30 +86,39 @@ static void copy_in_run(struct stream *st, void *dest, const void *src,
     st->run = run + bytes;
     if (bytes >= SHMEMI_STREAM_MIN && run >= SHMEMI_STREAM_RUN)
         copy_streaming(d, src, bytes);
-    else
+    else if (bytes < shmemi.copy_help_min ||
+             !shmemi_help_copy(put, pe, dest, src, bytes, sym))
         memcpy(d, src, bytes);
 }
 
-void shmemi_copy_put(void *dest, const void *src, size_t bytes)
+void shmemi_copy_put(int pe, void *dest, const void *src, size_t bytes,
+                     const void *sym)
 {
-    copy_in_run(&put_stream, dest, src, bytes);
+    copy_in_run(&put_stream, 1, pe, dest, src, bytes, sym);
 }
 
-void shmemi_copy_get(void *dest, const void *src, size_t bytes)
+void shmemi_copy_get(int pe, void *dest, const void *src, size_t bytes,
+                     const void *sym)
 {
-    copy_in_run(&get_stream, dest, src, bytes);
+    copy_in_run(&get_stream, 0, pe, dest, src, bytes, sym);
 }
 
 #else
 
-void shmemi_copy_put(void *dest, const void *src, size_t bytes)
+void shmemi_copy_put(int pe, void *dest, const void *src, size_t bytes,
+                     const void *sym)
 {
-    memcpy(dest, src, bytes);
+    if (bytes < shmemi.copy_help_min ||
+        !shmemi_help_copy(1, pe, dest, src, bytes, sym))
+        memcpy(dest, src, bytes);
 }
 
-void shmemi_copy_get(void *dest, const void *src, size_t bytes)
+void shmemi_copy_get(int pe, void *dest, const void *src, size_t bytes,
+                     const void *sym)
 {
-    memcpy(dest, src, bytes);
+    if (bytes < shmemi.copy_help_min ||
+        !shmemi_help_copy(0, pe, dest, src, bytes, sym))
+        memcpy(dest, src, bytes);
 }
 
 #endif

@@ -134,8 +134,8 @@ int shmem_init_thread(int requested, int *provided)
     if (shmemi_exit_init() != 0)
         shmemi_fatal("cannot register the library's message handlers");
     shmemi.initialized = 1;
-    if (shmemi_heap_init() != 0 || shmemi_data_init() != 0 ||
-        shmemi_segments_agree() != 0)
+    if (shmemi_heap_init() != 0 || shmemi_help_init() != 0 ||
+        shmemi_data_init() != 0 || shmemi_segments_agree() != 0)
         shmemi_fatal("cannot set up the symmetric memory");
     atexit(at_exit);
     if (shmemi.my_pe == 0 && env_flag("SHMEM_VERSION"))
@@ -172,6 +172,7 @@ void shmem_finalize(void)
     if (!shmemi.initialized || shmemi.finalized)
         return;
     shmemi_barrier_world();
+    shmemi_help_fini();
     shmemi_data_fini();
     shmemi_heap_fini();
     rc = pami_context_destroyv(&shmemi.context, 1);
