@@ -25,8 +25,12 @@
 
 #include "shmem_internal.h"
 
-#define SHMEMI_HELP_CHUNK    (64 * 1024)
-#define SHMEMI_HELP_DEFAULT  (256 * 1024)
+/* Chunks of a sixteenth of the copy, 32-128 KiB: smaller ones let the
+ * target join a 64 KiB copy, larger ones take fewer turns of the
+ * counter's cache line between the two cores on a large one. */
+#define SHMEMI_HELP_CHUNK_MIN (32 * 1024)
+#define SHMEMI_HELP_CHUNK_MAX (128 * 1024)
+#define SHMEMI_HELP_DEFAULT  (64 * 1024)
 
 /* In each PE's heap (the same offset on every PE), 64-byte aligned. */
 struct help_block {
@@ -40,10 +44,11 @@ struct help_block {
 /* The HELP message's header (host byte order, one node). */
 typedef struct {
     uint32_t seq;
+    uint32_t chunk;   /* bytes of each chunk but the last */
     uint8_t  put;     /* 1: the target's dst from the caller's src */
     uint8_t  dst_seg;
     uint8_t  src_seg;
-    uint8_t  reserved;
+    uint8_t  reserved[5];
     uint64_t dst_off;
     uint64_t src_off;
     uint64_t bytes;
@@ -56,15 +61,24 @@ static atomic_flag help_busy = ATOMIC_FLAG_INIT;
 static int *peer_pidfd;      /* n_pes, -1 until needed */
 static uint64_t copies_helped; /* chunks targets took (SHMEM_DEBUG) */
 
-static size_t chunks_of(size_t bytes)
+static size_t chunk_for(size_t bytes)
 {
-    return (bytes + SHMEMI_HELP_CHUNK - 1) / SHMEMI_HELP_CHUNK;
+    size_t c = bytes / 16;
+    return c < SHMEMI_HELP_CHUNK_MIN   ? SHMEMI_HELP_CHUNK_MIN
+           : c > SHMEMI_HELP_CHUNK_MAX ? SHMEMI_HELP_CHUNK_MAX
+                                       : c & ~(size_t)63;
 }
 
-static void copy_chunk(char *dst, const char *src, size_t bytes, uint32_t i)
+static size_t chunks_of(size_t bytes, size_t chunk)
 {
-    size_t at = (size_t)i * SHMEMI_HELP_CHUNK;
-    size_t n = bytes - at < SHMEMI_HELP_CHUNK ? bytes - at : SHMEMI_HELP_CHUNK;
+    return (bytes + chunk - 1) / chunk;
+}
+
+static void copy_chunk(char *dst, const char *src, size_t bytes,
+                       size_t chunk, uint32_t i)
+{
+    size_t at = (size_t)i * chunk;
+    size_t n = bytes - at < chunk ? bytes - at : chunk;
     memcpy(dst + at, src + at, n);
 }
 
@@ -111,7 +125,8 @@ static void on_help(pami_context_t context, void *cookie, const void *header,
     if (pe < 0 || pe >= shmemi.n_pes || pe == shmemi.my_pe ||
         !segment_ok(m.dst_seg, m.dst_off, m.bytes) ||
         !segment_ok(m.src_seg, m.src_off, m.bytes) || m.put > 1 ||
-        m.reserved != 0 || chunks_of(m.bytes) > UINT32_MAX) {
+        m.chunk < 64 || chunks_of(m.bytes, m.chunk) > UINT32_MAX ||
+        memcmp(m.reserved, (uint8_t[5]){0}, sizeof(m.reserved)) != 0) {
         shmemi_warn("HELP from PE %d refused (bad fields)", pe);
         return;
     }
@@ -129,10 +144,10 @@ static void on_help(pami_context_t context, void *cookie, const void *header,
                       : theirs + m.dst_off;
     const char *src = m.put ? theirs + m.src_off
                             : shmemi.seg[m.src_seg].base + m.src_off;
-    size_t n = chunks_of(m.bytes);
+    size_t n = chunks_of(m.bytes, m.chunk);
     int64_t i;
     while ((i = take_chunk(b, m.seq, n)) >= 0) {
-        copy_chunk(dst, src, m.bytes, (uint32_t)i);
+        copy_chunk(dst, src, m.bytes, m.chunk, (uint32_t)i);
         atomic_fetch_add_explicit(&b->helped, 1, memory_order_release);
     }
 }
@@ -229,13 +244,14 @@ int shmemi_help_copy(int put, int pe, void *dst, const void *src,
         !shmemi.node_mapped[remote_seg] ||
         !shmemi.node_mapped[my_seg] ||
         !shmemi.node_mapped[SHMEMI_SEG_HEAP] ||
-        chunks_of(bytes) > UINT32_MAX ||
+        chunks_of(bytes, chunk_for(bytes)) > UINT32_MAX ||
         atomic_flag_test_and_set_explicit(&help_busy, memory_order_acquire))
         return 0;
     uint32_t seq = ++help_seq;
-    size_t n = chunks_of(bytes);
+    size_t chunk = chunk_for(bytes);
+    size_t n = chunks_of(bytes, chunk);
     help_msg_t m = {
-        .seq = seq, .put = (uint8_t)put,
+        .seq = seq, .chunk = (uint32_t)chunk, .put = (uint8_t)put,
         .dst_seg = (uint8_t)(put ? remote_seg : my_seg),
         .src_seg = (uint8_t)(put ? my_seg : remote_seg),
         .dst_off = put ? remote_off : my_off,
@@ -254,7 +270,7 @@ int shmemi_help_copy(int put, int pe, void *dst, const void *src,
                                                memory_order_acq_rel);
         if ((uint32_t)v >= n)
             break;
-        copy_chunk(dst, src, bytes, (uint32_t)v);
+        copy_chunk(dst, src, bytes, chunk, (uint32_t)v);
         taken++;
     }
     /* Only the chunks the target took are left, each being copied. */
