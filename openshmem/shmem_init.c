@@ -1,5 +1,6 @@
 /* Library setup, exit and query: shmem_init joins pami (client, one
  * context, the world geometry), then builds the symmetric segments. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,9 @@ static void print_info(void)
     printf("SHMEM_DEBUG           debugging messages on stderr\n");
     printf("SHMEM_BIND            0: leave each PE on the CPUs it started "
            "with\n");
+    printf("SHMEM_COPY_HELP       %zu: smallest put or get through a mapping "
+           "whose copy the target's core may share (0: never)\n",
+           shmemi.copy_help_min == SIZE_MAX ? 0 : shmemi.copy_help_min);
     fflush(stdout);
 }
 

@@ -315,6 +315,11 @@ SHMEMI_HIDDEN void shmemi_copy_put(int pe, void *dest, const void *src,
 SHMEMI_HIDDEN void shmemi_copy_get(int pe, void *dest, const void *src,
                                    size_t bytes, const void *sym);
 
+/* Orders this thread's streamed copies (non-temporal stores) before its
+ * later stores: a store fence when one is owed. quiet's full fence does
+ * it too. */
+SHMEMI_HIDDEN void shmemi_copy_drain(void);
+
 /* Two cores on a large copy through a mapping (shmem_help.c): the caller
  * and PE pe (the target), when pe is in pami's progress. dst and src are
  * the addresses the caller copies between (one of them its mapping of
