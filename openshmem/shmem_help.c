@@ -59,6 +59,9 @@ static size_t block_off;     /* in the heap */
 static uint32_t help_seq;
 static atomic_flag help_busy = ATOMIC_FLAG_INIT;
 static int *peer_pidfd;      /* n_pes, -1 until needed */
+/* Finalize began: a HELP handled now (a late one, in the context's last
+ * progress) finds nothing to do, and the segments may be gone. */
+static int help_closed;
 static uint64_t copies_helped; /* chunks targets took (SHMEM_DEBUG) */
 
 static size_t chunk_for(size_t bytes)
@@ -115,6 +118,8 @@ static void on_help(pami_context_t context, void *cookie, const void *header,
     (void)data;
     (void)recv;
 
+    if (help_closed)
+        return;
     if (header_len != sizeof(m) || data_len != 0) {
         shmemi_warn("HELP of %zu + %zu bytes dropped", header_len, data_len);
         return;
@@ -191,6 +196,7 @@ int shmemi_help_init(void)
 
 void shmemi_help_fini(void)
 {
+    help_closed = 1;
     if (peer_pidfd == NULL)
         return;
     shmemi_debug("%llu chunks of this PE's large copies taken by their "
