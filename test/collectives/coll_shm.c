@@ -12,8 +12,9 @@
  *   coll_shm large      4 MiB (many rounds with a small slot)
  *   coll_shm dead       the last task leaves while the others wait in an
  *                       allreduce_shm: PAMI_PEER_FAILED, no hang
- *   coll_shm cma        the same sweeps with allreduce_shm_cma and
- *                       broadcast_shm_cma (read from the others' buffers),
+ *   coll_shm cma        the same sweeps with allreduce_shm_cma,
+ *                       broadcast_shm_cma and allgather_shm_cma (read
+ *                       from the others' buffers),
  *                       in flight among the rounds, 4 MiB, and calls that
  *                       differ (count, algorithm) or fail on one task
  */
@@ -44,7 +45,8 @@ typedef struct {
     pami_xfer_t      x;
 } call_t;
 
-/* Mode cma: allreduce and broadcast name their _shm_cma algorithms. */
+/* Mode cma: allreduce, broadcast and allgather name their _shm_cma
+ * algorithms. */
 static bool cma;
 
 static const char *kind_text(pami_xfer_type_t k)
@@ -54,7 +56,8 @@ static const char *kind_text(pami_xfer_type_t k)
            : k == PAMI_XFER_REDUCE  ? "reduce_shm"
            : k == PAMI_XFER_BROADCAST ? (cma ? "broadcast_shm_cma"
                                              : "broadcast_shm")
-                                      : "allgather_shm";
+                                      : (cma ? "allgather_shm_cma"
+                                             : "allgather_shm");
 }
 
 #define CALL_FMT "%s on %s (n=%zu), type %d op %d user %d, count %zu, root " \
@@ -490,6 +493,8 @@ static void mode_cma(const ct_geom_t *world)
     run(world, PAMI_XFER_ALLREDUCE, dsum, ((size_t)4 << 20) / 8, 0, false);
     run(world, PAMI_XFER_BROADCAST, byte, ((size_t)4 << 20) + 3,
         1 % world->n, false);
+    run(world, PAMI_XFER_ALLGATHER, byte, ((size_t)1 << 20) + 5, 0, false);
+    run(&rev, PAMI_XFER_ALLGATHER, byte, ((size_t)1 << 20) + 5, 0, true);
     MP_EXPECT(stat_of("failed") == failed0, "calls failed: %llu",
               (unsigned long long)(stat_of("failed") - failed0));
     cma_other_algorithm(&rev);
