@@ -408,18 +408,20 @@ bool cshm_cma_step(cshm_t *s, uint32_t p, bool ghost)
     return op->stage++ < 2;
 }
 
-/* The registry's check: shm's; the others read this task's buffers, so
- * it only needs the node. */
+/* The registry's check: shm's, and reads of the others allowed. */
 pami_result_t coll_shm_cma_any_check(const pami_xfer_t *x)
 {
-    return coll_shm_check(x);
+    if (coll_shm_check(x) != PAMI_SUCCESS)
+        return PAMI_INVAL;
+    cshm_t *s = cshm_of_cc(x->geometry->cc);
+    return s != NULL && s->cma_ok ? PAMI_SUCCESS : PAMI_INVAL;
 }
 
 /* reduce_scatter_shm_cma: not in place (the output is the input's first
  * block, which rank 0 reads while this task writes it). */
 pami_result_t coll_shm_cma_rs_check(const pami_xfer_t *x)
 {
-    if (coll_shm_check(x) != PAMI_SUCCESS ||
+    if (coll_shm_cma_any_check(x) != PAMI_SUCCESS ||
         (const void *)x->sbuf == (const void *)PAMI_IN_PLACE)
         return PAMI_INVAL;
     return PAMI_SUCCESS;

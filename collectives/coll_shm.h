@@ -173,6 +173,8 @@ typedef struct cshm {
     bool               auto_ok; /* PAMI_COLL_SHM_AUTO */
     bool               flag_ok; /* PAMI_COLL_SHM_FLAG, and nlocal <= ncpus */
     bool               ring_ok; /* PAMI_COLL_SHM_EAGER */
+    bool               cma_ok;  /* PAMI_COLL_SHM_CMA, and the kernel lets
+                                 * a task read the others (the _cma checks) */
     bool               prefetchw; /* the CPU prefetches for writing */
     size_t             ring_off; /* where the ring starts in the segment */
     uint64_t           ring_next; /* ring calls started on this context */
