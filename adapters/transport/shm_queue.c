@@ -363,6 +363,30 @@ unsigned shmq_poll(shmq_cons_t *q, unsigned max, uint8_t *scratch,
         e.hdr_len  = se->hdr_len;
         e.frag_len = se->frag_len;
         e.total    = se->total;
+        /* A whole message in one line, outside a message of several:
+         * these tests are entry_check's for it, and it goes to its
+         * handler as below without the general path's branches. */
+        if (e.nlines == 1 && e.kind == SHMQ_KIND_MSG &&
+            e.flags == (SHMQ_FIRST | SHMQ_LAST) && q->asm_total == 0 &&
+            e.frag_len == e.total && e.hdr_len <= e.total &&
+            e.total <= SHMQ_LINE - SHMQ_ENTRY_HDR && e.total <= q->msg_max) {
+            uint8_t *payload = line + SHMQ_ENTRY_HDR;
+            q->head++;
+            taken++;
+            memcpy(scratch, payload, SHMQ_LINE - SHMQ_ENTRY_HDR);
+            if (e.hdr_len > 0)
+                deliver(arg, scratch, e.hdr_len, payload + e.hdr_len,
+                        (size_t)e.total - e.hdr_len);
+            else
+                deliver(arg, scratch, 0, scratch, e.total);
+            continue;
+        }
+        e.nlines   = se->nlines;
+        e.kind     = se->kind;
+        e.flags    = se->flags;
+        e.hdr_len  = se->hdr_len;
+        e.frag_len = se->frag_len;
+        e.total    = se->total;
         bool in_message = q->asm_total > 0;
         const char *why = entry_check(&e, q->nlines, q->max_lines, q->head,
                                       q->msg_max, in_message, q->asm_len,
