@@ -873,9 +873,27 @@ static unsigned shm_progress(tp_worker_t *tw)
         nq = queues_seen(w);
     for (uint32_t i = 0; i < nq; i++) {
         shmq_cons_t *q = &w->cons[i];
-        if (!shmq_ready(q))
-            continue;
-        n += shmq_poll(q, SHM_POLL_MAX, w->scratch, deliver, drop, w);
+        /* Messages of one line without a call per message; anything
+         * else (and what follows it in this batch) by shmq_poll. */
+        uint64_t head0 = q->head;
+        unsigned got = 0;
+        size_t   hl, total;
+        int      one;
+        while ((one = shmq_take_line(q, w->scratch, &hl, &total)) > 0) {
+            deliver(w, w->scratch, hl, w->scratch + hl, total - hl);
+            if (++got == SHM_POLL_MAX)
+                break;
+        }
+        if (one < 0) {
+            unsigned m = shmq_poll(q, SHM_POLL_MAX - got, w->scratch, deliver,
+                                   drop, w);
+            if (m > 0)
+                head0 = q->head; /* shmq_poll gave the lines back */
+            got += m;
+        }
+        if (q->head != head0)
+            shmq_give_back(q);
+        n += got;
         if (q->room_wanted)
             wake_producer(w, i);
     }

@@ -225,6 +225,43 @@ const char *shmq_entry_check(const shmq_entry_t *e, uint32_t nlines,
 unsigned shmq_poll(shmq_cons_t *q, unsigned max, uint8_t *scratch,
                    shmq_deliver_fn deliver, shmq_drop_fn drop, void *arg);
 
+/* The consumer's lean path: the entry at the head when it is a whole
+ * message of one line outside a message of several (entry_check's tests
+ * for that case, on a private copy of its fields). Its payload area is
+ * copied to scratch (at least SHMQ_LINE - SHMQ_ENTRY_HDR bytes): the
+ * message's header is scratch[0..*hdr_len), its data follows it, total
+ * bytes in all. The head moves in private memory only: shmq_give_back
+ * hands the lines to the producer. Returns 1 taken, 0 nothing ready (or
+ * the queue is broken), -1 another kind of entry is ready (shmq_poll
+ * takes it). */
+static inline int shmq_take_line(shmq_cons_t *q, uint8_t *scratch,
+                                 size_t *hdr_len, size_t *total)
+{
+    uint8_t *line = q->ring + (size_t)(q->head & (q->nlines - 1)) * SHMQ_LINE;
+    shmq_entry_t *se = (shmq_entry_t *)line;
+    if (q->broken || atomic_load_explicit(&se->stamp, memory_order_acquire) !=
+                         (uint32_t)(q->head + 1))
+        return 0;
+    uint16_t nlines = se->nlines, hl = se->hdr_len, fl = se->frag_len;
+    uint8_t  kind = se->kind, flags = se->flags;
+    uint32_t tot = se->total;
+    if (nlines != 1 || kind != SHMQ_KIND_MSG ||
+        flags != (SHMQ_FIRST | SHMQ_LAST) || q->asm_total != 0 ||
+        fl != tot || hl > tot || tot > SHMQ_LINE - SHMQ_ENTRY_HDR ||
+        tot > q->msg_max)
+        return -1;
+    memcpy(scratch, line + SHMQ_ENTRY_HDR, SHMQ_LINE - SHMQ_ENTRY_HDR);
+    q->head++;
+    *hdr_len = hl;
+    *total   = tot;
+    return 1;
+}
+
+/* Hands the lines taken back to the producer (one store of the head),
+ * then looks whether the producer sleeps for room (room_wanted). Called
+ * after entries were taken. */
+void shmq_give_back(shmq_cons_t *q);
+
 /* Whether an entry is ready (the sleep check). */
 /* The fence between a side's stores (an entry, a head) and its read of
  * the other side's flag (sleeping, want_room): a full one, or only the
