@@ -68,6 +68,12 @@
 #define PAMI_REQ_INLINE_HDR 96
 /* Most answers to puts one PUT_DONE carries (docs/protocols/rma.md). */
 #define PAMI_RMA_PUT_DONE_MAX 32
+/* Answers one REPLIES carries at most, the data one of them may carry,
+ * and the payload's size at most: inside pami's 64 KiB TCP segment
+ * (docs/protocols/rma.md). */
+#define PAMI_RMA_REPLIES_MAX       32
+#define PAMI_RMA_REPLIES_DATA_MAX  4096
+#define PAMI_RMA_REPLIES_BYTES     (60 * 1024)
 /* Large CMA puts or gets of a context whose owner may help at once. */
 #define PAMI_RMA_HELP_SLOTS 4
 /* Small CMA operations one process_vm_writev/readv moves at most: the
@@ -288,6 +294,15 @@ struct pami_context {
     uint32_t              put_done_peer;
     uint32_t              put_done_n;
     uint64_t              put_done[PAMI_RMA_PUT_DONE_MAX];
+    /* Other answers made during that poll to one endpoint (REPLY
+     * messages and their data, back to back), sent as one REPLIES when
+     * it returns; buf is allocated on first use (rma_owner.c). */
+    struct {
+        uint8_t *buf;
+        size_t   len;
+        uint32_t n;
+        uint32_t peer;
+    }                     replies;
     /* Messages to the own endpoint, delivered from progress (self.c). */
     pami_self_msg_t      *self_head;
     pami_self_msg_t     **self_tail;
@@ -715,8 +730,10 @@ enum {
                               messages on the endpoint were applied */
     PAMI_RMA_MSG_PUT_DONE, /* owner -> origin: puts applied, their
                               cookies follow as the data */
-    PAMI_RMA_MSG_HELP      /* origin -> owner: copy this part of a large
+    PAMI_RMA_MSG_HELP,     /* origin -> owner: copy this part of a large
                               CMA put or get if you claim its token */
+    PAMI_RMA_MSG_REPLIES   /* owner -> origin: REPLY messages, each with
+                              its data, back to back as the data */
 };
 /* Payload of a PAMI_DISPATCH_RMA message (docs/protocols/rma.md). */
 typedef struct {
@@ -736,6 +753,11 @@ _Static_assert(sizeof(pami_rma_msg_t) == 64, "one-sided message layout");
 /* Pure: checks len bytes (and the data_len that came with them). */
 pami_wire_check_t pami_rma_msg_decode(const void *buf, size_t len,
                                       size_t data_len, pami_rma_msg_t *out);
+/* Pure: the next answer of a REPLIES payload (buf, len) at *off: the
+ * REPLY in out, its data at *data; moves *off past both. */
+pami_wire_check_t pami_rma_replies_next(const uint8_t *buf, size_t len,
+                                        size_t *off, pami_rma_msg_t *out,
+                                        const uint8_t **data);
 /* Sends m (type, op, size, region fields, offset, bytes, operands) to the
  * owner; src is a put's data, dst receives dst_len bytes of a get or an
  * atomic's old value. region: a local region the data uses, or -1. */
@@ -779,6 +801,8 @@ void pami_rma_owner_recv(struct pami_context *ctx, uint32_t peer,
                          const void *data, size_t data_len);
 /* Sends the answers to puts gathered during a transport poll. */
 void pami_rma_owner_flush(struct pami_context *ctx);
+/* Sends the other answers gathered during it (one REPLIES). */
+void pami_rma_replies_flush(struct pami_context *ctx);
 /* put/get by process_vm_writev/readv to a task of this node; the outcome
  * goes to the callbacks. PAMI_EAGAIN: not allowed here, use the owner's
  * path. (rma_cma.c) */
@@ -969,6 +993,8 @@ static inline unsigned pami_tp_poll(struct pami_context *ctx)
     ctx->in_tp_progress = false;
     if (unlikely(ctx->put_done_n != 0))
         pami_rma_owner_flush(ctx);
+    if (unlikely(ctx->replies.n != 0))
+        pami_rma_replies_flush(ctx);
     if (unlikely(ctx->help_posted != 0))
         pami_rma_help_poll(ctx);
     return n;

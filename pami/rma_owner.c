@@ -8,6 +8,7 @@
  * stale or forged copy then fails at the origin, with PAMI_INVAL on the
  * operation's callback, and never touches the owner's memory.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -54,9 +55,34 @@ pami_wire_check_t pami_rma_msg_decode(const void *buf, size_t len,
             out->bytes == 0 || out->compare == 0)
             return PAMI_WIRE_BAD_FIELD;
         return PAMI_WIRE_OK;
+    case PAMI_RMA_MSG_REPLIES:
+        if (out->result != PAMI_SUCCESS || out->op != 0 || out->size != 0 ||
+            out->bytes < sizeof(*out) || out->bytes > PAMI_RMA_REPLIES_BYTES)
+            return PAMI_WIRE_BAD_FIELD;
+        return data_len == out->bytes ? PAMI_WIRE_OK : PAMI_WIRE_BAD_LENGTH;
     default:
         return PAMI_WIRE_BAD_FIELD;
     }
+}
+
+pami_wire_check_t pami_rma_replies_next(const uint8_t *buf, size_t len,
+                                        size_t *off, pami_rma_msg_t *out,
+                                        const uint8_t **data)
+{
+    if (*off > len || len - *off < sizeof(*out))
+        return PAMI_WIRE_SHORT;
+    size_t            left = len - *off - sizeof(*out);
+    pami_wire_check_t why  = pami_rma_msg_decode(buf + *off, sizeof(*out),
+                                                 0, out);
+    if (why != PAMI_WIRE_OK)
+        return why;
+    if (out->type != PAMI_RMA_MSG_REPLY)
+        return PAMI_WIRE_BAD_FIELD;
+    if (out->bytes > PAMI_RMA_REPLIES_DATA_MAX || out->bytes > left)
+        return PAMI_WIRE_BAD_LENGTH;
+    *data = buf + *off + sizeof(*out);
+    *off += sizeof(*out) + out->bytes;
+    return PAMI_WIRE_OK;
 }
 
 pami_result_t pami_rma_owner_start(struct pami_context *ctx, uint32_t index,
@@ -120,6 +146,37 @@ pami_result_t pami_rma_owner_begin(struct pami_context *ctx, uint32_t index,
     return PAMI_SUCCESS;
 }
 
+/* An answer the transport did not take at once: a request whose header
+ * buffer holds the message and a copy of its data. */
+static void send_owned(struct pami_context *ctx, uint32_t peer,
+                       const pami_rma_msg_t *m, const void *data, size_t len,
+                       const char *what)
+{
+    pami_request_t *req = pami_request_get(ctx);
+    if (req != NULL && pami_request_set_header(req, sizeof(pami_am_hdr_t) +
+                                                        sizeof(*m) + len) != 0) {
+        pami_request_put(req);
+        req = NULL;
+    }
+    if (req == NULL) {
+        pami_warn("rma", "no request for %s to task %u; the operations "
+                         "fail when the task is found dead or the context "
+                         "is destroyed",
+                  what, peer / (uint32_t)ctx->client->num_contexts);
+        return;
+    }
+    pami_request_core_header(req, PAMI_DISPATCH_RMA, m, sizeof(*m));
+    uint8_t *copy = req->hdr + req->hdr_len;
+    if (len > 0)
+        memcpy(copy, data, len);
+    req->kind     = REQ_ACK_SEND;
+    req->peer     = peer;
+    req->data     = copy;
+    req->data_len = len;
+    req->tp_flags = TP_SEND_EAGER;
+    pami_submit(ctx, req);
+}
+
 void pami_rma_owner_flush(struct pami_context *ctx)
 {
     uint32_t n = ctx->put_done_n;
@@ -130,35 +187,67 @@ void pami_rma_owner_flush(struct pami_context *ctx)
     if (pami_send_core_now(ctx, ctx->put_done_peer, PAMI_DISPATCH_RMA, &m,
                            sizeof(m), ctx->put_done, len) == PAMI_SUCCESS)
         return;
-    pami_request_t *req = pami_request_get(ctx);
-    if (req != NULL && pami_request_set_header(req, sizeof(pami_am_hdr_t) +
-                                                        sizeof(m) + len) != 0) {
-        pami_request_put(req);
-        req = NULL;
+    send_owned(ctx, ctx->put_done_peer, &m, ctx->put_done, len,
+               "the answers to puts");
+}
+
+void pami_rma_replies_flush(struct pami_context *ctx)
+{
+    uint32_t       peer = ctx->replies.peer;
+    const uint8_t *buf  = ctx->replies.buf;
+    size_t         len  = ctx->replies.len;
+    pami_rma_msg_t m;
+    /* One answer goes as itself: the wire is what it was without the
+     * gathering. */
+    if (ctx->replies.n == 1) {
+        memcpy(&m, buf, sizeof(m));
+        buf += sizeof(m);
+        len -= sizeof(m);
+    } else {
+        m = (pami_rma_msg_t){.version = PAMI_RMA_MSG_VERSION,
+                             .type = PAMI_RMA_MSG_REPLIES, .bytes = len};
     }
-    if (req == NULL) {
-        pami_warn("rma", "no request for the answers to %u puts of task %u; "
-                         "they fail when the task is found dead or the "
-                         "context is destroyed",
-                  n, ctx->put_done_peer / (uint32_t)ctx->client->num_contexts);
-        return;
-    }
-    pami_request_core_header(req, PAMI_DISPATCH_RMA, &m, sizeof(m));
-    /* The cookies live behind the header, in the request's own buffer. */
-    uint8_t *cookies = req->hdr + req->hdr_len;
-    memcpy(cookies, ctx->put_done, len);
-    req->kind     = REQ_ACK_SEND;
-    req->peer     = ctx->put_done_peer;
-    req->data     = cookies;
-    req->data_len = len;
-    req->tp_flags = TP_SEND_EAGER;
-    pami_submit(ctx, req);
+    ctx->replies.n   = 0;
+    ctx->replies.len = 0;
+    if (pami_send_core_now(ctx, peer, PAMI_DISPATCH_RMA, &m, sizeof(m), buf,
+                           len) != PAMI_SUCCESS)
+        send_owned(ctx, peer, &m, buf, len, "answers");
+}
+
+/* An answer made during a transport poll, with little data, waits for
+ * the others of that poll to the same endpoint: one message for all
+ * (over TCP, a window of small gets cost one answer each). False: send
+ * it alone. */
+static bool replies_add(struct pami_context *ctx, uint32_t peer,
+                        const pami_rma_msg_t *m, const void *data, size_t len)
+{
+    if (!ctx->in_tp_progress || len > PAMI_RMA_REPLIES_DATA_MAX)
+        return false;
+    if (ctx->replies.buf == NULL &&
+        (ctx->replies.buf = malloc(PAMI_RMA_REPLIES_BYTES)) == NULL)
+        return false;
+    if (ctx->replies.n != 0 &&
+        (ctx->replies.peer != peer ||
+         ctx->replies.len + sizeof(*m) + len > PAMI_RMA_REPLIES_BYTES))
+        pami_rma_replies_flush(ctx);
+    uint8_t *at = ctx->replies.buf + ctx->replies.len;
+    memcpy(at, m, sizeof(*m));
+    if (len > 0)
+        memcpy(at + sizeof(*m), data, len);
+    ctx->replies.peer = peer;
+    ctx->replies.len += sizeof(*m) + len;
+    if (++ctx->replies.n == PAMI_RMA_REPLIES_MAX)
+        pami_rma_replies_flush(ctx);
+    return true;
 }
 
 /* A put applied during a transport poll is answered with the others of
  * that poll to the same endpoint: one message instead of one each. */
 static void put_done(struct pami_context *ctx, uint32_t peer, uint64_t cookie)
 {
+    /* Answers leave in the order of the operations they answer. */
+    if (ctx->replies.n != 0)
+        pami_rma_replies_flush(ctx);
     if (ctx->put_done_n != 0 && ctx->put_done_peer != peer)
         pami_rma_owner_flush(ctx);
     ctx->put_done_peer = peer;
@@ -180,6 +269,10 @@ static void reply(struct pami_context *ctx, uint32_t peer, uint64_t cookie,
     pami_rma_msg_t m = {.version = PAMI_RMA_MSG_VERSION,
                         .type = PAMI_RMA_MSG_REPLY, .result = (int32_t)result,
                         .cookie = cookie, .bytes = len, .operand = old};
+    if (replies_add(ctx, peer, &m, data, len))
+        return;
+    if (ctx->replies.n != 0)
+        pami_rma_replies_flush(ctx);
     /* Sent at once, a get's bytes are copied before this returns and the
      * region needs no user count. */
     if (pami_send_core_now(ctx, peer, PAMI_DISPATCH_RMA, &m, sizeof(m), data,
@@ -338,6 +431,30 @@ static void puts_answered(struct pami_context *ctx, uint32_t peer,
     }
 }
 
+/* Each answer of a REPLIES as if it had come alone; a malformed one
+ * ends the walk (the operations it and the rest name keep waiting). */
+static void replies_answered(struct pami_context *ctx, uint32_t peer,
+                             const void *data, size_t data_len)
+{
+    size_t off = 0;
+    while (off < data_len) {
+        pami_rma_msg_t    one;
+        const uint8_t    *bytes;
+        pami_wire_check_t why = pami_rma_replies_next(data, data_len, &off,
+                                                      &one, &bytes);
+        if (why != PAMI_WIRE_OK) {
+            pami_drop_malformed(ctx, "rma",
+                                "dropped the rest of %zu bytes of answers "
+                                "from task %u at %zu (check %d)",
+                                data_len,
+                                peer / (uint32_t)ctx->client->num_contexts,
+                                off, (int)why);
+            return;
+        }
+        answered(ctx, peer, &one, bytes, one.bytes);
+    }
+}
+
 void pami_rma_owner_recv(struct pami_context *ctx, uint32_t peer,
                          uint32_t origin_task, const void *buf, size_t len,
                          const void *data, size_t data_len)
@@ -354,12 +471,15 @@ void pami_rma_owner_recv(struct pami_context *ctx, uint32_t peer,
          * origin does not wait for nothing. */
         if (len == sizeof(m) && m.type != PAMI_RMA_MSG_REPLY &&
             m.type != PAMI_RMA_MSG_PUT_DONE && m.type != PAMI_RMA_MSG_HELP &&
+            m.type != PAMI_RMA_MSG_REPLIES &&
             why != PAMI_WIRE_SHORT)
             reply(ctx, peer, m.cookie, PAMI_INVAL, 0, NULL, 0, -1);
         return;
     }
     if (m.type == PAMI_RMA_MSG_REPLY)
         answered(ctx, peer, &m, data, data_len);
+    else if (m.type == PAMI_RMA_MSG_REPLIES)
+        replies_answered(ctx, peer, data, data_len);
     else if (m.type == PAMI_RMA_MSG_PUT_DONE)
         puts_answered(ctx, peer, data, data_len);
     else

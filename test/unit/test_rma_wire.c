@@ -1,8 +1,10 @@
 /*
  * The wire checks of one-sided operations through the owner
  * (docs/protocols/rma.md, "The owner's path"): what pami_rma_msg_decode
- * accepts and refuses, and the PUT_DONE that answers several puts at
- * once (1 to PAMI_RMA_PUT_DONE_MAX cookies as its data, nothing else).
+ * accepts and refuses, the PUT_DONE that answers several puts at
+ * once (1 to PAMI_RMA_PUT_DONE_MAX cookies as its data, nothing else),
+ * and the REPLIES that carries other answers back to back
+ * (pami_rma_replies_next walks it).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -66,11 +68,69 @@ static void test_put_done(void **state)
     assert_int_equal(decode(&m, 16), PAMI_WIRE_BAD_FIELD);
 }
 
+static void test_replies(void **state)
+{
+    (void)state;
+    /* A get's answer with 5 bytes, then an atomic's without data. */
+    uint8_t        buf[2 * sizeof(pami_rma_msg_t) + 5];
+    pami_rma_msg_t a = msg(PAMI_RMA_MSG_REPLY, 5), b = msg(PAMI_RMA_MSG_REPLY, 0);
+    b.cookie  = 8;
+    b.operand = 41;
+    memcpy(buf, &a, sizeof(a));
+    memcpy(buf + sizeof(a), "hello", 5);
+    memcpy(buf + sizeof(a) + 5, &b, sizeof(b));
+
+    pami_rma_msg_t m = msg(PAMI_RMA_MSG_REPLIES, sizeof(buf));
+    assert_int_equal(decode(&m, sizeof(buf)), PAMI_WIRE_OK);
+    assert_int_equal(decode(&m, sizeof(buf) - 1), PAMI_WIRE_BAD_LENGTH);
+    m.bytes = PAMI_RMA_REPLIES_BYTES + 1;
+    assert_int_equal(decode(&m, m.bytes), PAMI_WIRE_BAD_FIELD);
+    m.bytes = sizeof(m) - 1;
+    assert_int_equal(decode(&m, m.bytes), PAMI_WIRE_BAD_FIELD);
+    m        = msg(PAMI_RMA_MSG_REPLIES, sizeof(buf));
+    m.result = PAMI_INVAL;
+    assert_int_equal(decode(&m, sizeof(buf)), PAMI_WIRE_BAD_FIELD);
+
+    size_t         off = 0;
+    pami_rma_msg_t one;
+    const uint8_t *data = NULL;
+    assert_int_equal(pami_rma_replies_next(buf, sizeof(buf), &off, &one, &data),
+                     PAMI_WIRE_OK);
+    assert_int_equal(one.cookie, 7);
+    assert_int_equal(one.bytes, 5);
+    assert_ptr_equal(data, buf + sizeof(a));
+    assert_int_equal(off, sizeof(a) + 5);
+    assert_int_equal(pami_rma_replies_next(buf, sizeof(buf), &off, &one, &data),
+                     PAMI_WIRE_OK);
+    assert_int_equal(one.cookie, 8);
+    assert_int_equal(one.operand, 41);
+    assert_int_equal(off, sizeof(buf));
+    assert_int_equal(pami_rma_replies_next(buf, sizeof(buf), &off, &one, &data),
+                     PAMI_WIRE_SHORT);
+
+    /* Data past the end, a message that is no REPLY, a short tail. */
+    off = 0;
+    assert_int_equal(pami_rma_replies_next(buf, sizeof(a) + 4, &off, &one,
+                                           &data),
+                     PAMI_WIRE_BAD_LENGTH);
+    assert_int_equal(off, 0);
+    pami_rma_msg_t g = msg(PAMI_RMA_MSG_GET, 0);
+    memcpy(buf + sizeof(a) + 5, &g, sizeof(g));
+    off = sizeof(a) + 5;
+    assert_int_equal(pami_rma_replies_next(buf, sizeof(buf), &off, &one, &data),
+                     PAMI_WIRE_BAD_FIELD);
+    off = sizeof(a) + 5;
+    assert_int_equal(pami_rma_replies_next(buf, sizeof(buf) - 1, &off, &one,
+                                           &data),
+                     PAMI_WIRE_SHORT);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kinds),
         cmocka_unit_test(test_put_done),
+        cmocka_unit_test(test_replies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
