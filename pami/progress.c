@@ -91,6 +91,9 @@ unsigned pami_progress_once(struct pami_context *ctx)
      * (UCX's worker, the queues), and a loop of such operations would pay
      * it per operation. Incoming traffic waits 8 calls at most. */
     unsigned n = 0;
+    /* Puts and gets gathered since the last progress leave first. */
+    if (unlikely(ctx->requests.n != 0))
+        pami_rma_requests_flush(ctx);
     if (likely(ctx->done_head == NULL || (ctx->polls & 7) == 0))
         n = pami_tp_poll(ctx);
     /* Tasks on other nodes, once what they answered has been taken in;
@@ -110,6 +113,9 @@ unsigned pami_progress_once(struct pami_context *ctx)
     if (ctx->done_head != NULL)
         n += pami_request_report(ctx);
     n += run_posted(ctx);
+    /* And those its handlers, callbacks and posted work issued. */
+    if (unlikely(ctx->requests.n != 0))
+        pami_rma_requests_flush(ctx);
     pami_progress_leave(&frame);
     return n;
 }
@@ -243,6 +249,7 @@ static bool needs_progress(const struct pami_context *ctx)
 {
     return ctx->progressed || ctx->done_head != NULL ||
            ctx->deferred_head != NULL || ctx->self_head != NULL ||
+           ctx->requests.n != 0 ||
            ctx->inflight > ctx->zombies || ctx->local_inflight > 0 ||
            ctx->closing > 0 || ctx->peers_failed_pending;
 }

@@ -8,6 +8,7 @@
  * stale or forged copy then fails at the origin, with PAMI_INVAL on the
  * operation's callback, and never touches the owner's memory.
  */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,8 +57,9 @@ pami_wire_check_t pami_rma_msg_decode(const void *buf, size_t len,
             return PAMI_WIRE_BAD_FIELD;
         return PAMI_WIRE_OK;
     case PAMI_RMA_MSG_REPLIES:
+    case PAMI_RMA_MSG_REQUESTS:
         if (out->result != PAMI_SUCCESS || out->op != 0 || out->size != 0 ||
-            out->bytes < sizeof(*out) || out->bytes > PAMI_RMA_REPLIES_BYTES)
+            out->bytes < sizeof(*out) || out->bytes > PAMI_RMA_GATHER_BYTES)
             return PAMI_WIRE_BAD_FIELD;
         return data_len == out->bytes ? PAMI_WIRE_OK : PAMI_WIRE_BAD_LENGTH;
     default:
@@ -65,25 +67,38 @@ pami_wire_check_t pami_rma_msg_decode(const void *buf, size_t len,
     }
 }
 
-pami_wire_check_t pami_rma_replies_next(const uint8_t *buf, size_t len,
-                                        size_t *off, pami_rma_msg_t *out,
-                                        const uint8_t **data)
+pami_wire_check_t pami_rma_gathered_next(uint8_t type, const uint8_t *buf,
+                                         size_t len, size_t *off,
+                                         pami_rma_msg_t *out,
+                                         const uint8_t **data)
 {
     if (*off > len || len - *off < sizeof(*out))
         return PAMI_WIRE_SHORT;
-    size_t            left = len - *off - sizeof(*out);
-    pami_wire_check_t why  = pami_rma_msg_decode(buf + *off, sizeof(*out),
-                                                 0, out);
+    size_t left = len - *off - sizeof(*out);
+    memcpy(out, buf + *off, sizeof(*out));
+    /* REPLIES: answers, each with its data; REQUESTS: puts with their
+     * data and gets. */
+    bool fits = type == PAMI_RMA_MSG_REPLIES
+                    ? out->type == PAMI_RMA_MSG_REPLY
+                    : out->type == PAMI_RMA_MSG_PUT ||
+                          out->type == PAMI_RMA_MSG_GET;
+    if (!fits)
+        return PAMI_WIRE_BAD_FIELD;
+    size_t data_len = out->type == PAMI_RMA_MSG_GET ? 0 : out->bytes;
+    if (out->bytes > PAMI_RMA_GATHER_DATA_MAX || data_len > left)
+        return PAMI_WIRE_BAD_LENGTH;
+    pami_wire_check_t why = pami_rma_msg_decode(buf + *off, sizeof(*out),
+                                                data_len, out);
     if (why != PAMI_WIRE_OK)
         return why;
-    if (out->type != PAMI_RMA_MSG_REPLY)
-        return PAMI_WIRE_BAD_FIELD;
-    if (out->bytes > PAMI_RMA_REPLIES_DATA_MAX || out->bytes > left)
-        return PAMI_WIRE_BAD_LENGTH;
     *data = buf + *off + sizeof(*out);
-    *off += sizeof(*out) + out->bytes;
+    *off += sizeof(*out) + data_len;
     return PAMI_WIRE_OK;
 }
+
+static bool requests_add(struct pami_context *ctx, uint32_t index,
+                         const pami_rma_msg_t *m, const void *data,
+                         size_t len);
 
 pami_result_t pami_rma_owner_start(struct pami_context *ctx, uint32_t index,
                                    const pami_rma_msg_t *m, const void *src,
@@ -133,6 +148,11 @@ pami_result_t pami_rma_owner_begin(struct pami_context *ctx, uint32_t index,
      * result of its checks. */
     pami_request_wait_ack(req);
     *out = req;
+    if (requests_add(ctx, index, &msg, req->data, req->data_len))
+        return PAMI_SUCCESS;
+    /* Messages to an owner leave in the order of their calls. */
+    if (ctx->requests.n != 0)
+        pami_rma_requests_flush(ctx);
     /* Sent at once, the request only waits for that answer: no
      * transport request, no report of the send, no header kept (over
      * TCP this path carries every operation). */
@@ -191,27 +211,77 @@ void pami_rma_owner_flush(struct pami_context *ctx)
                "the answers to puts");
 }
 
-void pami_rma_replies_flush(struct pami_context *ctx)
+/* Sends what g gathered: one message as itself (the wire is then what
+ * it was without the gathering), more as one message of type. */
+static void gather_flush(struct pami_context *ctx, pami_rma_gather_t *g,
+                         uint8_t type)
 {
-    uint32_t       peer = ctx->replies.peer;
-    const uint8_t *buf  = ctx->replies.buf;
-    size_t         len  = ctx->replies.len;
+    uint32_t       peer = g->peer;
+    const uint8_t *buf  = g->buf;
+    size_t         len  = g->len;
     pami_rma_msg_t m;
-    /* One answer goes as itself: the wire is what it was without the
-     * gathering. */
-    if (ctx->replies.n == 1) {
+    if (g->n == 1) {
         memcpy(&m, buf, sizeof(m));
         buf += sizeof(m);
         len -= sizeof(m);
     } else {
-        m = (pami_rma_msg_t){.version = PAMI_RMA_MSG_VERSION,
-                             .type = PAMI_RMA_MSG_REPLIES, .bytes = len};
+        m = (pami_rma_msg_t){.version = PAMI_RMA_MSG_VERSION, .type = type,
+                             .bytes = len};
     }
-    ctx->replies.n   = 0;
-    ctx->replies.len = 0;
+    g->n   = 0;
+    g->len = 0;
     if (pami_send_core_now(ctx, peer, PAMI_DISPATCH_RMA, &m, sizeof(m), buf,
                            len) != PAMI_SUCCESS)
-        send_owned(ctx, peer, &m, buf, len, "answers");
+        send_owned(ctx, peer, &m, buf, len,
+                   type == PAMI_RMA_MSG_REPLIES ? "answers"
+                                                : "puts and gets");
+}
+
+/* Appends m and its data to g (flushed first when it goes elsewhere or
+ * is full). False: no memory, send m alone. */
+static bool gather_add(struct pami_context *ctx, pami_rma_gather_t *g,
+                       uint8_t type, uint32_t peer, const pami_rma_msg_t *m,
+                       const void *data, size_t len)
+{
+    if (g->buf == NULL && (g->buf = malloc(PAMI_RMA_GATHER_BYTES)) == NULL)
+        return false;
+    if (g->n != 0 && (g->peer != peer ||
+                      g->len + sizeof(*m) + len > PAMI_RMA_GATHER_BYTES))
+        gather_flush(ctx, g, type);
+    uint8_t *at = g->buf + g->len;
+    memcpy(at, m, sizeof(*m));
+    if (len > 0)
+        memcpy(at + sizeof(*m), data, len);
+    g->peer = peer;
+    g->len += sizeof(*m) + len;
+    if (++g->n == PAMI_RMA_GATHER_MAX)
+        gather_flush(ctx, g, type);
+    return true;
+}
+
+/* A small put or a get waits for the program's next progress (or for
+ * the next such operation to another owner, or one that is not
+ * gathered): a window of them to one owner leaves as one message. */
+static bool requests_add(struct pami_context *ctx, uint32_t index,
+                         const pami_rma_msg_t *m, const void *data,
+                         size_t len)
+{
+    return (m->type == PAMI_RMA_MSG_PUT || m->type == PAMI_RMA_MSG_GET) &&
+           m->bytes <= PAMI_RMA_GATHER_DATA_MAX &&
+           ctx->client->config.rma_gather &&
+           gather_add(ctx, &ctx->requests, PAMI_RMA_MSG_REQUESTS, index, m,
+                      data, len);
+}
+
+void pami_rma_replies_flush(struct pami_context *ctx)
+{
+    gather_flush(ctx, &ctx->replies, PAMI_RMA_MSG_REPLIES);
+}
+
+void pami_rma_requests_flush(struct pami_context *ctx)
+{
+    pami_live_sent(ctx, ctx->requests.peer);
+    gather_flush(ctx, &ctx->requests, PAMI_RMA_MSG_REQUESTS);
 }
 
 /* An answer made during a transport poll, with little data, waits for
@@ -221,24 +291,10 @@ void pami_rma_replies_flush(struct pami_context *ctx)
 static bool replies_add(struct pami_context *ctx, uint32_t peer,
                         const pami_rma_msg_t *m, const void *data, size_t len)
 {
-    if (!ctx->in_tp_progress || len > PAMI_RMA_REPLIES_DATA_MAX)
-        return false;
-    if (ctx->replies.buf == NULL &&
-        (ctx->replies.buf = malloc(PAMI_RMA_REPLIES_BYTES)) == NULL)
-        return false;
-    if (ctx->replies.n != 0 &&
-        (ctx->replies.peer != peer ||
-         ctx->replies.len + sizeof(*m) + len > PAMI_RMA_REPLIES_BYTES))
-        pami_rma_replies_flush(ctx);
-    uint8_t *at = ctx->replies.buf + ctx->replies.len;
-    memcpy(at, m, sizeof(*m));
-    if (len > 0)
-        memcpy(at + sizeof(*m), data, len);
-    ctx->replies.peer = peer;
-    ctx->replies.len += sizeof(*m) + len;
-    if (++ctx->replies.n == PAMI_RMA_REPLIES_MAX)
-        pami_rma_replies_flush(ctx);
-    return true;
+    return ctx->in_tp_progress && len <= PAMI_RMA_GATHER_DATA_MAX &&
+           ctx->client->config.rma_gather &&
+           gather_add(ctx, &ctx->replies, PAMI_RMA_MSG_REPLIES, peer, m, data,
+                      len);
 }
 
 /* A put applied during a transport poll is answered with the others of
@@ -431,27 +487,32 @@ static void puts_answered(struct pami_context *ctx, uint32_t peer,
     }
 }
 
-/* Each answer of a REPLIES as if it had come alone; a malformed one
- * ends the walk (the operations it and the rest name keep waiting). */
-static void replies_answered(struct pami_context *ctx, uint32_t peer,
-                             const void *data, size_t data_len)
+/* Each message of a REPLIES or REQUESTS as if it had come alone; a
+ * malformed one ends the walk (the operations it and the rest name keep
+ * waiting: the sender's own). */
+static void gathered(struct pami_context *ctx, uint32_t peer, uint32_t task,
+                     uint8_t type, const void *data, size_t data_len)
 {
     size_t off = 0;
     while (off < data_len) {
         pami_rma_msg_t    one;
         const uint8_t    *bytes;
-        pami_wire_check_t why = pami_rma_replies_next(data, data_len, &off,
-                                                      &one, &bytes);
+        pami_wire_check_t why = pami_rma_gathered_next(type, data, data_len,
+                                                       &off, &one, &bytes);
         if (why != PAMI_WIRE_OK) {
             pami_drop_malformed(ctx, "rma",
-                                "dropped the rest of %zu bytes of answers "
-                                "from task %u at %zu (check %d)",
+                                "dropped the rest of %zu bytes of %s from "
+                                "task %u at %zu (check %d)",
                                 data_len,
-                                peer / (uint32_t)ctx->client->num_contexts,
-                                off, (int)why);
+                                type == PAMI_RMA_MSG_REPLIES ? "answers"
+                                                             : "requests",
+                                task, off, (int)why);
             return;
         }
-        answered(ctx, peer, &one, bytes, one.bytes);
+        if (type == PAMI_RMA_MSG_REPLIES)
+            answered(ctx, peer, &one, bytes, one.bytes);
+        else
+            serve(ctx, peer, task, &one, bytes);
     }
 }
 
@@ -472,14 +533,16 @@ void pami_rma_owner_recv(struct pami_context *ctx, uint32_t peer,
         if (len == sizeof(m) && m.type != PAMI_RMA_MSG_REPLY &&
             m.type != PAMI_RMA_MSG_PUT_DONE && m.type != PAMI_RMA_MSG_HELP &&
             m.type != PAMI_RMA_MSG_REPLIES &&
+            m.type != PAMI_RMA_MSG_REQUESTS &&
             why != PAMI_WIRE_SHORT)
             reply(ctx, peer, m.cookie, PAMI_INVAL, 0, NULL, 0, -1);
         return;
     }
     if (m.type == PAMI_RMA_MSG_REPLY)
         answered(ctx, peer, &m, data, data_len);
-    else if (m.type == PAMI_RMA_MSG_REPLIES)
-        replies_answered(ctx, peer, data, data_len);
+    else if (m.type == PAMI_RMA_MSG_REPLIES ||
+             m.type == PAMI_RMA_MSG_REQUESTS)
+        gathered(ctx, peer, origin_task, m.type, data, data_len);
     else if (m.type == PAMI_RMA_MSG_PUT_DONE)
         puts_answered(ctx, peer, data, data_len);
     else

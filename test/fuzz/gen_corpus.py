@@ -221,7 +221,15 @@ def rma_seeds():
     tail = rma_msg(4, nbytes=0) + b"t" * 20
     yield "replies-tail", u8(1) + rma_msg(8, nbytes=len(tail)) + tail
     yield "replies-length", u8(1) + rma_msg(8, nbytes=200) + two
-    yield "bad-type", u8(0) + rma_msg(9)
+    # REQUESTS: PUT (with its data) and GET messages, back to back.
+    reqs = (rma_msg(1, nbytes=4) + b"d" * 4 +
+            rma_msg(2, cookie=0x0000000300000009, nbytes=4096))
+    yield "requests", u8(1) + rma_msg(9, nbytes=len(reqs)) + reqs
+    bad = rma_msg(1, nbytes=4) + b"d" * 4 + rma_msg(3, op=3, size=8)
+    yield "requests-atomic", u8(1) + rma_msg(9, nbytes=len(bad)) + bad
+    over = rma_msg(1, nbytes=100) + b"d" * 8
+    yield "requests-overrun", u8(1) + rma_msg(9, nbytes=len(over)) + over
+    yield "bad-type", u8(0) + rma_msg(10)
     yield "bad-version", u8(0) + rma_msg(version=2)
     yield "reserved", u8(0) + rma_msg(reserved=1)
     yield "short", u8(0) + rma_msg()[:40]
