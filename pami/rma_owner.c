@@ -230,6 +230,8 @@ static void gather_flush(struct pami_context *ctx, pami_rma_gather_t *g,
     }
     g->n   = 0;
     g->len = 0;
+    if (type == PAMI_RMA_MSG_REQUESTS)
+        pami_live_sent(ctx, peer);
     if (pami_send_core_now(ctx, peer, PAMI_DISPATCH_RMA, &m, sizeof(m), buf,
                            len) != PAMI_SUCCESS)
         send_owned(ctx, peer, &m, buf, len,
@@ -280,7 +282,6 @@ void pami_rma_replies_flush(struct pami_context *ctx)
 
 void pami_rma_requests_flush(struct pami_context *ctx)
 {
-    pami_live_sent(ctx, ctx->requests.peer);
     gather_flush(ctx, &ctx->requests, PAMI_RMA_MSG_REQUESTS);
 }
 
