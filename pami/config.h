@@ -45,7 +45,7 @@
     X(rma_gather, "PAMI_RMA_GATHER", bool, "1",                              \
       "1: puts of up to 4 KiB and gets through the owner wait for the "     \
       "next progress and leave to one owner in one message, and the "       \
-      "owner's answers of one poll in one; 0: each alone")                  \
+      "owner's answers to gets of one poll in one; 0: each alone")          \
     X(cma_split, "PAMI_CMA_SPLIT", size, "8388608",                          \
       "smallest put or get to another task of this node (by CMA) whose "    \
       "upper half the owner is offered to copy while the caller copies "    \

@@ -285,14 +285,16 @@ void pami_rma_requests_flush(struct pami_context *ctx)
     gather_flush(ctx, &ctx->requests, PAMI_RMA_MSG_REQUESTS);
 }
 
-/* An answer made during a transport poll, with little data, waits for
- * the others of that poll to the same endpoint: one message for all
- * (over TCP, a window of small gets cost one answer each). False: send
- * it alone. */
+/* A GET's answer (the only one with data) made during a transport poll,
+ * with little data, waits for the others of that poll to the same
+ * endpoint: one message for all (over TCP, a window of small gets cost
+ * one answer each). An atomic's or a fence's answer goes alone: it is
+ * mostly waited for, one at a time. False: send it alone. */
 static bool replies_add(struct pami_context *ctx, uint32_t peer,
                         const pami_rma_msg_t *m, const void *data, size_t len)
 {
-    return ctx->in_tp_progress && len <= PAMI_RMA_GATHER_DATA_MAX &&
+    return data != NULL && ctx->in_tp_progress &&
+           len <= PAMI_RMA_GATHER_DATA_MAX &&
            ctx->client->config.rma_gather &&
            gather_add(ctx, &ctx->replies, PAMI_RMA_MSG_REPLIES, peer, m, data,
                       len);
