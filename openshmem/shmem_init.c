@@ -1,5 +1,6 @@
 /* Library setup, exit and query: shmem_init joins pami (client, one
  * context, the world geometry), then builds the symmetric segments. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,9 @@ static void print_info(void)
     printf("SHMEM_DEBUG           debugging messages on stderr\n");
     printf("SHMEM_BIND            0: leave each PE on the CPUs it started "
            "with\n");
+    printf("SHMEM_COPY_HELP       %zu: smallest put or get through a mapping "
+           "whose copy the target's core may share (0: never)\n",
+           shmemi.copy_help_min == SIZE_MAX ? 0 : shmemi.copy_help_min);
     fflush(stdout);
 }
 
@@ -134,8 +138,8 @@ int shmem_init_thread(int requested, int *provided)
     if (shmemi_exit_init() != 0)
         shmemi_fatal("cannot register the library's message handlers");
     shmemi.initialized = 1;
-    if (shmemi_heap_init() != 0 || shmemi_data_init() != 0 ||
-        shmemi_segments_agree() != 0)
+    if (shmemi_heap_init() != 0 || shmemi_help_init() != 0 ||
+        shmemi_data_init() != 0 || shmemi_segments_agree() != 0)
         shmemi_fatal("cannot set up the symmetric memory");
     atexit(at_exit);
     if (shmemi.my_pe == 0 && env_flag("SHMEM_VERSION"))
@@ -172,6 +176,7 @@ void shmem_finalize(void)
     if (!shmemi.initialized || shmemi.finalized)
         return;
     shmemi_barrier_world();
+    shmemi_help_fini();
     shmemi_data_fini();
     shmemi_heap_fini();
     rc = pami_context_destroyv(&shmemi.context, 1);

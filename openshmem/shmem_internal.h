@@ -90,6 +90,9 @@ typedef struct {
     /* The first failure a completion callback saw (it cannot end the
      * program from inside progress); the waits report it. */
     pami_result_t     op_error;
+    /* Smallest copy through a mapping offered to the target's core
+     * (SHMEM_COPY_HELP); SIZE_MAX: never. */
+    size_t            copy_help_min;
 } shmemi_state_t;
 
 extern shmemi_state_t shmemi SHMEMI_HIDDEN;
@@ -97,7 +100,8 @@ extern shmemi_state_t shmemi SHMEMI_HIDDEN;
 /* The library's active-message ids (pami user ids, registered at init):
  * this list is the only place they are given out. */
 enum {
-    SHMEMI_DISPATCH_GLOBAL_EXIT = 0  /* header: int32 status */
+    SHMEMI_DISPATCH_GLOBAL_EXIT = 0, /* header: int32 status */
+    SHMEMI_DISPATCH_HELP = 1         /* shmem_help.c */
 };
 
 /* Puts this PE (all its threads) on a CPU of its own when that takes
@@ -299,12 +303,39 @@ SHMEMI_HIDDEN void shmemi_put(shmem_ctx_t ctx, void *dest, const void *src,
 SHMEMI_HIDDEN void shmemi_get(shmem_ctx_t ctx, void *dest, const void *src,
                               size_t bytes, int pe, volatile uint64_t *count);
 
-/* A put's copy through a mapping (shmem_copy.c): memcpy, or non-temporal
- * stores within a long run of puts that each start where the last ended. */
-SHMEMI_HIDDEN void shmemi_copy_put(void *dest, const void *src, size_t bytes);
+/* A put's copy through a mapping (shmem_copy.c) to PE pe: memcpy,
+ * non-temporal stores within a long run of puts that each start where the
+ * last ended, or, from shmemi.copy_help_min bytes, a copy the target's
+ * core may share (shmemi_help_copy). sym is the remote side's symmetric
+ * address as the caller names it (put: dest; get: src). */
+SHMEMI_HIDDEN void shmemi_copy_put(int pe, void *dest, const void *src,
+                                   size_t bytes, const void *sym);
 /* The same for a get's copy into this PE's dest (a run of gets of its
  * own). */
-SHMEMI_HIDDEN void shmemi_copy_get(void *dest, const void *src, size_t bytes);
+SHMEMI_HIDDEN void shmemi_copy_get(int pe, void *dest, const void *src,
+                                   size_t bytes, const void *sym);
+
+/* Orders this thread's streamed copies (non-temporal stores) before its
+ * later stores: a store fence when one is owed. quiet's full fence does
+ * it too. */
+SHMEMI_HIDDEN void shmemi_copy_drain(void);
+
+/* Two cores on a large copy through a mapping (shmem_help.c): the caller
+ * and PE pe (the target), when pe is in pami's progress. dst and src are
+ * the addresses the caller copies between (one of them its mapping of
+ * pe's segment), sym the remote side as a symmetric address of the
+ * caller; the caller's own side must be symmetric too. 1: copied (on
+ * return, as a memcpy); 0: nothing done (off, too small, a side not
+ * symmetric or not mapped by the node's PEs, another thread's copy under
+ * way), the caller copies. */
+SHMEMI_HIDDEN int shmemi_help_copy(int put, int pe, void *dst,
+                                   const void *src, size_t bytes,
+                                   const void *sym);
+/* Reads SHMEM_COPY_HELP, makes this PE's help block (the first block of
+ * the heap) and registers the HELP handler: at init, after the heap,
+ * before the first barrier. 0, or -1 logged. */
+SHMEMI_HIDDEN int shmemi_help_init(void);
+SHMEMI_HIDDEN void shmemi_help_fini(void);
 
 /* Parses "64M", "1G", "4096", "2k" (K, M, G, T: powers of 1024). 0 on
  * success. */

@@ -18,6 +18,7 @@ void shmemi_ctx_quiet(struct shmemi_ctx *ctx)
 
     /* Loads and stores through mappings, then the context's pami
      * operations: their local completion, then a flush to the targets. */
+    shmemi_copy_drain();
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     shmemi_wait_count(ctx->context, &ctx->pending);
     /* The fence covers the whole pami context, every shmem context's

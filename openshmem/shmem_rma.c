@@ -86,7 +86,7 @@ void shmemi_put(shmem_ctx_t ctx, void *dest, const void *src, size_t bytes,
     pe = shmemi_ctx_pe(ctx, pe, "shmem_put");
     shmemi_resolve("shmem_put", dest, bytes, pe, &r);
     if (r.local != NULL) {
-        shmemi_copy_put(r.local, src, bytes);
+        shmemi_copy_put(pe, r.local, src, bytes, dest);
         return;
     }
     issue(ctx, 1, (void *)src, bytes, &r, count != NULL ? count : &mine);
@@ -105,7 +105,7 @@ void shmemi_get(shmem_ctx_t ctx, void *dest, const void *src, size_t bytes,
     pe = shmemi_ctx_pe(ctx, pe, "shmem_get");
     shmemi_resolve("shmem_get", src, bytes, pe, &r);
     if (r.local != NULL) {
-        shmemi_copy_get(dest, r.local, bytes);
+        shmemi_copy_get(pe, dest, r.local, bytes, src);
         return;
     }
     issue(ctx, 0, dest, bytes, &r, count != NULL ? count : &mine);

@@ -36,6 +36,8 @@ static void put_signal(shmem_ctx_t ctx, void *dest, const void *source,
         shmemi_resolve("shmem_put_signal", dest, bytes, wpe, &r);
         shmemi_put(ctx, dest, source, bytes, pe, &mine);
         shmemi_wait_count(ctx->context, &mine);
+        /* a streamed copy's lines before the signal's store */
+        shmemi_copy_drain();
         if (r.local == NULL) {
             volatile int done = 0;
             shmemi_lock();

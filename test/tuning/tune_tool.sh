@@ -73,6 +73,13 @@ for l in lines:
     assert l["auto_us"] > 0 and l["best_us"] > 0, l
     assert abs(l["ratio"] - l["auto_us"] / l["best_us"]) < 1e-3, l
     assert l["builtin_ratio"] is None or l["builtin_ratio"] > 0, l
+    # pass 1 named the best among every candidate; pass 2 measured it
+    # again beside AUTO
+    assert l["pass1_auto_us"] > 0 and l["pass1_best_us"] > 0, l
+    assert abs(l["pass1_ratio"] -
+               l["pass1_auto_us"] / l["pass1_best_us"]) < 1e-3, l
+    assert (l["pass1_builtin_ratio"] is None) == (l["builtin_ratio"] is None), l
+    assert l["cpu"] <= 1 and l["pass1_cpu"] <= 1, l
 PY
 
 if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
