@@ -211,13 +211,43 @@ void pami_rma_owner_flush(struct pami_context *ctx)
                "the answers to puts");
 }
 
+/* The list's buffer keeps room for the header of the message that
+ * carries it in front of the messages. */
+#define GATHER_HEAD (sizeof(pami_am_hdr_t) + sizeof(pami_rma_msg_t))
+
+/* Hands g's buffer to a request that sends it (its header written in the
+ * room at the front, the data where it lies): freed with the request,
+ * no copy. */
+static void send_list(struct pami_context *ctx, pami_rma_gather_t *g,
+                      uint32_t peer, const pami_rma_msg_t *m,
+                      const uint8_t *data, size_t len, const char *what)
+{
+    pami_request_t *req = pami_request_get(ctx);
+    if (req == NULL) {
+        pami_warn("rma", "no request for %s to task %u; the operations "
+                         "fail when the task is found dead or the context "
+                         "is destroyed",
+                  what, peer / (uint32_t)ctx->client->num_contexts);
+        return;
+    }
+    req->hdr = g->buf;
+    g->buf   = NULL;
+    pami_request_core_header(req, PAMI_DISPATCH_RMA, m, sizeof(*m));
+    req->kind     = REQ_ACK_SEND;
+    req->peer     = peer;
+    req->data     = data;
+    req->data_len = len;
+    req->tp_flags = TP_SEND_EAGER;
+    pami_submit(ctx, req);
+}
+
 /* Sends what g gathered: one message as itself (the wire is then what
  * it was without the gathering), more as one message of type. */
 static void gather_flush(struct pami_context *ctx, pami_rma_gather_t *g,
                          uint8_t type)
 {
     uint32_t       peer = g->peer;
-    const uint8_t *buf  = g->buf;
+    const uint8_t *buf  = g->buf + GATHER_HEAD;
     size_t         len  = g->len;
     pami_rma_msg_t m;
     if (g->n == 1) {
@@ -234,9 +264,8 @@ static void gather_flush(struct pami_context *ctx, pami_rma_gather_t *g,
         pami_live_sent(ctx, peer);
     if (pami_send_core_now(ctx, peer, PAMI_DISPATCH_RMA, &m, sizeof(m), buf,
                            len) != PAMI_SUCCESS)
-        send_owned(ctx, peer, &m, buf, len,
-                   type == PAMI_RMA_MSG_REPLIES ? "answers"
-                                                : "puts and gets");
+        send_list(ctx, g, peer, &m, buf, len,
+                  type == PAMI_RMA_MSG_REPLIES ? "answers" : "puts and gets");
 }
 
 /* Appends m and its data to g (flushed first when it goes elsewhere or
@@ -245,12 +274,13 @@ static bool gather_add(struct pami_context *ctx, pami_rma_gather_t *g,
                        uint8_t type, uint32_t peer, const pami_rma_msg_t *m,
                        const void *data, size_t len)
 {
-    if (g->buf == NULL && (g->buf = malloc(PAMI_RMA_GATHER_BYTES)) == NULL)
-        return false;
     if (g->n != 0 && (g->peer != peer ||
                       g->len + sizeof(*m) + len > PAMI_RMA_GATHER_BYTES))
         gather_flush(ctx, g, type);
-    uint8_t *at = g->buf + g->len;
+    if (g->buf == NULL &&
+        (g->buf = malloc(GATHER_HEAD + PAMI_RMA_GATHER_BYTES)) == NULL)
+        return false;
+    uint8_t *at = g->buf + GATHER_HEAD + g->len;
     memcpy(at, m, sizeof(*m));
     if (len > 0)
         memcpy(at + sizeof(*m), data, len);
