@@ -814,6 +814,8 @@ void pami_rma_owner_recv(struct pami_context *ctx, uint32_t peer,
 void pami_rma_owner_flush(struct pami_context *ctx);
 /* Sends the other answers gathered during it (one REPLIES). */
 void pami_rma_replies_flush(struct pami_context *ctx);
+/* Sends whichever of the two holds answers. */
+void pami_rma_answers_flush(struct pami_context *ctx);
 /* Sends the puts and gets gathered since the last progress. */
 void pami_rma_requests_flush(struct pami_context *ctx);
 /* put/get by process_vm_writev/readv to a task of this node; the outcome
@@ -1004,10 +1006,10 @@ static inline unsigned pami_tp_poll(struct pami_context *ctx)
     ctx->in_tp_progress = true;
     unsigned n          = ctx->tp->progress(ctx->worker);
     ctx->in_tp_progress = false;
-    if (unlikely(ctx->put_done_n != 0))
-        pami_rma_owner_flush(ctx);
-    if (unlikely(ctx->replies.n != 0))
-        pami_rma_replies_flush(ctx);
+    /* At most one of the two holds answers (each sends the other's
+     * first). */
+    if (unlikely((ctx->put_done_n | ctx->replies.n) != 0))
+        pami_rma_answers_flush(ctx);
     if (unlikely(ctx->help_posted != 0))
         pami_rma_help_poll(ctx);
     return n;

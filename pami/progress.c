@@ -91,7 +91,9 @@ unsigned pami_progress_once(struct pami_context *ctx)
      * (UCX's worker, the queues), and a loop of such operations would pay
      * it per operation. Incoming traffic waits 8 calls at most. */
     unsigned n = 0;
-    /* Puts and gets gathered since the last progress leave first. */
+    /* Puts and gets gathered since the last progress leave first (those
+     * a handler, callback or posted work issues here made this call
+     * count events, so its caller progresses again). */
     if (unlikely(ctx->requests.n != 0))
         pami_rma_requests_flush(ctx);
     if (likely(ctx->done_head == NULL || (ctx->polls & 7) == 0))
@@ -113,9 +115,6 @@ unsigned pami_progress_once(struct pami_context *ctx)
     if (ctx->done_head != NULL)
         n += pami_request_report(ctx);
     n += run_posted(ctx);
-    /* And those its handlers, callbacks and posted work issued. */
-    if (unlikely(ctx->requests.n != 0))
-        pami_rma_requests_flush(ctx);
     pami_progress_leave(&frame);
     return n;
 }

@@ -310,6 +310,14 @@ void pami_rma_replies_flush(struct pami_context *ctx)
     gather_flush(ctx, &ctx->replies, PAMI_RMA_MSG_REPLIES);
 }
 
+void pami_rma_answers_flush(struct pami_context *ctx)
+{
+    if (ctx->put_done_n != 0)
+        pami_rma_owner_flush(ctx);
+    if (ctx->replies.n != 0)
+        pami_rma_replies_flush(ctx);
+}
+
 void pami_rma_requests_flush(struct pami_context *ctx)
 {
     gather_flush(ctx, &ctx->requests, PAMI_RMA_MSG_REQUESTS);
