@@ -428,6 +428,7 @@ static void cshm_fini(pami_context_t context, void *state)
     cshm_seg_release(s);
     free(s->q);
     free(s->idx);
+    free(s->cma_tmp);
     free(s);
 }
 
