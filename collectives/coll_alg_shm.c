@@ -188,7 +188,7 @@ static void write_round(cshm_t *s, uint32_t p, bool ghost)
     if (ghost)
         return;
     if (op->kind == CSHM_AR_CMA || op->kind == CSHM_BC_CMA ||
-        op->kind == CSHM_RS_CMA)
+        op->kind == CSHM_RS_CMA || op->kind == CSHM_AG_CMA)
         return; /* read from the buffers themselves */
     if (op->kind == CSHM_ALLTOALL || op->kind == CSHM_REDSCAT ||
         op->kind == CSHM_A2A_CMA) {
@@ -324,8 +324,7 @@ void cshm_op_setup(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
         op->in   = op->in_place ? op->out + op->rank * op->total : x->sbuf;
         break;
     }
-    if (x->kind == PAMI_XFER_ALLREDUCE || x->kind == PAMI_XFER_BROADCAST ||
-        x->kind == PAMI_XFER_REDUCE_SCATTER)
+    if (x->kind != PAMI_XFER_REDUCE && x->kind != PAMI_XFER_ALLTOALL)
         cshm_cma_setup(s, algo_id);
     cshm_count(s, CSHM_STAT_ops);
     /* Alltoall and reduce_scatter write a slice of every block. */
@@ -912,6 +911,7 @@ pami_result_t cshm_op_next(cshm_t *s, bool *done)
     case CSHM_AR_CMA:
     case CSHM_BC_CMA:
     case CSHM_RS_CMA:
+    case CSHM_AG_CMA:
         if (cshm_cma_step(s, p, ghost))
             return barrier(s, CSHM_ST_OP);
         break;

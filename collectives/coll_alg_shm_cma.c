@@ -1,6 +1,6 @@
 /*
- * allreduce_shm_cma, broadcast_shm_cma and reduce_scatter_shm_cma:
- * shared-memory rounds of
+ * allreduce_shm_cma, broadcast_shm_cma, allgather_shm_cma and
+ * reduce_scatter_shm_cma: shared-memory rounds of
  * coll_alg_shm.c that move no data through the slots. Each task puts its
  * process id and its buffers' addresses in its control line (where a
  * tiny call's data goes), and after the round's barrier the tasks read
@@ -22,6 +22,10 @@
  * process_vm_writev, so that the root's core copies too; a second
  * barrier, after which a task checks that the root wrote (`folded`), and
  * the root may change its buffer again.
+ *
+ * allgather: after the barrier every task reads every other task's block
+ * (its input) into its output; a second barrier. In place works: the
+ * others read block r of this task's output, which it does not write.
  *
  * reduce_scatter: after the barrier rank j folds block j of every task's
  * input the same way into its output; a second barrier. Not in place.
@@ -53,7 +57,7 @@ typedef struct {
 
 _Static_assert(sizeof(cma_line_t) <= CSHM_TINY, "fits a control line");
 
-static size_t         ar_id, bc_id, rs_id;
+static size_t         ar_id, bc_id, rs_id, ag_id;
 static pthread_once_t ids_once = PTHREAD_ONCE_INIT;
 
 static void find_ids(void)
@@ -65,6 +69,8 @@ static void find_ids(void)
             bc_id = i + 1;
         if (strcmp(coll_algos[i].name, "reduce_scatter_shm_cma") == 0)
             rs_id = i + 1;
+        if (strcmp(coll_algos[i].name, "allgather_shm_cma") == 0)
+            ag_id = i + 1;
     }
 }
 
@@ -72,6 +78,7 @@ static const char *kind_name(int kind)
 {
     return kind == CSHM_AR_CMA   ? "allreduce_shm_cma"
            : kind == CSHM_BC_CMA ? "broadcast_shm_cma"
+           : kind == CSHM_AG_CMA ? "allgather_shm_cma"
                                  : "reduce_scatter_shm_cma";
 }
 
@@ -86,11 +93,12 @@ bool cshm_cma_setup(cshm_t *s, size_t algo_id)
     cshm_op_t *op = &s->op;
     pthread_once(&ids_once, find_ids);
     if (algo_id == 0 || (algo_id != ar_id && algo_id != bc_id &&
-                         algo_id != rs_id))
+                         algo_id != rs_id && algo_id != ag_id))
         return false;
     op->kind   = algo_id == ar_id   ? CSHM_AR_CMA
                  : algo_id == bc_id ? CSHM_BC_CMA
-                                    : CSHM_RS_CMA;
+                 : algo_id == rs_id ? CSHM_RS_CMA
+                                    : CSHM_AG_CMA;
     op->chunk  = op->total; /* one round */
     op->cma_rc = PAMI_SUCCESS;
     bool ghost = op->req != NULL && op->req->status != PAMI_SUCCESS;
@@ -346,11 +354,39 @@ static bool bc_step(cshm_t *s, uint32_t p, bool ghost)
     return op->stage++ == 0;
 }
 
+/* Allgather: every other task's block read into this task's output;
+ * its own copied (in place it is there already). */
+static pami_result_t gather_blocks(cshm_t *s, uint32_t p)
+{
+    cshm_op_t *op = &s->op;
+    size_t m = op->total;
+    for (size_t j = 0; j < op->n; j++) {
+        unsigned char *dst = op->out + j * m;
+        if (j == op->rank) {
+            if (!op->in_place)
+                memcpy(dst, op->in, m);
+            continue;
+        }
+        const cma_line_t *l = peer_line(s, j, p);
+        if (l == NULL)
+            return PAMI_INVAL;
+        pami_result_t rc = cma_get(s, j, l, dst, l->in, m);
+        if (rc != PAMI_SUCCESS)
+            return rc;
+    }
+    return PAMI_SUCCESS;
+}
+
 /* After barrier `stage + 1` of the call (see the top); true when a
  * further barrier follows. */
 bool cshm_cma_step(cshm_t *s, uint32_t p, bool ghost)
 {
     cshm_op_t *op = &s->op;
+    if (op->kind == CSHM_AG_CMA) {
+        if (op->stage == 0 && !ghost)
+            op->cma_rc = gather_blocks(s, p);
+        return op->stage++ == 0;
+    }
     if (op->kind == CSHM_BC_CMA)
         return bc_step(s, p, ghost);
     if (op->kind == CSHM_RS_CMA) {
@@ -372,18 +408,20 @@ bool cshm_cma_step(cshm_t *s, uint32_t p, bool ghost)
     return op->stage++ < 2;
 }
 
-/* The registry's check: shm's; the others read this task's buffers, so
- * it only needs the node. */
+/* The registry's check: shm's, and reads of the others allowed. */
 pami_result_t coll_shm_cma_any_check(const pami_xfer_t *x)
 {
-    return coll_shm_check(x);
+    if (coll_shm_check(x) != PAMI_SUCCESS)
+        return PAMI_INVAL;
+    cshm_t *s = cshm_of_cc(x->geometry->cc);
+    return s != NULL && s->cma_ok ? PAMI_SUCCESS : PAMI_INVAL;
 }
 
 /* reduce_scatter_shm_cma: not in place (the output is the input's first
  * block, which rank 0 reads while this task writes it). */
 pami_result_t coll_shm_cma_rs_check(const pami_xfer_t *x)
 {
-    if (coll_shm_check(x) != PAMI_SUCCESS ||
+    if (coll_shm_cma_any_check(x) != PAMI_SUCCESS ||
         (const void *)x->sbuf == (const void *)PAMI_IN_PLACE)
         return PAMI_INVAL;
     return PAMI_SUCCESS;

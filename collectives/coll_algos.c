@@ -427,6 +427,8 @@ const coll_algo_t coll_algos[] = {
      coll_shm_cma_any_check, coll_shm_build},
     {"reduce_scatter_shm_cma", PAMI_XFER_REDUCE_SCATTER, 0, 16 * KIB,
      SIZE_MAX, coll_shm_cma_rs_check, coll_shm_build},
+    {"allgather_shm_cma", PAMI_XFER_ALLGATHER, 0, 16 * KIB, SIZE_MAX,
+     coll_shm_cma_any_check, coll_shm_build},
 };
 
 const size_t coll_num_algos = sizeof(coll_algos) / sizeof(coll_algos[0]);

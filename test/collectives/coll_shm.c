@@ -12,8 +12,9 @@
  *   coll_shm large      4 MiB (many rounds with a small slot)
  *   coll_shm dead       the last task leaves while the others wait in an
  *                       allreduce_shm: PAMI_PEER_FAILED, no hang
- *   coll_shm cma        the same sweeps with allreduce_shm_cma and
- *                       broadcast_shm_cma (read from the others' buffers),
+ *   coll_shm cma        the same sweeps with allreduce_shm_cma,
+ *                       broadcast_shm_cma and allgather_shm_cma (read
+ *                       from the others' buffers),
  *                       in flight among the rounds, 4 MiB, and calls that
  *                       differ (count, algorithm) or fail on one task
  */
@@ -44,7 +45,8 @@ typedef struct {
     pami_xfer_t      x;
 } call_t;
 
-/* Mode cma: allreduce and broadcast name their _shm_cma algorithms. */
+/* Mode cma: allreduce, broadcast and allgather name their _shm_cma
+ * algorithms. */
 static bool cma;
 
 static const char *kind_text(pami_xfer_type_t k)
@@ -54,7 +56,8 @@ static const char *kind_text(pami_xfer_type_t k)
            : k == PAMI_XFER_REDUCE  ? "reduce_shm"
            : k == PAMI_XFER_BROADCAST ? (cma ? "broadcast_shm_cma"
                                              : "broadcast_shm")
-                                      : "allgather_shm";
+                                      : (cma ? "allgather_shm_cma"
+                                             : "allgather_shm");
 }
 
 #define CALL_FMT "%s on %s (n=%zu), type %d op %d user %d, count %zu, root " \
@@ -457,8 +460,59 @@ static void cma_null_on_one(const ct_geom_t *cg, pami_xfer_type_t kind)
     run(cg, kind, red, 70001, 0, false);
 }
 
+/* PAMI_COLL_SHM_CMA=0: the checks refuse, a named call gets PAMI_INVAL
+ * on every task (nobody waits), AUTO still runs. */
+static void cma_off(const ct_geom_t *world)
+{
+    static const char *names[] = {"allreduce_shm_cma", "broadcast_shm_cma",
+                                  "allgather_shm_cma", "alltoall_shm_cma",
+                                  "reduce_scatter_shm_cma"};
+    uint8_t in[64 * 8], out[64 * 8];
+    memset(in, 1, sizeof(in));
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        pami_algorithm_t id = ct_algo(names[i]);
+        pami_algorithm_metadata_t md;
+        pami_xfer_type_t kind = i == 0   ? PAMI_XFER_ALLREDUCE
+                                : i == 1 ? PAMI_XFER_BROADCAST
+                                : i == 2 ? PAMI_XFER_ALLGATHER
+                                : i == 3 ? PAMI_XFER_ALLTOALL
+                                         : PAMI_XFER_REDUCE_SCATTER;
+        size_t na, nc;
+        pami_algorithm_t ids[32];
+        pami_algorithm_metadata_t mds[32];
+        MP_CHECK(pami_geometry_algorithms_num(world->g, kind, &na, &nc));
+        MP_CHECK(pami_geometry_algorithms_query(world->g, kind, ids, mds, na,
+                                                ids + na, mds + na, nc));
+        md.check = NULL;
+        for (size_t j = 0; j < na + nc; j++)
+            if (ids[j] == id)
+                md = mds[j];
+        MP_EXPECT(md.check != NULL, "%s has no check", names[i]);
+        pami_xfer_t probe = {.kind = kind, .geometry = world->g};
+        MP_EXPECT(md.check(&probe) != PAMI_SUCCESS,
+                  "%s accepted with PAMI_COLL_SHM_CMA=0", names[i]);
+        pami_xfer_t x = ct_xfer(world->g, kind, names[i], in, out,
+                                8 / world->n + 1, PAMI_TYPE_DOUBLE, 0);
+        pami_result_t rc = pami_collective_wait(job.ctx[0], &x);
+        MP_EXPECT(rc == PAMI_INVAL, "%s named with PAMI_COLL_SHM_CMA=0: %s",
+                  names[i], pami_error_text(rc));
+    }
+    red_t dsum = {PAMI_TYPE_DOUBLE, PAMI_OP_SUM, 0};
+    call_t c = {.cg = world, .kind = PAMI_XFER_ALLREDUCE, .red = dsum,
+                .count = 200000};
+    call_prepare(&c);
+    c.x.field_mask &= ~PAMI_XFER_FIELD_ALGORITHM; /* AUTO */
+    MP_CHECK(pami_collective_wait(job.ctx[0], &c.x));
+    call_check(&c);
+}
+
 static void mode_cma(const ct_geom_t *world)
 {
+    const char *off = getenv("PAMI_COLL_SHM_CMA");
+    if (off != NULL && strcmp(off, "0") == 0) {
+        cma_off(world);
+        return;
+    }
     cma = true;
     uint64_t failed0 = stat_of("failed");
     sweep(world);
@@ -490,6 +544,8 @@ static void mode_cma(const ct_geom_t *world)
     run(world, PAMI_XFER_ALLREDUCE, dsum, ((size_t)4 << 20) / 8, 0, false);
     run(world, PAMI_XFER_BROADCAST, byte, ((size_t)4 << 20) + 3,
         1 % world->n, false);
+    run(world, PAMI_XFER_ALLGATHER, byte, ((size_t)1 << 20) + 5, 0, false);
+    run(&rev, PAMI_XFER_ALLGATHER, byte, ((size_t)1 << 20) + 5, 0, true);
     MP_EXPECT(stat_of("failed") == failed0, "calls failed: %llu",
               (unsigned long long)(stat_of("failed") - failed0));
     cma_other_algorithm(&rev);
