@@ -187,6 +187,9 @@ static void write_round(cshm_t *s, uint32_t p, bool ghost)
     cshm_count(s, CSHM_STAT_rounds);
     if (ghost)
         return;
+    if (op->kind == CSHM_AR_CMA || op->kind == CSHM_BC_CMA ||
+        op->kind == CSHM_RS_CMA || op->kind == CSHM_AG_CMA)
+        return; /* read from the buffers themselves */
     if (op->kind == CSHM_ALLTOALL || op->kind == CSHM_REDSCAT ||
         op->kind == CSHM_A2A_CMA) {
         cshm_blocks_write(s, p);
@@ -321,13 +324,15 @@ void cshm_op_setup(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
         op->in   = op->in_place ? op->out + op->rank * op->total : x->sbuf;
         break;
     }
+    if (x->kind != PAMI_XFER_REDUCE && x->kind != PAMI_XFER_ALLTOALL)
+        cshm_cma_setup(s, algo_id);
     cshm_count(s, CSHM_STAT_ops);
     /* Alltoall and reduce_scatter write a slice of every block. */
     size_t all = cshm_blocks_kind(op->kind) ? op->total * op->n : op->total;
     op->tiny = all <= CSHM_TINY; /* one round whatever the kind */
     /* From the call and the node alone: every task decides alike. One
      * round up to CSHM_FLAG_MAX (the data in the slots above CSHM_TINY). */
-    op->flag = s->flag_ok && op->kind != CSHM_A2A_CMA &&
+    op->flag = s->flag_ok && !cshm_cma_kind(op->kind) &&
                (op->tiny || (all <= CSHM_FLAG_MAX &&
                              op->total <= op->chunk &&
                              op->kind != CSHM_AR_LARGE &&
@@ -903,6 +908,13 @@ pami_result_t cshm_op_next(cshm_t *s, bool *done)
             return barrier(s, CSHM_ST_OP);
         }
         break;
+    case CSHM_AR_CMA:
+    case CSHM_BC_CMA:
+    case CSHM_RS_CMA:
+    case CSHM_AG_CMA:
+        if (cshm_cma_step(s, p, ghost))
+            return barrier(s, CSHM_ST_OP);
+        break;
     case CSHM_ALLGATHER:
         for (size_t r = 0; r < op->n && !ghost; r++) {
             if (r == op->rank && op->in_place)
@@ -921,7 +933,7 @@ pami_result_t cshm_op_next(cshm_t *s, bool *done)
          * now, off the next call's path. */
         prefetch_write(cshm_ctl(s, s->my_index, s->phase & 1));
         *done = true;
-        return op->kind == CSHM_A2A_CMA ? op->cma_rc : PAMI_SUCCESS;
+        return cshm_cma_kind(op->kind) ? op->cma_rc : PAMI_SUCCESS;
     }
     p = s->phase & 1;
     write_round(s, p, ghost);

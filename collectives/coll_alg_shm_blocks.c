@@ -110,10 +110,10 @@ pami_result_t cshm_cma_read(cshm_t *s, uint32_t p)
     return PAMI_SUCCESS;
 }
 
-/* The registry's check: shm's, and not in place. */
+/* The registry's check: the _shm_cma one's, and not in place. */
 pami_result_t coll_shm_cma_check(const pami_xfer_t *x)
 {
-    if (coll_shm_check(x) != PAMI_SUCCESS || IN_PLACE(x->sbuf))
+    if (coll_shm_cma_any_check(x) != PAMI_SUCCESS || IN_PLACE(x->sbuf))
         return PAMI_INVAL;
     return PAMI_SUCCESS;
 }

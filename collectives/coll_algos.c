@@ -420,6 +420,15 @@ const coll_algo_t coll_algos[] = {
      coll_shm_blocks_check, coll_shm_build},
     {"alltoall_shm_cma", PAMI_XFER_ALLTOALL, 0, 4 * KIB, SIZE_MAX,
      coll_shm_cma_check, coll_shm_build},
+    /* coll_alg_shm_cma.c: one copy, read from the others' buffers. */
+    {"allreduce_shm_cma", PAMI_XFER_ALLREDUCE, 0, 64 * KIB, SIZE_MAX,
+     coll_shm_cma_any_check, coll_shm_build},
+    {"broadcast_shm_cma", PAMI_XFER_BROADCAST, 0, 16 * KIB, SIZE_MAX,
+     coll_shm_cma_any_check, coll_shm_build},
+    {"reduce_scatter_shm_cma", PAMI_XFER_REDUCE_SCATTER, 0, 16 * KIB,
+     SIZE_MAX, coll_shm_cma_rs_check, coll_shm_build},
+    {"allgather_shm_cma", PAMI_XFER_ALLGATHER, 0, 16 * KIB, SIZE_MAX,
+     coll_shm_cma_any_check, coll_shm_build},
 };
 
 const size_t coll_num_algos = sizeof(coll_algos) / sizeof(coll_algos[0]);

@@ -81,7 +81,16 @@ typedef struct {
 /* The data collectives the engine runs. */
 enum { CSHM_AR_SMALL, CSHM_AR_LARGE, CSHM_RED_SMALL, CSHM_RED_LARGE,
        CSHM_BCAST, CSHM_ALLGATHER,
-       CSHM_ALLTOALL, CSHM_REDSCAT, CSHM_A2A_CMA /* coll_alg_shm_blocks.c */ };
+       CSHM_ALLTOALL, CSHM_REDSCAT, CSHM_A2A_CMA, /* coll_alg_shm_blocks.c */
+       CSHM_AR_CMA, CSHM_BC_CMA, CSHM_RS_CMA, CSHM_AG_CMA /* coll_alg_shm_cma.c */ };
+
+/* Kinds that read the others' buffers (process_vm_readv): no data in the
+ * slots, no flag rounds, never inline. */
+static inline bool cshm_cma_kind(int kind)
+{
+    return kind == CSHM_A2A_CMA || kind == CSHM_AR_CMA ||
+           kind == CSHM_BC_CMA || kind == CSHM_RS_CMA || kind == CSHM_AG_CMA;
+}
 
 typedef struct {
     coll_req_t          *req;
@@ -114,7 +123,7 @@ typedef struct {
     bool                 ring;    /* an eager broadcast through the ring */
     uint64_t             ring_k;  /* its call number on the ring */
     int                  stage;   /* large reductions: 0 parts, 1 copy-out */
-    pami_result_t        cma_rc;  /* alltoall_shm_cma: how its reads went */
+    pami_result_t        cma_rc;  /* the _shm_cma kinds: how their reads went */
 } cshm_op_t;
 
 enum { CSHM_STAT_ops, CSHM_STAT_register_barriers, CSHM_STAT_rounds,
@@ -164,6 +173,8 @@ typedef struct cshm {
     bool               auto_ok; /* PAMI_COLL_SHM_AUTO */
     bool               flag_ok; /* PAMI_COLL_SHM_FLAG, and nlocal <= ncpus */
     bool               ring_ok; /* PAMI_COLL_SHM_EAGER */
+    bool               cma_ok;  /* PAMI_COLL_SHM_CMA, and the kernel lets
+                                 * a task read the others (the _cma checks) */
     bool               prefetchw; /* the CPU prefetches for writing */
     size_t             ring_off; /* where the ring starts in the segment */
     uint64_t           ring_next; /* ring calls started on this context */
@@ -184,6 +195,7 @@ typedef struct cshm {
     cshm_op_t          op;
     uint32_t          *idx;     /* geometry rank -> local index (op) */
     uint64_t           stats[CSHM_NUM_STATS];
+    unsigned char     *cma_tmp; /* allreduce_shm_cma's fold (2 chunks) */
     /* The waiter thread: sleeps for a queued flag round, then posts. */
     pthread_t          thr;
     bool               thr_started;
@@ -239,6 +251,13 @@ void cshm_blocks_read(cshm_t *s, uint32_t p);    /* its block from all */
 /* alltoall_shm_cma: this task's blocks read from the others' buffers
  * (their addresses in the control lines of parity p). */
 pami_result_t cshm_cma_read(cshm_t *s, uint32_t p);
+
+/* coll_alg_shm_cma.c: allreduce_shm_cma, broadcast_shm_cma,
+ * allgather_shm_cma and reduce_scatter_shm_cma. Setup (after
+ * the common part): false when algo_id is neither; a step after each of
+ * the call's barriers: true when another barrier follows. */
+bool cshm_cma_setup(cshm_t *s, size_t algo_id);
+bool cshm_cma_step(cshm_t *s, uint32_t p, bool ghost);
 
 /* coll_alg_shm.c: a flag round of the blocking call, inline;
  * PAMI_INVAL after the barrier that keeps a mismatch aligned. */

@@ -144,7 +144,9 @@ static bool inline_fits(const cshm_t *s, const pami_xfer_t *x,
         a = id != 0 && coll_algos[id - 1].build == coll_shm_build
                 ? &coll_algos[id - 1] : NULL;
     }
-    if (a == NULL || a->check == coll_shm_cma_check) /* two barriers */
+    if (a == NULL || a->check == coll_shm_cma_check ||
+        a->check == coll_shm_cma_any_check ||
+        a->check == coll_shm_cma_rs_check) /* two or three barriers */
         return false;
     *algo = a;
     return true;

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -46,6 +47,12 @@ static const pami_config_var_t cshm_config[] = {
      "their control lines (flag rounds) when the node has no more tasks "
      "than CPUs; 2: also with more tasks than CPUs (for tests); 0: always "
      "through the barrier register (the same on every task of a node)"},
+    {"PAMI_COLL_SHM_CMA", "1",
+     "1: the _shm_cma collectives (read the node's other tasks' buffers "
+     "with process_vm_readv) may run where the kernel lets a task do it "
+     "(no Yama, or ptrace_scope 0; at 1 each task allows its node's "
+     "tasks with prctl(PR_SET_PTRACER_ANY)); 0: their checks refuse them "
+     "(the same on every task of a node)"},
     {"PAMI_COLL_SHM_EAGER", "1",
      "1: broadcast_shm_eager, and AUTO's broadcasts on a geometry of "
      "this node's tasks (up to 4 KiB with more tasks than CPUs, up to "
@@ -72,6 +79,31 @@ static bool cpu_prefetchw(void)
 static bool read_bool(const char *name)
 {
     return pami_protocol_env_bool(CSHM_SUBSYS, name, 1) != 0;
+}
+
+/* Can this task read its node's other tasks (process_vm_readv needs
+ * ptrace access)? The same answer on every task of a node: one kernel,
+ * one setting. Yama's scope 1 allows only ancestors, so each task lets
+ * any process of its user in, as Open MPI's shared memory does; 2 and 3
+ * cannot be helped from here. */
+static bool cma_allowed(void)
+{
+    if (!read_bool("PAMI_COLL_SHM_CMA"))
+        return false;
+    FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
+    if (f == NULL)
+        return true; /* no Yama */
+    int scope = -1;
+    if (fscanf(f, "%d", &scope) != 1)
+        scope = -1;
+    fclose(f);
+    if (scope == 0)
+        return true;
+    if (scope == 1 && prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0) == 0)
+        return true;
+    cshm_log(PAMI_PROTOCOL_LOG_INFO, "Yama ptrace_scope %d: the _shm_cma "
+             "collectives are off", scope);
+    return false;
 }
 
 cshm_t *cshm_of(pami_context_t ctx)
@@ -132,6 +164,7 @@ static pami_result_t cshm_init(const pami_protocol_env_t *env, void **state)
                                            1, 0, 2); /* 2: even so */
     s->flag_ok  = flag == 2 || (flag == 1 && s->nlocal <= s->ncpus);
     s->ring_ok  = read_bool("PAMI_COLL_SHM_EAGER");
+    s->cma_ok   = cma_allowed();
     s->eager_id = cshm_eager_id(); /* looked at on every ring call */
     s->prefetchw = cpu_prefetchw();
     s->spin_ns  = SPIN_NS;
@@ -428,6 +461,7 @@ static void cshm_fini(pami_context_t context, void *state)
     cshm_seg_release(s);
     free(s->q);
     free(s->idx);
+    free(s->cma_tmp);
     free(s);
 }
 

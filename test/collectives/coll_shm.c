@@ -12,6 +12,11 @@
  *   coll_shm large      4 MiB (many rounds with a small slot)
  *   coll_shm dead       the last task leaves while the others wait in an
  *                       allreduce_shm: PAMI_PEER_FAILED, no hang
+ *   coll_shm cma        the same sweeps with allreduce_shm_cma,
+ *                       broadcast_shm_cma and allgather_shm_cma (read
+ *                       from the others' buffers),
+ *                       in flight among the rounds, 4 MiB, and calls that
+ *                       differ (count, algorithm) or fail on one task
  */
 #include "coll_util.h"
 
@@ -40,12 +45,19 @@ typedef struct {
     pami_xfer_t      x;
 } call_t;
 
+/* Mode cma: allreduce, broadcast and allgather name their _shm_cma
+ * algorithms. */
+static bool cma;
+
 static const char *kind_text(pami_xfer_type_t k)
 {
-    return k == PAMI_XFER_ALLREDUCE ? "allreduce_shm"
+    return k == PAMI_XFER_ALLREDUCE ? (cma ? "allreduce_shm_cma"
+                                           : "allreduce_shm")
            : k == PAMI_XFER_REDUCE  ? "reduce_shm"
-           : k == PAMI_XFER_BROADCAST ? "broadcast_shm"
-                                      : "allgather_shm";
+           : k == PAMI_XFER_BROADCAST ? (cma ? "broadcast_shm_cma"
+                                             : "broadcast_shm")
+                                      : (cma ? "allgather_shm_cma"
+                                             : "allgather_shm");
 }
 
 #define CALL_FMT "%s on %s (n=%zu), type %d op %d user %d, count %zu, root " \
@@ -408,6 +420,140 @@ static void mode_dead(const ct_geom_t *world)
     printf("coll_shm dead: ok\n");
 }
 
+/* Task 0 names allreduce_shm where the others name allreduce_shm_cma:
+ * the signatures differ, every member gets PAMI_INVAL after one barrier,
+ * and the next call works. */
+static void cma_other_algorithm(const ct_geom_t *cg)
+{
+    red_t red = {PAMI_TYPE_DOUBLE, PAMI_OP_SUM, 0};
+    call_t c = {.cg = cg, .kind = PAMI_XFER_ALLREDUCE, .red = red,
+                .count = 100000};
+    call_prepare(&c);
+    if (job.me == 0)
+        c.x.algorithm = ct_algo("allreduce_shm");
+    pami_result_t rc = pami_collective_wait(job.ctx[0], &c.x);
+    MP_EXPECT(rc == PAMI_INVAL, "allreduce_shm against allreduce_shm_cma "
+              "gave %s", pami_error_text(rc));
+    free(c.sbuf);
+    free(c.rbuf);
+    run(cg, PAMI_XFER_ALLREDUCE, red, 100001, 0, true);
+}
+
+/* Task 0's call fails its checks (NULL rbuf) where the others run
+ * the named call: they end with PAMI_INVAL, and the next call works. */
+static void cma_null_on_one(const ct_geom_t *cg, pami_xfer_type_t kind)
+{
+    red_t red = {kind == PAMI_XFER_BROADCAST ? PAMI_TYPE_BYTE
+                                             : PAMI_TYPE_INT64,
+                 kind == PAMI_XFER_BROADCAST ? 0 : PAMI_OP_SUM, 0};
+    call_t c = {.cg = cg, .kind = kind, .red = red, .count = 70001,
+                .root = cg->n - 1};
+    call_prepare(&c);
+    unsigned char *keep = c.rbuf;
+    if (job.me == 0)
+        c.x.rbuf = NULL;
+    pami_result_t rc = pami_collective_wait(job.ctx[0], &c.x);
+    MP_EXPECT(rc == PAMI_INVAL, "%s with a NULL rbuf on task 0 gave %s",
+              kind_text(kind), pami_error_text(rc));
+    free(c.sbuf);
+    free(keep);
+    run(cg, kind, red, 70001, 0, false);
+}
+
+/* PAMI_COLL_SHM_CMA=0: the checks refuse, a named call gets PAMI_INVAL
+ * on every task (nobody waits), AUTO still runs. */
+static void cma_off(const ct_geom_t *world)
+{
+    static const char *names[] = {"allreduce_shm_cma", "broadcast_shm_cma",
+                                  "allgather_shm_cma", "alltoall_shm_cma",
+                                  "reduce_scatter_shm_cma"};
+    uint8_t in[64 * 8], out[64 * 8];
+    memset(in, 1, sizeof(in));
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        pami_algorithm_t id = ct_algo(names[i]);
+        pami_algorithm_metadata_t md;
+        pami_xfer_type_t kind = i == 0   ? PAMI_XFER_ALLREDUCE
+                                : i == 1 ? PAMI_XFER_BROADCAST
+                                : i == 2 ? PAMI_XFER_ALLGATHER
+                                : i == 3 ? PAMI_XFER_ALLTOALL
+                                         : PAMI_XFER_REDUCE_SCATTER;
+        size_t na, nc;
+        pami_algorithm_t ids[32];
+        pami_algorithm_metadata_t mds[32];
+        MP_CHECK(pami_geometry_algorithms_num(world->g, kind, &na, &nc));
+        MP_CHECK(pami_geometry_algorithms_query(world->g, kind, ids, mds, na,
+                                                ids + na, mds + na, nc));
+        md.check = NULL;
+        for (size_t j = 0; j < na + nc; j++)
+            if (ids[j] == id)
+                md = mds[j];
+        MP_EXPECT(md.check != NULL, "%s has no check", names[i]);
+        pami_xfer_t probe = {.kind = kind, .geometry = world->g};
+        MP_EXPECT(md.check(&probe) != PAMI_SUCCESS,
+                  "%s accepted with PAMI_COLL_SHM_CMA=0", names[i]);
+        pami_xfer_t x = ct_xfer(world->g, kind, names[i], in, out,
+                                8 / world->n + 1, PAMI_TYPE_DOUBLE, 0);
+        pami_result_t rc = pami_collective_wait(job.ctx[0], &x);
+        MP_EXPECT(rc == PAMI_INVAL, "%s named with PAMI_COLL_SHM_CMA=0: %s",
+                  names[i], pami_error_text(rc));
+    }
+    red_t dsum = {PAMI_TYPE_DOUBLE, PAMI_OP_SUM, 0};
+    call_t c = {.cg = world, .kind = PAMI_XFER_ALLREDUCE, .red = dsum,
+                .count = 200000};
+    call_prepare(&c);
+    c.x.field_mask &= ~PAMI_XFER_FIELD_ALGORITHM; /* AUTO */
+    MP_CHECK(pami_collective_wait(job.ctx[0], &c.x));
+    call_check(&c);
+}
+
+static void mode_cma(const ct_geom_t *world)
+{
+    const char *off = getenv("PAMI_COLL_SHM_CMA");
+    if (off != NULL && strcmp(off, "0") == 0) {
+        cma_off(world);
+        return;
+    }
+    cma = true;
+    uint64_t failed0 = stat_of("failed");
+    sweep(world);
+    pami_task_t list[64];
+    for (size_t i = 0; i < job.size; i++)
+        list[i] = (pami_task_t)(job.size - 1 - i);
+    ct_geom_t rev;
+    MP_EXPECT(ct_create(&job, &rev, "reversed", 1, list, job.size, NULL),
+              "not in reversed");
+    sweep(&rev);
+    inflight(&rev);
+    /* Fewer elements than tasks, one chunk and a bit, several chunks
+     * with an odd count; in place and not, built-in and a user op that
+     * does not commute. */
+    red_t dsum = {PAMI_TYPE_DOUBLE, PAMI_OP_SUM, 0};
+    red_t user = {PAMI_TYPE_UINT32, PAMI_OP_USER, CT_USER_MATRIX};
+    red_t imax = {PAMI_TYPE_INT32, PAMI_OP_MAX, 0};
+    size_t counts[] = {1, job.size - 1, 8193 * job.size, 300001};
+    for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+        if (counts[i] == 0)
+            continue;
+        for (int ip = 0; ip < 2; ip++) {
+            run(&rev, PAMI_XFER_ALLREDUCE, dsum, counts[i], 0, ip);
+            run(world, PAMI_XFER_ALLREDUCE, user, counts[i], 0, ip);
+            run(&rev, PAMI_XFER_ALLREDUCE, imax, counts[i], 0, ip);
+        }
+    }
+    red_t byte = {.t = PAMI_TYPE_BYTE};
+    run(world, PAMI_XFER_ALLREDUCE, dsum, ((size_t)4 << 20) / 8, 0, false);
+    run(world, PAMI_XFER_BROADCAST, byte, ((size_t)4 << 20) + 3,
+        1 % world->n, false);
+    run(world, PAMI_XFER_ALLGATHER, byte, ((size_t)1 << 20) + 5, 0, false);
+    run(&rev, PAMI_XFER_ALLGATHER, byte, ((size_t)1 << 20) + 5, 0, true);
+    MP_EXPECT(stat_of("failed") == failed0, "calls failed: %llu",
+              (unsigned long long)(stat_of("failed") - failed0));
+    cma_other_algorithm(&rev);
+    cma_null_on_one(world, PAMI_XFER_ALLREDUCE);
+    cma_null_on_one(world, PAMI_XFER_BROADCAST);
+    MP_CHECK(pami_geometry_destroy(&rev.g));
+}
+
 int main(int argc, char **argv)
 {
     mp_init(&job, "coll_shm", &argc, argv, NULL, 1, true);
@@ -424,7 +570,9 @@ int main(int argc, char **argv)
         mode_dead(&world);
         return 0;
     }
-    if (strcmp(mode, "large") == 0) {
+    if (strcmp(mode, "cma") == 0) {
+        mode_cma(&world);
+    } else if (strcmp(mode, "large") == 0) {
         size_t big = (size_t)4 << 20;
         red_t dsum = {PAMI_TYPE_DOUBLE, PAMI_OP_SUM, 0};
         red_t byte = {.t = PAMI_TYPE_BYTE};

@@ -405,9 +405,20 @@ static bool measure(run_t *r, const point_t *p)
             r->stop = true;
             return false;
         }
+        /* Up to a barrier after the batch, as auto_vs_best's windows: a
+         * member's own calls alone leave out the members that started
+         * late (8 tasks on 2 CPUs leave an allreduce milliseconds
+         * apart), which a decoupled algorithm (eager slots, a
+         * one-sided copy) hides better than one whose members wait for
+         * each other; a barrier costs every algorithm of the point
+         * alike. Every member reaches it: a failed call ends the other
+         * members' instance too. */
         double a = tune_now();
         for (unsigned j = 0; j < ops && rc == PAMI_SUCCESS; j++)
             rc = pami_collective_wait(r->ctx, &x);
+        pami_result_t brc = pami_geometry_barrier(r->ctx, p->g);
+        if (rc == PAMI_SUCCESS)
+            rc = brc;
         r->times[i] = (tune_now() - a) * 1e6 / ops;
     }
     r->times[reps] = rc != PAMI_SUCCESS;
