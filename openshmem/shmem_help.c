@@ -26,11 +26,11 @@
 #include "shmem_internal.h"
 
 /* Chunks of a sixteenth of the copy, 32-128 KiB: smaller ones let the
- * target join a 128 KiB copy, larger ones take fewer turns of the
+ * target join a copy of a few, larger ones take fewer turns of the
  * counter's cache line between the two cores on a large one. */
 #define SHMEMI_HELP_CHUNK_MIN (32 * 1024)
 #define SHMEMI_HELP_CHUNK_MAX (128 * 1024)
-#define SHMEMI_HELP_DEFAULT  (128 * 1024)
+#define SHMEMI_HELP_DEFAULT  (256 * 1024)
 
 /* In each PE's heap (the same offset on every PE), 64-byte aligned. */
 struct help_block {

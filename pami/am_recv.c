@@ -74,14 +74,14 @@ static void am_drop(struct pami_context *ctx, pami_wire_check_t why,
 
 /* Decodes and delivers; self: the message comes from this context's
  * own queue of sends to itself (self.c), so it runs now. */
-static void am_deliver(struct pami_context *ctx, const void *hdr,
-                       size_t hdr_len, void *data, size_t data_len,
-                       void *desc, bool self)
+static inline __attribute__((always_inline)) void
+am_deliver(struct pami_context *ctx, const void *hdr, size_t hdr_len,
+           void *data, size_t data_len, void *desc, bool self)
 {
     pami_client_impl_t *c = ctx->client;
     pami_am_msg_t       m;
 
-    pami_wire_check_t why = pami_am_decode(hdr, hdr_len, data, data_len,
+    pami_wire_check_t why = pami_am_decode_inline(hdr, hdr_len, data, data_len,
                                            desc, (uint32_t)c->size,
                                            (uint32_t)c->num_contexts, &m);
     if (unlikely(why != PAMI_WIRE_OK)) {

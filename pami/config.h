@@ -42,6 +42,10 @@
       "largest put or get to a task of this node (by CMA) that waits for "  \
       "the next advance to move with others in one kernel call; 0: each "  \
       "moves during its call")                                              \
+    X(rma_gather, "PAMI_RMA_GATHER", bool, "1",                              \
+      "1: puts of up to 4 KiB and gets through the owner wait for the "     \
+      "next progress and leave to one owner in one message, and the "       \
+      "owner's answers to gets of one poll in one; 0: each alone")          \
     X(cma_split, "PAMI_CMA_SPLIT", size, "8388608",                          \
       "smallest put or get to another task of this node (by CMA) whose "    \
       "upper half the owner is offered to copy while the caller copies "    \
@@ -83,6 +87,7 @@ typedef struct {
     size_t peer_timeout_ms;
     int    rma_owner;
     size_t cma_batch;
+    int    rma_gather;
     size_t cma_split;
     int    rndv_via_origin;
     int    shm_fastpath;

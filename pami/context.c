@@ -71,6 +71,10 @@ static void context_close(struct pami_context *ctx)
     pami_self_discard(ctx);
     pami_rma_done_free(ctx); /* reported by pami_requests_destroy */
     pami_rma_help_fini(ctx);
+    /* Both empty: every transport poll sends the answers, every
+     * progress the requests (what waits for them ended above). */
+    free(ctx->replies.buf);
+    free(ctx->requests.buf);
     if (ctx->loop_io != NULL)
         evloop_libev_ops.io_del(ctx->loop, ctx->loop_io);
     evloop_libev_ops.destroy(ctx->loop);

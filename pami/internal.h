@@ -68,6 +68,12 @@
 #define PAMI_REQ_INLINE_HDR 96
 /* Most answers to puts one PUT_DONE carries (docs/protocols/rma.md). */
 #define PAMI_RMA_PUT_DONE_MAX 32
+/* Messages one REQUESTS or REPLIES carries at most, the data one of them
+ * may carry, and the payload's size at most: inside pami's 64 KiB TCP
+ * segment (docs/protocols/rma.md). */
+#define PAMI_RMA_GATHER_MAX       32
+#define PAMI_RMA_GATHER_DATA_MAX  4096
+#define PAMI_RMA_GATHER_BYTES     (60 * 1024)
 /* Large CMA puts or gets of a context whose owner may help at once. */
 #define PAMI_RMA_HELP_SLOTS 4
 /* Small CMA operations one process_vm_writev/readv moves at most: the
@@ -261,6 +267,16 @@ typedef struct {
     pami_result_t result;
 } pami_rma_done_t;
 
+/* Messages of the owner's path to one endpoint, back to back (each 64
+ * bytes and its data), that leave together; buf is allocated on first
+ * use (rma_owner.c). */
+typedef struct {
+    uint8_t *buf;
+    size_t   len;
+    uint32_t n;
+    uint32_t peer;
+} pami_rma_gather_t;
+
 struct pami_context {
     struct pami_client   *client;
     size_t                offset;
@@ -288,6 +304,12 @@ struct pami_context {
     uint32_t              put_done_peer;
     uint32_t              put_done_n;
     uint64_t              put_done[PAMI_RMA_PUT_DONE_MAX];
+    /* Other answers made during that poll to one endpoint, sent as one
+     * REPLIES when it returns; and small puts and gets to one owner
+     * issued since the last progress, sent as one REQUESTS from the next
+     * (rma_owner.c). */
+    pami_rma_gather_t     replies;
+    pami_rma_gather_t     requests;
     /* Messages to the own endpoint, delivered from progress (self.c). */
     pami_self_msg_t      *self_head;
     pami_self_msg_t     **self_tail;
@@ -715,8 +737,12 @@ enum {
                               messages on the endpoint were applied */
     PAMI_RMA_MSG_PUT_DONE, /* owner -> origin: puts applied, their
                               cookies follow as the data */
-    PAMI_RMA_MSG_HELP      /* origin -> owner: copy this part of a large
+    PAMI_RMA_MSG_HELP,     /* origin -> owner: copy this part of a large
                               CMA put or get if you claim its token */
+    PAMI_RMA_MSG_REPLIES,  /* owner -> origin: REPLY messages, each with
+                              its data, back to back as the data */
+    PAMI_RMA_MSG_REQUESTS  /* origin -> owner: PUT and GET messages, each
+                              with its data, back to back as the data */
 };
 /* Payload of a PAMI_DISPATCH_RMA message (docs/protocols/rma.md). */
 typedef struct {
@@ -736,6 +762,13 @@ _Static_assert(sizeof(pami_rma_msg_t) == 64, "one-sided message layout");
 /* Pure: checks len bytes (and the data_len that came with them). */
 pami_wire_check_t pami_rma_msg_decode(const void *buf, size_t len,
                                       size_t data_len, pami_rma_msg_t *out);
+/* Pure: the next message of a REPLIES or REQUESTS (type) payload (buf,
+ * len) at *off: the message in out, its data at *data; moves *off past
+ * both. */
+pami_wire_check_t pami_rma_gathered_next(uint8_t type, const uint8_t *buf,
+                                         size_t len, size_t *off,
+                                         pami_rma_msg_t *out,
+                                         const uint8_t **data);
 /* Sends m (type, op, size, region fields, offset, bytes, operands) to the
  * owner; src is a put's data, dst receives dst_len bytes of a get or an
  * atomic's old value. region: a local region the data uses, or -1. */
@@ -779,6 +812,12 @@ void pami_rma_owner_recv(struct pami_context *ctx, uint32_t peer,
                          const void *data, size_t data_len);
 /* Sends the answers to puts gathered during a transport poll. */
 void pami_rma_owner_flush(struct pami_context *ctx);
+/* Sends the other answers gathered during it (one REPLIES). */
+void pami_rma_replies_flush(struct pami_context *ctx);
+/* Sends whichever of the two holds answers. */
+void pami_rma_answers_flush(struct pami_context *ctx);
+/* Sends the puts and gets gathered since the last progress. */
+void pami_rma_requests_flush(struct pami_context *ctx);
 /* put/get by process_vm_writev/readv to a task of this node; the outcome
  * goes to the callbacks. PAMI_EAGAIN: not allowed here, use the owner's
  * path. (rma_cma.c) */
@@ -967,8 +1006,10 @@ static inline unsigned pami_tp_poll(struct pami_context *ctx)
     ctx->in_tp_progress = true;
     unsigned n          = ctx->tp->progress(ctx->worker);
     ctx->in_tp_progress = false;
-    if (unlikely(ctx->put_done_n != 0))
-        pami_rma_owner_flush(ctx);
+    /* At most one of the two holds answers (each sends the other's
+     * first). */
+    if (unlikely((ctx->put_done_n | ctx->replies.n) != 0))
+        pami_rma_answers_flush(ctx);
     if (unlikely(ctx->help_posted != 0))
         pami_rma_help_poll(ctx);
     return n;

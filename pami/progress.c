@@ -91,6 +91,11 @@ unsigned pami_progress_once(struct pami_context *ctx)
      * (UCX's worker, the queues), and a loop of such operations would pay
      * it per operation. Incoming traffic waits 8 calls at most. */
     unsigned n = 0;
+    /* Puts and gets gathered since the last progress leave first (those
+     * a handler, callback or posted work issues here made this call
+     * count events, so its caller progresses again). */
+    if (unlikely(ctx->requests.n != 0))
+        pami_rma_requests_flush(ctx);
     if (likely(ctx->done_head == NULL || (ctx->polls & 7) == 0))
         n = pami_tp_poll(ctx);
     /* Tasks on other nodes, once what they answered has been taken in;
@@ -243,6 +248,7 @@ static bool needs_progress(const struct pami_context *ctx)
 {
     return ctx->progressed || ctx->done_head != NULL ||
            ctx->deferred_head != NULL || ctx->self_head != NULL ||
+           ctx->requests.n != 0 ||
            ctx->inflight > ctx->zombies || ctx->local_inflight > 0 ||
            ctx->closing > 0 || ctx->peers_failed_pending;
 }

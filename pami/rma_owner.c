@@ -8,6 +8,8 @@
  * stale or forged copy then fails at the origin, with PAMI_INVAL on the
  * operation's callback, and never touches the owner's memory.
  */
+#include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -54,10 +56,49 @@ pami_wire_check_t pami_rma_msg_decode(const void *buf, size_t len,
             out->bytes == 0 || out->compare == 0)
             return PAMI_WIRE_BAD_FIELD;
         return PAMI_WIRE_OK;
+    case PAMI_RMA_MSG_REPLIES:
+    case PAMI_RMA_MSG_REQUESTS:
+        if (out->result != PAMI_SUCCESS || out->op != 0 || out->size != 0 ||
+            out->bytes < sizeof(*out) || out->bytes > PAMI_RMA_GATHER_BYTES)
+            return PAMI_WIRE_BAD_FIELD;
+        return data_len == out->bytes ? PAMI_WIRE_OK : PAMI_WIRE_BAD_LENGTH;
     default:
         return PAMI_WIRE_BAD_FIELD;
     }
 }
+
+pami_wire_check_t pami_rma_gathered_next(uint8_t type, const uint8_t *buf,
+                                         size_t len, size_t *off,
+                                         pami_rma_msg_t *out,
+                                         const uint8_t **data)
+{
+    if (*off > len || len - *off < sizeof(*out))
+        return PAMI_WIRE_SHORT;
+    size_t left = len - *off - sizeof(*out);
+    memcpy(out, buf + *off, sizeof(*out));
+    /* REPLIES: answers, each with its data; REQUESTS: puts with their
+     * data and gets. */
+    bool fits = type == PAMI_RMA_MSG_REPLIES
+                    ? out->type == PAMI_RMA_MSG_REPLY
+                    : out->type == PAMI_RMA_MSG_PUT ||
+                          out->type == PAMI_RMA_MSG_GET;
+    if (!fits)
+        return PAMI_WIRE_BAD_FIELD;
+    size_t data_len = out->type == PAMI_RMA_MSG_GET ? 0 : out->bytes;
+    if (out->bytes > PAMI_RMA_GATHER_DATA_MAX || data_len > left)
+        return PAMI_WIRE_BAD_LENGTH;
+    pami_wire_check_t why = pami_rma_msg_decode(buf + *off, sizeof(*out),
+                                                data_len, out);
+    if (why != PAMI_WIRE_OK)
+        return why;
+    *data = buf + *off + sizeof(*out);
+    *off += sizeof(*out) + data_len;
+    return PAMI_WIRE_OK;
+}
+
+static bool requests_add(struct pami_context *ctx, uint32_t index,
+                         const pami_rma_msg_t *m, const void *data,
+                         size_t len);
 
 pami_result_t pami_rma_owner_start(struct pami_context *ctx, uint32_t index,
                                    const pami_rma_msg_t *m, const void *src,
@@ -107,6 +148,11 @@ pami_result_t pami_rma_owner_begin(struct pami_context *ctx, uint32_t index,
      * result of its checks. */
     pami_request_wait_ack(req);
     *out = req;
+    if (requests_add(ctx, index, &msg, req->data, req->data_len))
+        return PAMI_SUCCESS;
+    /* Messages to an owner leave in the order of their calls. */
+    if (ctx->requests.n != 0)
+        pami_rma_requests_flush(ctx);
     /* Sent at once, the request only waits for that answer: no
      * transport request, no report of the send, no header kept (over
      * TCP this path carries every operation). */
@@ -120,6 +166,37 @@ pami_result_t pami_rma_owner_begin(struct pami_context *ctx, uint32_t index,
     return PAMI_SUCCESS;
 }
 
+/* An answer the transport did not take at once: a request whose header
+ * buffer holds the message and a copy of its data. */
+static void send_owned(struct pami_context *ctx, uint32_t peer,
+                       const pami_rma_msg_t *m, const void *data, size_t len,
+                       const char *what)
+{
+    pami_request_t *req = pami_request_get(ctx);
+    if (req != NULL && pami_request_set_header(req, sizeof(pami_am_hdr_t) +
+                                                        sizeof(*m) + len) != 0) {
+        pami_request_put(req);
+        req = NULL;
+    }
+    if (req == NULL) {
+        pami_warn("rma", "no request for %s to task %u; the operations "
+                         "fail when the task is found dead or the context "
+                         "is destroyed",
+                  what, peer / (uint32_t)ctx->client->num_contexts);
+        return;
+    }
+    pami_request_core_header(req, PAMI_DISPATCH_RMA, m, sizeof(*m));
+    uint8_t *copy = req->hdr + req->hdr_len;
+    if (len > 0)
+        memcpy(copy, data, len);
+    req->kind     = REQ_ACK_SEND;
+    req->peer     = peer;
+    req->data     = copy;
+    req->data_len = len;
+    req->tp_flags = TP_SEND_EAGER;
+    pami_submit(ctx, req);
+}
+
 void pami_rma_owner_flush(struct pami_context *ctx)
 {
     uint32_t n = ctx->put_done_n;
@@ -130,35 +207,144 @@ void pami_rma_owner_flush(struct pami_context *ctx)
     if (pami_send_core_now(ctx, ctx->put_done_peer, PAMI_DISPATCH_RMA, &m,
                            sizeof(m), ctx->put_done, len) == PAMI_SUCCESS)
         return;
+    send_owned(ctx, ctx->put_done_peer, &m, ctx->put_done, len,
+               "the answers to puts");
+}
+
+/* The list's buffer keeps room for the header of the message that
+ * carries it in front of the messages. */
+#define GATHER_HEAD (sizeof(pami_am_hdr_t) + sizeof(pami_rma_msg_t))
+
+/* Hands g's buffer to a request that sends it (its header written in the
+ * room at the front, the data where it lies): freed with the request,
+ * no copy. */
+static void send_list(struct pami_context *ctx, pami_rma_gather_t *g,
+                      uint32_t peer, const pami_rma_msg_t *m,
+                      const uint8_t *data, size_t len, const char *what)
+{
     pami_request_t *req = pami_request_get(ctx);
-    if (req != NULL && pami_request_set_header(req, sizeof(pami_am_hdr_t) +
-                                                        sizeof(m) + len) != 0) {
-        pami_request_put(req);
-        req = NULL;
-    }
     if (req == NULL) {
-        pami_warn("rma", "no request for the answers to %u puts of task %u; "
-                         "they fail when the task is found dead or the "
-                         "context is destroyed",
-                  n, ctx->put_done_peer / (uint32_t)ctx->client->num_contexts);
+        pami_warn("rma", "no request for %s to task %u; the operations "
+                         "fail when the task is found dead or the context "
+                         "is destroyed",
+                  what, peer / (uint32_t)ctx->client->num_contexts);
         return;
     }
-    pami_request_core_header(req, PAMI_DISPATCH_RMA, &m, sizeof(m));
-    /* The cookies live behind the header, in the request's own buffer. */
-    uint8_t *cookies = req->hdr + req->hdr_len;
-    memcpy(cookies, ctx->put_done, len);
+    req->hdr = g->buf;
+    g->buf   = NULL;
+    pami_request_core_header(req, PAMI_DISPATCH_RMA, m, sizeof(*m));
     req->kind     = REQ_ACK_SEND;
-    req->peer     = ctx->put_done_peer;
-    req->data     = cookies;
+    req->peer     = peer;
+    req->data     = data;
     req->data_len = len;
     req->tp_flags = TP_SEND_EAGER;
     pami_submit(ctx, req);
+}
+
+/* Sends what g gathered: one message as itself (the wire is then what
+ * it was without the gathering), more as one message of type. */
+static void gather_flush(struct pami_context *ctx, pami_rma_gather_t *g,
+                         uint8_t type)
+{
+    uint32_t       peer = g->peer;
+    const uint8_t *buf  = g->buf + GATHER_HEAD;
+    size_t         len  = g->len;
+    pami_rma_msg_t m;
+    if (g->n == 1) {
+        memcpy(&m, buf, sizeof(m));
+        buf += sizeof(m);
+        len -= sizeof(m);
+    } else {
+        m = (pami_rma_msg_t){.version = PAMI_RMA_MSG_VERSION, .type = type,
+                             .bytes = len};
+    }
+    g->n   = 0;
+    g->len = 0;
+    if (type == PAMI_RMA_MSG_REQUESTS)
+        pami_live_sent(ctx, peer);
+    if (pami_send_core_now(ctx, peer, PAMI_DISPATCH_RMA, &m, sizeof(m), buf,
+                           len) != PAMI_SUCCESS)
+        send_list(ctx, g, peer, &m, buf, len,
+                  type == PAMI_RMA_MSG_REPLIES ? "answers" : "puts and gets");
+}
+
+/* Appends m and its data to g (flushed first when it goes elsewhere or
+ * is full). False: no memory, send m alone. */
+static bool gather_add(struct pami_context *ctx, pami_rma_gather_t *g,
+                       uint8_t type, uint32_t peer, const pami_rma_msg_t *m,
+                       const void *data, size_t len)
+{
+    if (g->n != 0 && (g->peer != peer ||
+                      g->len + sizeof(*m) + len > PAMI_RMA_GATHER_BYTES))
+        gather_flush(ctx, g, type);
+    if (g->buf == NULL &&
+        (g->buf = malloc(GATHER_HEAD + PAMI_RMA_GATHER_BYTES)) == NULL)
+        return false;
+    uint8_t *at = g->buf + GATHER_HEAD + g->len;
+    memcpy(at, m, sizeof(*m));
+    if (len > 0)
+        memcpy(at + sizeof(*m), data, len);
+    g->peer = peer;
+    g->len += sizeof(*m) + len;
+    if (++g->n == PAMI_RMA_GATHER_MAX)
+        gather_flush(ctx, g, type);
+    return true;
+}
+
+/* A small put or a get waits for the program's next progress (or for
+ * the next such operation to another owner, or one that is not
+ * gathered): a window of them to one owner leaves as one message. */
+static bool requests_add(struct pami_context *ctx, uint32_t index,
+                         const pami_rma_msg_t *m, const void *data,
+                         size_t len)
+{
+    return (m->type == PAMI_RMA_MSG_PUT || m->type == PAMI_RMA_MSG_GET) &&
+           m->bytes <= PAMI_RMA_GATHER_DATA_MAX &&
+           ctx->client->config.rma_gather &&
+           gather_add(ctx, &ctx->requests, PAMI_RMA_MSG_REQUESTS, index, m,
+                      data, len);
+}
+
+void pami_rma_replies_flush(struct pami_context *ctx)
+{
+    gather_flush(ctx, &ctx->replies, PAMI_RMA_MSG_REPLIES);
+}
+
+void pami_rma_answers_flush(struct pami_context *ctx)
+{
+    if (ctx->put_done_n != 0)
+        pami_rma_owner_flush(ctx);
+    if (ctx->replies.n != 0)
+        pami_rma_replies_flush(ctx);
+}
+
+void pami_rma_requests_flush(struct pami_context *ctx)
+{
+    gather_flush(ctx, &ctx->requests, PAMI_RMA_MSG_REQUESTS);
+}
+
+/* A GET's answer (the only one with data) made during a transport poll,
+ * with little data, waits for the others of that poll to the same
+ * endpoint: one message for all (over TCP, a window of small gets cost
+ * one answer each). An atomic's or a fence's answer goes alone: it is
+ * mostly waited for, one at a time. False: send it alone. */
+static bool replies_add(struct pami_context *ctx, uint32_t peer,
+                        const pami_rma_msg_t *m, const void *data, size_t len)
+{
+    return data != NULL && ctx->in_tp_progress &&
+           len <= PAMI_RMA_GATHER_DATA_MAX &&
+           ctx->client->config.rma_gather &&
+           gather_add(ctx, &ctx->replies, PAMI_RMA_MSG_REPLIES, peer, m, data,
+                      len);
 }
 
 /* A put applied during a transport poll is answered with the others of
  * that poll to the same endpoint: one message instead of one each. */
 static void put_done(struct pami_context *ctx, uint32_t peer, uint64_t cookie)
 {
+    /* Answers leave in the order of the operations they answer. */
+    if (ctx->replies.n != 0)
+        pami_rma_replies_flush(ctx);
     if (ctx->put_done_n != 0 && ctx->put_done_peer != peer)
         pami_rma_owner_flush(ctx);
     ctx->put_done_peer = peer;
@@ -180,6 +366,10 @@ static void reply(struct pami_context *ctx, uint32_t peer, uint64_t cookie,
     pami_rma_msg_t m = {.version = PAMI_RMA_MSG_VERSION,
                         .type = PAMI_RMA_MSG_REPLY, .result = (int32_t)result,
                         .cookie = cookie, .bytes = len, .operand = old};
+    if (replies_add(ctx, peer, &m, data, len))
+        return;
+    if (ctx->replies.n != 0)
+        pami_rma_replies_flush(ctx);
     /* Sent at once, a get's bytes are copied before this returns and the
      * region needs no user count. */
     if (pami_send_core_now(ctx, peer, PAMI_DISPATCH_RMA, &m, sizeof(m), data,
@@ -338,6 +528,35 @@ static void puts_answered(struct pami_context *ctx, uint32_t peer,
     }
 }
 
+/* Each message of a REPLIES or REQUESTS as if it had come alone; a
+ * malformed one ends the walk (the operations it and the rest name keep
+ * waiting: the sender's own). */
+static void gathered(struct pami_context *ctx, uint32_t peer, uint32_t task,
+                     uint8_t type, const void *data, size_t data_len)
+{
+    size_t off = 0;
+    while (off < data_len) {
+        pami_rma_msg_t    one;
+        const uint8_t    *bytes;
+        pami_wire_check_t why = pami_rma_gathered_next(type, data, data_len,
+                                                       &off, &one, &bytes);
+        if (why != PAMI_WIRE_OK) {
+            pami_drop_malformed(ctx, "rma",
+                                "dropped the rest of %zu bytes of %s from "
+                                "task %u at %zu (check %d)",
+                                data_len,
+                                type == PAMI_RMA_MSG_REPLIES ? "answers"
+                                                             : "requests",
+                                task, off, (int)why);
+            return;
+        }
+        if (type == PAMI_RMA_MSG_REPLIES)
+            answered(ctx, peer, &one, bytes, one.bytes);
+        else
+            serve(ctx, peer, task, &one, bytes);
+    }
+}
+
 void pami_rma_owner_recv(struct pami_context *ctx, uint32_t peer,
                          uint32_t origin_task, const void *buf, size_t len,
                          const void *data, size_t data_len)
@@ -354,12 +573,17 @@ void pami_rma_owner_recv(struct pami_context *ctx, uint32_t peer,
          * origin does not wait for nothing. */
         if (len == sizeof(m) && m.type != PAMI_RMA_MSG_REPLY &&
             m.type != PAMI_RMA_MSG_PUT_DONE && m.type != PAMI_RMA_MSG_HELP &&
+            m.type != PAMI_RMA_MSG_REPLIES &&
+            m.type != PAMI_RMA_MSG_REQUESTS &&
             why != PAMI_WIRE_SHORT)
             reply(ctx, peer, m.cookie, PAMI_INVAL, 0, NULL, 0, -1);
         return;
     }
     if (m.type == PAMI_RMA_MSG_REPLY)
         answered(ctx, peer, &m, data, data_len);
+    else if (m.type == PAMI_RMA_MSG_REPLIES ||
+             m.type == PAMI_RMA_MSG_REQUESTS)
+        gathered(ctx, peer, origin_task, m.type, data, data_len);
     else if (m.type == PAMI_RMA_MSG_PUT_DONE)
         puts_answered(ctx, peer, data, data_len);
     else

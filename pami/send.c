@@ -180,9 +180,9 @@ static inline void copy_small(uint8_t *dst, const void *src, size_t n)
 }
 
 /* Both send_immediate entries: the program's and the protocols'. */
-static inline pami_result_t send_immediate(struct pami_context *ctx,
-                                           const pami_send_immediate_t *p,
-                                           size_t limit)
+static inline __attribute__((always_inline)) pami_result_t
+send_immediate(struct pami_context *ctx, const pami_send_immediate_t *p,
+               size_t limit)
 {
     /* Every check the common case passes, before any log line. */
     pami_client_impl_t *c = ctx->client;

@@ -8,6 +8,7 @@
 #define PAMI_PEER_FD_H
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -27,14 +28,22 @@ static inline bool pami_fd_is_eventfd(int fd)
 }
 
 /* Our copy of descriptor fd of process pid, when it is an eventfd; -1
- * otherwise (errno from the failing call, or EBADF for another kind). */
+ * otherwise (errno from the failing call, or EBADF for another kind).
+ * Our own process's descriptor (two contexts of one task) is a plain
+ * dup: the same result without the pidfd calls, which tools such as
+ * valgrind do not know. */
 static inline int pami_peer_eventfd(pid_t pid, int fd)
 {
-    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-    if (pidfd < 0)
-        return -1;
-    int mine = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
-    close(pidfd);
+    int mine;
+    if (pid == getpid()) {
+        mine = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    } else {
+        int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+        if (pidfd < 0)
+            return -1;
+        mine = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+        close(pidfd);
+    }
     if (mine >= 0 && !pami_fd_is_eventfd(mine)) {
         close(mine);
         errno = EBADF;

@@ -350,12 +350,18 @@ unsigned shmq_poll(shmq_cons_t *q, unsigned max, uint8_t *scratch,
                                   memory_order_release);
             stored = q->head;
         }
+        size_t hl, total;
+        int    one = shmq_take_line(q, scratch, &hl, &total);
+        if (one > 0) {
+            taken++;
+            deliver(arg, scratch, hl, scratch + hl, total - hl);
+            continue;
+        }
+        if (one == 0)
+            break;
         uint8_t      *line = q->ring +
                         (size_t)(q->head & (q->nlines - 1)) * SHMQ_LINE;
         shmq_entry_t *se   = (shmq_entry_t *)line;
-        if (atomic_load_explicit(&se->stamp, memory_order_acquire) !=
-            (uint32_t)(q->head + 1))
-            break;
         shmq_entry_t e;
         e.nlines   = se->nlines;
         e.kind     = se->kind;
@@ -390,20 +396,15 @@ unsigned shmq_poll(shmq_cons_t *q, unsigned max, uint8_t *scratch,
              * checked, and copying it would pull every line of it across
              * for a handler that may never read it. A message without a
              * header part (pami's packed form: its header is in the data)
-             * is copied whole. */
+             * is copied whole. (A message of one line went by
+             * shmq_take_line, whole, above.) */
             uint8_t *payload = line + SHMQ_ENTRY_HDR;
             if (e.hdr_len > 0) {
                 memcpy(scratch, payload, e.hdr_len);
                 deliver(arg, scratch, e.hdr_len, payload + e.hdr_len,
                         (size_t)e.frag_len - e.hdr_len);
             } else {
-                /* One line (an 8-byte pami_send_immediate): its whole
-                 * payload area at a constant size, which the compiler
-                 * does with a few wide moves instead of a call. */
-                if (e.nlines == 1)
-                    memcpy(scratch, payload, SHMQ_LINE - SHMQ_ENTRY_HDR);
-                else
-                    memcpy(scratch, payload, e.frag_len);
+                memcpy(scratch, payload, e.frag_len);
                 deliver(arg, scratch, 0, scratch, e.frag_len);
             }
             continue;
@@ -423,23 +424,25 @@ unsigned shmq_poll(shmq_cons_t *q, unsigned max, uint8_t *scratch,
                     total - q->asm_hdr);
         }
     }
-    if (q->head != head0) {
-        atomic_store_explicit(&q->ctl->head, q->head, memory_order_release);
-        /* The producer's order is the mirror: flag, fence, head. A
-         * producer that calls membarrier there (its control line says so;
-         * a false word harms only its own wakeups) fences this process for
-         * us when it is registered: the compiler's order is enough. */
-        shmq_fence(q->registered &&
-                   (atomic_load_explicit(&q->ctl->flags,
-                                         memory_order_relaxed) &
-                    SHMQ_CTL_MEMBARRIER));
-        if (atomic_load_explicit(&q->ctl->want_room, memory_order_relaxed)) {
-            atomic_store_explicit(&q->ctl->want_room, 0,
-                                  memory_order_relaxed);
-            q->room_wanted = true;
-        }
-    }
+    if (q->head != head0)
+        shmq_give_back(q);
     return taken;
+}
+
+void shmq_give_back(shmq_cons_t *q)
+{
+    atomic_store_explicit(&q->ctl->head, q->head, memory_order_release);
+    /* The producer's order is the mirror: flag, fence, head. A producer
+     * that calls membarrier there (its control line says so; a false word
+     * harms only its own wakeups) fences this process for us when it is
+     * registered: the compiler's order is enough. */
+    shmq_fence(q->registered &&
+               (atomic_load_explicit(&q->ctl->flags, memory_order_relaxed) &
+                SHMQ_CTL_MEMBARRIER));
+    if (atomic_load_explicit(&q->ctl->want_room, memory_order_relaxed)) {
+        atomic_store_explicit(&q->ctl->want_room, 0, memory_order_relaxed);
+        q->room_wanted = true;
+    }
 }
 
 void shmq_cons_fini(shmq_cons_t *q)

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define SHMQ_LINE      64
 #define SHMQ_ENTRY_HDR 16
@@ -105,6 +106,76 @@ static inline bool shmq_empty(shmq_prod_t *q)
 /* Whether shmq_put_frag of the fragment at off would find room now. */
 bool shmq_can_put(shmq_prod_t *q, size_t total, size_t off);
 
+/* Copies n <= 48 bytes (a one-line entry's payload, or part of it)
+ * with fixed-size moves, overlapping at the end, instead of a call: a
+ * small message is most of what a queue carries. */
+static inline void shmq_copy_small(uint8_t *dst, const void *src, size_t n)
+{
+    const uint8_t *s = src;
+    if (n >= 16) {
+        memcpy(dst, s, 16);
+        if (n > 32)
+            memcpy(dst + 16, s + 16, 16);
+        memcpy(dst + n - 16, s + n - 16, 16);
+    } else if (n >= 8) {
+        memcpy(dst, s, 8);
+        memcpy(dst + n - 8, s + n - 8, 8);
+    } else if (n >= 4) {
+        memcpy(dst, s, 4);
+        memcpy(dst + n - 4, s + n - 4, 4);
+    } else {
+        for (size_t i = 0; i < n; i++)
+            dst[i] = s[i];
+    }
+}
+
+/* The lean form of shmq_put_frag for a message of one line (header and
+ * data up to SHMQ_LINE - SHMQ_ENTRY_HDR bytes) that needs neither a pad
+ * nor a read of the consumer's head: the entry and the line after it lie
+ * inside the lap and the cached head shows room for both. It writes the
+ * same entry, guard and record of stamps as shmq_put_frag; false (and
+ * nothing written) when it does not apply, and shmq_put_frag decides. */
+static inline bool shmq_put_line(shmq_prod_t *q, uint16_t hdr_len,
+                                 const void *a, size_t alen, const void *b,
+                                 size_t blen)
+{
+    size_t   total = alen + blen;
+    uint64_t tail  = q->tail;
+    uint32_t idx   = (uint32_t)(tail & (q->nlines - 1));
+    uint32_t lap   = q->lap != 0 && q->lap < q->nlines ? q->lap : q->nlines;
+    if (total > SHMQ_LINE - SHMQ_ENTRY_HDR || idx + 2 > lap ||
+        tail - q->head_seen > (uint64_t)q->nlines - 2)
+        return false;
+    uint8_t      *line = q->ring + (size_t)idx * SHMQ_LINE;
+    shmq_entry_t *e    = (shmq_entry_t *)line;
+    /* The line after: left alone when it is known to hold a stamp other
+     * than the one the consumer will wait for there (shm-queue.md). */
+    uint32_t g = idx + 1, want = (uint32_t)(tail + 2);
+    if (!((q->known[g / 64] >> (g % 64)) & 1) || q->shadow[g] == want) {
+        uint32_t v = want - q->nlines;
+        atomic_store_explicit(&((shmq_entry_t *)(line + SHMQ_LINE))->stamp,
+                              v, memory_order_relaxed);
+        q->shadow[g] = v;
+        q->known[g / 64] |= 1ull << (g % 64);
+    }
+    if (alen > 0)
+        shmq_copy_small(line + SHMQ_ENTRY_HDR, a, alen);
+    if (blen > 0)
+        shmq_copy_small(line + SHMQ_ENTRY_HDR + alen, b, blen);
+    e->nlines   = 1;
+    e->kind     = SHMQ_KIND_MSG;
+    e->flags    = SHMQ_FIRST | SHMQ_LAST;
+    e->hdr_len  = hdr_len;
+    e->frag_len = (uint16_t)total;
+    e->total    = (uint32_t)total;
+    q->shadow[idx] = (uint32_t)(tail + 1);
+    q->known[idx / 64] |= 1ull << (idx % 64);
+    atomic_store_explicit(&e->stamp, (uint32_t)(tail + 1),
+                          memory_order_release);
+    q->tail = tail + 1;
+    return true;
+}
+
 /* Writes the fragment of the message (a[0..alen) followed by b[0..blen))
  * that starts at offset off; returns the bytes written, -1 when no room.
  * hdr_len and total describe the whole message. */
@@ -153,6 +224,43 @@ const char *shmq_entry_check(const shmq_entry_t *e, uint32_t nlines,
  * the entries taken. */
 unsigned shmq_poll(shmq_cons_t *q, unsigned max, uint8_t *scratch,
                    shmq_deliver_fn deliver, shmq_drop_fn drop, void *arg);
+
+/* The consumer's lean path: the entry at the head when it is a whole
+ * message of one line outside a message of several (entry_check's tests
+ * for that case, on a private copy of its fields). Its payload area is
+ * copied to scratch (at least SHMQ_LINE - SHMQ_ENTRY_HDR bytes): the
+ * message's header is scratch[0..*hdr_len), its data follows it, total
+ * bytes in all. The head moves in private memory only: shmq_give_back
+ * hands the lines to the producer. Returns 1 taken, 0 nothing ready (or
+ * the queue is broken), -1 another kind of entry is ready (shmq_poll
+ * takes it). */
+static inline int shmq_take_line(shmq_cons_t *q, uint8_t *scratch,
+                                 size_t *hdr_len, size_t *total)
+{
+    uint8_t *line = q->ring + (size_t)(q->head & (q->nlines - 1)) * SHMQ_LINE;
+    shmq_entry_t *se = (shmq_entry_t *)line;
+    if (q->broken || atomic_load_explicit(&se->stamp, memory_order_acquire) !=
+                         (uint32_t)(q->head + 1))
+        return 0;
+    uint16_t nlines = se->nlines, hl = se->hdr_len, fl = se->frag_len;
+    uint8_t  kind = se->kind, flags = se->flags;
+    uint32_t tot = se->total;
+    if (nlines != 1 || kind != SHMQ_KIND_MSG ||
+        flags != (SHMQ_FIRST | SHMQ_LAST) || q->asm_total != 0 ||
+        fl != tot || hl > tot || tot > SHMQ_LINE - SHMQ_ENTRY_HDR ||
+        tot > q->msg_max)
+        return -1;
+    memcpy(scratch, line + SHMQ_ENTRY_HDR, SHMQ_LINE - SHMQ_ENTRY_HDR);
+    q->head++;
+    *hdr_len = hl;
+    *total   = tot;
+    return 1;
+}
+
+/* Hands the lines taken back to the producer (one store of the head),
+ * then looks whether the producer sleeps for room (room_wanted). Called
+ * after entries were taken. */
+void shmq_give_back(shmq_cons_t *q);
 
 /* Whether an entry is ready (the sleep check). */
 /* The fence between a side's stores (an entry, a head) and its read of

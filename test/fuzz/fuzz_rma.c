@@ -1,8 +1,9 @@
 /*
  * libFuzzer target: the messages of one-sided operations through the
  * owner (pami_rma_msg_decode, docs/protocols/rma.md), as the owner gets
- * PUT, GET, ATOMIC, FENCE and HELP and the origin REPLY and PUT_DONE
- * after the AM header, over TCP from any peer.
+ * PUT, GET, ATOMIC, FENCE, HELP and REQUESTS and the origin REPLY,
+ * PUT_DONE and REPLIES (the two gathered kinds walked with
+ * pami_rma_gathered_next) after the AM header, over TCP from any peer.
  *
  * Input: u8 flags (bit 0: the bytes after the 64-byte message are AM
  * data), then the message (and its data).
@@ -65,6 +66,38 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size)
                 m.bytes == 0 || m.compare == 0)
                 abort();
             break;
+        case PAMI_RMA_MSG_REPLIES:
+        case PAMI_RMA_MSG_REQUESTS: {
+            if (m.result != PAMI_SUCCESS || m.op != 0 || m.size != 0 ||
+                dlen != m.bytes || m.bytes < sizeof(m) ||
+                m.bytes > PAMI_RMA_GATHER_BYTES)
+                abort();
+            /* The walk the origin (REPLIES) or the owner (REQUESTS)
+             * makes: every message of its kind, its data inside the
+             * payload, the offset only moving forward. */
+            const uint8_t *all = buf + mlen;
+            size_t         off = 0;
+            while (off < dlen) {
+                size_t         was = off;
+                pami_rma_msg_t one;
+                const uint8_t *data;
+                if (pami_rma_gathered_next(m.type, all, dlen, &off, &one,
+                                           &data) != PAMI_WIRE_OK)
+                    break;
+                size_t carried = one.type == PAMI_RMA_MSG_GET ? 0 : one.bytes;
+                bool   kind    = m.type == PAMI_RMA_MSG_REPLIES
+                                     ? one.type == PAMI_RMA_MSG_REPLY
+                                     : one.type == PAMI_RMA_MSG_PUT ||
+                                           one.type == PAMI_RMA_MSG_GET;
+                if (!kind || off <= was || off > dlen ||
+                    one.bytes > PAMI_RMA_GATHER_DATA_MAX ||
+                    data != all + was + sizeof(one) ||
+                    data + carried != all + off)
+                    abort();
+                fz_touch(data, carried);
+            }
+            break;
+        }
         default:
             abort();
         }

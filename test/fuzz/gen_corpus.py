@@ -209,7 +209,27 @@ def rma_seeds():
     yield "help-no-token", u8(0) + rma_msg(7, op=0, result=5)
     yield "help-bad-fd", u8(0) + rma_msg(7, op=1, result=-1, compare=1)
     yield "help-with-data", u8(1) + rma_msg(7, result=5, compare=1) + b"h" * 8
-    yield "bad-type", u8(0) + rma_msg(8)
+    # REPLIES: REPLY messages, each with its data, back to back.
+    two = (rma_msg(4, nbytes=8) + b"a" * 8 +
+           rma_msg(4, cookie=0x0000000300000008, nbytes=0, operand=7))
+    yield "replies", u8(1) + rma_msg(8, nbytes=len(two)) + two
+    yield "replies-one", u8(1) + rma_msg(8, nbytes=72) + rma_msg(4) + b"r" * 8
+    bad = rma_msg(4, nbytes=0) + rma_msg(2, nbytes=0)
+    yield "replies-not-reply", u8(1) + rma_msg(8, nbytes=len(bad)) + bad
+    over = rma_msg(4, nbytes=64) + b"o" * 8
+    yield "replies-overrun", u8(1) + rma_msg(8, nbytes=len(over)) + over
+    tail = rma_msg(4, nbytes=0) + b"t" * 20
+    yield "replies-tail", u8(1) + rma_msg(8, nbytes=len(tail)) + tail
+    yield "replies-length", u8(1) + rma_msg(8, nbytes=200) + two
+    # REQUESTS: PUT (with its data) and GET messages, back to back.
+    reqs = (rma_msg(1, nbytes=4) + b"d" * 4 +
+            rma_msg(2, cookie=0x0000000300000009, nbytes=4096))
+    yield "requests", u8(1) + rma_msg(9, nbytes=len(reqs)) + reqs
+    bad = rma_msg(1, nbytes=4) + b"d" * 4 + rma_msg(3, op=3, size=8)
+    yield "requests-atomic", u8(1) + rma_msg(9, nbytes=len(bad)) + bad
+    over = rma_msg(1, nbytes=100) + b"d" * 8
+    yield "requests-overrun", u8(1) + rma_msg(9, nbytes=len(over)) + over
+    yield "bad-type", u8(0) + rma_msg(10)
     yield "bad-version", u8(0) + rma_msg(version=2)
     yield "reserved", u8(0) + rma_msg(reserved=1)
     yield "short", u8(0) + rma_msg()[:40]
