@@ -15,7 +15,9 @@
  *  - odd: a message through shmq_put_frag (u16 header bytes, u16 data
  *    bytes, contents from a counter), which must come out whole, equal
  *    and in order, as long as no raw entry broke the queue; a kind of
- *    3 mod 4 first grows the producer's lap to the whole ring;
+ *    3 mod 4 first grows the producer's lap to the whole ring; with bit
+ *    2 set the message fits one line (header below 49 bytes, data up to
+ *    what is left of 48) and goes by shmq_put_line where that applies;
  * with a poll of the consumer after each step. Whatever it delivers must
  * lie inside what the entry announced (read in full: ASan checks).
  */
@@ -108,6 +110,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size)
             if ((kind & 3) == 3 && !shmq_prod_grow(&p, maxl))
                 abort();
             size_t hl = fz_u16(&f) % 1024, dl = fz_u16(&f);
+            bool   lean = (kind & 4) != 0;
+            if (lean) {
+                hl %= SHMQ_LINE - SHMQ_ENTRY_HDR + 1;
+                dl %= SHMQ_LINE - SHMQ_ENTRY_HDR + 1 - hl;
+            }
             size_t total = hl + dl;
             if (total > msg_max)
                 total = msg_max, dl = total - hl > 0 ? total - hl : 0;
@@ -119,6 +126,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size)
                 msg[i] = (uint8_t)(seq * 31 + i);
             size_t need = shmq_lines_needed(&p, total);
             if (need > nlines || shmq_room(&p, need) < need) {
+                shmq_poll(&c, 1u << 20, scratch, fz_deliver, fz_drop, &st);
+                continue;
+            }
+            if (lean && shmq_put_line(&p, (uint16_t)hl, msg, hl, msg + hl,
+                                      dl)) {
+                st.sent_seq++;
                 shmq_poll(&c, 1u << 20, scratch, fz_deliver, fz_drop, &st);
                 continue;
             }

@@ -24,7 +24,8 @@
 #define MAX_CAND 32
 #define TARGET_S 0.01 /* one measurement of one candidate */
 #define MAX_OPS 100000 /* 2000 cut small calls' windows to under 1 ms */
-#define CAL_OPS 32     /* AUTO's calls that size the windows */
+#define CAL_OPS 32     /* calls that give a window's first guess */
+#define GROW_STEPS 3   /* windows that grow the guess towards TARGET_S */
 
 typedef struct {
     pami_xfer_type_t kind;
@@ -113,6 +114,12 @@ static double loop(group_t *g, pami_geometry_t w, const pami_xfer_t *x,
         bench_check(pami_collective_wait(g->ctx, x), "auto_vs_best");
     bench_check(pami_geometry_barrier(g->ctx, w), "barrier");
     return bench_now() - t0;
+}
+
+/* Calls per window for about n: 1..MAX_OPS. */
+static uint64_t ops_within(double n)
+{
+    return n < 1 ? 1 : n > MAX_OPS ? MAX_OPS : (uint64_t)n;
 }
 
 static double median(double *v, unsigned n)
@@ -244,22 +251,42 @@ static void point(group_t *g, pami_geometry_t w, const avb_kind_t *k,
     }
     if (nc < 2)
         return;
-    /* Warm-up of each, and its calls per measurement from its time
-     * over CAL_OPS calls when two took under 1 ms (task 0's, broadcast
-     * so that all agree): every candidate's window lasts about TARGET_S,
-     * however much slower than AUTO it is. */
+    /* Warm-up of each, and its calls per measurement: a first guess
+     * from its time over CAL_OPS calls when two took under 1 ms on every
+     * task (task 0's guess, broadcast so that all agree), then grown until a window of
+     * them takes at least half of TARGET_S by the slowest task's clock.
+     * Right after a barrier the first calls are slow (wake-ups, with
+     * more tasks than CPUs the scheduler): the guess alone gave 8-task
+     * windows of 0.2 ms for 0.4 us broadcasts, where the window's
+     * closing barrier and the noise weigh, and unequally for two
+     * candidates whose guesses differed. */
     uint64_t ops[MAX_CAND];
     for (size_t i = 0; i < nc; i++) {
         pami_xfer_t x = xfer_of(k, w, c[i].id, sbuf, rbuf, bytes);
         double per = loop(g, w, &x, 2) / 2;
-        if (per < 0.5e-3 && o->iters == 0)
+        if (o->iters > 0) {
+            ops[i] = (uint64_t)o->iters;
+            continue;
+        }
+        /* Agreed: a task that ran CAL_OPS calls alone would hang. */
+        bench_check(pami_geometry_allreduce(g->ctx, w, PAMI_IN_PLACE, &per,
+                                            1, PAMI_TYPE_DOUBLE, PAMI_OP_MAX),
+                    "allreduce");
+        if (per < 0.5e-3)
             per = loop(g, w, &x, CAL_OPS) / CAL_OPS;
-        ops[i] = o->iters > 0 ? (uint64_t)o->iters
-               : per > 0 ? (uint64_t)(TARGET_S / per) : MAX_OPS;
-        if (ops[i] < 1)
-            ops[i] = 1;
-        if (ops[i] > MAX_OPS)
-            ops[i] = MAX_OPS;
+        ops[i] = ops_within(per > 0 ? TARGET_S / per : MAX_OPS);
+        bench_check(pami_geometry_broadcast(g->ctx, w, 0, &ops[i], 1,
+                                            PAMI_TYPE_UINT64), "broadcast");
+        for (int step = 0; step < GROW_STEPS && ops[i] < MAX_OPS; step++) {
+            double t = loop(g, w, &x, ops[i]);
+            bench_check(pami_geometry_allreduce(g->ctx, w, PAMI_IN_PLACE, &t,
+                                                1, PAMI_TYPE_DOUBLE,
+                                                PAMI_OP_MAX), "allreduce");
+            if (t >= TARGET_S / 2)
+                break;
+            ops[i] = ops_within(t > 0 ? (double)ops[i] * TARGET_S / t
+                                      : MAX_OPS);
+        }
     }
     /* AUTO takes the calls of the algorithm it runs (its twin, named):
      * two warm-ups of one algorithm size their windows apart by their
