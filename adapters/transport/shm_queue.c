@@ -429,22 +429,6 @@ unsigned shmq_poll(shmq_cons_t *q, unsigned max, uint8_t *scratch,
     return taken;
 }
 
-void shmq_give_back(shmq_cons_t *q)
-{
-    atomic_store_explicit(&q->ctl->head, q->head, memory_order_release);
-    /* The producer's order is the mirror: flag, fence, head. A producer
-     * that calls membarrier there (its control line says so; a false word
-     * harms only its own wakeups) fences this process for us when it is
-     * registered: the compiler's order is enough. */
-    shmq_fence(q->registered &&
-               (atomic_load_explicit(&q->ctl->flags, memory_order_relaxed) &
-                SHMQ_CTL_MEMBARRIER));
-    if (atomic_load_explicit(&q->ctl->want_room, memory_order_relaxed)) {
-        atomic_store_explicit(&q->ctl->want_room, 0, memory_order_relaxed);
-        q->room_wanted = true;
-    }
-}
-
 void shmq_cons_fini(shmq_cons_t *q)
 {
     free(q->asm_buf);
