@@ -16,12 +16,11 @@
  * unchanged until all reads ended. In place works: during the fold a
  * task writes only its own part, which nobody else reads then.
  *
- * broadcast: after the barrier every task but the root reads the head of
- * the root's buffer while the root writes the tail (1/n of the message,
- * whole cache lines) into every other task's buffer with
- * process_vm_writev, so that the root's core copies too; a second
- * barrier, after which a task checks that the root wrote (`folded`), and
- * the root may change its buffer again.
+ * broadcast: after the barrier every task but the root reads the root's
+ * buffer; a second barrier, and the root may change it again.
+ *
+ * Only reads cross processes: a task writes only its own buffers, and
+ * only while its call runs (see bc_step).
  *
  * allgather: after the barrier every task reads every other task's block
  * (its input) into its output; a second barrier. In place works: the
@@ -279,77 +278,20 @@ static pami_result_t allreduce_gather(cshm_t *s, uint32_t p)
     return PAMI_SUCCESS;
 }
 
-/* len bytes from src into rank's process at addr. */
-static pami_result_t cma_put(size_t rank, const cma_line_t *l,
-                             const void *src, uint64_t addr, size_t len)
-{
-    size_t put = 0;
-    while (put < len) {
-        struct iovec lo = {(unsigned char *)src + put, len - put};
-        struct iovec re = {(void *)(uintptr_t)(addr + put), len - put};
-        ssize_t r = process_vm_writev((pid_t)l->pid, &lo, 1, &re, 1, 0);
-        if (r <= 0) {
-            cshm_log(PAMI_PROTOCOL_LOG_WARN, "broadcast_shm_cma: "
-                     "process_vm_writev to rank %zu: %s: PAMI_INVAL here",
-                     rank, r < 0 ? strerror(errno) : "no data");
-            return PAMI_INVAL;
-        }
-        put += (size_t)r;
-    }
-    return PAMI_SUCCESS;
-}
-
-/* The broadcast's tail that the root writes into every other task's
- * buffer while each reads the rest: (n - 1) / n of the message copied by
- * every task, the root's core working too (at 2 tasks half each). */
-static size_t bc_pushed(const cshm_op_t *op)
-{
-    return op->total / op->n / 64 * 64;
-}
-
-static pami_result_t bc_root_push(cshm_t *s, uint32_t p)
-{
-    cshm_op_t *op = &s->op;
-    size_t w = bc_pushed(op), at = op->total - w;
-    for (size_t r = 0; r < op->n && w > 0; r++) {
-        if (r == op->rank)
-            continue;
-        const cma_line_t *l = peer_line(s, r, p);
-        if (l == NULL)
-            return PAMI_INVAL;
-        pami_result_t rc = cma_put(r, l, op->out + at, l->out + at, w);
-        if (rc != PAMI_SUCCESS)
-            return rc;
-    }
-    return PAMI_SUCCESS;
-}
-
-/* Broadcast: stage 0 reads the head (others) or writes every tail (the
- * root); stage 1 (after the second barrier) checks the root wrote. */
+/* Broadcast: stage 0 reads the root's buffer (all but the root). The
+ * root does not write into the others' buffers (process_vm_writev), though
+ * its core would then copy too: a task whose call ends early (a death
+ * seen at the second barrier) may hand its buffer back to the program
+ * while the root still writes into it. Reads only fill this task's own
+ * buffer, and only while its call runs. */
 static bool bc_step(cshm_t *s, uint32_t p, bool ghost)
 {
     cshm_op_t *op = &s->op;
-    bool root = op->rank == op->root;
-    if (op->stage == 0 && !ghost) {
-        if (root) {
-            op->cma_rc = bc_root_push(s, p);
-            if (op->cma_rc == PAMI_SUCCESS)
-                atomic_store_explicit(&line_of(s, s->my_index, p)->folded, 1,
-                                      memory_order_release);
-        } else {
-            const cma_line_t *l = peer_line(s, op->root, p);
-            op->cma_rc = l == NULL
-                             ? PAMI_INVAL
-                             : cma_get(s, op->root, l, op->out, l->in,
-                                       op->total - bc_pushed(op));
-        }
-    } else if (op->stage == 1 && !ghost && !root &&
-               op->cma_rc == PAMI_SUCCESS && bc_pushed(op) > 0 &&
-               atomic_load_explicit(&line_of(s, s->idx[op->root], p)->folded,
-                                    memory_order_acquire) == 0) {
-        cshm_log(PAMI_PROTOCOL_LOG_WARN, "broadcast_shm_cma: the root "
-                 "could not write its part here: PAMI_INVAL");
-        op->cma_rc = PAMI_INVAL;
+    if (op->stage == 0 && !ghost && op->rank != op->root) {
+        const cma_line_t *l = peer_line(s, op->root, p);
+        op->cma_rc = l == NULL ? PAMI_INVAL
+                               : cma_get(s, op->root, l, op->out, l->in,
+                                         op->total);
     }
     return op->stage++ == 0;
 }

@@ -11,7 +11,7 @@
  * twice as fast with memcpy, so a single put, however large, never
  * streams. 500 cold copies of 1 KiB in a row: memcpy 5.2 M copies/s,
  * non-temporal stores 9.5 M, but 4.6 M with a store fence after each: so
- * below SHMEM_THREAD_MULTIPLE the fence waits for whatever orders the
+ * below SHMEM_THREAD_SERIALIZED the fence waits for whatever orders the
  * copies (quiet, fence, barrier_all, a put-with-signal's signal:
  * shmemi_copy_drain).
  */
@@ -56,8 +56,9 @@ static SHMEMI_TLS int unfenced;
 /* Head up to a line with memcpy, whole lines streamed, tail with memcpy.
  * The sfence that puts the streamed lines in order before any later
  * store (a signal, a flag the program sets after quiet) comes at once
- * with several threads (another thread's quiet does not fence this
- * one's stores), else at shmemi_copy_drain. */
+ * when several threads may call (another thread's quiet, even a later
+ * one under SERIALIZED, does not fence this one's stores), else at
+ * shmemi_copy_drain. */
 static void copy_streaming(uint8_t *d, const uint8_t *s, size_t n)
 {
     static int has_avx512 = -1;
@@ -70,7 +71,7 @@ static void copy_streaming(uint8_t *d, const uint8_t *s, size_t n)
         stream_64(d + head, s + head, body);
     else
         stream_16(d + head, s + head, body);
-    if (shmemi.thread_level == SHMEM_THREAD_MULTIPLE)
+    if (shmemi.thread_level >= SHMEM_THREAD_SERIALIZED)
         _mm_sfence();
     else
         unfenced = 1;

@@ -109,6 +109,21 @@ void shmemi_heap_fini(void)
     nblocks = cap_blocks = 0;
 }
 
+void *shmemi_heap_alloc_tail(size_t size)
+{
+    shmemi_segment_t *seg = &shmemi.seg[SHMEMI_SEG_HEAP];
+
+    size = round_up(size == 0 ? 1 : size, HEAP_MIN_ALIGN);
+    if (nblocks != 1 || blocks[0].used || blocks[0].size < size)
+        return NULL;
+    blocks[0].size -= size;
+    if (insert_block(1, (heap_block_t){ seg->size - size, size, 1 }) != 0) {
+        blocks[0].size += size;
+        return NULL;
+    }
+    return seg->base + seg->size - size;
+}
+
 /* First fit: the lowest free block that holds an aligned start. */
 void *shmemi_heap_alloc(size_t alignment, size_t size)
 {

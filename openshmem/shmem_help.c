@@ -32,7 +32,7 @@
 #define SHMEMI_HELP_CHUNK_MAX (128 * 1024)
 #define SHMEMI_HELP_DEFAULT  (256 * 1024)
 
-/* In each PE's heap (the same offset on every PE), 64-byte aligned. */
+/* The last 64 bytes of each PE's heap. */
 struct help_block {
     /* sequence number << 32 | next chunk to take */
     _Atomic uint64_t take;
@@ -172,8 +172,9 @@ int shmemi_help_init(void)
             shmemi_warn("SHMEM_COPY_HELP=%s is not a size or 0: %zu bytes",
                         v, shmemi.copy_help_min);
     }
-    /* Every PE makes this block first, so it has the same offset on all. */
-    own_block = shmemi_heap_alloc(64, sizeof(*own_block));
+    /* The heap's last line on every PE (the same offset on all); the
+     * program's blocks start at offset 0 as they would without it. */
+    own_block = shmemi_heap_alloc_tail(sizeof(*own_block));
     if (own_block == NULL)
         return -1;
     block_off = (size_t)((char *)own_block - shmemi.seg[SHMEMI_SEG_HEAP].base);

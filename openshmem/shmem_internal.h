@@ -202,6 +202,10 @@ SHMEMI_HIDDEN int shmemi_segments_agree(void);
 SHMEMI_HIDDEN int shmemi_heap_init(void);
 SHMEMI_HIDDEN void shmemi_heap_fini(void);
 SHMEMI_HIDDEN void *shmemi_heap_alloc(size_t alignment, size_t size);
+/* The heap's last bytes (64-aligned), for the library's own use: only at
+ * init, while the heap is one free block, so that the program's blocks
+ * start at offset 0 as without it. NULL when that is not so. */
+SHMEMI_HIDDEN void *shmemi_heap_alloc_tail(size_t size);
 SHMEMI_HIDDEN void shmemi_heap_free(void *ptr);
 SHMEMI_HIDDEN size_t shmemi_heap_block_size(void *ptr);
 SHMEMI_HIDDEN size_t shmemi_heap_used(void);

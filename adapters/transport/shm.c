@@ -122,7 +122,7 @@ typedef struct shm_worker {
 struct shm_ep {
     tp_ep_t      *ucx;
     shm_worker_t *w;
-    bool          shm, failed, on_list;
+    bool          shm, on_list;
     bool          ucx_only; /* a bulk message moved it to UCX */
     bool          grown;    /* the lap is the whole ring */
     uint32_t      grown_entry_lines;
@@ -573,7 +573,7 @@ static int shm_am_send_imm(tp_ep_t *te, const void *hdr, size_t hdr_len,
 {
     shm_ep_t *e = E(te);
     /* Most of what a queue carries: one line, room known, no pad. */
-    if (__builtin_expect(e->shm && !e->ucx_only && !e->failed &&
+    if (__builtin_expect(e->shm && !e->ucx_only &&
                              e->pend_head == NULL, 1) &&
         shmq_put_line(&e->prod, (uint16_t)hdr_len, hdr, hdr_len, data,
                       data_len)) {
@@ -586,8 +586,6 @@ static int shm_am_send_imm(tp_ep_t *te, const void *hdr, size_t hdr_len,
         return tp_ucx_ops.am_send_imm(e->ucx, hdr, hdr_len, data, data_len);
     }
     size_t total = hdr_len + data_len;
-    if (e->failed)
-        return -ECONNRESET;
     if (total > e->msg_max || hdr_len > UINT16_MAX)
         return tp_ucx_ops.am_send_imm(e->ucx, hdr, hdr_len, data, data_len);
     if (e->pend_head != NULL) {
@@ -639,8 +637,6 @@ static int shm_am_send(tp_ep_t *te, const void *hdr, size_t hdr_len,
                                   req);
     }
     size_t total = hdr_len + data_len;
-    if (e->failed)
-        return -ECONNRESET;
     /* Only beyond what an entry header can say (4 GiB) does a message
      * leave the queue's order. */
     if (total > e->msg_max || hdr_len > UINT16_MAX) {

@@ -12,6 +12,7 @@
  *   coll_shm large      4 MiB (many rounds with a small slot)
  *   coll_shm dead       the last task leaves while the others wait in an
  *                       allreduce_shm: PAMI_PEER_FAILED, no hang
+ *   coll_shm dead-cma   the same in allreduce_shm_cma
  *   coll_shm cma        the same sweeps with allreduce_shm_cma,
  *                       broadcast_shm_cma and allgather_shm_cma (read
  *                       from the others' buffers),
@@ -566,7 +567,8 @@ int main(int argc, char **argv)
     MP_EXPECT(job.attr.num_local_tasks == job.size,
               "the test needs every task on this node");
 
-    if (strcmp(mode, "dead") == 0) {
+    if (strcmp(mode, "dead") == 0 || strcmp(mode, "dead-cma") == 0) {
+        cma = strcmp(mode, "dead-cma") == 0; /* allreduce_shm_cma */
         mode_dead(&world);
         return 0;
     }
