@@ -19,11 +19,9 @@ __thread struct pami_context *pami_tls_progressing
 __thread pami_progress_frame_t *pami_tls_frames
     __attribute__((tls_model("initial-exec")));
 
-static unsigned run_posted(struct pami_context *ctx)
+static __attribute__((noinline)) unsigned run_posted_items(
+    struct pami_context *ctx)
 {
-    if (likely(atomic_load_explicit(&ctx->post_pending,
-                                    memory_order_acquire) == 0))
-        return 0;
     pthread_mutex_lock(&ctx->post_lock);
     pami_post_item_t *items = ctx->post_head;
     ctx->post_head = NULL;
@@ -44,6 +42,15 @@ static unsigned run_posted(struct pami_context *ctx)
         }
     }
     return n;
+}
+
+/* Every progress call looks; posts are rare. */
+static inline unsigned run_posted(struct pami_context *ctx)
+{
+    if (likely(atomic_load_explicit(&ctx->post_pending,
+                                    memory_order_acquire) == 0))
+        return 0;
+    return run_posted_items(ctx);
 }
 
 /* Tasks on this node that die are found by reading a byte of them: a
@@ -76,7 +83,11 @@ static uint64_t after_yield(struct pami_context *ctx)
     return now;
 }
 
-unsigned pami_progress_once(struct pami_context *ctx)
+/* Inlined into pami_context_advance, the call a program's loop makes per
+ * message: the call and the registers it saves cost more than its
+ * bookkeeping on the turns where the queues had work. */
+static inline __attribute__((always_inline)) unsigned
+progress_once(struct pami_context *ctx)
 {
     bool look = unlikely((++ctx->polls & 1023) == 0);
     if (look && sweeping(ctx))
@@ -119,6 +130,11 @@ unsigned pami_progress_once(struct pami_context *ctx)
     return n;
 }
 
+unsigned pami_progress_once(struct pami_context *ctx)
+{
+    return progress_once(ctx);
+}
+
 pami_result_t pami_context_advance(pami_context_t ctx, size_t max)
 {
     if (unlikely(ctx == NULL)) {
@@ -134,7 +150,7 @@ pami_result_t pami_context_advance(pami_context_t ctx, size_t max)
         max = 1;
     unsigned events = 0;
     for (size_t i = 0; i < max && events == 0; i++)
-        events = pami_progress_once(ctx);
+        events = progress_once(ctx);
     if (events > 0)
         return PAMI_SUCCESS;
     /* More tasks than cores: a caller that loops on advance (the retry

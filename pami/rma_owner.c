@@ -166,35 +166,53 @@ pami_result_t pami_rma_owner_begin(struct pami_context *ctx, uint32_t index,
     return PAMI_SUCCESS;
 }
 
-/* An answer the transport did not take at once: a request whose header
- * buffer holds the message and a copy of its data. */
-static void send_owned(struct pami_context *ctx, uint32_t peer,
-                       const pami_rma_msg_t *m, const void *data, size_t len,
-                       const char *what)
+/* What the transport did not take at once leaves through a request whose
+ * header buffer (of header bytes, unless 0: the caller brings one) holds
+ * the message; NULL (with a warning) when there is none: the operations
+ * then fail when the task is found dead or the context is destroyed. */
+static pami_request_t *answer_request(struct pami_context *ctx, uint32_t peer,
+                                      size_t header, const char *what)
 {
     pami_request_t *req = pami_request_get(ctx);
-    if (req != NULL && pami_request_set_header(req, sizeof(pami_am_hdr_t) +
-                                                        sizeof(*m) + len) != 0) {
+    if (req != NULL && header != 0 &&
+        pami_request_set_header(req, header) != 0) {
         pami_request_put(req);
         req = NULL;
     }
-    if (req == NULL) {
+    if (req == NULL)
         pami_warn("rma", "no request for %s to task %u; the operations "
                          "fail when the task is found dead or the context "
                          "is destroyed",
                   what, peer / (uint32_t)ctx->client->num_contexts);
-        return;
-    }
+    return req;
+}
+
+static void answer_submit(struct pami_context *ctx, pami_request_t *req,
+                          uint32_t peer, const pami_rma_msg_t *m,
+                          const void *data, size_t len)
+{
     pami_request_core_header(req, PAMI_DISPATCH_RMA, m, sizeof(*m));
-    uint8_t *copy = req->hdr + req->hdr_len;
-    if (len > 0)
-        memcpy(copy, data, len);
     req->kind     = REQ_ACK_SEND;
     req->peer     = peer;
-    req->data     = copy;
+    req->data     = data;
     req->data_len = len;
     req->tp_flags = TP_SEND_EAGER;
     pami_submit(ctx, req);
+}
+
+/* The data copied behind the message, in the request's header buffer. */
+static void send_owned(struct pami_context *ctx, uint32_t peer,
+                       const pami_rma_msg_t *m, const void *data, size_t len,
+                       const char *what)
+{
+    size_t          head = sizeof(pami_am_hdr_t) + sizeof(*m);
+    pami_request_t *req  = answer_request(ctx, peer, head + len, what);
+    if (req == NULL)
+        return;
+    uint8_t *copy = req->hdr + head;
+    if (len > 0)
+        memcpy(copy, data, len);
+    answer_submit(ctx, req, peer, m, copy, len);
 }
 
 void pami_rma_owner_flush(struct pami_context *ctx)
@@ -222,23 +240,12 @@ static void send_list(struct pami_context *ctx, pami_rma_gather_t *g,
                       uint32_t peer, const pami_rma_msg_t *m,
                       const uint8_t *data, size_t len, const char *what)
 {
-    pami_request_t *req = pami_request_get(ctx);
-    if (req == NULL) {
-        pami_warn("rma", "no request for %s to task %u; the operations "
-                         "fail when the task is found dead or the context "
-                         "is destroyed",
-                  what, peer / (uint32_t)ctx->client->num_contexts);
+    pami_request_t *req = answer_request(ctx, peer, 0, what);
+    if (req == NULL)
         return;
-    }
     req->hdr = g->buf;
     g->buf   = NULL;
-    pami_request_core_header(req, PAMI_DISPATCH_RMA, m, sizeof(*m));
-    req->kind     = REQ_ACK_SEND;
-    req->peer     = peer;
-    req->data     = data;
-    req->data_len = len;
-    req->tp_flags = TP_SEND_EAGER;
-    pami_submit(ctx, req);
+    answer_submit(ctx, req, peer, m, data, len);
 }
 
 /* Sends what g gathered: one message as itself (the wire is then what

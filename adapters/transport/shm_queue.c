@@ -179,31 +179,12 @@ bool shmq_can_put(shmq_prod_t *q, size_t total, size_t off)
     return frag_place(q, total, off, &f);
 }
 
-/* Copies n <= 48 bytes (a one-line entry's payload) with fixed-size
- * moves, first and last 8 or 16 bytes overlapping, instead of a call:
- * a small message is most of what a queue carries. */
-static inline void copy_line(uint8_t *dst, const uint8_t *src, size_t n)
-{
-    if (n >= 16) {
-        memcpy(dst, src, 16);
-        if (n > 32)
-            memcpy(dst + 16, src + 16, 16);
-        memcpy(dst + n - 16, src + n - 16, 16);
-    } else if (n >= 8) {
-        memcpy(dst, src, 8);
-        memcpy(dst + n - 8, src + n - 8, 8);
-    } else {
-        for (size_t i = 0; i < n; i++)
-            dst[i] = src[i];
-    }
-}
-
 /* Copies n bytes at offset off of the two-part source. */
 static inline void gather(uint8_t *dst, const uint8_t *a, size_t alen,
                           const uint8_t *b, size_t off, size_t n)
 {
     if (n <= SHMQ_LINE - SHMQ_ENTRY_HDR && off >= alen) {
-        copy_line(dst, b + (off - alen), n);
+        shmq_copy_small(dst, b + (off - alen), n);
         return;
     }
     if (off < alen) {
@@ -427,22 +408,6 @@ unsigned shmq_poll(shmq_cons_t *q, unsigned max, uint8_t *scratch,
     if (q->head != head0)
         shmq_give_back(q);
     return taken;
-}
-
-void shmq_give_back(shmq_cons_t *q)
-{
-    atomic_store_explicit(&q->ctl->head, q->head, memory_order_release);
-    /* The producer's order is the mirror: flag, fence, head. A producer
-     * that calls membarrier there (its control line says so; a false word
-     * harms only its own wakeups) fences this process for us when it is
-     * registered: the compiler's order is enough. */
-    shmq_fence(q->registered &&
-               (atomic_load_explicit(&q->ctl->flags, memory_order_relaxed) &
-                SHMQ_CTL_MEMBARRIER));
-    if (atomic_load_explicit(&q->ctl->want_room, memory_order_relaxed)) {
-        atomic_store_explicit(&q->ctl->want_room, 0, memory_order_relaxed);
-        q->room_wanted = true;
-    }
 }
 
 void shmq_cons_fini(shmq_cons_t *q)

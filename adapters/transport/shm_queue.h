@@ -257,11 +257,6 @@ static inline int shmq_take_line(shmq_cons_t *q, uint8_t *scratch,
     return 1;
 }
 
-/* Hands the lines taken back to the producer (one store of the head),
- * then looks whether the producer sleeps for room (room_wanted). Called
- * after entries were taken. */
-void shmq_give_back(shmq_cons_t *q);
-
 /* Whether an entry is ready (the sleep check). */
 /* The fence between a side's stores (an entry, a head) and its read of
  * the other side's flag (sleeping, want_room): a full one, or only the
@@ -273,6 +268,25 @@ static inline void shmq_fence(bool light)
         atomic_signal_fence(memory_order_seq_cst);
     else
         atomic_thread_fence(memory_order_seq_cst);
+}
+
+/* Hands the lines taken back to the producer (one store of the head),
+ * then looks whether the producer sleeps for room (room_wanted). Called
+ * after entries were taken; inline, as the lean path runs it per batch. */
+static inline void shmq_give_back(shmq_cons_t *q)
+{
+    atomic_store_explicit(&q->ctl->head, q->head, memory_order_release);
+    /* The producer's order is the mirror: flag, fence, head. A producer
+     * that calls membarrier there (its control line says so; a false word
+     * harms only its own wakeups) fences this process for us when it is
+     * registered: the compiler's order is enough. */
+    shmq_fence(q->registered &&
+               (atomic_load_explicit(&q->ctl->flags, memory_order_relaxed) &
+                SHMQ_CTL_MEMBARRIER));
+    if (atomic_load_explicit(&q->ctl->want_room, memory_order_relaxed)) {
+        atomic_store_explicit(&q->ctl->want_room, 0, memory_order_relaxed);
+        q->room_wanted = true;
+    }
 }
 
 static inline bool shmq_ready(const shmq_cons_t *q)

@@ -252,9 +252,10 @@ static void point(group_t *g, pami_geometry_t w, const avb_kind_t *k,
     if (nc < 2)
         return;
     /* Warm-up of each, and its calls per measurement: a first guess
-     * from its time over CAL_OPS calls when two took under 1 ms on every
-     * task (task 0's guess, broadcast so that all agree), then grown until a window of
-     * them takes at least half of TARGET_S by the slowest task's clock.
+     * from its time over CAL_OPS calls when two took under 1 ms on
+     * every task (task 0's guess, broadcast so that all agree), then
+     * grown until a window of them takes at least half of TARGET_S by
+     * the slowest task's clock.
      * Right after a barrier the first calls are slow (wake-ups, with
      * more tasks than CPUs the scheduler): the guess alone gave 8-task
      * windows of 0.2 ms for 0.4 us broadcasts, where the window's
