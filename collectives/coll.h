@@ -473,6 +473,8 @@ pami_result_t coll_shm_cma_check(const pami_xfer_t *xfer); /* a2a_cma */
 pami_result_t coll_shm_cma_any_check(const pami_xfer_t *xfer); /* ar, bc */
 pami_result_t coll_shm_cma_rs_check(const pami_xfer_t *xfer); /* r_s */
 bool coll_shm_auto(const pami_xfer_t *xfer); /* AUTO picks the shm one */
+/* ... and for a broadcast (coll_shm_auto said yes), the eager ring. */
+bool coll_shm_auto_ring(const pami_xfer_t *xfer);
 /* PAMI_COLL_SHM_AUTO: AUTO may take them at all (a profile too). */
 bool coll_shm_auto_allowed(pami_context_t ctx);
 /* A call that failed its checks here: keeps the register aligned with

@@ -288,7 +288,7 @@ void cshm_op_setup(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
                      struct pami_geometry *g, size_t es, size_t algo_id)
 {
     cshm_op_t *op = &s->op;
-    if (cshm_ring_fits(s, x, x->count * es)) {
+    if (cshm_ring_runs(s, x, x->count * es, algo_id)) {
         cshm_ring_setup(s, req, x, g, es);
         return;
     }
@@ -462,21 +462,25 @@ pami_result_t cshm_flag_round_inline(cshm_t *s)
 
 /* ---- the eager broadcast (ring) ---- */
 
-/* Named broadcast_shm_eager, or an AUTO broadcast (whichever of the two
- * AUTO names), up to CSHM_RING_MAX; named broadcast_shm always runs
- * rounds. AUTO's pick must run as the named pick was measured: with a
- * CPU per task AUTO took rounds above 1 KiB, so where the profile chose
- * the ring at 4 KiB (2 tasks, quiet: 0.375 us against 0.793 for rounds)
- * AUTO ran 0.794 (docs/collectives.md). From the call and the node: all
- * tasks agree. */
+/* A broadcast of 1 B to CSHM_RING_MAX on the node's tasks: from the
+ * call and the node, so all tasks agree. */
 bool cshm_ring_fits(const cshm_t *s, const pami_xfer_t *x, size_t bytes)
 {
-    bool named = (x->field_mask & PAMI_XFER_FIELD_ALGORITHM) &&
-                 x->algorithm != PAMI_ALGORITHM_AUTO;
     return s->ring_ok && x->kind == PAMI_XFER_BROADCAST && bytes > 0 &&
            bytes <= CSHM_RING_MAX && x->geometry != NULL &&
-           x->geometry->size == s->nlocal &&
-           (!named || x->algorithm == (pami_algorithm_t)cshm_eager_id());
+           x->geometry->size == s->nlocal;
+}
+
+/* Only broadcast_shm_eager runs on the ring, named or AUTO's pick;
+ * broadcast_shm always runs rounds. AUTO's pick must run as the named
+ * pick was measured: where a profile chose the ring (2 tasks, 4 KiB:
+ * 0.375 us against 0.793 for rounds) AUTO once ran rounds (0.794), and
+ * where one chose rounds (8 tasks, 16 KiB: 10.7 us against 26.7 for the
+ * ring) AUTO ran the ring (docs/collectives.md). */
+bool cshm_ring_runs(const cshm_t *s, const pami_xfer_t *x, size_t bytes,
+                    size_t algo_id)
+{
+    return algo_id == cshm_eager_id() && cshm_ring_fits(s, x, bytes);
 }
 
 /* The ring's stores are releases (a reader that sees a number sees what

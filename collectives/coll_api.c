@@ -189,7 +189,8 @@ static const char *auto_name(const pami_xfer_t *x,
         return n <= 8 ? "barrier_packets" : "barrier_dissemination";
     case PAMI_XFER_BROADCAST:
         if (coll_shm_auto(x))
-            return "broadcast_shm";
+            return coll_shm_auto_ring(x) ? "broadcast_shm_eager"
+                                         : "broadcast_shm";
         if (bytes >= 64 * 1024 && n > 2 && x->count >= n)
             return "broadcast_scatter_allgather";
         if (bytes >= 256 * 1024 && n == 2)

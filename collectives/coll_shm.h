@@ -263,11 +263,14 @@ bool cshm_cma_step(cshm_t *s, uint32_t p, bool ghost);
  * PAMI_INVAL after the barrier that keeps a mismatch aligned. */
 pami_result_t cshm_flag_round_inline(cshm_t *s);
 
-/* coll_alg_shm.c: the eager broadcast. Whether call x takes the ring
- * (from the call and the node alone); its whole run, blocking, for the
- * inline path; its readiness (1 ready, 0 not yet, -1 a call without a
- * root) for sleepers and the waiter thread (what = 2 k + root). */
+/* coll_alg_shm.c: the eager broadcast. Whether the ring can carry call
+ * x (from the call and the node alone), whether x runs on it as
+ * algorithm algo_id; its whole run, blocking, for the inline path; its
+ * readiness (1 ready, 0 not yet, -1 a call without a root) for sleepers
+ * and the waiter thread (what = 2 k + root). */
 bool cshm_ring_fits(const cshm_t *s, const pami_xfer_t *x, size_t bytes);
+bool cshm_ring_runs(const cshm_t *s, const pami_xfer_t *x, size_t bytes,
+                    size_t algo_id);
 size_t cshm_eager_id(void); /* broadcast_shm_eager's algorithm id */
 pami_result_t cshm_ring_inline(cshm_t *s);
 /* s->op for ring call x (cshm_ring_fits said yes); es its element size:

@@ -50,7 +50,12 @@ void coll_shm_poison(pami_context_t ctx, const pami_xfer_t *x)
         s->setup == CSHM_SETUP_FAILED)
         return;
     size_t es = coll_type_valid(x->dtype) ? pami_type_size(x->dtype) : 0;
-    bool ring = cshm_ring_fits(s, x, x->count * es);
+    pami_selected_reason_t why;
+    pami_algorithm_t id = (x->field_mask & PAMI_XFER_FIELD_ALGORITHM) &&
+                                  x->algorithm != PAMI_ALGORITHM_AUTO
+                              ? x->algorithm
+                              : coll_auto_choice(x, x->geometry, &why);
+    bool ring = cshm_ring_runs(s, x, x->count * es, id);
     if (!cshm_push(s, (cshm_entry_t){.which = COLL_EXT_SHM, .ring = ring,
                                      .ring_root = ring && x->root ==
                                                   x->geometry->rank}))
@@ -313,6 +318,13 @@ bool coll_shm_auto(const pami_xfer_t *x)
     default:
         return false;
     }
+}
+
+bool coll_shm_auto_ring(const pami_xfer_t *x)
+{
+    cshm_t *s = cshm_of_cc(x->geometry->cc);
+    return s != NULL &&
+           cshm_ring_fits(s, x, x->count * pami_type_size(x->dtype));
 }
 
 bool coll_shm_auto_allowed(pami_context_t ctx)

@@ -1,9 +1,9 @@
 /*
  * The eager shared-memory broadcast (a ring of entries in the node's
- * segment, coll_alg_shm.c): broadcast_shm_eager by name and broadcast_shm
- * through AUTO up to 16 KiB with more tasks than CPUs (with fewer, AUTO
- * calls run flag rounds among the ring calls). Results checked byte by
- * byte.
+ * segment, coll_alg_shm.c): broadcast_shm_eager by name, and through AUTO
+ * where AUTO picks it (the query says which; AUTO's other picks run
+ * their rounds among the ring calls). Results checked byte by byte, the
+ * ring's calls counted against the names and the query.
  *
  *   coll_shm_eager loop N   N iterations of broadcasts of 0..4096 bytes
  *                           (every fourth of up to 16 KiB, beyond the
@@ -36,18 +36,30 @@ static size_t    n, me;
 
 static bool auto_ring; /* more tasks than CPUs: ring calls go by AUTO */
 
-/* Whether AUTO takes the ring for a broadcast of bytes (whatever the
- * CPUs). */
-static bool auto_takes_ring(size_t bytes)
+static pami_xfer_t xfer(pami_xfer_type_t kind, const char *name, void *sbuf,
+                        void *rbuf, size_t count, pami_type_t t, size_t root);
+
+/* Whether AUTO takes the ring for a broadcast of bytes from root: only
+ * where it picks broadcast_shm_eager (its broadcast_shm runs rounds). */
+static bool auto_takes_ring(size_t bytes, size_t root)
 {
-    return bytes > 0 && bytes <= RING_MAX;
+    static uint8_t buf[RING_MAX + 1];
+    if (bytes == 0 || bytes > RING_MAX)
+        return false;
+    pami_xfer_t x = xfer(PAMI_XFER_BROADCAST, NULL, NULL, buf, bytes,
+                         PAMI_TYPE_BYTE, root);
+    pami_algorithm_selection_t sel;
+    MP_CHECK(pami_geometry_algorithm_selected(&x, &sel));
+    return sel.name != NULL && strcmp(sel.name, "broadcast_shm_eager") == 0;
 }
 
 /* The name for a call that must take the ring: AUTO with more tasks
- * than CPUs, else the ring's name (both kinds of call are covered). */
-static const char *ring_name(void)
+ * than CPUs where AUTO picks the ring, else the ring's name (both kinds
+ * of call are covered). */
+static const char *ring_name(size_t bytes, size_t root)
 {
-    return auto_ring ? NULL : "broadcast_shm_eager";
+    return auto_ring && auto_takes_ring(bytes, root) ? NULL
+                                                     : "broadcast_shm_eager";
 }
 
 
@@ -133,7 +145,7 @@ static size_t burst(size_t i)
         fill(bufs[b], i + b, bytes, root);
         xs[b] = xfer(PAMI_XFER_BROADCAST, b % 2 ? "broadcast_shm_eager" : NULL,
                      NULL, bufs[b], bytes, PAMI_TYPE_BYTE, root);
-        ring += b % 2 || auto_takes_ring(bytes);
+        ring += b % 2 || auto_takes_ring(bytes, root);
         xs[b].done_fn = ct_on_done;
         xs[b].cookie  = (void *)(uintptr_t)(i + b);
         MP_CHECK(pami_collective(job.ctx[0], &xs[b]));
@@ -158,7 +170,7 @@ static void mode_loop(size_t iters)
         size_t bytes = i % 4 == 1 ? (i * 337) % (RING_MAX + 1)
                                   : (i * 37) % 4097;
         bcast(i, bytes, i % n, i % 3 == 0 ? "broadcast_shm_eager" : NULL);
-        ring_calls += bytes > 0 && (i % 3 == 0 || auto_takes_ring(bytes));
+        ring_calls += bytes > 0 && (i % 3 == 0 || auto_takes_ring(bytes, i % n));
         if (i % 7 == 3)
             check_allreduce(i);
         if (i % 13 == 5)
@@ -191,8 +203,8 @@ static void mode_ahead(void)
     for (size_t i = 0; i < CALLS; i++) {
         size_t bytes = 1 + i % 64;
         fill(bufs[i], i, bytes, 0);
-        pami_xfer_t x = xfer(PAMI_XFER_BROADCAST, ring_name(), NULL, bufs[i],
-                             bytes, PAMI_TYPE_BYTE, 0);
+        pami_xfer_t x = xfer(PAMI_XFER_BROADCAST, ring_name(bytes, 0), NULL,
+                             bufs[i], bytes, PAMI_TYPE_BYTE, 0);
         MP_CHECK(pami_collective_wait(job.ctx[0], &x));
         if (me == 0 && i == RING - 1)
             MP_EXPECT(mp_now() - t0 < 0.045, "the root waited for the "
@@ -237,7 +249,11 @@ static void mode_mismatch(void)
     size_t cases = 0;
     for (int form = 0; form < 4; form++) {
         bool blocking = form & 1;
-        const char *name = form < 2 ? ring_name() : "broadcast_shm_eager";
+        /* AUTO only where it takes the ring at both counts: a task's
+         * AUTO picks by its own count. */
+        const char *name = form < 2 && ring_name(8, 0) == ring_name(16, 0)
+                               ? ring_name(8, 0)
+                               : "broadcast_shm_eager";
         uint8_t b[33];
         pami_result_t rc;
         /* Counts: root 0 sends 8 B; odd tasks expect 16 B. */
@@ -313,8 +329,8 @@ static void mode_dead(void)
         MP_EXPECT(i < victim_at + RING + 10, "call %zu after the death", i);
         size_t bytes = 1 + i % 256, root = i % n;
         fill(b, i, bytes, root);
-        pami_xfer_t x = xfer(PAMI_XFER_BROADCAST, ring_name(), NULL, b,
-                             bytes, PAMI_TYPE_BYTE, root);
+        pami_xfer_t x = xfer(PAMI_XFER_BROADCAST, ring_name(bytes, root), NULL,
+                             b, bytes, PAMI_TYPE_BYTE, root);
         rc = run(&x, i % 2 == 0);
         if (rc == PAMI_SUCCESS)
             check(b, i, bytes, root);
@@ -324,7 +340,7 @@ static void mode_dead(void)
     MP_EXPECT(rc == PAMI_PEER_FAILED, "broadcast with a dead task: %s",
               pami_error_text(rc));
     MP_EXPECT(mp_now() - t0 < 15, "took %.1f s to notice", mp_now() - t0);
-    pami_xfer_t x = xfer(PAMI_XFER_BROADCAST, ring_name(), NULL, b, 8,
+    pami_xfer_t x = xfer(PAMI_XFER_BROADCAST, ring_name(8, 0), NULL, b, 8,
                          PAMI_TYPE_BYTE, 0);
     rc = pami_collective_wait(job.ctx[0], &x);
     MP_EXPECT(rc == PAMI_PEER_FAILED, "after the death: %s",
