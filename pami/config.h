@@ -46,7 +46,7 @@
       "1: puts of up to 4 KiB and gets through the owner wait for the "     \
       "next progress and leave to one owner in one message, and the "       \
       "owner's answers to gets of one poll in one; 0: each alone")          \
-    X(cma_split, "PAMI_CMA_SPLIT", size, "8388608",                          \
+    X(cma_split, "PAMI_CMA_SPLIT", size, "2097152",                          \
       "smallest put or get to another task of this node (by CMA) whose "    \
       "upper half the owner is offered to copy while the caller copies "    \
       "the lower; 0: never")                                                 \

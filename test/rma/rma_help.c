@@ -5,7 +5,7 @@
  * offer (parts an owner copied, parts an origin took back).
  *
  * Task 0 owns a region with a slice per other task; each other task, with
- * S = PAMI_CMA_SPLIT (8 MiB when unset):
+ * S = PAMI_CMA_SPLIT (2 MiB when unset):
  *  - puts S, S + 5 at offset 3, 2S - 1 at offset S + 4097 and the whole
  *    slice (6 S), one at a time, each followed by a get of the whole
  *    slice that must equal what was put so far, byte for byte;
@@ -137,7 +137,7 @@ int main(int argc, char **argv)
     mp_init(&job, "rma_help", &argc, argv, NULL, 1, false);
     MP_EXPECT(job.size >= 2, "needs 2 tasks or more");
     const char *s = getenv("PAMI_CMA_SPLIT");
-    split = s != NULL ? strtoul(s, NULL, 10) : (size_t)8 << 20;
+    split = s != NULL ? strtoul(s, NULL, 10) : (size_t)2 << 20;
     MP_EXPECT(split >= 8192, "PAMI_CMA_SPLIT=%zu: the test needs 8192 or "
               "more", split);
     rma_xchg_init(&job);

@@ -34,7 +34,7 @@
 #define OOB_PROG "rma_help_death"
 #include "oob_pair.h"
 
-#define BYTES ((size_t)32 << 20) /* above PAMI_CMA_SPLIT (8 MiB) */
+#define BYTES ((size_t)32 << 20) /* above PAMI_CMA_SPLIT (2 MiB) */
 
 static int step_fd; /* the second socketpair: the region and the start */
 
