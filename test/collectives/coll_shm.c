@@ -507,6 +507,16 @@ static void cma_off(const ct_geom_t *world)
     call_check(&c);
 }
 
+/* The world's tasks in reverse order (geometry id 1). */
+static void reversed(ct_geom_t *rev)
+{
+    pami_task_t list[64];
+    for (size_t i = 0; i < job.size; i++)
+        list[i] = (pami_task_t)(job.size - 1 - i);
+    MP_EXPECT(ct_create(&job, rev, "reversed", 1, list, job.size, NULL),
+              "not in reversed");
+}
+
 static void mode_cma(const ct_geom_t *world)
 {
     const char *off = getenv("PAMI_COLL_SHM_CMA");
@@ -517,12 +527,8 @@ static void mode_cma(const ct_geom_t *world)
     cma = true;
     uint64_t failed0 = stat_of("failed");
     sweep(world);
-    pami_task_t list[64];
-    for (size_t i = 0; i < job.size; i++)
-        list[i] = (pami_task_t)(job.size - 1 - i);
     ct_geom_t rev;
-    MP_EXPECT(ct_create(&job, &rev, "reversed", 1, list, job.size, NULL),
-              "not in reversed");
+    reversed(&rev);
     sweep(&rev);
     inflight(&rev);
     /* Fewer elements than tasks, one chunk and a bit, several chunks
@@ -589,13 +595,10 @@ int main(int argc, char **argv)
         sweep(&world);
         MP_CHECK(pami_geometry_barrier(job.ctx[0], world.g));
         MP_EXPECT(segments_left() == 0, "the segment's name is left");
-        pami_task_t list[64];
-        for (size_t i = 0; i < job.size; i++)
-            list[i] = (pami_task_t)(job.size - 1 - i);
         ct_geom_t rev;
-        MP_EXPECT(ct_create(&job, &rev, "reversed", 1, list, job.size, NULL),
-                  "not in reversed");
+        reversed(&rev);
         sweep(&rev);
+        pami_task_t list[64];
         size_t k = 0;
         for (size_t i = 1; i < job.size; i += 2)
             list[k++] = (pami_task_t)i;
