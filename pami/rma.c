@@ -157,21 +157,36 @@ static pami_result_t rma_issue(struct pami_context *ctx, rma_dir_t dir,
                                pami_event_fn remote_fn, void *cookie,
                                int32_t region);
 
+/* A node peer's shared region used again: the load-and-store path
+ * without a view or a route (docs/protocols/rma.md, "Load and store").
+ * PAMI_EAGAIN, which that path never returns, when it does not apply.
+ * Apart from rma: the full path's saves of registers stay out of its
+ * way. */
+static inline pami_result_t rma_shm_try(struct pami_context *ctx,
+                                        rma_dir_t dir, pami_endpoint_t dest,
+                                        void *local, size_t bytes,
+                                        const pami_memregion_t *rmr,
+                                        size_t roff, pami_event_fn local_fn,
+                                        pami_event_fn remote_fn, void *cookie,
+                                        int32_t region, int *completed)
+{
+    if (ctx->mr_verified_shm != 1)
+        return PAMI_EAGAIN;
+    uint8_t *at = pami_mr_shm_fast(ctx, dest, rmr, roff, bytes, 0);
+    if (at == NULL || (local == NULL && bytes != 0))
+        return PAMI_EAGAIN;
+    return pami_rma_shm_xfer(ctx, 0, dir == RMA_PUT, local, bytes, at,
+                             local_fn, remote_fn, cookie, region, completed);
+}
+
 /* completed: the caller's pami_rma_t.completed (NULL: callbacks always);
  * written on success only. */
-static pami_result_t rma(struct pami_context *ctx, rma_dir_t dir,
-                         pami_endpoint_t dest, void *local, size_t bytes,
-                         const pami_memregion_t *rmr, size_t roff,
-                         pami_event_fn local_fn, pami_event_fn remote_fn,
-                         void *cookie, int32_t region, int *completed)
+static __attribute__((noinline)) pami_result_t
+rma(struct pami_context *ctx, rma_dir_t dir, pami_endpoint_t dest,
+    void *local, size_t bytes, const pami_memregion_t *rmr, size_t roff,
+    pami_event_fn local_fn, pami_event_fn remote_fn, void *cookie,
+    int32_t region, int *completed)
 {
-    /* A node peer's shared region used again: the load-and-store path
-     * first, without a view or a route. */
-    uint8_t *at = pami_mr_shm_fast(ctx, dest, rmr, roff, bytes, 0);
-    if (likely(at != NULL) && (local != NULL || bytes == 0))
-        return pami_rma_shm_xfer(ctx, 0, dir == RMA_PUT, local, bytes, at,
-                                 local_fn, remote_fn, cookie, region,
-                                 completed);
     uint32_t       index;
     pami_mr_view_t v;
     pami_result_t  rc = rma_check(ctx, dest, rmr, roff, bytes, &index, &v);
@@ -280,6 +295,24 @@ static pami_result_t rma_issue(struct pami_context *ctx, rma_dir_t dir,
 
 /* The layouts a program may pass (params.h): the target and the range
  * are required, callbacks and cookie may be missing (then zero). */
+/* put or get of p while the copy verified last has a mapping: the
+ * load-and-store path when p's copy is that one, else rma. Apart from
+ * pami_put and pami_get, whose other paths then pay one compare. */
+static __attribute__((noinline)) pami_result_t
+rma_mapped(struct pami_context *ctx, rma_dir_t dir, const pami_rma_t *p)
+{
+    pami_event_fn remote_fn = dir == RMA_PUT ? p->remote_fn : NULL;
+    pami_result_t rc = rma_shm_try(ctx, dir, p->dest, p->local, p->bytes,
+                                   p->remote_mr, p->remote_offset,
+                                   p->local_fn, remote_fn, p->cookie, -1,
+                                   p->completed);
+    if (likely(rc != PAMI_EAGAIN))
+        return rc;
+    return rma(ctx, dir, p->dest, p->local, p->bytes, p->remote_mr,
+               p->remote_offset, p->local_fn, remote_fn, p->cookie, -1,
+               p->completed);
+}
+
 PAMI_PARAMS_LAYOUTS(rma_layouts, pami_rma_t,
                     PAMI_PARAMS_PREFIX(pami_rma_t, remote_offset),
                     PAMI_PARAMS_PREFIX(pami_rma_t, local_fn),
@@ -307,6 +340,8 @@ pami_result_t pami_put_sized(pami_context_t ctx, const pami_rma_t *p,
                                       (const void **)&p);
     if (rc != PAMI_SUCCESS)
         return rc;
+    if (ctx->mr_verified_shm == 1)
+        return rma_mapped(ctx, RMA_PUT, p);
     return rma(ctx, RMA_PUT, p->dest, p->local, p->bytes, p->remote_mr,
                p->remote_offset, p->local_fn, p->remote_fn, p->cookie, -1,
                p->completed);
@@ -324,6 +359,8 @@ pami_result_t pami_get_sized(pami_context_t ctx, const pami_rma_t *p,
         return rc;
     PAMI_CHECK(p->remote_fn == NULL, PAMI_INVAL, "rma",
                "get has no remote completion; use local_fn");
+    if (ctx->mr_verified_shm == 1)
+        return rma_mapped(ctx, RMA_GET, p);
     return rma(ctx, RMA_GET, p->dest, p->local, p->bytes, p->remote_mr,
                p->remote_offset, p->local_fn, NULL, p->cookie, -1,
                p->completed);
@@ -367,6 +404,11 @@ static pami_result_t rrma(struct pami_context *ctx, rma_dir_t dir,
     pami_result_t rc = local_side(ctx, p, &addr, &region);
     if (rc != PAMI_SUCCESS)
         return rc;
+    rc = rma_shm_try(ctx, dir, p->dest, addr, p->bytes, p->remote_mr,
+                     p->remote_offset, p->local_fn, p->remote_fn, p->cookie,
+                     region, p->completed);
+    if (likely(rc != PAMI_EAGAIN))
+        return rc;
     return rma(ctx, dir, p->dest, addr, p->bytes, p->remote_mr,
                p->remote_offset, p->local_fn, p->remote_fn, p->cookie, region,
                p->completed);
@@ -388,6 +430,8 @@ static pami_result_t rmw_issue(struct pami_context *ctx, uint32_t index,
                                const pami_mr_view_t *vp, rma_route_t how,
                                const pami_rmw_t *p, bool cswap);
 
+static pami_result_t rmw_full(struct pami_context *ctx, const pami_rmw_t *p);
+
 pami_result_t pami_rmw_sized(pami_context_t ctx, const pami_rmw_t *p,
                              size_t size)
 {
@@ -405,13 +449,23 @@ pami_result_t pami_rmw_sized(pami_context_t ctx, const pami_rmw_t *p,
 
     PAMI_CHECK(p->result != NULL || p->op == PAMI_RMW_ADD, PAMI_INVAL, "rma",
                "rmw that fetches needs a result buffer");
-    /* The compare-and-swap's *result rule (below) means nothing here:
+    /* The compare-and-swap's *result rule (rmw_full) means nothing here:
      * the old value is written over it during the call. */
-    uint8_t *at = pami_mr_shm_fast(ctx, p->dest, p->remote_mr,
-                                   p->remote_offset, p->size, p->size - 1);
-    if (likely(at != NULL))
-        return pami_rma_shm_rmw(ctx, 0, p, at);
+    if (ctx->mr_verified_shm == 1) {
+        uint8_t *at = pami_mr_shm_fast(ctx, p->dest, p->remote_mr,
+                                       p->remote_offset, p->size,
+                                       p->size - 1);
+        if (likely(at != NULL))
+            return pami_rma_shm_rmw(ctx, 0, p, at);
+    }
+    return rmw_full(ctx, p);
+}
 
+/* Every rmw path but the check before it (pami_rmw_sized). Not inlined:
+ * its saves of registers stay out of that check's way. */
+static __attribute__((noinline)) pami_result_t
+rmw_full(struct pami_context *ctx, const pami_rmw_t *p)
+{
     uint32_t       index;
     pami_mr_view_t v;
     pami_result_t  rc = rma_check(ctx, p->dest, p->remote_mr,
