@@ -179,6 +179,34 @@ static inline void copy_small(uint8_t *dst, const void *src, size_t n)
     }
 }
 
+/* Offers a message to the transport for immediate completion: small ones
+ * whole as one payload, which UCX sends cheaper than two parts (a larger
+ * one's copy costs more than that part: counted in docs/PERFORMANCE.md,
+ * "Across nodes (s9, second round)"), else pami's header and the data as
+ * two parts. The transport's result (0: taken, the buffers are free). */
+static inline int send_now(struct pami_context *ctx, pami_peer_t *peer,
+                           size_t dispatch, const void *uhdr, size_t hl,
+                           const void *data, size_t dl)
+{
+    uint8_t buf[sizeof(pami_am_hdr_t) + PAMI_HEADER_MAX];
+    if (hl + dl <= PAMI_PACKED_MAX) {
+        uint16_t uhlen = (uint16_t)hl;
+        uint8_t *o = buf + sizeof(pami_am_hdr_t);
+        fill_hdr(ctx, (pami_am_hdr_t *)buf, dispatch, PAMI_AM_FLAG_PACKED);
+        memcpy(o, &uhlen, sizeof(uhlen));
+        o += sizeof(uhlen);
+        copy_small(o, uhdr, hl);
+        copy_small(o + hl, data, dl);
+        return ctx->tp->am_send_imm(peer->ep, NULL, 0, buf,
+                                    (size_t)(o - buf) + hl + dl);
+    }
+    fill_hdr(ctx, (pami_am_hdr_t *)buf, dispatch, 0);
+    if (hl > 0)
+        memcpy(buf + sizeof(pami_am_hdr_t), uhdr, hl);
+    return ctx->tp->am_send_imm(peer->ep, buf, sizeof(pami_am_hdr_t) + hl,
+                                data, dl);
+}
+
 /* Both send_immediate entries: the program's and the protocols'. */
 static inline __attribute__((always_inline)) pami_result_t
 send_immediate(struct pami_context *ctx, const pami_send_immediate_t *p,
@@ -204,29 +232,9 @@ send_immediate(struct pami_context *ctx, const pami_send_immediate_t *p,
                                     : pami_peer_by_index(ctx, index, &peer);
     if (likely(rc == PAMI_SUCCESS)) {
         /* UCX 1.13 cannot copy the header for us; a stack copy is enough
-         * because this attempt leaves now or not at all. Small messages go
-         * whole as one payload, which UCX sends cheaper than two parts. */
-        uint8_t buf[sizeof(pami_am_hdr_t) + PAMI_HEADER_MAX];
-        int     trc;
-        if (hl + dl <= PAMI_PACKED_MAX) {
-            uint16_t uhlen = (uint16_t)hl;
-            uint8_t *o = buf + sizeof(pami_am_hdr_t);
-            fill_hdr(ctx, (pami_am_hdr_t *)buf, p->dispatch,
-                     PAMI_AM_FLAG_PACKED);
-            memcpy(o, &uhlen, sizeof(uhlen));
-            o += sizeof(uhlen);
-            copy_small(o, p->header, hl);
-            copy_small(o + hl, p->data, dl);
-            trc = ctx->tp->am_send_imm(peer->ep, NULL, 0, buf,
-                                       (size_t)(o - buf) + hl + dl);
-        } else {
-            fill_hdr(ctx, (pami_am_hdr_t *)buf, p->dispatch, 0);
-            if (p->header_len > 0)
-                memcpy(buf + sizeof(pami_am_hdr_t), p->header, p->header_len);
-            trc = ctx->tp->am_send_imm(peer->ep, buf,
-                                       sizeof(pami_am_hdr_t) + p->header_len,
-                                       p->data, p->data_len);
-        }
+         * because this attempt leaves now or not at all. */
+        int trc = send_now(ctx, peer, p->dispatch, p->header, hl,
+                           p->data, dl);
         if (likely(trc == 0)) {
             ctx->stats.sends++;
             pami_live_sent(ctx, index);
@@ -292,6 +300,40 @@ pami_result_t pami_send_immediate_protocol(struct pami_context *ctx,
                           PAMI_DISPATCH_USER_MAX + ctx->client->protocol_ids);
 }
 
+/* An eager send without remote_fn that the transport takes at once needs
+ * no transport request nor header copy: only local_fn's report, which
+ * runs from advance as always (the data is free already). PAMI_EAGAIN:
+ * nothing left, the request path takes it, in order (nothing is queued
+ * before it for this endpoint). */
+static pami_result_t send_eager_now(struct pami_context *ctx, uint32_t index,
+                                    const pami_send_t *p)
+{
+    const pami_send_immediate_t *s = &p->send;
+    pami_peer_t *peer;
+    if (s->header_len + s->data_len > PAMI_IMMEDIATE_LIMIT ||
+        ctx->deferred_head != NULL ||
+        pami_peer_by_index(ctx, index, &peer) != PAMI_SUCCESS)
+        return PAMI_EAGAIN;
+    pami_request_t *req = NULL;
+    if (p->local_fn != NULL && (req = pami_request_get(ctx)) == NULL)
+        return PAMI_ENOMEM;
+    if (send_now(ctx, peer, s->dispatch, s->header,
+                 s->header_len, s->data, s->data_len) != 0) {
+        if (req != NULL)
+            pami_request_put(req);
+        return PAMI_EAGAIN;
+    }
+    pami_live_sent(ctx, index);
+    if (req != NULL) {
+        req->kind     = REQ_SEND;
+        req->peer     = index;
+        req->local_fn = p->local_fn;
+        req->cookie   = p->cookie;
+        pami_request_done(req, PAMI_SUCCESS);
+    }
+    return PAMI_SUCCESS;
+}
+
 static pami_result_t send_any(struct pami_context *ctx, const pami_send_t *p,
                               size_t limit)
 {
@@ -311,6 +353,14 @@ static pami_result_t send_any(struct pami_context *ctx, const pami_send_t *p,
         if (rc == PAMI_SUCCESS)
             ctx->stats.sends++;
         return rc;
+    }
+    if (p->remote_fn == NULL) {
+        rc = send_eager_now(ctx, index, p);
+        if (rc != PAMI_EAGAIN) {
+            if (rc == PAMI_SUCCESS)
+                ctx->stats.sends++;
+            return rc;
+        }
     }
     pami_request_t *req = pami_request_get(ctx);
     if (unlikely(req == NULL))
