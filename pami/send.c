@@ -309,11 +309,16 @@ static pami_result_t send_eager_now(struct pami_context *ctx, uint32_t index,
                                     const pami_send_t *p)
 {
     const pami_send_immediate_t *s = &p->send;
+    size_t       len = s->header_len + s->data_len;
     pami_peer_t *peer;
-    if (s->header_len + s->data_len > PAMI_IMMEDIATE_LIMIT ||
-        ctx->deferred_head != NULL ||
+    if (len > PAMI_IMMEDIATE_LIMIT || ctx->deferred_head != NULL ||
         pami_peer_by_index(ctx, index, &peer) != PAMI_SUCCESS)
         return PAMI_EAGAIN;
+    if (peer->now_refused != 0 && len >= peer->now_refused) {
+        if (++peer->now_skipped < PAMI_NOW_RETRY)
+            return PAMI_EAGAIN;
+        peer->now_refused = 0;
+    }
     pami_request_t *req = NULL;
     if (p->local_fn != NULL && (req = pami_request_get(ctx)) == NULL)
         return PAMI_ENOMEM;
@@ -321,6 +326,8 @@ static pami_result_t send_eager_now(struct pami_context *ctx, uint32_t index,
                  s->header_len, s->data, s->data_len) != 0) {
         if (req != NULL)
             pami_request_put(req);
+        peer->now_refused = (uint32_t)len;
+        peer->now_skipped = 0;
         return PAMI_EAGAIN;
     }
     pami_live_sent(ctx, index);
