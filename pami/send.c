@@ -184,9 +184,9 @@ static inline void copy_small(uint8_t *dst, const void *src, size_t n)
  * one's copy costs more than that part: counted in docs/PERFORMANCE.md,
  * "Across nodes (s9, second round)"), else pami's header and the data as
  * two parts. The transport's result (0: taken, the buffers are free). */
-static inline int send_now(struct pami_context *ctx, pami_peer_t *peer,
-                           size_t dispatch, const void *uhdr, size_t hl,
-                           const void *data, size_t dl)
+static inline __attribute__((always_inline)) int
+send_now(struct pami_context *ctx, pami_peer_t *peer, size_t dispatch,
+         const void *uhdr, size_t hl, const void *data, size_t dl)
 {
     uint8_t buf[sizeof(pami_am_hdr_t) + PAMI_HEADER_MAX];
     if (hl + dl <= PAMI_PACKED_MAX) {
