@@ -856,6 +856,14 @@ pami_result_t pami_rma_report_later(struct pami_context *ctx, uint32_t index,
  * or it cannot be mapped); v must be the copy pami_mr_decode verified
  * last on ctx. */
 void *pami_rma_shm_base(struct pami_context *ctx, const pami_mr_view_t *v);
+/* When mr is the copy verified last on ctx and maps a node peer's shared
+ * region here (pami_rma_shm_base said so), owned by dest's task, with
+ * [offset, offset + bytes) inside it, the owner's address of offset
+ * aligned by align_mask and the peer alive: the address of offset in the
+ * mapping. Otherwise NULL: the full path decides (memregion.c). */
+uint8_t *pami_mr_shm_fast(struct pami_context *ctx, pami_endpoint_t dest,
+                          const pami_memregion_t *mr, size_t offset,
+                          size_t bytes, uint64_t align_mask);
 unsigned pami_rma_done_report(struct pami_context *ctx);
 /* Makes room for one entry (then pami_rma_report_later cannot fail). */
 bool pami_rma_done_room(struct pami_context *ctx);

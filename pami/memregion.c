@@ -140,6 +140,27 @@ pami_result_t pami_mr_decode(struct pami_context *ctx,
     return PAMI_INVAL;
 }
 
+/* The hot path of load and store: a loop of operations on one shared
+ * region checks the copy against the last verified one and reuses the
+ * mapping kept with it, without building a view or asking route. NULL
+ * leaves every decision (and every error and log line) to the full path. */
+uint8_t *pami_mr_shm_fast(struct pami_context *ctx, pami_endpoint_t dest,
+                          const pami_memregion_t *mr, size_t offset,
+                          size_t bytes, uint64_t align_mask)
+{
+    if (ctx->mr_verified_shm != 1 || mr == NULL || !same_as_verified(ctx, mr))
+        return NULL;
+    const mr_wire_t    *w = (const mr_wire_t *)&ctx->mr_verified;
+    pami_client_impl_t *c = ctx->client;
+    uint32_t task = pami_ep_task(dest), off = pami_ep_offset(dest);
+    if (unlikely(task != w->owner_task || off >= c->num_contexts ||
+                 offset > w->bytes || bytes > w->bytes - offset ||
+                 ((w->base + offset) & align_mask) != 0 ||
+                 ctx->peers[task * (uint32_t)c->num_contexts + off].failed))
+        return NULL;
+    return (uint8_t *)ctx->mr_verified_map + offset;
+}
+
 /* pami_memregion_query has no context: it checks a copy against the
  * secrets of every client of this process. */
 static pthread_mutex_t     jobs_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -165,6 +165,13 @@ static pami_result_t rma(struct pami_context *ctx, rma_dir_t dir,
                          pami_event_fn local_fn, pami_event_fn remote_fn,
                          void *cookie, int32_t region, int *completed)
 {
+    /* A node peer's shared region used again: the load-and-store path
+     * first, without a view or a route. */
+    uint8_t *at = pami_mr_shm_fast(ctx, dest, rmr, roff, bytes, 0);
+    if (likely(at != NULL) && (local != NULL || bytes == 0))
+        return pami_rma_shm_xfer(ctx, 0, dir == RMA_PUT, local, bytes, at,
+                                 local_fn, remote_fn, cookie, region,
+                                 completed);
     uint32_t       index;
     pami_mr_view_t v;
     pami_result_t  rc = rma_check(ctx, dest, rmr, roff, bytes, &index, &v);
@@ -398,6 +405,12 @@ pami_result_t pami_rmw_sized(pami_context_t ctx, const pami_rmw_t *p,
 
     PAMI_CHECK(p->result != NULL || p->op == PAMI_RMW_ADD, PAMI_INVAL, "rma",
                "rmw that fetches needs a result buffer");
+    /* The compare-and-swap's *result rule (below) means nothing here:
+     * the old value is written over it during the call. */
+    uint8_t *at = pami_mr_shm_fast(ctx, p->dest, p->remote_mr,
+                                   p->remote_offset, p->size, p->size - 1);
+    if (likely(at != NULL))
+        return pami_rma_shm_rmw(ctx, 0, p, at);
 
     uint32_t       index;
     pami_mr_view_t v;

@@ -23,7 +23,9 @@
  * - with `completed` set, put, get, rput, rget and rmw (fetch-add, a
  *   4-byte compare-and-swap) through the mapping are
  *   done at return (1, no callback), on a private region 0 and the
- *   callbacks run once; a refused call leaves it unwritten; an old
+ *   callbacks run once; a refused call leaves it unwritten, also right
+ *   after a call through the same copy (misaligned rmw, NULL local
+ *   buffer, the region toward a task that does not own it); an old
  *   layout without the field gets its callbacks;
  * - forged or corrupted copies (base, bytes, flag, key bytes, random) are
  *   PAMI_INVAL and counted in bad_regions; NULL arguments are PAMI_INVAL;
@@ -261,6 +263,35 @@ static void completed_at_return(const pami_memregion_t *shm_all,
                         .completed = &done};
     MP_CHECK_RC(pami_put(job.ctx[0], &r), PAMI_INVAL);
     MP_EXPECT(done == 42, "a refused put wrote completed = %d", done);
+    rma_op_none(&job, &op);
+
+    /* Refused right after a call that went through the same copy (the
+     * check before the full path has it at hand): a misaligned rmw, a
+     * put of bytes without a local buffer, the region toward a task
+     * that does not own it. Nothing written, no callback. */
+    r.remote_offset = off;
+    r.completed     = &done;
+    MP_CHECK(pami_put(job.ctx[0], &r));
+    MP_EXPECT(done == 1, "put before the refused ones: completed %d", done);
+    uint8_t word[8];
+    memcpy(word, peer[t] + off, 8);
+    uint32_t res32 = 7;
+    done = 42;
+    m    = (pami_rmw_t){.dest = mp_ep(&job, t, 0), .remote_mr = &shm_all[t],
+                        .remote_offset = off + 2, .op = PAMI_RMW_SWAP,
+                        .size = 4, .value = 1, .result = &res32,
+                        .done_fn = rma_on_local, .cookie = &op,
+                        .completed = &done};
+    MP_CHECK_RC(pami_rmw(job.ctx[0], &m), PAMI_INVAL);
+    r.local = NULL;
+    MP_CHECK_RC(pami_put(job.ctx[0], &r), PAMI_INVAL);
+    r.local = &v;
+    r.dest  = mp_ep(&job, job.me, 0);
+    MP_CHECK_RC(pami_put(job.ctx[0], &r), PAMI_INVAL);
+    MP_EXPECT(done == 42 && res32 == 7 &&
+                  memcmp(peer[t] + off, word, 8) == 0,
+              "refused calls on a copy in use: completed %d, result %#x, "
+              "or the region written", done, res32);
     rma_op_none(&job, &op);
 
     /* A program built before the field: its callbacks, as before. */
