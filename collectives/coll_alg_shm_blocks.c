@@ -15,9 +15,9 @@
  *
  * alltoall_shm_cma copies once: each task puts its process id and the
  * address of its send buffer in its control line (where a tiny call's
- * data goes; 0 for a call that failed here), and after the barrier reads
- * block r of every other task's buffer straight into its own with
- * process_vm_readv; a second barrier keeps every buffer unchanged until
+ * data goes; 0 for a call that failed here) and copies its own block,
+ * and after the barrier reads block r of every other task's buffer
+ * straight into its own with process_vm_readv; a second barrier keeps every buffer unchanged until
  * all reads ended. Not in place (the others would read what this task
  * overwrites): its check refuses PAMI_IN_PLACE. A read the kernel
  * refuses (no ptrace permission) fails the call here with PAMI_INVAL and
@@ -80,12 +80,13 @@ pami_result_t cshm_cma_read(cshm_t *s, uint32_t p)
 {
     cshm_op_t *op = &s->op;
     size_t m = op->total;
-    for (size_t j = 0; j < op->n; j++) {
+    /* Rank r reads r + 1, r + 2, ...: at each step every task has one
+     * reader, where in rank order all would start on rank 0's memory
+     * (its page tables and mm lock). The own block went before the
+     * barrier (cshm_blocks_write). */
+    for (size_t k = 1; k < op->n; k++) {
+        size_t j = (op->rank + k) % op->n;
         unsigned char *dst = op->out + j * m;
-        if (j == op->rank) {
-            memcpy(dst, op->in + j * m, m);
-            continue;
-        }
         const cma_line_t *l = cma_line(s, s->idx[j], p);
         if (l->addr == 0) {
             cshm_log(PAMI_PROTOCOL_LOG_WARN, "alltoall_shm_cma: rank %zu's "
@@ -121,8 +122,14 @@ pami_result_t coll_shm_cma_check(const pami_xfer_t *x)
 void cshm_blocks_write(cshm_t *s, uint32_t p)
 {
     cshm_op_t *op = &s->op;
-    if (op->kind == CSHM_A2A_CMA)
-        return; /* read from the buffers themselves */
+    if (op->kind == CSHM_A2A_CMA) {
+        /* The others' blocks are read from their buffers after the
+         * barrier; the own one needs nobody, so it is copied while the
+         * others arrive. */
+        memcpy(op->out + op->rank * op->total, op->in + op->rank * op->total,
+               op->total);
+        return;
+    }
     unsigned char *mine = cshm_slot_of(s, op->rank, p);
     /* The own block's slice of this slot is read by nobody else:
      * alltoall copies it from input to output, reduce_scatter (not in

@@ -60,6 +60,7 @@
 /* The wire forms of the AM header, the ack and the rendezvous request,
  * and their decoders, are in wire.h. */
 #define PAMI_PACKED_MAX 256
+#define PAMI_NOW_RETRY 64
 
 /* Requests come in chunks of 1 << this (request.c). */
 #define PAMI_REQ_CHUNK_SHIFT 8
@@ -233,6 +234,12 @@ typedef struct {
                                         last liveness tick */
     bool                 live_heard; /* in the task's slot of context 0:
                                         a message came from it since */
+    /* The smallest eager send the transport did not take at once (0:
+     * none; UCX completes at once only what fits its short protocol):
+     * sends from that size skip the attempt, which is made again after
+     * PAMI_NOW_RETRY of them, as a full queue or socket passes (send.c). */
+    uint32_t             now_refused;
+    uint32_t             now_skipped;
 } pami_peer_t;
 
 /* A protocol registered on a client (protocol.c). */

@@ -184,9 +184,9 @@ static inline void copy_small(uint8_t *dst, const void *src, size_t n)
  * one's copy costs more than that part: counted in docs/PERFORMANCE.md,
  * "Across nodes (s9, second round)"), else pami's header and the data as
  * two parts. The transport's result (0: taken, the buffers are free). */
-static inline int send_now(struct pami_context *ctx, pami_peer_t *peer,
-                           size_t dispatch, const void *uhdr, size_t hl,
-                           const void *data, size_t dl)
+static inline __attribute__((always_inline)) int
+send_now(struct pami_context *ctx, pami_peer_t *peer, size_t dispatch,
+         const void *uhdr, size_t hl, const void *data, size_t dl)
 {
     uint8_t buf[sizeof(pami_am_hdr_t) + PAMI_HEADER_MAX];
     if (hl + dl <= PAMI_PACKED_MAX) {
@@ -309,11 +309,16 @@ static pami_result_t send_eager_now(struct pami_context *ctx, uint32_t index,
                                     const pami_send_t *p)
 {
     const pami_send_immediate_t *s = &p->send;
+    size_t       len = s->header_len + s->data_len;
     pami_peer_t *peer;
-    if (s->header_len + s->data_len > PAMI_IMMEDIATE_LIMIT ||
-        ctx->deferred_head != NULL ||
+    if (len > PAMI_IMMEDIATE_LIMIT || ctx->deferred_head != NULL ||
         pami_peer_by_index(ctx, index, &peer) != PAMI_SUCCESS)
         return PAMI_EAGAIN;
+    if (peer->now_refused != 0 && len >= peer->now_refused) {
+        if (++peer->now_skipped < PAMI_NOW_RETRY)
+            return PAMI_EAGAIN;
+        peer->now_refused = 0;
+    }
     pami_request_t *req = NULL;
     if (p->local_fn != NULL && (req = pami_request_get(ctx)) == NULL)
         return PAMI_ENOMEM;
@@ -321,6 +326,8 @@ static pami_result_t send_eager_now(struct pami_context *ctx, uint32_t index,
                  s->header_len, s->data, s->data_len) != 0) {
         if (req != NULL)
             pami_request_put(req);
+        peer->now_refused = (uint32_t)len;
+        peer->now_skipped = 0;
         return PAMI_EAGAIN;
     }
     pami_live_sent(ctx, index);
