@@ -17,8 +17,8 @@
  * address of its send buffer in its control line (where a tiny call's
  * data goes; 0 for a call that failed here) and copies its own block,
  * and after the barrier reads block r of every other task's buffer
- * straight into its own with process_vm_readv; a second barrier keeps every buffer unchanged until
- * all reads ended. Not in place (the others would read what this task
+ * straight into its own with process_vm_readv; a second barrier keeps
+ * every buffer unchanged until all reads ended. Not in place (the others would read what this task
  * overwrites): its check refuses PAMI_IN_PLACE. A read the kernel
  * refuses (no ptrace permission) fails the call here with PAMI_INVAL and
  * a log line; the rounds stay aligned.
