@@ -12,7 +12,9 @@ static const struct {
     const size_t    *n;
 } builtin[] = {
     {"core", cf_core_cases, &cf_num_core_cases},
+    {"core", cf_calls_cases, &cf_num_calls_cases},
     {"rma", cf_rma_cases, &cf_num_rma_cases},
+    {"rma", cf_regions_cases, &cf_num_regions_cases},
     {"coll", cf_coll_cases, &cf_num_coll_cases},
     {"protocols", cf_protocols_cases, &cf_num_protocols_cases},
     {"protocols", cf_wire_cases, &cf_num_wire_cases},
