@@ -16,6 +16,7 @@ static const struct {
     {"rma", cf_rma_cases, &cf_num_rma_cases},
     {"rma", cf_regions_cases, &cf_num_regions_cases},
     {"coll", cf_coll_cases, &cf_num_coll_cases},
+    {"coll", cf_geometry_cases, &cf_num_geometry_cases},
     {"protocols", cf_protocols_cases, &cf_num_protocols_cases},
     {"protocols", cf_wire_cases, &cf_num_wire_cases},
 };
