@@ -169,6 +169,8 @@ typedef struct cshm {
     cshm_entry_t      *q;       /* ring of entries in call order */
     size_t             qcap, qhead, qlen;
     bool               running; /* the head entry has started */
+    bool               inline_bar; /* an inline call waits for its
+                                    * barriers itself (pami_barrier_wait) */
     bool               posted;  /* kick is queued on the context */
     bool               auto_ok; /* PAMI_COLL_SHM_AUTO */
     bool               flag_ok; /* PAMI_COLL_SHM_FLAG, and nlocal <= ncpus */

@@ -16,8 +16,9 @@
  *   coll_shm cma        the same sweeps with allreduce_shm_cma,
  *                       broadcast_shm_cma and allgather_shm_cma (read
  *                       from the others' buffers),
- *                       in flight among the rounds, 4 MiB, and calls that
- *                       differ (count, algorithm) or fail on one task
+ *                       in flight among the rounds, 4 MiB, calls that
+ *                       differ (count, algorithm) or fail on one task,
+ *                       blocking calls inline beside a queued one
  */
 #include "coll_util.h"
 
@@ -461,6 +462,46 @@ static void cma_null_on_one(const ct_geom_t *cg, pami_xfer_type_t kind)
     run(cg, kind, red, 70001, 0, false);
 }
 
+/* A blocking _shm_cma call of any size runs inline (counter inline):
+ * no request, its two register barriers waited for one by one. Then
+ * rank 0 starts the same call with pami_collective (the queued form)
+ * while the others wait inline: the two forms pair their barriers alike,
+ * and the result is right on both. */
+static void cma_inline(const ct_geom_t *cg)
+{
+    red_t  byte  = {.t = PAMI_TYPE_BYTE};
+    size_t count = ((size_t)1 << 18) + 3; /* above any slot's round */
+    uint64_t in0 = stat_of("inline"), bar0 = stat_of("barriers");
+    run(cg, PAMI_XFER_ALLGATHER, byte, count, 0, false);
+    MP_EXPECT(stat_of("inline") == in0 + 1, "allgather_shm_cma of %zu B "
+              "blocking: inline moved by %llu, not 1", count,
+              (unsigned long long)(stat_of("inline") - in0));
+    MP_EXPECT(stat_of("barriers") == bar0 + 2, "allgather_shm_cma inline: "
+              "%llu barriers, not 2",
+              (unsigned long long)(stat_of("barriers") - bar0));
+    in0 = stat_of("inline");
+    call_t c = {.cg = cg, .kind = PAMI_XFER_ALLGATHER, .red = byte,
+                .count = count};
+    call_prepare(&c);
+    if (cg->rank == 0) {
+        done_count  = 0;
+        c.x.done_fn = on_done;
+        MP_CHECK(pami_collective(job.ctx[0], &c.x));
+        double t0 = mp_now();
+        while (done_count == 0) {
+            pami_context_wait(job.ctx[0], 100);
+            MP_EXPECT(mp_now() - t0 < MP_WAIT_S, "the queued call never "
+                      "ended");
+        }
+    } else {
+        MP_CHECK(pami_collective_wait(job.ctx[0], &c.x));
+    }
+    uint64_t moved = stat_of("inline") - in0;
+    MP_EXPECT(moved == (cg->rank == 0 ? 0u : 1u), "rank %zu: inline moved "
+              "by %llu", cg->rank, (unsigned long long)moved);
+    call_check(&c);
+}
+
 /* PAMI_COLL_SHM_CMA=0: the checks refuse, a named call gets PAMI_INVAL
  * on every task (nobody waits), AUTO still runs. */
 static void cma_off(const ct_geom_t *world)
@@ -556,6 +597,8 @@ static void mode_cma(const ct_geom_t *world)
     MP_EXPECT(stat_of("failed") == failed0, "calls failed: %llu",
               (unsigned long long)(stat_of("failed") - failed0));
     cma_other_algorithm(&rev);
+    cma_inline(world);
+    cma_inline(&rev);
     cma_null_on_one(world, PAMI_XFER_ALLREDUCE);
     cma_null_on_one(world, PAMI_XFER_BROADCAST);
     MP_CHECK(pami_geometry_destroy(&rev.g));
