@@ -177,6 +177,8 @@ typedef struct cshm {
     bool               ring_ok; /* PAMI_COLL_SHM_EAGER */
     bool               cma_ok;  /* PAMI_COLL_SHM_CMA, and the kernel lets
                                  * a task read the others (the _cma checks) */
+    uint64_t           pid;     /* getpid() once: a _cma call's control
+                                 * line, without a syscall per call */
     bool               prefetchw; /* the CPU prefetches for writing */
     size_t             ring_off; /* where the ring starts in the segment */
     uint64_t           ring_next; /* ring calls started on this context */
