@@ -1,7 +1,7 @@
 /*
  * How calls enter the shared-memory collectives (coll_alg_shm.c runs
  * them): the registry's check, builder and AUTO rule, the poison round of
- * a call that failed here, and small blocking calls run inline.
+ * a call that failed here, and blocking calls run inline.
  */
 #include <string.h>
 
@@ -106,8 +106,8 @@ static bool inline_idle(const cshm_t *s, const coll_ctx_t *cc,
            s->setup == CSHM_SETUP_READY;
 }
 
-/* The _shm_cma algorithms: no data in the slots, so a call of any size
- * runs inline; it waits for its two or three barriers one by one. */
+/* The _shm_cma algorithms: their check (the kernel's leave to read the
+ * others, not in place) runs at every size. */
 static bool cma_algo(const coll_algo_t *a)
 {
     return a->check == coll_shm_cma_check ||
@@ -166,12 +166,12 @@ static bool inline_fits(const cshm_t *s, const pami_xfer_t *x,
     }
     if (a == NULL)
         return false;
-    if (cma_algo(a)) {
-        if (a->check(x) != PAMI_SUCCESS)
-            return false;
-    } else if (!small || a->build != coll_shm_build) {
+    /* More than one round through the slots, or reads of the others'
+     * buffers: the registry's check decides, as on the queued way. */
+    if (a->build != coll_shm_build ||
+        ((!small || cma_algo(a)) && a->check != NULL &&
+         a->check(x) != PAMI_SUCCESS))
         return false;
-    }
     *algo = a;
     return true;
 }
@@ -214,7 +214,7 @@ static bool ring_fits_lean(cshm_t *s, const pami_xfer_t *x,
     return true;
 }
 
-/* A small call on an idle queue: the same rounds as the queued form
+/* A blocking call on an idle queue: the same rounds as the queued form
  * (members may mix the two), with the register polled inline by
  * pami_barrier_wait (or a flag round's lines, cshm_flag_round_inline),
  * and no request or schedule. The call still takes
