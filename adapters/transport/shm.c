@@ -107,7 +107,7 @@ typedef struct shm_worker {
     bool         armed, ucx_busy;
     bool         asym;      /* this process is registered for membarrier
                                and this worker calls it before sleeping */
-    bool         asym_warned;
+    bool         asym_warned, watch_warned;
     unsigned     ucx_hot;
     unsigned     turn;
     shm_ep_t    *pending_eps;
@@ -252,15 +252,13 @@ static int inbox_create(shm_worker_t *w, const tp_worker_params_t *p)
     w->prod_efd = malloc(w->max_queues * sizeof(*w->prod_efd));
     w->scratch  = malloc(shmq_frag_max(w->max_lines));
     w->efd      = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    w->epfd     = epoll_create1(EPOLL_CLOEXEC);
     if (w->cons == NULL || w->prod_efd == NULL || w->scratch == NULL ||
-        w->efd < 0 || w->epfd < 0)
+        w->efd < 0)
         return -ENOMEM;
     for (uint32_t i = 0; i < w->max_queues; i++)
         w->prod_efd[i] = -1;
     struct epoll_event ev = {.events = EPOLLIN};
-    if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->ucx_fd, &ev) != 0 ||
-        epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->efd, &ev) != 0)
+    if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->efd, &ev) != 0)
         return -errno;
     shm_seg_hdr_t *h = (shm_seg_hdr_t *)w->seg;
     h->nonce      = nonce_new();
@@ -293,8 +291,6 @@ static void inbox_destroy(shm_worker_t *w)
         close(w->memfd);
     if (w->efd >= 0)
         close(w->efd);
-    if (w->epfd >= 0)
-        close(w->epfd);
 }
 
 /* ---- the worker ---- */
@@ -325,6 +321,8 @@ static void shm_worker_destroy(tp_worker_t *tw)
         free(p);
     }
     inbox_destroy(w);
+    if (w->epfd >= 0)
+        close(w->epfd);
     if (w->ucx != NULL)
         tp_ucx_ops.worker_destroy(w->ucx);
     free(w->addr);
@@ -349,6 +347,8 @@ static int shm_worker_create(tp_context_t *ctx, const tp_worker_params_t *p,
     int rc = tp_ucx_ops.worker_create(ctx, p, &w->ucx);
     if (rc == 0)
         rc = tp_ucx_ops.event_fd(w->ucx, &w->ucx_fd);
+    if (rc == 0 && (w->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0)
+        rc = -errno;
     if (rc == 0 && w->on)
         rc = inbox_create(w, p);
     const void *uaddr = NULL;
@@ -841,15 +841,44 @@ static uint32_t queues_seen(shm_worker_t *w)
     return w->ncons;
 }
 
+/* UCX's worker fd is in our epoll set (the fd pami sleeps on) only from
+ * an arm to the next progress. An fd nested in epoll sets is a cost at
+ * every packet even when nobody sleeps: the kernel runs the wakeup of
+ * each set it is in, and of each set those are in, in the softirq that
+ * queues the packet, under the socket's lock; UCX's TCP sockets sit in
+ * its interface's set, that set in the worker's, the worker's in ours,
+ * ours in libev's (docs/architecture.md). */
+static int ucx_watch(shm_worker_t *w, bool on)
+{
+    struct epoll_event ev = {.events = EPOLLIN};
+    if (epoll_ctl(w->epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, w->ucx_fd,
+                  &ev) == 0)
+        return 0;
+    int rc = -errno;
+    if (!w->watch_warned)
+        pami_warn("shm", "cannot %s UCX's event fd %s the context's epoll "
+                  "set: %s", on ? "add" : "remove", on ? "to" : "from",
+                  strerror(-rc));
+    w->watch_warned = true;
+    /* Not added: the caller polls instead of sleeping. */
+    return on ? -EAGAIN : 0;
+}
+
 static unsigned shm_progress(tp_worker_t *tw)
 {
     shm_worker_t *w = W(tw);
     unsigned      n = 0;
-    if (!w->on)
+    if (!w->on) {
+        if (w->armed) {
+            w->armed = false;
+            ucx_watch(w, false);
+        }
         return tp_ucx_ops.progress(w->ucx);
+    }
     if (w->armed) {
         uint64_t v;
         w->armed = false;
+        ucx_watch(w, false);
         atomic_store_explicit(w->sleeping, 0, memory_order_relaxed);
         while (read(w->efd, &v, sizeof(v)) == sizeof(v))
             ;
@@ -914,16 +943,28 @@ static unsigned shm_progress(tp_worker_t *tw)
 
 static int shm_event_fd(tp_worker_t *tw, int *fd)
 {
-    shm_worker_t *w = W(tw);
-    *fd = w->on ? w->epfd : w->ucx_fd;
+    *fd = W(tw)->epfd;
     return 0;
+}
+
+/* Arms UCX's worker with its fd in our epoll set; on failure the fd
+ * leaves the set again. */
+static int ucx_arm_watched(shm_worker_t *w)
+{
+    int rc = ucx_watch(w, true);
+    if (rc == 0 && (rc = tp_ucx_ops.arm(w->ucx)) != 0)
+        ucx_watch(w, false);
+    return rc;
 }
 
 static int shm_arm(tp_worker_t *tw)
 {
     shm_worker_t *w = W(tw);
-    if (!w->on)
-        return tp_ucx_ops.arm(w->ucx);
+    if (!w->on) {
+        int rc = ucx_arm_watched(w);
+        w->armed = rc == 0;
+        return rc;
+    }
     if (w->cancel_head != NULL || w->ucx_busy)
         return -EAGAIN;
     /* A bulk message through a queue stalls for a moment at every turn of
@@ -964,7 +1005,7 @@ static int shm_arm(tp_worker_t *tw)
         if (shmq_ready(&w->cons[i]))
             rc = -EAGAIN;
     if (rc == 0)
-        rc = tp_ucx_ops.arm(w->ucx);
+        rc = ucx_arm_watched(w);
     if (rc != 0) {
         atomic_store_explicit(w->sleeping, 0, memory_order_relaxed);
         return rc;
