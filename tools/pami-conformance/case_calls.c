@@ -823,6 +823,65 @@ static void empty_values(cf_env_t *e)
              "%zu and %zu", a.immediate_max, a.rndv_threshold);
 }
 
+/* ---- second_client: a client of the case's own, over the runner's
+ * exchange ---- */
+
+static int runner_allgather(void *k, const void *s, void *r, size_t len)
+{
+    (void)k;
+    return cf_allgather(s, r, len);
+}
+
+static void second_client(cf_env_t *e)
+{
+    char longname[101];
+    memset(longname, 'n', 100);
+    longname[100] = '\0';
+    /* The OOB bit alone selects the oob bootstrap. */
+    pami_client_params_t p = {.field_mask = PAMI_CLIENT_PARAM_OOB,
+                              .oob_allgather = runner_allgather,
+                              .oob_task = e->task, .oob_size = e->size};
+    pami_client_t c2 = NULL;
+    CF_OK(e, pami_client_create(longname, &p, &c2));
+    pami_client_attr_t a = {.field_mask = PAMI_CLIENT_ATTR_NAME |
+                                          PAMI_CLIENT_ATTR_BOOTSTRAP |
+                                          PAMI_CLIENT_ATTR_NUM_CONTEXTS |
+                                          PAMI_CLIENT_ATTR_TASK |
+                                          PAMI_CLIENT_ATTR_SIZE};
+    CF_OK(e, pami_client_query(c2, &a));
+    CF_CHECK(e, a.name && strlen(a.name) == 63 &&
+                    strncmp(a.name, longname, 63) == 0,
+             "expected the name truncated to 63 characters, seen %zu",
+             a.name ? strlen(a.name) : 0);
+    CF_CHECK(e, a.bootstrap == PAMI_BOOTSTRAP_OOB && a.num_contexts == 0 &&
+                    a.task == e->task && a.size == e->size,
+             "expected oob, no context, task %u of %zu; seen %d, %zu, %u of "
+             "%zu", e->task, e->size, (int)a.bootstrap, a.num_contexts,
+             a.task, a.size);
+    /* Before createv the fence is the bootstrap's barrier. */
+    CF_OK(e, pami_dispatch_fence(c2));
+    CF_OK(e, pami_client_destroy(&c2));
+    CF_CHECK(e, c2 == NULL, "expected pami_client_destroy to set *client "
+             "NULL");
+    /* NULL name: "pami"; destroy takes the contexts that are left. */
+    p.field_mask |= PAMI_CLIENT_PARAM_BOOTSTRAP;
+    p.bootstrap = PAMI_BOOTSTRAP_OOB;
+    CF_OK(e, pami_client_create(NULL, &p, &c2));
+    CF_OK(e, pami_client_query(c2, &a));
+    CF_CHECK(e, a.name && strcmp(a.name, "pami") == 0, "expected the name "
+             "\"pami\" for NULL, seen %s", a.name ? a.name : "NULL");
+    pami_context_t cx;
+    CF_OK(e, pami_context_createv(c2, NULL, 1, &cx));
+    CF_OK(e, pami_client_query(c2, &a));
+    CF_CHECK(e, a.num_contexts == 1, "expected num_contexts 1, seen %zu",
+             a.num_contexts);
+    CF_OK(e, pami_dispatch_fence(c2));
+    CF_OK(e, pami_client_destroy(&c2));
+    CF_CHECK(e, c2 == NULL, "expected *client NULL after destroy");
+    /* The case's own client is untouched. */
+    CF_OK(e, pami_dispatch_fence(e->client));
+}
+
 const cf_case_t cf_calls_cases[] = {
     {"core", "null_arguments", 1, 0, 0, null_arguments, NULL},
     {"core", "sized_params", 1, 0, 0, sized_params, NULL},
@@ -835,6 +894,7 @@ const cf_case_t cf_calls_cases[] = {
     {"core", "context_lock", 1, 0, 0, context_lock, NULL},
     {"core", "counters", 1, 0, 0, counters, NULL},
     {"core", "client_create_args", 1, 0, 0, client_create_args, NULL},
+    {"core", "second_client", 1, 0, 0, second_client, NULL},
     {"core", "env_limits", 1, 0, 0, configured_limits,
      "PAMI_IMMEDIATE_MAX=100 PAMI_RNDV_THRESHOLD=2k"},
     {"core", "env_limit_and_malformed", 1, 0, 0, limit_clamped,
