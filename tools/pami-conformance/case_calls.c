@@ -268,6 +268,17 @@ static void context_calls(cf_env_t *e)
              cf_rc_name(rc));
     CF_CHECK(e, part[0] == e->contexts[0] && part[1] == e->contexts[1],
              "expected a refused destroyv to leave the array alone");
+    /* The first element right, a later one NULL or repeated. */
+    pami_context_t holed[2] = {e->contexts[0], NULL};
+    rc = pami_context_destroyv(holed, 2);
+    CF_CHECK(e, rc == PAMI_INVAL, "expected PAMI_INVAL for {contexts[0], "
+             "NULL}, seen %s", cf_rc_name(rc));
+    pami_context_t twice[2] = {e->contexts[0], e->contexts[0]};
+    rc = pami_context_destroyv(twice, 2);
+    CF_CHECK(e, rc == PAMI_INVAL, "expected PAMI_INVAL for {contexts[0], "
+             "contexts[0]}, seen %s", cf_rc_name(rc));
+    CF_CHECK(e, holed[0] == e->contexts[0] && twice[1] == e->contexts[0],
+             "expected refused destroyv calls to leave their arrays alone");
     /* Dispatch hints with an unknown bit, on a live context. */
     pami_dispatch_hint_t h = {.field_mask = 1ull << 40};
     CF_RC(e, PAMI_INVAL, pami_dispatch_set(e->contexts[0], 1, on_msg, NULL,
