@@ -886,9 +886,21 @@ static void second_client(cf_env_t *e)
     CF_OK(e, pami_client_query(c2, &a));
     CF_CHECK(e, a.num_contexts == 1, "expected num_contexts 1, seen %zu",
              a.num_contexts);
+    /* A region of this client reads back while it lives; after the
+     * destroy no client of the process knows its seal. */
+    static uint8_t buf[64];
+    pami_memregion_t mr;
+    void *base = NULL;
+    CF_OK(e, pami_memregion_create(cx, buf, sizeof(buf), &mr));
+    CF_OK(e, pami_memregion_query(&mr, &base, NULL, NULL));
+    CF_CHECK(e, base == buf, "expected the region's base back");
     CF_OK(e, pami_dispatch_fence(c2));
     CF_OK(e, pami_client_destroy(&c2));
     CF_CHECK(e, c2 == NULL, "expected *client NULL after destroy");
+    pami_result_t rc = pami_memregion_query(&mr, &base, NULL, NULL);
+    CF_CHECK(e, rc == PAMI_INVAL, "expected PAMI_INVAL for a region of a "
+             "destroyed client (\"no client of this process knows the "
+             "owner's seal\"), seen %s", cf_rc_name(rc));
     /* The case's own client is untouched. */
     CF_OK(e, pami_dispatch_fence(e->client));
 }

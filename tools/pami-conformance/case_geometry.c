@@ -483,6 +483,47 @@ static void foreign_geometry(cf_env_t *e)
     CF_OK(e, pami_dispatch_fence(e->client));
 }
 
+/* ---- env_forced_algorithm ---- */
+
+static void env_forced_algorithm(cf_env_t *e)
+{
+    pami_geometry_t world;
+    CF_OK(e, pami_geometry_world(e->ctx, &world));
+    int64_t sb[8], rb[8];
+    for (int i = 0; i < 8; i++)
+        sb[i] = (int64_t)e->task * 10 + i;
+    pami_xfer_t x = {.kind = PAMI_XFER_ALLREDUCE, .geometry = world,
+                     .sbuf = sb, .rbuf = rb, .count = 8,
+                     .dtype = PAMI_TYPE_INT64, .op = PAMI_OP_SUM};
+    pami_algorithm_selection_t sel;
+    CF_OK(e, pami_geometry_algorithm_selected(&x, &sel));
+    CF_CHECK(e, sel.reason == PAMI_SELECTED_FORCED && sel.name &&
+                    strcmp(sel.name, "allreduce_ring") == 0,
+             "expected PAMI_COLL_ALLREDUCE_ALGORITHM=allreduce_ring to force "
+             "AUTO's allreduce (reason FORCED), seen %s (reason %d)",
+             sel.name ? sel.name : "NULL", (int)sel.reason);
+    CF_OK(e, pami_collective_wait(e->ctx, &x));
+    for (int i = 0; i < 8; i++) {
+        int64_t want = 10 * (int64_t)(e->size * (e->size - 1) / 2) +
+                       (int64_t)e->size * i;
+        CF_CHECK(e, rb[i] == want, "expected the forced allreduce's sum "
+                 "%lld at %d, seen %lld", (long long)want, i,
+                 (long long)rb[i]);
+    }
+    /* A name of no barrier algorithm: one warning, ignored. */
+    pami_xfer_t b = {.kind = PAMI_XFER_BARRIER, .geometry = world};
+    CF_OK(e, pami_geometry_algorithm_selected(&b, &sel));
+    CF_CHECK(e, sel.reason != PAMI_SELECTED_FORCED &&
+                    sel.algorithm != PAMI_ALGORITHM_AUTO,
+             "expected an unknown forced name ignored, seen reason %d",
+             (int)sel.reason);
+    CF_OK(e, pami_collective_wait(e->ctx, &b));
+    /* A profile file that cannot be used is left out. */
+    CF_CHECK(e, sel.reason != PAMI_SELECTED_PROFILE &&
+                    sel.reason != PAMI_SELECTED_NEAREST,
+             "expected no profile in use, seen reason %d", (int)sel.reason);
+}
+
 const cf_case_t cf_geometry_cases[] = {
     {"coll", "geometry_calls", 1, 0, 0, geometry_calls, NULL},
     {"coll", "registry_calls", 1, 0, 0, registry_calls, NULL},
@@ -491,6 +532,10 @@ const cf_case_t cf_geometry_cases[] = {
     {"coll", "user_op_order", 1, 0, 0, user_op_order, NULL},
     {"coll", "foreign_geometry", 1, 0, CF_OWN_CONTEXTS, foreign_geometry,
      NULL},
+    {"coll", "env_forced_algorithm", 1, 0, 0, env_forced_algorithm,
+     "PAMI_COLL_ALLREDUCE_ALGORITHM=allreduce_ring "
+     "PAMI_COLL_BARRIER_ALGORITHM=no_such_barrier "
+     "PAMI_COLL_PROFILE=/nonexistent/cf.profile"},
 };
 const size_t cf_num_geometry_cases =
     sizeof(cf_geometry_cases) / sizeof(cf_geometry_cases[0]);
