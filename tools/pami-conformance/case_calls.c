@@ -680,7 +680,10 @@ static void context_lock(cf_env_t *e)
 
 static void counters(cf_env_t *e)
 {
-    calls_t s = {.e = e};
+    /* Static, as every handler state a peer's message may still reach
+     * after an early return. */
+    static calls_t s;
+    s = (calls_t){.e = e};
     CF_OK(e, pami_dispatch_set(e->ctx, CNT_ID, on_msg, &s, NULL));
     pami_context_stats_t s0, s1;
     CF_OK(e, pami_context_stats(e->ctx, &s0));
