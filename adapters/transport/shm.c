@@ -39,6 +39,7 @@
 #define SHM_SLEEP_OFF  128  /* the sleeping flag's line */
 #define SHM_CTL_OFF    SHM_PAGE
 #define SHM_POLL_MAX   64   /* entries taken from one queue per poll */
+#define SHM_WATCH_POLLS 4096 /* polls without a sleep: a busy context */
 #define SHM_UCX_EVERY  8    /* an idle UCX worker is polled every 8 turns */
 #define SHM_STALL_NS   2000000 /* sends waiting this long for room sleep */
 /* A message longer than this (none of the program's sends below the
@@ -108,6 +109,8 @@ typedef struct shm_worker {
     bool         asym;      /* this process is registered for membarrier
                                and this worker calls it before sleeping */
     bool         asym_warned, watch_warned;
+    bool         ucx_watched;  /* ucx_fd is in epfd (ucx_watch) */
+    unsigned     watch_polls;  /* progress calls since the last arm */
     unsigned     ucx_hot;
     unsigned     turn;
     shm_ep_t    *pending_eps;
@@ -841,44 +844,53 @@ static uint32_t queues_seen(shm_worker_t *w)
     return w->ncons;
 }
 
-/* UCX's worker fd is in our epoll set (the fd pami sleeps on) only from
- * an arm to the next progress. An fd nested in epoll sets is a cost at
- * every packet even when nobody sleeps: the kernel runs the wakeup of
+/* UCX's worker fd is in our epoll set (the fd pami sleeps on) only while
+ * this context sleeps now and then. An fd nested in epoll sets is a cost
+ * at every packet even when nobody sleeps: the kernel runs the wakeup of
  * each set it is in, and of each set those are in, in the softirq that
  * queues the packet, under the socket's lock; UCX's TCP sockets sit in
  * its interface's set, that set in the worker's, the worker's in ours,
- * ours in libev's (docs/architecture.md). */
+ * ours in libev's (docs/protocols/shm-queue.md). An arm adds it; a
+ * context that then polls SHM_WATCH_POLLS times without sleeping is busy
+ * and takes it out (one add and remove per sleep cost 6 us here). */
 static int ucx_watch(shm_worker_t *w, bool on)
 {
-    struct epoll_event ev = {.events = EPOLLIN};
-    if (epoll_ctl(w->epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, w->ucx_fd,
-                  &ev) == 0)
+    if (w->ucx_watched == on)
         return 0;
-    int rc = -errno;
+    struct epoll_event ev = {.events = EPOLLIN};
+    int rc = epoll_ctl(w->epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, w->ucx_fd,
+                       &ev) == 0 ? 0 : -errno;
+    if (rc == 0 || rc == (on ? -EEXIST : -ENOENT)) {
+        w->ucx_watched = on;
+        return 0;
+    }
     if (!w->watch_warned)
         pami_warn("shm", "cannot %s UCX's event fd %s the context's epoll "
                   "set: %s", on ? "add" : "remove", on ? "to" : "from",
                   strerror(-rc));
     w->watch_warned = true;
+    if (!on)
+        w->ucx_watched = false; /* a later add finds it (EEXIST) */
     /* Not added: the caller polls instead of sleeping. */
     return on ? -EAGAIN : 0;
+}
+
+static inline void ucx_unwatch_busy(shm_worker_t *w)
+{
+    if (w->ucx_watched && ++w->watch_polls >= SHM_WATCH_POLLS)
+        ucx_watch(w, false);
 }
 
 static unsigned shm_progress(tp_worker_t *tw)
 {
     shm_worker_t *w = W(tw);
     unsigned      n = 0;
-    if (!w->on) {
-        if (w->armed) {
-            w->armed = false;
-            ucx_watch(w, false);
-        }
+    ucx_unwatch_busy(w);
+    if (!w->on)
         return tp_ucx_ops.progress(w->ucx);
-    }
     if (w->armed) {
         uint64_t v;
         w->armed = false;
-        ucx_watch(w, false);
         atomic_store_explicit(w->sleeping, 0, memory_order_relaxed);
         while (read(w->efd, &v, sizeof(v)) == sizeof(v))
             ;
@@ -947,24 +959,19 @@ static int shm_event_fd(tp_worker_t *tw, int *fd)
     return 0;
 }
 
-/* Arms UCX's worker with its fd in our epoll set; on failure the fd
- * leaves the set again. */
+/* Arms UCX's worker with its fd in our epoll set. */
 static int ucx_arm_watched(shm_worker_t *w)
 {
+    w->watch_polls = 0;
     int rc = ucx_watch(w, true);
-    if (rc == 0 && (rc = tp_ucx_ops.arm(w->ucx)) != 0)
-        ucx_watch(w, false);
-    return rc;
+    return rc == 0 ? tp_ucx_ops.arm(w->ucx) : rc;
 }
 
 static int shm_arm(tp_worker_t *tw)
 {
     shm_worker_t *w = W(tw);
-    if (!w->on) {
-        int rc = ucx_arm_watched(w);
-        w->armed = rc == 0;
-        return rc;
-    }
+    if (!w->on)
+        return ucx_arm_watched(w);
     if (w->cancel_head != NULL || w->ucx_busy)
         return -EAGAIN;
     /* A bulk message through a queue stalls for a moment at every turn of
