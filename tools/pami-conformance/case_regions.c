@@ -443,6 +443,13 @@ static void alloc_segment(cf_env_t *e)
     n = shm_objects(prefix, &mode, &size);
     CF_CHECK(e, n == 0, "expected pami_memregion_destroy to remove the "
              "name, seen %zu objects left", n);
+    /* "a full `/dev/shm` is `PAMI_ENOMEM` here, never a fault later" (1
+     * TiB), and nothing is left behind. */
+    CF_RC(e, PAMI_ENOMEM, pami_memregion_alloc(e->ctx, 1ull << 40, &addr,
+                                               &mr));
+    n = shm_objects(prefix, &mode, &size);
+    CF_CHECK(e, n == 0, "expected no object left by a refused allocation, "
+             "seen %zu", n);
     CF_OK(e, pami_dispatch_fence(e->client));
 }
 
