@@ -451,7 +451,7 @@ found:
         log_once(g, x, &s);
     if (memo && id != 0)
         g->memo[x->kind] = (struct coll_memo){
-            .valid = true, .dtype = x->dtype, .op = x->op,
+            .dtype = x->dtype, .op = x->op,
             .flags = coll_memo_flags(x), .count = x->count,
             .root = x->root, .sel = s};
     if (out != NULL)

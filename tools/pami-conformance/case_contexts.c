@@ -63,7 +63,9 @@ static void contexts_apart(cf_env_t *e)
 {
     CF_OK(e, pami_context_createv(e->client, NULL, 2, e->contexts));
     e->ncontexts = 2;
-    mc_t on1 = {.e = e}, on0 = {.e = e};
+    static mc_t on1, on0; /* a peer's message may outlive a failure */
+    on1 = (mc_t){.e = e};
+    on0 = (mc_t){.e = e};
     /* Registered on context 1 only; context 0's handler for another id
      * catches what must not reach it. */
     CF_OK(e, pami_dispatch_set(e->contexts[1], MC_ID, mc_handler, &on1,
@@ -77,7 +79,8 @@ static void contexts_apart(cf_env_t *e)
     CF_OK(e, pami_endpoint_create(e->client, to, 0, &to0));
     CF_OK(e, pami_endpoint_create(e->client, e->task, 0, &me0));
     CF_OK(e, pami_endpoint_create(e->client, e->task, 1, &me1));
-    mc_t cb = {.e = e};
+    static mc_t cb;
+    cb = (mc_t){.e = e};
     uint64_t h = 42;
     pami_send_t m = {.send = {.dest = to1, .dispatch = MC_ID, .header = &h,
                               .header_len = sizeof(h)},
@@ -248,7 +251,8 @@ static void large_callbacks_together(cf_env_t *e)
     pami_client_attr_t a = {.field_mask = PAMI_CLIENT_ATTR_RNDV_THRESHOLD};
     CF_OK(e, pami_client_query(e->client, &a));
     size_t len = a.rndv_threshold + 4096;
-    lc_t s = {.land = malloc(len)};
+    static lc_t s; /* a peer's payload may outlive a failure */
+    s = (lc_t){.land = malloc(len)};
     lc_state = &s;
     uint8_t *src = malloc(len);
     CF_CHECK(e, s.land && src, "expected memory");
