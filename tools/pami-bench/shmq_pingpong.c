@@ -18,8 +18,9 @@
  *                header and the 8 bytes, then the sender's look at the
  *                receiver's sleeping flag (the compiler's order, as with
  *                membarrier); the receiver spins on shmq_take_line and
- *                gives the line back after each message (the head's store,
- *                the look at want_room), as shm_progress does
+ *                gives the line back (the head's store, the look at
+ *                want_room) where shm_progress does: the answering side
+ *                after its answer, the asking side before its next ask
  *   ring_pause, queue_pause   the same with a pause in the receiver's spin
  *
  * queue - floor is the queue's share of am_lat over the floor (ring -
@@ -202,7 +203,6 @@ static uint64_t queue_recv(side_t *s, bool pause)
         else if (pause)
             cpu_relax();
     }
-    shmq_give_back(&s->cons);
     if (total != 18)
         die("queue: a wrong length");
     uint64_t v;
@@ -238,6 +238,7 @@ static void ping(side_t *s, int pat, uint64_t from, uint64_t to)
         } else {
             queue_send(s, i);
             v = queue_recv(s, pause);
+            shmq_give_back(&s->cons);
         }
         if (v != i)
             die("a wrong answer");
@@ -254,8 +255,11 @@ static void pong(side_t *s, int pat, uint64_t ops)
     for (uint64_t i = 1; i <= ops; i++) {
         if (pat == PAT_RING || pat == PAT_RING_PAUSE)
             ring_send(1, ring_recv(1, pause));
-        else
+        else {
+            /* As shm_progress: the handler's reply, then the head. */
             queue_send(s, queue_recv(s, pause));
+            shmq_give_back(&s->cons);
+        }
     }
 }
 
