@@ -7,6 +7,9 @@
  *   floor        the bench's floor_lat (floor.c): 8 bytes and a sequence
  *                word in one line, answered in the line next to it; both
  *                sides spin with pause
+ *   floor_pairs  the same on 16 other pairs of lines, one after the
+ *                other, each in a page of its own: the floor of a pair
+ *                depends on where its lines lie
  *   ring         the lines a queue moves, without its code: message i in
  *                line i mod L of the sender's ring (L = 256, a queue's
  *                start lap, unless given), 8 bytes then a stamp stored
@@ -30,7 +33,9 @@
  *   pami-shmq-pingpong [round trips per round [rounds [ring lines]]]
  *
  * Prints one JSON line per pattern: the half round trip in µs, median and
- * smallest of the rounds (the first tenth of each round untimed).
+ * smallest of the rounds (the first tenth of each round untimed); for
+ * floor_pairs also the fastest and the slowest pair (each pair's median;
+ * a round gives each pair a sixteenth of its round trips).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,10 +54,12 @@
 #define GROWN_ENTRY 1024
 #define MAX_ROUNDS  63
 
-enum { PAT_FLOOR, PAT_RING, PAT_RING_PAUSE, PAT_QUEUE, PAT_QUEUE_PAUSE,
-       PAT_N };
-static const char *const pat_name[PAT_N] = {"floor", "ring", "ring_pause",
-                                            "queue", "queue_pause"};
+enum { PAT_FLOOR, PAT_FLOOR_PAIRS, PAT_RING, PAT_RING_PAUSE, PAT_QUEUE,
+       PAT_QUEUE_PAUSE, PAT_N };
+static const char *const pat_name[PAT_N] = {"floor", "floor_pairs", "ring",
+                                            "ring_pause", "queue",
+                                            "queue_pause"};
+#define NPAIRS 16
 
 typedef struct {
     volatile uint64_t seq;
@@ -104,27 +111,38 @@ static void die(const char *what)
 
 /* ---- the floor, as floor.c ---- */
 
-static void floor_ping(uint64_t from, uint64_t to)
+static void floor_ping(line_t *pi, line_t *po, uint64_t from, uint64_t to)
 {
     for (uint64_t i = from; i <= to; i++) {
-        pg->ping.payload = i;
-        __atomic_store_n(&pg->ping.seq, i, __ATOMIC_RELEASE);
-        while (__atomic_load_n(&pg->pong.seq, __ATOMIC_ACQUIRE) != i)
+        pi->payload = i;
+        __atomic_store_n(&pi->seq, i, __ATOMIC_RELEASE);
+        while (__atomic_load_n(&po->seq, __ATOMIC_ACQUIRE) != i)
             cpu_relax();
-        if (pg->pong.payload != i)
+        if (po->payload != i)
             die("floor: a wrong answer");
     }
 }
 
-static void floor_pong(uint64_t ops)
+static void floor_pong(line_t *pi, line_t *po, uint64_t ops)
 {
     for (uint64_t i = 1; i <= ops; i++) {
-        while (__atomic_load_n(&pg->ping.seq, __ATOMIC_ACQUIRE) != i)
+        while (__atomic_load_n(&pi->seq, __ATOMIC_ACQUIRE) != i)
             cpu_relax();
-        pg->pong.payload = pg->ping.payload;
-        __atomic_store_n(&pg->pong.seq, i, __ATOMIC_RELEASE);
+        po->payload = pi->payload;
+        __atomic_store_n(&po->seq, i, __ATOMIC_RELEASE);
     }
 }
+
+/* Pair k's ping line (its pong line follows): in the last quarter of
+ * ring 0, which neither the queue nor the ring pattern reaches, 66 lines
+ * apart (a page and a line: each in another page, at another offset). */
+static line_t *pair_ping(int k)
+{
+    return (line_t *)(ring[0] + (size_t)(NLINES * 3 / 4 + 66 * k) * LINE);
+}
+
+static double pair_us[NPAIRS][MAX_ROUNDS];
+static int    round_no;
 
 /* ---- the queue's lines without its code ---- */
 
@@ -227,7 +245,7 @@ static void ping(side_t *s, int pat, uint64_t from, uint64_t to)
 {
     bool pause = pat == PAT_RING_PAUSE || pat == PAT_QUEUE_PAUSE;
     if (pat == PAT_FLOOR) {
-        floor_ping(from, to);
+        floor_ping(&pg->ping, &pg->pong, from, to);
         return;
     }
     for (uint64_t i = from; i <= to; i++) {
@@ -249,7 +267,12 @@ static void pong(side_t *s, int pat, uint64_t ops)
 {
     bool pause = pat == PAT_RING_PAUSE || pat == PAT_QUEUE_PAUSE;
     if (pat == PAT_FLOOR) {
-        floor_pong(ops);
+        floor_pong(&pg->ping, &pg->pong, ops);
+        return;
+    }
+    if (pat == PAT_FLOOR_PAIRS) {
+        for (int k = 0; k < NPAIRS; k++)
+            floor_pong(pair_ping(k), pair_ping(k) + 1, ops / NPAIRS);
         return;
     }
     for (uint64_t i = 1; i <= ops; i++) {
@@ -287,10 +310,27 @@ static double round_us(side_t *s, int pat, uint64_t ops)
 {
     memset(&pg->ping, 0, sizeof(pg->ping));
     memset(&pg->pong, 0, sizeof(pg->pong));
+    for (int k = 0; k < NPAIRS; k++)
+        memset(pair_ping(k), 0, 2 * LINE);
     pg->plan.pattern = (uint64_t)pat;
     pg->plan.ops     = ops;
     uint64_t r = pg->plan.round + 1;
     __atomic_store_n(&pg->plan.round, r, __ATOMIC_RELEASE);
+    if (pat == PAT_FLOOR_PAIRS) {
+        uint64_t n = ops / NPAIRS, warm = n / 10;
+        double   sum = 0;
+        for (int k = 0; k < NPAIRS; k++) {
+            floor_ping(pair_ping(k), pair_ping(k) + 1, 1, warm);
+            double t0 = now_s();
+            floor_ping(pair_ping(k), pair_ping(k) + 1, warm + 1, n);
+            pair_us[k][round_no] =
+                (now_s() - t0) * 1e6 / (double)(n - warm) / 2.0;
+            sum += pair_us[k][round_no];
+        }
+        while (__atomic_load_n(&pg->plan.done, __ATOMIC_ACQUIRE) != r)
+            cpu_relax();
+        return sum / NPAIRS;
+    }
     uint64_t warm = ops / 10;
     ping(s, pat, 1, warm);
     double t0 = now_s();
@@ -312,11 +352,11 @@ int main(int argc, char **argv)
     long ops    = argc > 1 ? strtol(argv[1], NULL, 0) : 10000;
     int  rounds = argc > 2 ? atoi(argv[2]) : 7;
     long lines  = argc > 3 ? strtol(argv[3], NULL, 0) : LAP;
-    if (ops < 10 || rounds < 1 || rounds > MAX_ROUNDS || lines < 1 ||
-        lines > NLINES / 2) {
-        fprintf(stderr, "usage: pami-shmq-pingpong [round trips (>= 10) "
+    if (ops < 10 * NPAIRS || rounds < 1 || rounds > MAX_ROUNDS ||
+        lines < 1 || lines > NLINES / 4) {
+        fprintf(stderr, "usage: pami-shmq-pingpong [round trips (>= %d) "
                         "[rounds (1..%d) [ring lines (1..%d)]]]\n",
-                MAX_ROUNDS, NLINES / 2);
+                10 * NPAIRS, MAX_ROUNDS, NLINES / 4);
         return 2;
     }
     ring_lines = (unsigned)lines;
@@ -346,17 +386,34 @@ int main(int argc, char **argv)
     side_t s;
     side_init(&s, 0);
     static double us[PAT_N][MAX_ROUNDS];
-    for (int r = 0; r < rounds; r++)
+    for (round_no = 0; round_no < rounds; round_no++)
         for (int p = 0; p < PAT_N; p++)
-            us[p][r] = round_us(&s, p, (uint64_t)ops);
+            us[p][round_no] = round_us(&s, p, (uint64_t)ops);
     pg->plan.pattern = PAT_N;
     __atomic_store_n(&pg->plan.round, pg->plan.round + 1, __ATOMIC_RELEASE);
     int st;
     if (waitpid(child, &st, 0) != child || !WIFEXITED(st) ||
         WEXITSTATUS(st) != 0)
         die("the other side failed");
+    /* floor_pairs: us is the mean over the pairs (median of the rounds);
+     * each pair's median over the rounds gives the fastest and slowest. */
+    double pair_med[NPAIRS];
+    for (int k = 0; k < NPAIRS; k++) {
+        qsort(pair_us[k], (size_t)rounds, sizeof(double), by_value);
+        pair_med[k] = pair_us[k][rounds / 2];
+    }
+    qsort(pair_med, NPAIRS, sizeof(double), by_value);
     for (int p = 0; p < PAT_N; p++) {
         qsort(us[p], (size_t)rounds, sizeof(double), by_value);
+        if (p == PAT_FLOOR_PAIRS) {
+            printf("{\"test\": \"%s\", \"bytes\": 8, \"us\": %.4f, "
+                   "\"us_min\": %.4f, \"pairs\": %d, \"pair_fastest_us\": "
+                   "%.4f, \"pair_slowest_us\": %.4f, \"rounds\": %d, "
+                   "\"round_trips\": %ld}\n",
+                   pat_name[p], us[p][rounds / 2], us[p][0], NPAIRS,
+                   pair_med[0], pair_med[NPAIRS - 1], rounds, ops);
+            continue;
+        }
         printf("{\"test\": \"%s\", \"bytes\": 8, \"us\": %.4f, "
                "\"us_min\": %.4f, \"rounds\": %d, \"round_trips\": %ld, "
                "\"ring_lines\": %u}\n",
