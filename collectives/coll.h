@@ -195,8 +195,7 @@ struct pami_geometry {
      * geometry, and the call's inputs that decided it (coll_select.c):
      * a loop of one call asks the table and the checks once, also when
      * calls of other collectives come between. */
-    struct coll_memo {
-        bool                       valid;
+    struct coll_memo { /* empty: sel.algorithm 0 */
         pami_type_t                dtype;
         pami_op_t                  op;
         unsigned                   flags;
@@ -515,7 +514,13 @@ pami_algorithm_t coll_auto_select(const pami_xfer_t *x,
  * the checks look at in place and a user op's commutativity. */
 static inline unsigned coll_memo_flags(const pami_xfer_t *x)
 {
-    return (x->sbuf == PAMI_IN_PLACE) | (x->rbuf == PAMI_IN_PLACE) << 1 |
+    unsigned f = (x->sbuf == PAMI_IN_PLACE) | (x->rbuf == PAMI_IN_PLACE) << 1;
+    /* Nothing that decides reads the user op's fields unless op is
+     * PAMI_OP_USER (coll_commutative, the checks): an AUTO call on the
+     * inline shared-memory path skips them, as the named call does. */
+    if (x->op != PAMI_OP_USER)
+        return f;
+    return f |
            (unsigned)((x->field_mask & PAMI_XFER_FIELD_USER_OP) != 0) << 2 |
            (x->user_fn != NULL) << 3 | (x->user_commutative != 0) << 4;
 }
@@ -532,7 +537,7 @@ static inline pami_algorithm_t coll_auto_memo(const pami_xfer_t *x,
     if ((unsigned)x->kind >= PAMI_XFER_ALLGATHERV)
         return 0;
     const struct coll_memo *m = &g->memo[x->kind];
-    if (!m->valid || m->count != x->count || m->dtype != x->dtype ||
+    if (m->count != x->count || m->dtype != x->dtype ||
         m->root != x->root || m->op != x->op ||
         m->flags != coll_memo_flags(x))
         return 0;

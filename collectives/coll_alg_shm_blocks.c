@@ -72,7 +72,7 @@ void cshm_blocks_setup(cshm_t *s, size_t algo_id)
     op->cma_rc = PAMI_SUCCESS;
     bool ghost = op->req != NULL && op->req->status != PAMI_SUCCESS;
     cma_line_t *l = cma_line(s, s->my_index, s->phase & 1);
-    l->pid  = (uint64_t)getpid();
+    l->pid  = s->pid;
     l->addr = ghost || op->in_place ? 0 : (uint64_t)(uintptr_t)op->in;
 }
 

@@ -102,7 +102,7 @@ bool cshm_cma_setup(cshm_t *s, size_t algo_id)
     op->cma_rc = PAMI_SUCCESS;
     bool ghost = op->req != NULL && op->req->status != PAMI_SUCCESS;
     cma_line_t *l = line_of(s, s->my_index, s->phase & 1);
-    l->pid = (uint64_t)getpid();
+    l->pid = s->pid;
     l->in  = ghost ? 0 : (uint64_t)(uintptr_t)(op->kind == CSHM_BC_CMA
                                                    ? op->out : op->in);
     l->out = ghost ? 0 : (uint64_t)(uintptr_t)op->out;

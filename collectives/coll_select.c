@@ -451,7 +451,7 @@ found:
         log_once(g, x, &s);
     if (memo && id != 0)
         g->memo[x->kind] = (struct coll_memo){
-            .valid = true, .dtype = x->dtype, .op = x->op,
+            .dtype = x->dtype, .op = x->op,
             .flags = coll_memo_flags(x), .count = x->count,
             .root = x->root, .sel = s};
     if (out != NULL)
@@ -533,6 +533,11 @@ static const pami_config_var_t cs_config[] = {
     {"PAMI_COLL_PROFILE", "(none)",
      "profile file(s) of pami-tune, colon-separated (later ones override "
      "earlier ones); AUTO selects from it per geometry (docs/tuning.md)"},
+    /* Read by coll_builtin.c; listed here, with the others AUTO follows. */
+    {"PAMI_COLL_BUILTIN", "measured",
+     "measured: AUTO's built-in rules take the table generated from the "
+     "committed profiles where it has a row, the hand-set rules elsewhere; "
+     "rules: the hand-set rules only (docs/tuning.md)"},
     {"PAMI_COLL_LOG", "0",
      "1: log AUTO's first decision per geometry, collective and power of "
      "two of the size, with why"},

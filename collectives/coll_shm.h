@@ -169,12 +169,16 @@ typedef struct cshm {
     cshm_entry_t      *q;       /* ring of entries in call order */
     size_t             qcap, qhead, qlen;
     bool               running; /* the head entry has started */
+    bool               inline_bar; /* an inline call waits for its
+                                    * barriers itself (pami_barrier_wait) */
     bool               posted;  /* kick is queued on the context */
     bool               auto_ok; /* PAMI_COLL_SHM_AUTO */
     bool               flag_ok; /* PAMI_COLL_SHM_FLAG, and nlocal <= ncpus */
     bool               ring_ok; /* PAMI_COLL_SHM_EAGER */
     bool               cma_ok;  /* PAMI_COLL_SHM_CMA, and the kernel lets
                                  * a task read the others (the _cma checks) */
+    uint64_t           pid;     /* getpid() once: a _cma call's control
+                                 * line, without a syscall per call */
     bool               prefetchw; /* the CPU prefetches for writing */
     size_t             ring_off; /* where the ring starts in the segment */
     uint64_t           ring_next; /* ring calls started on this context */

@@ -1,7 +1,7 @@
 /*
  * How calls enter the shared-memory collectives (coll_alg_shm.c runs
  * them): the registry's check, builder and AUTO rule, the poison round of
- * a call that failed here, and small blocking calls run inline.
+ * a call that failed here, and blocking calls run inline.
  */
 #include <string.h>
 
@@ -106,6 +106,15 @@ static bool inline_idle(const cshm_t *s, const coll_ctx_t *cc,
            s->setup == CSHM_SETUP_READY;
 }
 
+/* The _shm_cma algorithms: their check (the kernel's leave to read the
+ * others, not in place) runs at every size. */
+static bool cma_algo(const coll_algo_t *a)
+{
+    return a->check == coll_shm_cma_check ||
+           a->check == coll_shm_cma_any_check ||
+           a->check == coll_shm_cma_rs_check;
+}
+
 /* Calls this path takes (after inline_idle); anything else (and any bad
  * argument) goes the ordinary way, which reports it. */
 static bool inline_fits(const cshm_t *s, const pami_xfer_t *x,
@@ -124,11 +133,12 @@ static bool inline_fits(const cshm_t *s, const pami_xfer_t *x,
                  x->algorithm != PAMI_ALGORITHM_AUTO;
     size_t es = coll_type_valid(x->dtype) ? pami_type_size(x->dtype) : 0;
     size_t per = blk ? g->size : 1;
-    if (es == 0 || x->count == 0 || x->count > CSHM_SMALL_MAX / es / per ||
-        x->count * es > s->slot / per || x->rbuf == NULL ||
-        IN_PLACE(x->rbuf) ||
-        x->root >= g->size)
+    if (es == 0 || x->count == 0 || x->count > SIZE_MAX / es / per ||
+        x->rbuf == NULL || IN_PLACE(x->rbuf) || x->root >= g->size)
         return false;
+    /* Through the slots: one round. */
+    bool small = x->count <= CSHM_SMALL_MAX / es / per &&
+                 x->count * es <= s->slot / per;
     bool root = x->root == g->rank;
     if (red && (!coll_op_valid(x->dtype, x->op) ||
                 (x->op == PAMI_OP_USER &&
@@ -143,15 +153,24 @@ static bool inline_fits(const cshm_t *s, const pami_xfer_t *x,
     if (named) {
         a    = named_shm(x);
         *why = PAMI_SELECTED_NAMED;
-    } else {
+    } else if (small) {
         /* Once per call: it is also the one counted, and logged. */
         pami_algorithm_t id = coll_auto_choice(x, g, why);
         a = id != 0 && coll_algos[id - 1].build == coll_shm_build
                 ? &coll_algos[id - 1] : NULL;
+    } else {
+        /* Larger: only a decision kept in the memo (nothing logged
+         * twice when the ordinary way selects instead). */
+        pami_algorithm_t id = coll_auto_memo(x, g, why);
+        a = id != 0 ? &coll_algos[id - 1] : NULL;
     }
-    if (a == NULL || a->check == coll_shm_cma_check ||
-        a->check == coll_shm_cma_any_check ||
-        a->check == coll_shm_cma_rs_check) /* two or three barriers */
+    if (a == NULL)
+        return false;
+    /* More than one round through the slots, or reads of the others'
+     * buffers: the registry's check decides, as on the queued way. */
+    if (a->build != coll_shm_build ||
+        ((!small || cma_algo(a)) && a->check != NULL &&
+         a->check(x) != PAMI_SUCCESS))
         return false;
     *algo = a;
     return true;
@@ -195,7 +214,7 @@ static bool ring_fits_lean(cshm_t *s, const pami_xfer_t *x,
     return true;
 }
 
-/* A small call on an idle queue: the same rounds as the queued form
+/* A blocking call on an idle queue: the same rounds as the queued form
  * (members may mix the two), with the register polled inline by
  * pami_barrier_wait (or a flag round's lines, cshm_flag_round_inline),
  * and no request or schedule. The call still takes
@@ -258,11 +277,21 @@ bool coll_shm_wait_inline(coll_ctx_t *cc, const pami_xfer_t *x,
     } else if (s->op.flag) {
         *rc = cshm_flag_round_inline(s);
     } else {
+        /* One barrier through the slots; a _shm_cma call's further ones
+         * cshm_op_next only counts (inline_bar) and this loop waits for,
+         * without a request, the engine or its waiter thread. */
+        bool done = false;
+        s->inline_bar = true;
         cshm_count(s, CSHM_STAT_barriers);
-        *rc = pami_barrier_wait(ctx, PAMI_BARRIER_SHM, NULL, 0);
-        bool done = true;
-        if (*rc == PAMI_SUCCESS)
-            *rc = cshm_op_next(s, &done); /* one round: ends here */
+        for (;;) {
+            *rc = pami_barrier_wait(ctx, PAMI_BARRIER_SHM, NULL, 0);
+            if (*rc != PAMI_SUCCESS)
+                break;
+            *rc = cshm_op_next(s, &done);
+            if (*rc != PAMI_SUCCESS || done)
+                break;
+        }
+        s->inline_bar = false;
     }
     s->running = false;
     if (slot >= 0)

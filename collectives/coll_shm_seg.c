@@ -165,6 +165,7 @@ static pami_result_t cshm_init(const pami_protocol_env_t *env, void **state)
     s->flag_ok  = flag == 2 || (flag == 1 && s->nlocal <= s->ncpus);
     s->ring_ok  = read_bool("PAMI_COLL_SHM_EAGER");
     s->cma_ok   = cma_allowed();
+    s->pid      = (uint64_t)getpid();
     s->eager_id = cshm_eager_id(); /* looked at on every ring call */
     s->prefetchw = cpu_prefetchw();
     s->spin_ns  = SPIN_NS;

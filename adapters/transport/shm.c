@@ -39,6 +39,7 @@
 #define SHM_SLEEP_OFF  128  /* the sleeping flag's line */
 #define SHM_CTL_OFF    SHM_PAGE
 #define SHM_POLL_MAX   64   /* entries taken from one queue per poll */
+#define SHM_WATCH_POLLS 4096 /* polls without a sleep: a busy context */
 #define SHM_UCX_EVERY  8    /* an idle UCX worker is polled every 8 turns */
 #define SHM_STALL_NS   2000000 /* sends waiting this long for room sleep */
 /* A message longer than this (none of the program's sends below the
@@ -107,7 +108,9 @@ typedef struct shm_worker {
     bool         armed, ucx_busy;
     bool         asym;      /* this process is registered for membarrier
                                and this worker calls it before sleeping */
-    bool         asym_warned;
+    bool         asym_warned, watch_warned;
+    bool         ucx_watched;  /* ucx_fd is in epfd (ucx_watch) */
+    unsigned     watch_polls;  /* progress calls since the last arm */
     unsigned     ucx_hot;
     unsigned     turn;
     shm_ep_t    *pending_eps;
@@ -252,15 +255,13 @@ static int inbox_create(shm_worker_t *w, const tp_worker_params_t *p)
     w->prod_efd = malloc(w->max_queues * sizeof(*w->prod_efd));
     w->scratch  = malloc(shmq_frag_max(w->max_lines));
     w->efd      = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    w->epfd     = epoll_create1(EPOLL_CLOEXEC);
     if (w->cons == NULL || w->prod_efd == NULL || w->scratch == NULL ||
-        w->efd < 0 || w->epfd < 0)
+        w->efd < 0)
         return -ENOMEM;
     for (uint32_t i = 0; i < w->max_queues; i++)
         w->prod_efd[i] = -1;
     struct epoll_event ev = {.events = EPOLLIN};
-    if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->ucx_fd, &ev) != 0 ||
-        epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->efd, &ev) != 0)
+    if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->efd, &ev) != 0)
         return -errno;
     shm_seg_hdr_t *h = (shm_seg_hdr_t *)w->seg;
     h->nonce      = nonce_new();
@@ -293,8 +294,6 @@ static void inbox_destroy(shm_worker_t *w)
         close(w->memfd);
     if (w->efd >= 0)
         close(w->efd);
-    if (w->epfd >= 0)
-        close(w->epfd);
 }
 
 /* ---- the worker ---- */
@@ -325,6 +324,8 @@ static void shm_worker_destroy(tp_worker_t *tw)
         free(p);
     }
     inbox_destroy(w);
+    if (w->epfd >= 0)
+        close(w->epfd);
     if (w->ucx != NULL)
         tp_ucx_ops.worker_destroy(w->ucx);
     free(w->addr);
@@ -349,6 +350,8 @@ static int shm_worker_create(tp_context_t *ctx, const tp_worker_params_t *p,
     int rc = tp_ucx_ops.worker_create(ctx, p, &w->ucx);
     if (rc == 0)
         rc = tp_ucx_ops.event_fd(w->ucx, &w->ucx_fd);
+    if (rc == 0 && (w->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0)
+        rc = -errno;
     if (rc == 0 && w->on)
         rc = inbox_create(w, p);
     const void *uaddr = NULL;
@@ -841,10 +844,48 @@ static uint32_t queues_seen(shm_worker_t *w)
     return w->ncons;
 }
 
+/* UCX's worker fd is in our epoll set (the fd pami sleeps on) only while
+ * this context sleeps now and then. An fd nested in epoll sets is a cost
+ * at every packet even when nobody sleeps: the kernel runs the wakeup of
+ * each set it is in, and of each set those are in, in the softirq that
+ * queues the packet, under the socket's lock; UCX's TCP sockets sit in
+ * its interface's set, that set in the worker's, the worker's in ours,
+ * ours in libev's (docs/protocols/shm-queue.md). An arm adds it; a
+ * context that then polls SHM_WATCH_POLLS times without sleeping is busy
+ * and takes it out (one add and remove per sleep cost 6 us here). */
+static int ucx_watch(shm_worker_t *w, bool on)
+{
+    if (w->ucx_watched == on)
+        return 0;
+    struct epoll_event ev = {.events = EPOLLIN};
+    int rc = epoll_ctl(w->epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, w->ucx_fd,
+                       &ev) == 0 ? 0 : -errno;
+    if (rc == 0 || rc == (on ? -EEXIST : -ENOENT)) {
+        w->ucx_watched = on;
+        return 0;
+    }
+    if (!w->watch_warned)
+        pami_warn("shm", "cannot %s UCX's event fd %s the context's epoll "
+                  "set: %s", on ? "add" : "remove", on ? "to" : "from",
+                  strerror(-rc));
+    w->watch_warned = true;
+    if (!on)
+        w->ucx_watched = false; /* a later add finds it (EEXIST) */
+    /* Not added: the caller polls instead of sleeping. */
+    return on ? -EAGAIN : 0;
+}
+
+static inline void ucx_unwatch_busy(shm_worker_t *w)
+{
+    if (w->ucx_watched && ++w->watch_polls >= SHM_WATCH_POLLS)
+        ucx_watch(w, false);
+}
+
 static unsigned shm_progress(tp_worker_t *tw)
 {
     shm_worker_t *w = W(tw);
     unsigned      n = 0;
+    ucx_unwatch_busy(w);
     if (!w->on)
         return tp_ucx_ops.progress(w->ucx);
     if (w->armed) {
@@ -914,16 +955,23 @@ static unsigned shm_progress(tp_worker_t *tw)
 
 static int shm_event_fd(tp_worker_t *tw, int *fd)
 {
-    shm_worker_t *w = W(tw);
-    *fd = w->on ? w->epfd : w->ucx_fd;
+    *fd = W(tw)->epfd;
     return 0;
+}
+
+/* Arms UCX's worker with its fd in our epoll set. */
+static int ucx_arm_watched(shm_worker_t *w)
+{
+    w->watch_polls = 0;
+    int rc = ucx_watch(w, true);
+    return rc == 0 ? tp_ucx_ops.arm(w->ucx) : rc;
 }
 
 static int shm_arm(tp_worker_t *tw)
 {
     shm_worker_t *w = W(tw);
     if (!w->on)
-        return tp_ucx_ops.arm(w->ucx);
+        return ucx_arm_watched(w);
     if (w->cancel_head != NULL || w->ucx_busy)
         return -EAGAIN;
     /* A bulk message through a queue stalls for a moment at every turn of
@@ -964,7 +1012,7 @@ static int shm_arm(tp_worker_t *tw)
         if (shmq_ready(&w->cons[i]))
             rc = -EAGAIN;
     if (rc == 0)
-        rc = tp_ucx_ops.arm(w->ucx);
+        rc = ucx_arm_watched(w);
     if (rc != 0) {
         atomic_store_explicit(w->sleeping, 0, memory_order_relaxed);
         return rc;

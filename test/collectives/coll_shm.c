@@ -9,15 +9,18 @@
  *                       mismatched call; a call that fails on one task
  *                       only; a sub-geometry refused; nothing
  *                       left in /dev/shm; the protocol's counters
- *   coll_shm large      4 MiB (many rounds with a small slot)
+ *   coll_shm large      4 MiB (many rounds with a small slot); a
+ *                       blocking call of four rounds inline, beside a
+ *                       queued one
  *   coll_shm dead       the last task leaves while the others wait in an
  *                       allreduce_shm: PAMI_PEER_FAILED, no hang
  *   coll_shm dead-cma   the same in allreduce_shm_cma
  *   coll_shm cma        the same sweeps with allreduce_shm_cma,
  *                       broadcast_shm_cma and allgather_shm_cma (read
  *                       from the others' buffers),
- *                       in flight among the rounds, 4 MiB, and calls that
- *                       differ (count, algorithm) or fail on one task
+ *                       in flight among the rounds, 4 MiB, calls that
+ *                       differ (count, algorithm) or fail on one task,
+ *                       blocking calls inline beside a queued one
  */
 #include "coll_util.h"
 
@@ -461,6 +464,48 @@ static void cma_null_on_one(const ct_geom_t *cg, pami_xfer_type_t kind)
     run(cg, kind, red, 70001, 0, false);
 }
 
+/* A blocking allgather of count bytes a task (allgather_shm_cma in mode
+ * cma, else allgather_shm) runs inline at any size (counter inline): no
+ * request, its `barriers` register barriers waited for one by one. Then
+ * rank 0 starts the same call with pami_collective (the queued form)
+ * while the others wait inline: the two forms pair their barriers alike,
+ * and the result is right on both. */
+static void inline_beside_queued(const ct_geom_t *cg, size_t count,
+                                 uint64_t barriers)
+{
+    red_t byte = {.t = PAMI_TYPE_BYTE};
+    uint64_t in0 = stat_of("inline"), bar0 = stat_of("barriers");
+    run(cg, PAMI_XFER_ALLGATHER, byte, count, 0, false);
+    MP_EXPECT(stat_of("inline") == in0 + 1, "%s of %zu B blocking: inline "
+              "moved by %llu, not 1", kind_text(PAMI_XFER_ALLGATHER), count,
+              (unsigned long long)(stat_of("inline") - in0));
+    MP_EXPECT(stat_of("barriers") == bar0 + barriers, "%s of %zu B inline: "
+              "%llu barriers, not %llu", kind_text(PAMI_XFER_ALLGATHER),
+              count, (unsigned long long)(stat_of("barriers") - bar0),
+              (unsigned long long)barriers);
+    in0 = stat_of("inline");
+    call_t c = {.cg = cg, .kind = PAMI_XFER_ALLGATHER, .red = byte,
+                .count = count};
+    call_prepare(&c);
+    if (cg->rank == 0) {
+        done_count  = 0;
+        c.x.done_fn = on_done;
+        MP_CHECK(pami_collective(job.ctx[0], &c.x));
+        double t0 = mp_now();
+        while (done_count == 0) {
+            pami_context_wait(job.ctx[0], 100);
+            MP_EXPECT(mp_now() - t0 < MP_WAIT_S, "the queued call never "
+                      "ended");
+        }
+    } else {
+        MP_CHECK(pami_collective_wait(job.ctx[0], &c.x));
+    }
+    uint64_t moved = stat_of("inline") - in0;
+    MP_EXPECT(moved == (cg->rank == 0 ? 0u : 1u), "rank %zu: inline moved "
+              "by %llu", cg->rank, (unsigned long long)moved);
+    call_check(&c);
+}
+
 /* PAMI_COLL_SHM_CMA=0: the checks refuse, a named call gets PAMI_INVAL
  * on every task (nobody waits), AUTO still runs. */
 static void cma_off(const ct_geom_t *world)
@@ -556,6 +601,8 @@ static void mode_cma(const ct_geom_t *world)
     MP_EXPECT(stat_of("failed") == failed0, "calls failed: %llu",
               (unsigned long long)(stat_of("failed") - failed0));
     cma_other_algorithm(&rev);
+    inline_beside_queued(world, ((size_t)1 << 18) + 3, 2);
+    inline_beside_queued(&rev, ((size_t)1 << 18) + 3, 2);
     cma_null_on_one(world, PAMI_XFER_ALLREDUCE);
     cma_null_on_one(world, PAMI_XFER_BROADCAST);
     MP_CHECK(pami_geometry_destroy(&rev.g));
@@ -590,6 +637,8 @@ int main(int argc, char **argv)
         run(&world, PAMI_XFER_REDUCE, dsum, big / 8, world.n - 1, false);
         run(&world, PAMI_XFER_BROADCAST, byte, big, 1 % world.n, false);
         run(&world, PAMI_XFER_ALLGATHER, byte, big / world.n, 0, false);
+        /* Four rounds of a slot each (the last one 5 B): one barrier each. */
+        inline_beside_queued(&world, 3 * slot + 5, 4);
     } else {
         MP_EXPECT(world.n >= 2, "needs two tasks");
         sweep(&world);

@@ -14,7 +14,9 @@
  *                         dir, missing): one warning, built-in rules,
  *                         collectives still right
  *   tune_select forced    PAMI_COLL_ALLREDUCE_ALGORITHM (set by meson)
- *                         wins over the profile
+ *                         wins over the profile; AUTO calls that alternate
+ *                         user ops (commutative or not) and sums each run
+ *                         what their op allows
  *   tune_select run       the PAMI_COLL_PROFILE of the environment: AUTO
  *                         allreduces of many sizes, checked
  */
@@ -131,9 +133,16 @@ static pami_algorithm_selection_t query(pami_geometry_t g, size_t count,
     return s;
 }
 
-/* An AUTO allreduce of count int32 on g, checked; returns the name the
- * counters show it ran with (exactly one of them rose by one). */
-static const char *run_allreduce(const ct_geom_t *cg, size_t count)
+/* How an AUTO allreduce passes its op: a sum, a user op (wrapping int32
+ * sum) said commutative or not, or a sum with a user op's fields set
+ * (nothing may read them: op is not PAMI_OP_USER). */
+enum { OP_SUM, OP_USER_COMM, OP_USER_NONCOMM, OP_SUM_USER_FIELDS };
+
+/* An AUTO allreduce of count int32 on g, its op passed as how, checked;
+ * returns the name the counters show it ran with (exactly one of them
+ * rose by one). */
+static const char *run_allreduce_op(const ct_geom_t *cg, size_t count,
+                                    int how)
 {
     int32_t *in = malloc(count * 4), *out = malloc(count * 4);
     if (in == NULL || out == NULL)
@@ -148,6 +157,13 @@ static const char *run_allreduce(const ct_geom_t *cg, size_t count)
         before[i] = st[i].value;
     pami_xfer_t x = ct_xfer(cg->g, PAMI_XFER_ALLREDUCE, NULL, in, out, count,
                             PAMI_TYPE_INT32, 0);
+    if (how != OP_SUM) {
+        x.field_mask |= PAMI_XFER_FIELD_USER_OP;
+        x.user_fn = ct_user_sum;
+        x.user_commutative = how != OP_USER_NONCOMM;
+        if (how != OP_SUM_USER_FIELDS)
+            x.op = PAMI_OP_USER;
+    }
     MP_CHECK(pami_collective_wait(job.ctx[0], &x));
     int64_t base = (int64_t)cg->n * (int64_t)(cg->n - 1) / 2 * 3;
     for (size_t i = 0; i < count; i++)
@@ -171,6 +187,11 @@ static const char *run_allreduce(const ct_geom_t *cg, size_t count)
     if (ran == NULL)
         mp_fail("allreduce of %zu: no algorithm counted", count);
     return ran;
+}
+
+static const char *run_allreduce(const ct_geom_t *cg, size_t count)
+{
+    return run_allreduce_op(cg, count, OP_SUM);
 }
 
 static void expect_builtin(pami_geometry_t g, size_t count, pami_type_t t)
@@ -306,6 +327,23 @@ static void forced(void)
               "forced: %s (reason %d)", s.name, (int)s.reason);
     const char *ran = run_allreduce(&w, 512);
     MP_EXPECT(strcmp(ran, "allreduce_ring") == 0, "forced ran %s", ran);
+    /* AUTO's memo of the last decision keys on the user op's fields only
+     * when op is PAMI_OP_USER: equal calls in a row that differ in the
+     * op, its commutativity or unread fields must decide each anew
+     * where it matters. The ring needs a commutative op. */
+    static const struct {
+        int  how;
+        bool ring;
+    } seq[] = {{OP_USER_COMM, true},    {OP_USER_COMM, true},
+               {OP_USER_NONCOMM, false}, {OP_USER_NONCOMM, false},
+               {OP_USER_COMM, true},    {OP_SUM_USER_FIELDS, true},
+               {OP_SUM, true},          {OP_USER_NONCOMM, false},
+               {OP_SUM_USER_FIELDS, true}};
+    for (size_t i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
+        ran = run_allreduce_op(&w, 512, seq[i].how);
+        MP_EXPECT((strcmp(ran, "allreduce_ring") == 0) == seq[i].ring,
+                  "call %zu (op %d): ran %s", i, seq[i].how, ran);
+    }
 }
 
 int main(int argc, char **argv)

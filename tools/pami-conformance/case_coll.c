@@ -287,10 +287,10 @@ static void mismatch(cf_env_t *e)
 }
 
 const cf_case_t cf_coll_cases[] = {
-    {"coll", "world_every_algorithm", 1, 0, 0, world},
-    {"coll", "reversed_every_algorithm", 2, 0, 0, sub_reversed},
-    {"coll", "odd_tasks_every_algorithm", 2, 128, 0, sub_odd},
-    {"coll", "geometry_mismatch", 2, 0, 0, mismatch},
+    {"coll", "world_every_algorithm", 1, 0, 0, world, NULL},
+    {"coll", "reversed_every_algorithm", 2, 0, 0, sub_reversed, NULL},
+    {"coll", "odd_tasks_every_algorithm", 2, 128, 0, sub_odd, NULL},
+    {"coll", "geometry_mismatch", 2, 0, 0, mismatch, NULL},
 };
 const size_t cf_num_coll_cases =
     sizeof(cf_coll_cases) / sizeof(cf_coll_cases[0]);

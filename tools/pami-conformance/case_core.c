@@ -886,18 +886,18 @@ static void shutdown_inflight(cf_env_t *e)
 }
 
 const cf_case_t cf_core_cases[] = {
-    {"core", "limits", 1, 0, 0, limits},
-    {"core", "error_text", 1, 0, 0, error_text},
-    {"core", "immediate_all_pairs", 1, 0, 0, immediate},
-    {"core", "send_sizes", 1, 0, 0, send_sizes},
-    {"core", "landing", 1, 0, 0, landing},
-    {"core", "order_per_pair", 1, 0, 0, order},
-    {"core", "self_send", 1, 0, 0, self_send},
-    {"core", "handler_rules", 1, 0, 0, handler_rules},
-    {"core", "post_threads", 1, 0, 0, post_threads},
-    {"core", "unknown_id", 2, 0, 0, unknown_id},
-    {"core", "peer_failed", 2, 0, 0, peer_failed},
-    {"core", "shutdown_inflight", 2, 0, 0, shutdown_inflight},
+    {"core", "limits", 1, 0, 0, limits, NULL},
+    {"core", "error_text", 1, 0, 0, error_text, NULL},
+    {"core", "immediate_all_pairs", 1, 0, 0, immediate, NULL},
+    {"core", "send_sizes", 1, 0, 0, send_sizes, NULL},
+    {"core", "landing", 1, 0, 0, landing, NULL},
+    {"core", "order_per_pair", 1, 0, 0, order, NULL},
+    {"core", "self_send", 1, 0, 0, self_send, NULL},
+    {"core", "handler_rules", 1, 0, 0, handler_rules, NULL},
+    {"core", "post_threads", 1, 0, 0, post_threads, NULL},
+    {"core", "unknown_id", 2, 0, 0, unknown_id, NULL},
+    {"core", "peer_failed", 2, 0, 0, peer_failed, NULL},
+    {"core", "shutdown_inflight", 2, 0, 0, shutdown_inflight, NULL},
 };
 const size_t cf_num_core_cases =
     sizeof(cf_core_cases) / sizeof(cf_core_cases[0]);

@@ -436,17 +436,17 @@ static void peer_dies(cf_env_t *e)
 
 const cf_case_t cf_plugin_cases[] = {
     {"protocols", "register_before_createv", 1, 0, CF_OWN_CONTEXTS,
-     register_before},
+     register_before, NULL},
     {"protocols", "register_after_createv", 1, 0, CF_OWN_CONTEXTS,
-     register_after},
-    {"protocols", "bad_tables", 1, 0, CF_OWN_CONTEXTS, bad_tables},
+     register_after, NULL},
+    {"protocols", "bad_tables", 1, 0, CF_OWN_CONTEXTS, bad_tables, NULL},
     {"protocols", "loaded_by_environment", 1, 0, CF_LOAD_PLUGIN,
-     by_environment},
-    {"protocols", "mismatched_sets", 2, 0, CF_OWN_CONTEXTS, mismatched_sets},
+     by_environment, NULL},
+    {"protocols", "mismatched_sets", 2, 0, CF_OWN_CONTEXTS, mismatched_sets, NULL},
     {"protocols", "malformed_packets", 2, 0, CF_OWN_CONTEXTS,
-     malformed_packets},
-    {"protocols", "fini_pending", 2, 0, CF_OWN_CONTEXTS, fini_pending},
-    {"protocols", "peer_dies", 2, 0, CF_OWN_CONTEXTS, peer_dies},
+     malformed_packets, NULL},
+    {"protocols", "fini_pending", 2, 0, CF_OWN_CONTEXTS, fini_pending, NULL},
+    {"protocols", "peer_dies", 2, 0, CF_OWN_CONTEXTS, peer_dies, NULL},
 };
 const size_t cf_num_plugin_cases =
     sizeof(cf_plugin_cases) / sizeof(cf_plugin_cases[0]);

@@ -212,12 +212,12 @@ static void svd(cf_env_t *e)
 }
 
 const cf_case_t cf_protocols_cases[] = {
-    {"protocols", "barrier_packets", 1, 0, 0, barrier_packets},
-    {"protocols", "barrier_shm", 1, 0, 0, barrier_shm},
-    {"protocols", "barrier_hier", 1, 0, 0, barrier_hier},
-    {"protocols", "barrier_separates", 1, 0, 0, barrier_separates},
-    {"protocols", "registry", 1, 0, 0, builtin_registry},
-    {"protocols", "svd", 1, 0, 0, svd},
+    {"protocols", "barrier_packets", 1, 0, 0, barrier_packets, NULL},
+    {"protocols", "barrier_shm", 1, 0, 0, barrier_shm, NULL},
+    {"protocols", "barrier_hier", 1, 0, 0, barrier_hier, NULL},
+    {"protocols", "barrier_separates", 1, 0, 0, barrier_separates, NULL},
+    {"protocols", "registry", 1, 0, 0, builtin_registry, NULL},
+    {"protocols", "svd", 1, 0, 0, svd, NULL},
 };
 const size_t cf_num_protocols_cases =
     sizeof(cf_protocols_cases) / sizeof(cf_protocols_cases[0]);

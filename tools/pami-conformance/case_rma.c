@@ -349,10 +349,10 @@ static void region_lifetime(cf_env_t *e)
 }
 
 const cf_case_t cf_rma_cases[] = {
-    {"rma", "put_get", 1, 0, 0, put_get},
-    {"rma", "bounds", 1, 0, 0, bounds},
-    {"rma", "fence", 1, 0, 0, fence},
-    {"rma", "atomics", 1, 0, 0, atomics},
-    {"rma", "region_lifetime", 1, 0, 0, region_lifetime},
+    {"rma", "put_get", 1, 0, 0, put_get, NULL},
+    {"rma", "bounds", 1, 0, 0, bounds, NULL},
+    {"rma", "fence", 1, 0, 0, fence, NULL},
+    {"rma", "atomics", 1, 0, 0, atomics, NULL},
+    {"rma", "region_lifetime", 1, 0, 0, region_lifetime, NULL},
 };
 const size_t cf_num_rma_cases = sizeof(cf_rma_cases) / sizeof(cf_rma_cases[0]);

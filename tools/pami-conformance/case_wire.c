@@ -595,12 +595,12 @@ static void wire_core(cf_env_t *e)
 }
 
 const cf_case_t cf_wire_cases[] = {
-    {"protocols", "wire_barrier_packets", 2, 0, 0, wire_barrier_packets},
-    {"protocols", "wire_shm_barrier", 2, 0, 0, wire_shm_barrier},
-    {"protocols", "wire_shm_register", 2, 0, 0, wire_shm_register},
-    {"protocols", "wire_svd", 2, 0, 0, wire_svd},
-    {"protocols", "wire_collectives", 2, 0, 0, wire_collectives},
-    {"protocols", "wire_core", 2, 0, 0, wire_core},
+    {"protocols", "wire_barrier_packets", 2, 0, 0, wire_barrier_packets, NULL},
+    {"protocols", "wire_shm_barrier", 2, 0, 0, wire_shm_barrier, NULL},
+    {"protocols", "wire_shm_register", 2, 0, 0, wire_shm_register, NULL},
+    {"protocols", "wire_svd", 2, 0, 0, wire_svd, NULL},
+    {"protocols", "wire_collectives", 2, 0, 0, wire_collectives, NULL},
+    {"protocols", "wire_core", 2, 0, 0, wire_core, NULL},
 };
 const size_t cf_num_wire_cases =
     sizeof(cf_wire_cases) / sizeof(cf_wire_cases[0]);

@@ -42,6 +42,9 @@ typedef struct cf_case {
     size_t      max_ranks; /* 0: no limit */
     unsigned    flags;
     void (*run)(cf_env_t *e);
+    /* "NAME=VALUE ..." set in the case process before its client is
+     * created (configuration cases); NULL: none. */
+    const char *env;
 } cf_case_t;
 
 /* The first failure's message stays: it says what was expected and what
@@ -115,10 +118,16 @@ void cf_report_now(cf_env_t *e);
 int cf_allgather(const void *send, void *recv, size_t len);
 
 /* The suites. */
-extern const cf_case_t cf_core_cases[], cf_rma_cases[], cf_coll_cases[],
-    cf_protocols_cases[], cf_wire_cases[], cf_plugin_cases[];
-extern const size_t cf_num_core_cases, cf_num_rma_cases,
-    cf_num_coll_cases, cf_num_protocols_cases, cf_num_wire_cases,
+extern const cf_case_t cf_core_cases[], cf_calls_cases[], cf_contexts_cases[],
+    cf_config_cases[], cf_threads_cases[], cf_rma_cases[],
+    cf_config_rma_cases[], cf_threads_coll_cases[],
+    cf_regions_cases[], cf_coll_cases[], cf_geometry_cases[],
+    cf_protocols_cases[], cf_sdk_cases[], cf_wire_cases[], cf_plugin_cases[];
+extern const size_t cf_num_core_cases, cf_num_calls_cases,
+    cf_num_contexts_cases, cf_num_config_cases, cf_num_threads_cases,
+    cf_num_rma_cases, cf_num_config_rma_cases, cf_num_threads_coll_cases,
+    cf_num_regions_cases, cf_num_coll_cases, cf_num_geometry_cases,
+    cf_num_protocols_cases, cf_num_sdk_cases, cf_num_wire_cases,
     cf_num_plugin_cases;
 
 #endif /* CF_H */

@@ -12,9 +12,18 @@ static const struct {
     const size_t    *n;
 } builtin[] = {
     {"core", cf_core_cases, &cf_num_core_cases},
+    {"core", cf_calls_cases, &cf_num_calls_cases},
+    {"core", cf_contexts_cases, &cf_num_contexts_cases},
+    {"core", cf_config_cases, &cf_num_config_cases},
+    {"core", cf_threads_cases, &cf_num_threads_cases},
     {"rma", cf_rma_cases, &cf_num_rma_cases},
+    {"rma", cf_regions_cases, &cf_num_regions_cases},
+    {"rma", cf_config_rma_cases, &cf_num_config_rma_cases},
     {"coll", cf_coll_cases, &cf_num_coll_cases},
+    {"coll", cf_geometry_cases, &cf_num_geometry_cases},
+    {"coll", cf_threads_coll_cases, &cf_num_threads_coll_cases},
     {"protocols", cf_protocols_cases, &cf_num_protocols_cases},
+    {"protocols", cf_sdk_cases, &cf_num_sdk_cases},
     {"protocols", cf_wire_cases, &cf_num_wire_cases},
 };
 #define NBUILTIN (sizeof(builtin) / sizeof(builtin[0]))

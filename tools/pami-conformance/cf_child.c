@@ -49,6 +49,22 @@ void cf_report_now(cf_env_t *e)
     report(e);
 }
 
+/* "A=1 B=2k C=": each word set as it says (an empty value included). */
+static void set_case_env(const char *list)
+{
+    char buf[512];
+    snprintf(buf, sizeof(buf), "%s", list);
+    char *save = NULL;
+    for (char *w = strtok_r(buf, " ", &save); w != NULL;
+         w = strtok_r(NULL, " ", &save)) {
+        char *eq = strchr(w, '=');
+        if (eq == NULL)
+            continue;
+        *eq = '\0';
+        setenv(w, eq + 1, 1);
+    }
+}
+
 int cf_child_main(const cf_case_t *c, const cf_child_args_t *a)
 {
     cf_env_t e = {.task = a->rank, .size = a->size, .seed = a->seed,
@@ -60,6 +76,8 @@ int cf_child_main(const cf_case_t *c, const cf_child_args_t *a)
         setenv("PAMI_PROTOCOLS", a->plugin, 1);
     else
         unsetenv("PAMI_PROTOCOLS");
+    if (c->env != NULL)
+        set_case_env(c->env);
     pami_client_params_t p = {
         .field_mask = PAMI_CLIENT_PARAM_BOOTSTRAP | PAMI_CLIENT_PARAM_OOB,
         .bootstrap = PAMI_BOOTSTRAP_OOB, .oob_allgather = oob_allgather,

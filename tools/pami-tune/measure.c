@@ -1,8 +1,9 @@
 /*
  * The sweep: for every shape (world and sub-geometries), collective,
  * data type, algorithm the registry lists for the geometry (those that
- * always work and those whose check accepts the call) and size: warm-up,
- * then repetitions, each timed as the slowest member's time (one
+ * always work and those whose check accepts the call) and size: each
+ * algorithm's warm-up, then rounds of one repetition of every algorithm
+ * in a shuffled order, each timed as the slowest member's time (one
  * allreduce of the times per point). Every member takes the same
  * decisions from agreed values (allreduce MAX of the warm-up time and
  * the failure and stop flags), so all run the same calls.
@@ -30,6 +31,9 @@
 #define TUNE_CAL_US 500.0
 #define TUNE_BATCH_MAX 4096
 #define CAL_CALLS 16
+/* Candidates whose first look's median is within this of the fastest
+ * get a second look (measure_point). */
+#define TUNE_TIE 0.05
 
 volatile sig_atomic_t tune_stop_signal;
 
@@ -320,29 +324,38 @@ static void record(run_t *r, coll_prof_entry_t *e)
         fprintf(stderr, "pami-tune: out of memory for results\n");
 }
 
-/* One point. Returns false when the algorithm should stop growing (it
- * failed or passed the deadline here). */
-static bool measure(run_t *r, const point_t *p)
+/* One candidate of a point: its call, calls per repetition, and what
+ * the rounds gathered. */
+typedef struct {
+    point_t       p;
+    pami_xfer_t   x;
+    unsigned      ops, reps;
+    bool          live; /* warmed up: measured in the rounds */
+    bool          grow; /* out: go on to the next size */
+    pami_result_t rc;   /* sticky: a failed call skips its later batches */
+    double        waited, wall; /* run-queue wait and time of its batches */
+    size_t        off;  /* its repetitions' place in r->times */
+    size_t        ai;   /* its algorithm's index in the sweep */
+} cand_t;
+
+/* Warm-up and batch size of c: false when it is out of the point (failed
+ * or over the deadline: recorded, c->grow cleared; or the sweep stops:
+ * r->stop). */
+static bool warm(run_t *r, cand_t *c)
 {
-    coll_prof_entry_t e = entry_of(p);
-    pami_xfer_t x = xfer_of(r, p);
-    bool ok = true;
-    /* Warm-up: the first call builds, the second is timed. */
+    coll_prof_entry_t e = entry_of(&c->p);
+    /* The first call builds, the second is timed. */
     double t = 0;
     pami_result_t rc = PAMI_SUCCESS;
     for (int i = 0; i < 2 && rc == PAMI_SUCCESS; i++) {
         double a = tune_now();
-        rc = pami_collective_wait(r->ctx, &x);
+        rc = pami_collective_wait(r->ctx, &c->x);
         t = tune_now() - a;
     }
     bool limit = r->o->limit_s > 0 && tune_now() - r->t0 > r->o->limit_s;
     double v[4] = {t * 1e6, rc != PAMI_SUCCESS,
                    tune_stop_signal != 0 || limit, 0};
-    if (!agree_max(r, p->g, v, 3)) {
-        r->stop = true;
-        return false;
-    }
-    if (v[2] != 0) {
+    if (!agree_max(r, c->p.g, v, 3) || v[2] != 0) {
         r->stop = true;
         return false;
     }
@@ -351,6 +364,7 @@ static bool measure(run_t *r, const point_t *p)
         snprintf(e.why, sizeof(e.why), "%s", v[1] != 0
                  ? "the call failed" : "over the deadline");
         record(r, &e);
+        c->grow = false;
         return false;
     }
     /* Short calls: CAL_CALLS more, timed together and agreed, give the
@@ -360,98 +374,230 @@ static bool measure(run_t *r, const point_t *p)
     if (v[0] < TUNE_CAL_US) {
         double a = tune_now();
         for (int i = 0; i < CAL_CALLS && rc == PAMI_SUCCESS; i++)
-            rc = pami_collective_wait(r->ctx, &x);
-        double c[2] = {(tune_now() - a) * 1e6 / CAL_CALLS,
-                       rc != PAMI_SUCCESS};
-        if (!agree_max(r, p->g, c, 2)) {
+            rc = pami_collective_wait(r->ctx, &c->x);
+        double cal[2] = {(tune_now() - a) * 1e6 / CAL_CALLS,
+                         rc != PAMI_SUCCESS};
+        if (!agree_max(r, c->p.g, cal, 2)) {
             r->stop = true;
             return false;
         }
-        if (c[1] != 0) {
+        if (cal[1] != 0) {
             e.failed = true;
             snprintf(e.why, sizeof(e.why), "the call failed");
             record(r, &e);
+            c->grow = false;
             return false;
         }
-        v[3] = c[0];
+        v[3] = cal[0];
     }
     /* Calls per repetition, the same on every member (agreed times). */
     double one = v[3] > 0 ? v[3] : v[0];
     double f = r->o->batch_us / (one > 0.01 ? one : 0.01);
-    unsigned ops = f < 1 ? 1 : f > TUNE_BATCH_MAX ? TUNE_BATCH_MAX
-                                                  : (unsigned)f;
-    unsigned reps = r->o->reps;
+    c->ops = f < 1 ? 1 : f > TUNE_BATCH_MAX ? TUNE_BATCH_MAX : (unsigned)f;
+    c->reps = r->o->reps;
     if (r->point_s > 0) {
-        double fit = r->point_s * 1e6 / (one * ops > 0.01 ? one * ops : 0.01);
-        reps = fit < 3 ? 3 : fit > 1000 ? 1000 : (unsigned)fit;
+        double fit = r->point_s * 1e6 /
+                     (one * c->ops > 0.01 ? one * c->ops : 0.01);
+        c->reps = fit < 3 ? 3 : fit > 1000 ? 1000 : (unsigned)fit;
     }
-    if (reps + 2 > r->cap_times) {
-        double *nt = realloc(r->times, (reps + 2) * sizeof(*nt));
-        if (nt == NULL) {
-            r->stop = true;
-            return false;
-        }
-        r->times = nt;
-        r->cap_times = reps + 2;
+    return true;
+}
+
+/* The same order on every member: a shuffle seeded by the point and the
+ * round (splitmix64). */
+static void round_order(size_t *order, size_t n, uint64_t seed)
+{
+    for (size_t i = 0; i < n; i++)
+        order[i] = i;
+    for (size_t i = n; i > 1; i--) {
+        uint64_t z = (seed += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        z ^= z >> 31;
+        size_t j = (size_t)(z % i), t = order[i - 1];
+        order[i - 1] = order[j];
+        order[j] = t;
     }
-    rc = PAMI_SUCCESS;
-    double waited0 = tool_cpu_waited(0), wall0 = tune_now(), busy = 0;
-    for (unsigned i = 0; i < reps; i++) {
-        /* The members' stop flags, agreed: this allreduce is also the
-         * repetition's barrier, and a point of long batches stops within
-         * one batch of a signal (pamirun kills 2 s after it). */
+}
+
+/* One batch of c's calls up to a barrier after it, as auto_vs_best's
+ * windows: a member's own calls alone leave out the members that started
+ * late (8 tasks on 2 CPUs leave an allreduce milliseconds apart), which
+ * a decoupled algorithm (eager slots, a one-sided copy) hides better
+ * than one whose members wait for each other; a barrier costs every
+ * algorithm of the point alike. Every member reaches it: a failed call
+ * ends the other members' instance too. */
+static double batch(run_t *r, cand_t *c)
+{
+    double w0 = tool_cpu_waited(0), a = tune_now();
+    for (unsigned j = 0; j < c->ops && c->rc == PAMI_SUCCESS; j++)
+        c->rc = pami_collective_wait(r->ctx, &c->x);
+    pami_result_t brc = pami_geometry_barrier(r->ctx, c->p.g);
+    if (c->rc == PAMI_SUCCESS)
+        c->rc = brc;
+    double b = tune_now(), w1 = tool_cpu_waited(0);
+    if (w0 >= 0 && w1 >= 0) {
+        c->waited += w1 - w0;
+        c->wall += b - a;
+    }
+    return (b - a) * 1e6 / c->ops;
+}
+
+/* Rounds of the candidates in look (0 or 1: the first or the second
+ * look), each round after an allreduce of the members' stop flags (the
+ * round's barrier, and a point of long batches stops within one round of
+ * a signal: pamirun kills 2 s after it); a candidate's repetition i goes
+ * to r->times[off + look * reps + i]. False when the sweep stops. */
+static bool rounds(run_t *r, cand_t *c, size_t n, unsigned look,
+                   uint64_t seed)
+{
+    unsigned nr = 0;
+    for (size_t k = 0; k < n; k++)
+        if (c[k].live && c[k].reps > nr)
+            nr = c[k].reps;
+    size_t order[MAX_ALGOS];
+    for (unsigned i = 0; i < nr; i++) {
         double stop = tune_stop_signal != 0;
-        if (!agree_max(r, p->g, &stop, 1) || stop != 0) {
+        if (!agree_max(r, c[0].p.g, &stop, 1) || stop != 0) {
             r->stop = true;
             return false;
         }
-        /* Up to a barrier after the batch, as auto_vs_best's windows: a
-         * member's own calls alone leave out the members that started
-         * late (8 tasks on 2 CPUs leave an allreduce milliseconds
-         * apart), which a decoupled algorithm (eager slots, a
-         * one-sided copy) hides better than one whose members wait for
-         * each other; a barrier costs every algorithm of the point
-         * alike. Every member reaches it: a failed call ends the other
-         * members' instance too. */
-        double a = tune_now();
-        for (unsigned j = 0; j < ops && rc == PAMI_SUCCESS; j++)
-            rc = pami_collective_wait(r->ctx, &x);
-        pami_result_t brc = pami_geometry_barrier(r->ctx, p->g);
-        if (rc == PAMI_SUCCESS)
-            rc = brc;
-        r->times[i] = (tune_now() - a) * 1e6 / ops;
+        round_order(order, n, seed ^ ((uint64_t)look << 32 | i) *
+                                         0xd1b54a32d192ed03ull);
+        for (size_t o = 0; o < n; o++) {
+            cand_t *ck = &c[order[o]];
+            if (ck->live && i < ck->reps)
+                r->times[ck->off + look * ck->reps + i] = batch(r, ck);
+        }
     }
-    r->times[reps] = rc != PAMI_SUCCESS;
-    /* The share of the repetitions this member waited for a CPU: the
-     * largest over the members gives the entry's cpu (1 - it). */
-    double waited1 = tool_cpu_waited(0), wall = tune_now() - wall0;
-    if (waited0 >= 0 && waited1 >= 0 && wall > 0)
-        busy = (waited1 - waited0) / wall;
-    r->times[reps + 1] = busy < 0 ? 0 : busy > 1 ? 1 : busy;
-    if (!agree_max(r, p->g, r->times, reps + 2)) {
+    /* After each candidate's repetitions (two looks' room): whether a
+     * call failed and the share of its batches this member waited for a
+     * CPU (the largest over the members gives the entry's cpu, 1 - it).
+     * Then the slowest member's of everything. */
+    for (size_t k = 0; k < n; k++) {
+        if (!c[k].live)
+            continue;
+        double busy = c[k].wall > 0 ? c[k].waited / c[k].wall : 0;
+        double *t = r->times + c[k].off + 2 * c[k].reps;
+        t[0] = c[k].rc != PAMI_SUCCESS;
+        t[1] = busy < 0 ? 0 : busy > 1 ? 1 : busy;
+    }
+    size_t need = 0;
+    for (size_t k = 0; k < n; k++)
+        if (c[k].live)
+            need = c[k].off + 2 * c[k].reps + 2;
+    if (!agree_max(r, c[0].p.g, r->times, need)) {
         r->stop = true;
         return false;
     }
-    if (r->times[reps] != 0) {
-        e.failed = true;
-        snprintf(e.why, sizeof(e.why), "the call failed");
-        ok = false;
-    } else {
-        qsort(r->times, reps, sizeof(double), cmp_double);
-        e.min_us    = r->times[0];
-        e.max_us    = r->times[reps - 1];
-        e.median_us = reps % 2 ? r->times[reps / 2]
-                               : (r->times[reps / 2 - 1] +
-                                  r->times[reps / 2]) / 2;
-        e.count     = reps;
-        e.cpu       = 1.0 - r->times[reps + 1];
-        if (e.cpu <= 0)
-            e.cpu = 1e-3; /* 0 means unknown in the file */
-        ok = e.median_us <= r->o->deadline_s * 1e6;
+    return true;
+}
+
+static double median_of(double *t, unsigned n)
+{
+    qsort(t, n, sizeof(double), cmp_double);
+    return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+}
+
+/* The candidates of one point (collective, type, size), measured
+ * interleaved: every candidate's warm-up, then rounds in which each
+ * runs one repetition, in an order shuffled anew every round (alike on
+ * every member), so that a change of the machine's load during the
+ * point falls on all candidates alike, as in auto_vs_best (measured one
+ * after the other, a quiet 2-task profile and the bench disagreed by up
+ * to 2x on which was faster). The candidates within TUNE_TIE of the
+ * fastest median get a second look, as many rounds again among
+ * themselves, and their entries the repetitions of both: a near tie is
+ * where one look's noise decides the choice. Every member computes the
+ * same medians from the agreed times (the slowest member's). Each
+ * candidate's entry is recorded and its grow flag set (false: failed or
+ * over the deadline here). */
+static void measure_point(run_t *r, cand_t *c, size_t n)
+{
+    size_t need = 0, live = 0;
+    for (size_t k = 0; k < n && !r->stop; k++) {
+        c[k].live = warm(r, &c[k]);
+        if (!c[k].live)
+            continue;
+        c[k].off = need;
+        need += 2 * c[k].reps + 2;
+        live++;
     }
-    record(r, &e);
+    if (r->stop || live == 0)
+        return;
+    if (need > r->cap_times) {
+        double *nt = realloc(r->times, need * sizeof(*nt));
+        if (nt == NULL) {
+            r->stop = true;
+            return;
+        }
+        r->times = nt;
+        r->cap_times = need;
+    }
+    memset(r->times, 0, need * sizeof(*r->times));
+    uint64_t seed = (uint64_t)c[0].p.kind << 56 ^
+                    (uint64_t)c[0].p.type << 48 ^ c[0].p.bytes;
+    if (!rounds(r, c, n, 0, seed))
+        return;
+    /* Medians of the first look (on a copy: the entries sort later). */
+    double med[MAX_ALGOS], best = -1;
+    double *tmp = malloc(need * sizeof(*tmp));
+    if (tmp == NULL) {
+        r->stop = true;
+        return;
+    }
+    for (size_t k = 0; k < n; k++) {
+        med[k] = -1;
+        if (!c[k].live || r->times[c[k].off + 2 * c[k].reps] != 0)
+            continue;
+        memcpy(tmp, r->times + c[k].off, c[k].reps * sizeof(double));
+        med[k] = median_of(tmp, c[k].reps);
+        if (best < 0 || med[k] < best)
+            best = med[k];
+    }
+    free(tmp);
+    size_t tied = 0;
+    for (size_t k = 0; k < n; k++)
+        tied += med[k] >= 0 && med[k] <= best * (1 + TUNE_TIE);
+    bool second = tied >= 2;
+    if (second) {
+        cand_t g[MAX_ALGOS];
+        for (size_t k = 0; k < n; k++) {
+            g[k] = c[k];
+            g[k].live = med[k] >= 0 && med[k] <= best * (1 + TUNE_TIE);
+        }
+        if (!rounds(r, g, n, 1, seed))
+            return;
+        for (size_t k = 0; k < n; k++) /* the looks' failures and waits */
+            if (g[k].live)
+                c[k] = g[k];
+    }
+    for (size_t k = 0; k < n; k++) {
+        if (!c[k].live)
+            continue;
+        coll_prof_entry_t e = entry_of(&c[k].p);
+        double *t = r->times + c[k].off;
+        unsigned reps = c[k].reps;
+        unsigned nrep = second && med[k] >= 0 &&
+                                med[k] <= best * (1 + TUNE_TIE)
+                            ? 2 * reps : reps;
+        if (t[2 * reps] != 0) {
+            e.failed = true;
+            snprintf(e.why, sizeof(e.why), "the call failed");
+            c[k].grow = false;
+        } else {
+            e.median_us = median_of(t, nrep);
+            e.min_us    = t[0];
+            e.max_us    = t[nrep - 1];
+            e.count     = nrep;
+            e.cpu       = 1.0 - t[2 * reps + 1];
+            if (e.cpu <= 0)
+                e.cpu = 1e-3; /* 0 means unknown in the file */
+            c[k].grow = e.median_us <= r->o->deadline_s * 1e6;
+        }
+        record(r, &e);
+    }
     save(r, false);
-    return ok;
 }
 
 /* Points of one shape, in order; count only (run == false) or run. */
@@ -472,15 +618,16 @@ static size_t sweep(run_t *r, const shape_t *s, bool run)
         size_t nt = types_of(r, k, types, ops);
         uint64_t sizes[48];
         size_t nb = sizes_of(r, k, sizes);
-        /* Sizes outside, algorithms inside: the algorithms of one point
-         * are measured moments apart, so a change of the machine's load
-         * during the sweep falls on all of them alike. */
+        /* Sizes outside, algorithms inside, measured interleaved
+         * (measure_point). */
         for (size_t ti = 0; ti < nt && !r->stop; ti++) {
             bool grow[MAX_ALGOS];
             for (size_t ai = 0; ai < na; ai++)
                 grow[ai] = true;
-            for (size_t bi = 0; bi < nb && !r->stop; bi++)
-                for (size_t ai = 0; ai < na && !r->stop; ai++) {
+            for (size_t bi = 0; bi < nb && !r->stop; bi++) {
+                cand_t cand[MAX_ALGOS];
+                size_t nc = 0, first = r->ndone;
+                for (size_t ai = 0; ai < na; ai++) {
                     point_t p = {.g = s->g, .n = a.size, .kind = k,
                                  .id = id[ai], .md = &md[ai],
                                  .type = types[ti], .op = ops[ti],
@@ -492,16 +639,13 @@ static size_t sweep(run_t *r, const shape_t *s, bool run)
                     if (!run)
                         continue;
                     coll_prof_entry_t e = entry_of(&p);
-                    char what[160];
-                    snprintf(what, sizeof(what), "%s %s %s %llu B",
-                             s->name, md[ai].name, coll_type_name(p.type),
-                             (unsigned long long)p.bytes);
                     pami_xfer_t x = xfer_of(r, &p);
                     bool done_before = coll_profile_find(&r->old, &e) != NULL;
                     bool accepted = md[ai].check == NULL ||
                                     md[ai].check(&x) == PAMI_SUCCESS;
                     if (!done_before && accepted && grow[ai])
-                        grow[ai] = measure(r, &p);
+                        cand[nc++] = (cand_t){.p = p, .x = x, .grow = true,
+                                              .ai = ai};
                     else if (!done_before && accepted && r->me == 0) {
                         e.failed = true;
                         snprintf(e.why, sizeof(e.why),
@@ -509,9 +653,22 @@ static size_t sweep(run_t *r, const shape_t *s, bool run)
                         record(r, &e);
                     }
                     r->ndone++;
-                    if (r->me == 0)
-                        tune_progress(r->ndone, what);
                 }
+                if (!run)
+                    continue;
+                if (nc > 0)
+                    measure_point(r, cand, nc);
+                for (size_t ci = 0; ci < nc; ci++)
+                    grow[cand[ci].ai] = cand[ci].grow;
+                if (r->me == 0 && r->ndone > first) {
+                    char what[160];
+                    snprintf(what, sizeof(what), "%s %s %s %llu B",
+                             s->name, coll_kind_name(k),
+                             coll_type_name(types[ti]),
+                             (unsigned long long)sizes[bi]);
+                    tune_progress(r->ndone, what);
+                }
+            }
         }
     }
     return points;
