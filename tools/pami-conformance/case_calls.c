@@ -625,6 +625,12 @@ static void posted_work(cf_env_t *e)
     CF_OK(e, pami_context_post(e->ctx, &wa, again_work, &p));
     CF_CHECK(e, p.n == 0 && p.runs_again == 0, "expected no work run inside "
              "pami_context_post");
+    /* "one `work` can be queued once at a time": posting a queued one
+     * again is refused, and it still runs once. */
+    CF_RC(e, PAMI_INVAL, pami_context_post(e->ctx, &w[9], record_work,
+                                           &it[9]));
+    CF_RC(e, PAMI_INVAL, pami_context_post(e->ctx, &w[3], record_work,
+                                           &it[3]));
     pami_result_t rc = pami_context_wait(e->ctx, 1000);
     CF_CHECK(e, rc == PAMI_SUCCESS, "expected wait PAMI_SUCCESS with work "
              "queued, seen %s", cf_rc_name(rc));

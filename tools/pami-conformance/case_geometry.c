@@ -283,6 +283,9 @@ static void xfer_refusals(cf_env_t *e)
     x = good;
     x.sbuf = NULL;
     CF_RC(e, PAMI_INVAL, pami_collective(e->ctx, &x));
+    x = good;
+    x.rbuf = NULL;
+    CF_RC(e, PAMI_INVAL, pami_collective(e->ctx, &x));
     /* An algorithm of another collective. */
     size_t na, nc;
     CF_OK(e, pami_geometry_algorithms_num(world, PAMI_XFER_BARRIER, &na,

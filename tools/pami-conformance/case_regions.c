@@ -443,7 +443,47 @@ static void alloc_segment(cf_env_t *e)
     n = shm_objects(prefix, &mode, &size);
     CF_CHECK(e, n == 0, "expected pami_memregion_destroy to remove the "
              "name, seen %zu objects left", n);
+    /* "a full `/dev/shm` is `PAMI_ENOMEM` here, never a fault later" (1
+     * TiB), and nothing is left behind. */
+    CF_RC(e, PAMI_ENOMEM, pami_memregion_alloc(e->ctx, 1ull << 40, &addr,
+                                               &mr));
+    n = shm_objects(prefix, &mode, &size);
+    CF_CHECK(e, n == 0, "expected no object left by a refused allocation, "
+             "seen %zu", n);
     CF_OK(e, pami_dispatch_fence(e->client));
+}
+
+/* ---- slot_reuse: a stale copy of a region whose slot was reused ---- */
+
+static void slot_reuse(cf_env_t *e)
+{
+    static uint8_t a[256], b[256];
+    pami_memregion_t ra, rb, stale;
+    CF_OK(e, pami_memregion_create(e->ctx, a, sizeof(a), &ra));
+    stale = ra;
+    CF_OK(e, pami_memregion_destroy(e->ctx, &ra));
+    CF_OK(e, pami_memregion_create(e->ctx, b, sizeof(b), &rb));
+    /* "already destroyed (or a copy of an earlier region in a reused
+     * slot)" */
+    CF_RC(e, PAMI_INVAL, pami_memregion_destroy(e->ctx, &stale));
+    /* Nor is it a live local side: "`local_mr` ... destroyed". */
+    cnt_t d = {0};
+    pami_rrma_t r = {.dest = cf_ep(e, e->task), .local_mr = &stale,
+                     .remote_mr = &rb, .bytes = 16, .local_fn = count_fn,
+                     .cookie = &d};
+    CF_RC(e, PAMI_INVAL, pami_rput(e->ctx, &r));
+    /* The new region is untouched by all that. */
+    memset(a, 0x11, sizeof(a));
+    CF_OK(e, pami_memregion_create(e->ctx, a, sizeof(a), &ra));
+    r.local_mr = &ra;
+    r.remote_fn = count_fn;
+    CF_OK(e, pami_rput(e->ctx, &r));
+    cf_wait_count(e, &d.n, 2, "the rput's callbacks");
+    CF_CHECK(e, d.bad == 0 && b[0] == 0x11 && b[15] == 0x11 && b[16] == 0,
+             "expected the rput into the new region, seen %s",
+             cf_rc_name(d.rc));
+    CF_OK(e, pami_memregion_destroy(e->ctx, &rb));
+    CF_OK(e, pami_memregion_destroy(e->ctx, &ra));
 }
 
 const cf_case_t cf_regions_cases[] = {
@@ -452,6 +492,7 @@ const cf_case_t cf_regions_cases[] = {
     {"rma", "fence_calls", 1, 0, 0, fence_calls, NULL},
     {"rma", "map_and_alloc", 1, 0, 0, map_and_alloc, NULL},
     {"rma", "alloc_segment", 1, 0, 0, alloc_segment, NULL},
+    {"rma", "slot_reuse", 1, 0, 0, slot_reuse, NULL},
 };
 const size_t cf_num_regions_cases =
     sizeof(cf_regions_cases) / sizeof(cf_regions_cases[0]);
