@@ -286,10 +286,13 @@ pami_result_t pami_context_destroyv(pami_context_t *contexts, size_t n)
     PAMI_CHECK(pami_tls_progressing == NULL, PAMI_IN_HANDLER, "context",
                "pami_context_destroyv called from a handler");
     pami_client_impl_t *c = contexts[0]->client;
-    PAMI_CHECK(n == c->num_contexts && c->contexts[0] == contexts[0],
+    /* Every element: a NULL or repeated one would be closed (or read)
+     * as a context. */
+    PAMI_CHECK(n == c->num_contexts &&
+                   memcmp(c->contexts, contexts, n * sizeof(*contexts)) == 0,
                PAMI_INVAL, "context",
-               "destroyv must be given the %zu contexts of createv",
-               c->num_contexts);
+               "destroyv must be given the %zu contexts of createv, in "
+               "order", c->num_contexts);
 
     pami_progress_thread_stop(c);
     pami_result_t rc = pami_shutdown(contexts, n,

@@ -258,7 +258,12 @@ typedef struct pami_post_item {
     struct pami_post_item *next;
     pami_work_fn           fn;
     void                  *cookie;
+    /* PAMI_POST_QUEUED ^ the item's address while it is queued: posting
+     * it again then would cut the queue (progress.c). */
+    uintptr_t              queued;
 } pami_post_item_t;
+
+#define PAMI_POST_QUEUED ((uintptr_t)0x5157a17ed0c0ffeeull)
 
 _Static_assert(sizeof(pami_post_item_t) <= sizeof(pami_work_t),
                "pami_work_t too small");

@@ -33,6 +33,7 @@ static __attribute__((noinline)) unsigned run_posted_items(
     while (items != NULL) {
         pami_post_item_t *item = items;
         items = item->next;
+        item->queued = 0; /* the program may post it again from fn */
         n++;
         ctx->stats.posted++;
         if (item->fn(ctx, item->cookie) == PAMI_EAGAIN) {
@@ -233,10 +234,18 @@ pami_result_t pami_context_post(pami_context_t ctx, pami_work_t *work,
         return PAMI_INVAL;
     }
     pami_post_item_t *item = (pami_post_item_t *)work;
+    uintptr_t mark = PAMI_POST_QUEUED ^ (uintptr_t)item;
+    pthread_mutex_lock(&ctx->post_lock);
+    if (item->queued == mark) {
+        pthread_mutex_unlock(&ctx->post_lock);
+        pami_warn("progress", "post of a work item that is still queued "
+                              "(one work can be queued once at a time)");
+        return PAMI_INVAL;
+    }
     item->next   = NULL;
     item->fn     = fn;
     item->cookie = cookie;
-    pthread_mutex_lock(&ctx->post_lock);
+    item->queued = mark;
     *ctx->post_tail = item;
     ctx->post_tail  = &item->next;
     atomic_store_explicit(&ctx->post_pending, 1, memory_order_release);

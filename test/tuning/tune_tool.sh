@@ -15,6 +15,19 @@ fail() { echo "tune_tool: FAIL: $*" >&2; exit 1; }
 "$PAMIRUN" -n 3 --timeout 120 "$TUNE" --quick --no-progress --batch-us 500 \
     --collectives barrier,broadcast,allreduce,alltoall -o "$dir/p.json" ||
     fail "quick sweep"
+# Every entry holds one look (--quick: 5 repetitions) or two (a near
+# tie's second look, which takes two algorithms or more of a point).
+python3 - "$dir/p.json" <<'PY' || fail "repetitions per entry"
+import collections, json, sys
+looks = collections.defaultdict(list)
+for e in json.load(open(sys.argv[1]))["entries"]:
+    if "metrics" in e:
+        key = (e["collective"], e.get("type"), e.get("op"), e["bytes"])
+        looks[key].append(e["metrics"]["count"])
+for key, counts in looks.items():
+    assert all(c in (5, 10) for c in counts), (key, counts)
+    assert counts.count(10) != 1, (key, counts)
+PY
 "$TUNE" --table "$dir/p.json" > "$dir/table.txt" || fail "--table"
 grep -q '^allreduce  3 tasks' "$dir/table.txt" || fail "no allreduce rows"
 grep -q 'runner-up' "$dir/table.txt" || fail "no runner-up"

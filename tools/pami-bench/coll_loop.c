@@ -6,12 +6,13 @@
  * instructions per call do not move with the machine's load, which the
  * times do (docs/PERFORMANCE.md, "AUTO's call beside the named one").
  *
- *   pamirun -n N pami-coll-loop bcast|allreduce|allgather|barrier BYTES
- *           ALGORITHM|auto [CALLS [BATCHES]]
+ *   pamirun -n N pami-coll-loop bcast|allreduce|allgather|alltoall|barrier
+ *           BYTES ALGORITHM|auto [CALLS [BATCHES]]
  *   pamirun -n N pami-coll-loop geometry_barrier 0 auto [CALLS [BATCHES]]
  *
  * bcast moves bytes from rank 0; allreduce sums BYTES / 8 doubles;
- * allgather gathers BYTES from each task (BYTES x N at most 1 MiB);
+ * allgather gathers BYTES from each task, alltoall sends BYTES to each
+ * (BYTES x N at most 4 MiB);
  * geometry_barrier calls pami_geometry_barrier (AUTO only).
  */
 #include <pami.h>
@@ -22,7 +23,7 @@
 #include <string.h>
 #include <time.h>
 
-#define MAX_BYTES (1u << 20)
+#define MAX_BYTES (4u << 20)
 
 static void die(const char *what, pami_result_t rc)
 {
@@ -40,8 +41,8 @@ static double now_s(void)
 static void usage(void)
 {
     fprintf(stderr, "usage: pami-coll-loop bcast|allreduce|allgather|"
-                    "barrier|geometry_barrier BYTES ALGORITHM|auto [CALLS "
-                    "[BATCHES]]\n");
+                    "alltoall|barrier|geometry_barrier BYTES ALGORITHM|auto "
+                    "[CALLS [BATCHES]]\n");
     exit(2);
 }
 
@@ -55,9 +56,10 @@ int main(int argc, char **argv)
     long batches = argc > 5 ? atol(argv[5]) : 5;
     bool red = strcmp(kind, "allreduce") == 0;
     bool gat = strcmp(kind, "allgather") == 0;
+    bool a2a = strcmp(kind, "alltoall") == 0;
     bool gbar = strcmp(kind, "geometry_barrier") == 0;
     bool bar = gbar || strcmp(kind, "barrier") == 0;
-    if ((!red && !gat && !bar && strcmp(kind, "bcast") != 0) ||
+    if ((!red && !gat && !a2a && !bar && strcmp(kind, "bcast") != 0) ||
         (gbar && strcmp(name, "auto") != 0) || bytes < 0 ||
         bytes > (long)MAX_BYTES || (red && bytes % 8 != 0) || calls < 1 ||
         batches < 1)
@@ -72,7 +74,7 @@ int main(int argc, char **argv)
                                            PAMI_CLIENT_ATTR_SIZE};
     if ((rc = pami_client_query(client, &ca)) != PAMI_SUCCESS)
         die("pami_client_query", rc);
-    if (gat && (size_t)bytes * ca.size > MAX_BYTES)
+    if ((gat || a2a) && (size_t)bytes * ca.size > MAX_BYTES)
         usage();
     if ((rc = pami_context_createv(client, NULL, 1, &ctx)) != PAMI_SUCCESS)
         die("pami_context_createv", rc);
@@ -90,9 +92,10 @@ int main(int argc, char **argv)
     pami_xfer_t x = {
         .field_mask = id != PAMI_ALGORITHM_AUTO ? PAMI_XFER_FIELD_ALGORITHM : 0,
         .kind = red ? PAMI_XFER_ALLREDUCE : gat ? PAMI_XFER_ALLGATHER
-              : bar ? PAMI_XFER_BARRIER : PAMI_XFER_BROADCAST,
+              : a2a ? PAMI_XFER_ALLTOALL : bar ? PAMI_XFER_BARRIER
+                    : PAMI_XFER_BROADCAST,
         .geometry = world, .algorithm = id, .root = 0,
-        .sbuf = red || gat ? sbuf : NULL, .rbuf = rbuf,
+        .sbuf = red || gat || a2a ? sbuf : NULL, .rbuf = rbuf,
         .count = red ? (size_t)bytes / 8 : (size_t)bytes,
         .dtype = red ? PAMI_TYPE_DOUBLE : PAMI_TYPE_BYTE, .op = PAMI_OP_SUM};
     for (long b = 0; b < batches; b++) {

@@ -268,6 +268,17 @@ static void context_calls(cf_env_t *e)
              cf_rc_name(rc));
     CF_CHECK(e, part[0] == e->contexts[0] && part[1] == e->contexts[1],
              "expected a refused destroyv to leave the array alone");
+    /* The first element right, a later one NULL or repeated. */
+    pami_context_t holed[2] = {e->contexts[0], NULL};
+    rc = pami_context_destroyv(holed, 2);
+    CF_CHECK(e, rc == PAMI_INVAL, "expected PAMI_INVAL for {contexts[0], "
+             "NULL}, seen %s", cf_rc_name(rc));
+    pami_context_t twice[2] = {e->contexts[0], e->contexts[0]};
+    rc = pami_context_destroyv(twice, 2);
+    CF_CHECK(e, rc == PAMI_INVAL, "expected PAMI_INVAL for {contexts[0], "
+             "contexts[0]}, seen %s", cf_rc_name(rc));
+    CF_CHECK(e, holed[0] == e->contexts[0] && twice[1] == e->contexts[0],
+             "expected refused destroyv calls to leave their arrays alone");
     /* Dispatch hints with an unknown bit, on a live context. */
     pami_dispatch_hint_t h = {.field_mask = 1ull << 40};
     CF_RC(e, PAMI_INVAL, pami_dispatch_set(e->contexts[0], 1, on_msg, NULL,
@@ -614,6 +625,12 @@ static void posted_work(cf_env_t *e)
     CF_OK(e, pami_context_post(e->ctx, &wa, again_work, &p));
     CF_CHECK(e, p.n == 0 && p.runs_again == 0, "expected no work run inside "
              "pami_context_post");
+    /* "one `work` can be queued once at a time": posting a queued one
+     * again is refused, and it still runs once. */
+    CF_RC(e, PAMI_INVAL, pami_context_post(e->ctx, &w[9], record_work,
+                                           &it[9]));
+    CF_RC(e, PAMI_INVAL, pami_context_post(e->ctx, &w[3], record_work,
+                                           &it[3]));
     pami_result_t rc = pami_context_wait(e->ctx, 1000);
     CF_CHECK(e, rc == PAMI_SUCCESS, "expected wait PAMI_SUCCESS with work "
              "queued, seen %s", cf_rc_name(rc));
@@ -823,6 +840,77 @@ static void empty_values(cf_env_t *e)
              "%zu and %zu", a.immediate_max, a.rndv_threshold);
 }
 
+/* ---- second_client: a client of the case's own, over the runner's
+ * exchange ---- */
+
+static int runner_allgather(void *k, const void *s, void *r, size_t len)
+{
+    (void)k;
+    return cf_allgather(s, r, len);
+}
+
+static void second_client(cf_env_t *e)
+{
+    char longname[101];
+    memset(longname, 'n', 100);
+    longname[100] = '\0';
+    /* The OOB bit alone selects the oob bootstrap. */
+    pami_client_params_t p = {.field_mask = PAMI_CLIENT_PARAM_OOB,
+                              .oob_allgather = runner_allgather,
+                              .oob_task = e->task, .oob_size = e->size};
+    pami_client_t c2 = NULL;
+    CF_OK(e, pami_client_create(longname, &p, &c2));
+    pami_client_attr_t a = {.field_mask = PAMI_CLIENT_ATTR_NAME |
+                                          PAMI_CLIENT_ATTR_BOOTSTRAP |
+                                          PAMI_CLIENT_ATTR_NUM_CONTEXTS |
+                                          PAMI_CLIENT_ATTR_TASK |
+                                          PAMI_CLIENT_ATTR_SIZE};
+    CF_OK(e, pami_client_query(c2, &a));
+    CF_CHECK(e, a.name && strlen(a.name) == 63 &&
+                    strncmp(a.name, longname, 63) == 0,
+             "expected the name truncated to 63 characters, seen %zu",
+             a.name ? strlen(a.name) : 0);
+    CF_CHECK(e, a.bootstrap == PAMI_BOOTSTRAP_OOB && a.num_contexts == 0 &&
+                    a.task == e->task && a.size == e->size,
+             "expected oob, no context, task %u of %zu; seen %d, %zu, %u of "
+             "%zu", e->task, e->size, (int)a.bootstrap, a.num_contexts,
+             a.task, a.size);
+    /* Before createv the fence is the bootstrap's barrier. */
+    CF_OK(e, pami_dispatch_fence(c2));
+    CF_OK(e, pami_client_destroy(&c2));
+    CF_CHECK(e, c2 == NULL, "expected pami_client_destroy to set *client "
+             "NULL");
+    /* NULL name: "pami"; destroy takes the contexts that are left. */
+    p.field_mask |= PAMI_CLIENT_PARAM_BOOTSTRAP;
+    p.bootstrap = PAMI_BOOTSTRAP_OOB;
+    CF_OK(e, pami_client_create(NULL, &p, &c2));
+    CF_OK(e, pami_client_query(c2, &a));
+    CF_CHECK(e, a.name && strcmp(a.name, "pami") == 0, "expected the name "
+             "\"pami\" for NULL, seen %s", a.name ? a.name : "NULL");
+    pami_context_t cx;
+    CF_OK(e, pami_context_createv(c2, NULL, 1, &cx));
+    CF_OK(e, pami_client_query(c2, &a));
+    CF_CHECK(e, a.num_contexts == 1, "expected num_contexts 1, seen %zu",
+             a.num_contexts);
+    /* A region of this client reads back while it lives; after the
+     * destroy no client of the process knows its seal. */
+    static uint8_t buf[64];
+    pami_memregion_t mr;
+    void *base = NULL;
+    CF_OK(e, pami_memregion_create(cx, buf, sizeof(buf), &mr));
+    CF_OK(e, pami_memregion_query(&mr, &base, NULL, NULL));
+    CF_CHECK(e, base == buf, "expected the region's base back");
+    CF_OK(e, pami_dispatch_fence(c2));
+    CF_OK(e, pami_client_destroy(&c2));
+    CF_CHECK(e, c2 == NULL, "expected *client NULL after destroy");
+    pami_result_t rc = pami_memregion_query(&mr, &base, NULL, NULL);
+    CF_CHECK(e, rc == PAMI_INVAL, "expected PAMI_INVAL for a region of a "
+             "destroyed client (\"no client of this process knows the "
+             "owner's seal\"), seen %s", cf_rc_name(rc));
+    /* The case's own client is untouched. */
+    CF_OK(e, pami_dispatch_fence(e->client));
+}
+
 const cf_case_t cf_calls_cases[] = {
     {"core", "null_arguments", 1, 0, 0, null_arguments, NULL},
     {"core", "sized_params", 1, 0, 0, sized_params, NULL},
@@ -835,6 +923,7 @@ const cf_case_t cf_calls_cases[] = {
     {"core", "context_lock", 1, 0, 0, context_lock, NULL},
     {"core", "counters", 1, 0, 0, counters, NULL},
     {"core", "client_create_args", 1, 0, 0, client_create_args, NULL},
+    {"core", "second_client", 1, 0, 0, second_client, NULL},
     {"core", "env_limits", 1, 0, 0, configured_limits,
      "PAMI_IMMEDIATE_MAX=100 PAMI_RNDV_THRESHOLD=2k"},
     {"core", "env_limit_and_malformed", 1, 0, 0, limit_clamped,

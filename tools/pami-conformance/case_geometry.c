@@ -283,6 +283,9 @@ static void xfer_refusals(cf_env_t *e)
     x = good;
     x.sbuf = NULL;
     CF_RC(e, PAMI_INVAL, pami_collective(e->ctx, &x));
+    x = good;
+    x.rbuf = NULL;
+    CF_RC(e, PAMI_INVAL, pami_collective(e->ctx, &x));
     /* An algorithm of another collective. */
     size_t na, nc;
     CF_OK(e, pami_geometry_algorithms_num(world, PAMI_XFER_BARRIER, &na,
@@ -438,12 +441,104 @@ static void user_op_order(cf_env_t *e)
     }
 }
 
+/* ---- foreign_geometry: a geometry used with another context ---- */
+
+static void foreign_geometry(cf_env_t *e)
+{
+    CF_OK(e, pami_context_createv(e->client, NULL, 2, e->contexts));
+    e->ncontexts = 2;
+    pami_context_t c0 = e->contexts[0], c1 = e->contexts[1];
+    pami_geometry_t w0, w1, g = NULL;
+    CF_OK(e, pami_geometry_world(c0, &w0));
+    CF_OK(e, pami_geometry_world(c1, &w1));
+    CF_CHECK(e, w0 != w1, "expected a world geometry per context");
+    pami_task_t all[64];
+    size_t n = e->size < 64 ? e->size : 64;
+    for (size_t i = 0; i < n; i++)
+        all[i] = (pami_task_t)i;
+    ev_t v = {0};
+    /* "a NULL or foreign `parent`" */
+    CF_RC(e, PAMI_INVAL, pami_geometry_create_tasklist(
+                             c1, w0, 4, all, n, NULL, &g, ev_fn, &v));
+    /* "`pami_geometry_wait_ready` ... one of another context" */
+    CF_RC(e, PAMI_INVAL, pami_geometry_wait_ready(c1, w0));
+    /* pami_collective: "a NULL or foreign geometry" */
+    int64_t sb = 1, rb = 0;
+    pami_xfer_t x = {.kind = PAMI_XFER_ALLREDUCE, .geometry = w0,
+                     .done_fn = ev_fn, .cookie = &v, .sbuf = &sb, .rbuf = &rb,
+                     .count = 1, .dtype = PAMI_TYPE_INT64, .op = PAMI_OP_SUM};
+    CF_RC(e, PAMI_INVAL, pami_collective(c1, &x));
+    CF_RC(e, PAMI_INVAL, pami_collective_wait(c1, &x));
+    for (int k = 0; k < 10; k++) {
+        pami_context_advance(c0, 1);
+        pami_context_advance(c1, 1);
+    }
+    CF_CHECK(e, v.n == 0, "expected no callback for refused calls");
+    /* Each context's world still works on its own. */
+    CF_OK(e, pami_collective_wait(c0, &x));
+    CF_CHECK(e, rb == (int64_t)e->size, "expected the sum %zu on context 0, "
+             "seen %lld", e->size, (long long)rb);
+    x.geometry = w1;
+    rb = 0;
+    CF_OK(e, pami_collective_wait(c1, &x));
+    CF_CHECK(e, rb == (int64_t)e->size, "expected the sum %zu on context 1, "
+             "seen %lld", e->size, (long long)rb);
+    CF_OK(e, pami_dispatch_fence(e->client));
+}
+
+/* ---- env_forced_algorithm ---- */
+
+static void env_forced_algorithm(cf_env_t *e)
+{
+    pami_geometry_t world;
+    CF_OK(e, pami_geometry_world(e->ctx, &world));
+    int64_t sb[8], rb[8];
+    for (int i = 0; i < 8; i++)
+        sb[i] = (int64_t)e->task * 10 + i;
+    pami_xfer_t x = {.kind = PAMI_XFER_ALLREDUCE, .geometry = world,
+                     .sbuf = sb, .rbuf = rb, .count = 8,
+                     .dtype = PAMI_TYPE_INT64, .op = PAMI_OP_SUM};
+    pami_algorithm_selection_t sel;
+    CF_OK(e, pami_geometry_algorithm_selected(&x, &sel));
+    CF_CHECK(e, sel.reason == PAMI_SELECTED_FORCED && sel.name &&
+                    strcmp(sel.name, "allreduce_ring") == 0,
+             "expected PAMI_COLL_ALLREDUCE_ALGORITHM=allreduce_ring to force "
+             "AUTO's allreduce (reason FORCED), seen %s (reason %d)",
+             sel.name ? sel.name : "NULL", (int)sel.reason);
+    CF_OK(e, pami_collective_wait(e->ctx, &x));
+    for (int i = 0; i < 8; i++) {
+        int64_t want = 10 * (int64_t)(e->size * (e->size - 1) / 2) +
+                       (int64_t)e->size * i;
+        CF_CHECK(e, rb[i] == want, "expected the forced allreduce's sum "
+                 "%lld at %d, seen %lld", (long long)want, i,
+                 (long long)rb[i]);
+    }
+    /* A name of no barrier algorithm: one warning, ignored. */
+    pami_xfer_t b = {.kind = PAMI_XFER_BARRIER, .geometry = world};
+    CF_OK(e, pami_geometry_algorithm_selected(&b, &sel));
+    CF_CHECK(e, sel.reason != PAMI_SELECTED_FORCED &&
+                    sel.algorithm != PAMI_ALGORITHM_AUTO,
+             "expected an unknown forced name ignored, seen reason %d",
+             (int)sel.reason);
+    CF_OK(e, pami_collective_wait(e->ctx, &b));
+    /* A profile file that cannot be used is left out. */
+    CF_CHECK(e, sel.reason != PAMI_SELECTED_PROFILE &&
+                    sel.reason != PAMI_SELECTED_NEAREST,
+             "expected no profile in use, seen reason %d", (int)sel.reason);
+}
+
 const cf_case_t cf_geometry_cases[] = {
     {"coll", "geometry_calls", 1, 0, 0, geometry_calls, NULL},
     {"coll", "registry_calls", 1, 0, 0, registry_calls, NULL},
     {"coll", "xfer_refusals", 1, 0, 0, xfer_refusals, NULL},
     {"coll", "reduce_ops", 1, 0, 0, reduce_ops, NULL},
     {"coll", "user_op_order", 1, 0, 0, user_op_order, NULL},
+    {"coll", "foreign_geometry", 1, 0, CF_OWN_CONTEXTS, foreign_geometry,
+     NULL},
+    {"coll", "env_forced_algorithm", 1, 0, 0, env_forced_algorithm,
+     "PAMI_COLL_ALLREDUCE_ALGORITHM=allreduce_ring "
+     "PAMI_COLL_BARRIER_ALGORITHM=no_such_barrier "
+     "PAMI_COLL_PROFILE=/nonexistent/cf.profile"},
 };
 const size_t cf_num_geometry_cases =
     sizeof(cf_geometry_cases) / sizeof(cf_geometry_cases[0]);

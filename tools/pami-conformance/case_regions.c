@@ -7,6 +7,12 @@
  */
 #include "cf.h"
 
+#include <pami_protocol.h>
+
+#include <dirent.h>
+#include <stdio.h>
+#include <sys/stat.h>
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -387,11 +393,106 @@ static void map_and_alloc(cf_env_t *e)
     free(all);
 }
 
+/* ---- alloc_segment: the shared object behind pami_memregion_alloc ---- */
+
+/* Objects in /dev/shm whose name starts with prefix; the last one's mode
+ * and size. */
+static size_t shm_objects(const char *prefix, mode_t *mode, off_t *size)
+{
+    DIR *d = opendir("/dev/shm");
+    size_t n = 0;
+    if (d == NULL)
+        return 0;
+    for (struct dirent *de; (de = readdir(d)) != NULL;) {
+        if (strncmp(de->d_name, prefix, strlen(prefix)) != 0)
+            continue;
+        char path[512];
+        struct stat st;
+        snprintf(path, sizeof(path), "/dev/shm/%s", de->d_name);
+        if (stat(path, &st) == 0) {
+            *mode = st.st_mode & 0777;
+            *size = st.st_size;
+        }
+        n++;
+    }
+    closedir(d);
+    return n;
+}
+
+static void alloc_segment(cf_env_t *e)
+{
+    pami_protocol_job_key_t jk;
+    CF_OK(e, pami_protocol_job_key(e->client, &jk));
+    char prefix[160];
+    snprintf(prefix, sizeof(prefix), "pami-%s-mr-%u-0-", jk.name, e->task);
+    mode_t mode = 0;
+    off_t size = 0;
+    CF_CHECK(e, shm_objects(prefix, &mode, &size) == 0, "expected no object "
+             "%s* before the allocation", prefix);
+    long page = sysconf(_SC_PAGESIZE);
+    void *addr;
+    pami_memregion_t mr;
+    CF_OK(e, pami_memregion_alloc(e->ctx, (size_t)page + 1, &addr, &mr));
+    size_t n = shm_objects(prefix, &mode, &size);
+    CF_CHECK(e, n == 1, "expected one object /dev/shm/%s* (protocols/rma.md, "
+             "shared regions), seen %zu", prefix, n);
+    CF_CHECK(e, mode == 0600 && size == 2 * page, "expected mode 0600 and "
+             "%ld bytes (rounded up to whole pages), seen %o and %lld",
+             2 * page, (unsigned)mode, (long long)size);
+    CF_OK(e, pami_memregion_destroy(e->ctx, &mr));
+    n = shm_objects(prefix, &mode, &size);
+    CF_CHECK(e, n == 0, "expected pami_memregion_destroy to remove the "
+             "name, seen %zu objects left", n);
+    /* "a full `/dev/shm` is `PAMI_ENOMEM` here, never a fault later" (1
+     * TiB), and nothing is left behind. */
+    CF_RC(e, PAMI_ENOMEM, pami_memregion_alloc(e->ctx, 1ull << 40, &addr,
+                                               &mr));
+    n = shm_objects(prefix, &mode, &size);
+    CF_CHECK(e, n == 0, "expected no object left by a refused allocation, "
+             "seen %zu", n);
+    CF_OK(e, pami_dispatch_fence(e->client));
+}
+
+/* ---- slot_reuse: a stale copy of a region whose slot was reused ---- */
+
+static void slot_reuse(cf_env_t *e)
+{
+    static uint8_t a[256], b[256];
+    pami_memregion_t ra, rb, stale;
+    CF_OK(e, pami_memregion_create(e->ctx, a, sizeof(a), &ra));
+    stale = ra;
+    CF_OK(e, pami_memregion_destroy(e->ctx, &ra));
+    CF_OK(e, pami_memregion_create(e->ctx, b, sizeof(b), &rb));
+    /* "already destroyed (or a copy of an earlier region in a reused
+     * slot)" */
+    CF_RC(e, PAMI_INVAL, pami_memregion_destroy(e->ctx, &stale));
+    /* Nor is it a live local side: "`local_mr` ... destroyed". */
+    cnt_t d = {0};
+    pami_rrma_t r = {.dest = cf_ep(e, e->task), .local_mr = &stale,
+                     .remote_mr = &rb, .bytes = 16, .local_fn = count_fn,
+                     .cookie = &d};
+    CF_RC(e, PAMI_INVAL, pami_rput(e->ctx, &r));
+    /* The new region is untouched by all that. */
+    memset(a, 0x11, sizeof(a));
+    CF_OK(e, pami_memregion_create(e->ctx, a, sizeof(a), &ra));
+    r.local_mr = &ra;
+    r.remote_fn = count_fn;
+    CF_OK(e, pami_rput(e->ctx, &r));
+    cf_wait_count(e, &d.n, 2, "the rput's callbacks");
+    CF_CHECK(e, d.bad == 0 && b[0] == 0x11 && b[15] == 0x11 && b[16] == 0,
+             "expected the rput into the new region, seen %s",
+             cf_rc_name(d.rc));
+    CF_OK(e, pami_memregion_destroy(e->ctx, &rb));
+    CF_OK(e, pami_memregion_destroy(e->ctx, &ra));
+}
+
 const cf_case_t cf_regions_cases[] = {
     {"rma", "rmw_ops", 1, 0, 0, rmw_ops, NULL},
     {"rma", "local_side", 1, 0, 0, local_side, NULL},
     {"rma", "fence_calls", 1, 0, 0, fence_calls, NULL},
     {"rma", "map_and_alloc", 1, 0, 0, map_and_alloc, NULL},
+    {"rma", "alloc_segment", 1, 0, 0, alloc_segment, NULL},
+    {"rma", "slot_reuse", 1, 0, 0, slot_reuse, NULL},
 };
 const size_t cf_num_regions_cases =
     sizeof(cf_regions_cases) / sizeof(cf_regions_cases[0]);

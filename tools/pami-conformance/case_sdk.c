@@ -11,6 +11,7 @@
 #include <pami_protocol.h>
 #include <pami_svd.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -365,9 +366,158 @@ static void svd_calls(cf_env_t *e)
     CF_OK(e, pami_dispatch_fence(e->client));
 }
 
+/* ---- registry_limits: 32 protocols, 256 ids ---- */
+
+static pami_result_t lim_init(const pami_protocol_env_t *env, void **state)
+{
+    (void)env;
+    *state = NULL;
+    return PAMI_SUCCESS;
+}
+
+static void lim_fini(pami_context_t c, void *state)
+{
+    (void)c; (void)state;
+}
+
+#define LIM_MAX 40
+
+static void registry_limits(cf_env_t *e)
+{
+    static pami_protocol_ops_t t[LIM_MAX];
+    static char names[LIM_MAX][24];
+    size_t used = 0, before = 0;
+    pami_protocol_info_t info;
+    while (pami_protocol_query(e->client, before, &info) == PAMI_SUCCESS) {
+        used += info.num_dispatch;
+        before++;
+    }
+    CF_CHECK(e, before < 32 && used <= 256, "expected room for protocols, "
+             "seen %zu using %zu ids", before, used);
+    /* "at most 64 per protocol, 256 in all": blocks of 64 until the ids
+     * run out (PAMI_ENOMEM, nothing registered). */
+    size_t k = 0, big = 0;
+    pami_result_t rc = PAMI_SUCCESS;
+    for (; k < LIM_MAX && rc == PAMI_SUCCESS; k++) {
+        snprintf(names[k], sizeof(names[k]), "cf-limit-%zu", k);
+        t[k] = (pami_protocol_ops_t){PAMI_PROTOCOL_OPS_HEADER,
+                                     .name = names[k], .num_dispatch = 64,
+                                     .init = lim_init, .fini = lim_fini};
+        rc = pami_protocol_register(e->client, &t[k], NULL);
+        big += rc == PAMI_SUCCESS;
+    }
+    CF_CHECK(e, rc == PAMI_ENOMEM, "expected PAMI_ENOMEM once fewer than 64 "
+             "ids are left, seen %s", cf_rc_name(rc));
+    CF_CHECK(e, big == (256 - used) / 64, "expected %zu blocks of 64 in the "
+             "%zu free ids, seen %zu", (256 - used) / 64, 256 - used, big);
+    /* The refused table is not registered: its name is free. */
+    t[k - 1].num_dispatch = 0;
+    CF_OK(e, pami_protocol_register(e->client, &t[k - 1], NULL));
+    /* 65 ids are refused as such, a name twice too. */
+    static pami_protocol_ops_t wide = {PAMI_PROTOCOL_OPS_HEADER,
+                                       .name = "cf-limit-wide",
+                                       .num_dispatch = 65,
+                                       .init = lim_init, .fini = lim_fini};
+    CF_RC(e, PAMI_INVAL, pami_protocol_register(e->client, &wide, NULL));
+    CF_RC(e, PAMI_INVAL, pami_protocol_register(e->client, &t[0], NULL));
+    /* Tables without ids until 32 protocols. */
+    size_t total = before + big + 1;
+    rc = PAMI_SUCCESS;
+    for (; k < LIM_MAX && rc == PAMI_SUCCESS; k++) {
+        snprintf(names[k], sizeof(names[k]), "cf-limit-%zu", k);
+        t[k] = (pami_protocol_ops_t){PAMI_PROTOCOL_OPS_HEADER,
+                                     .name = names[k], .num_dispatch = 0,
+                                     .init = lim_init, .fini = lim_fini};
+        rc = pami_protocol_register(e->client, &t[k], NULL);
+        total += rc == PAMI_SUCCESS;
+    }
+    CF_CHECK(e, rc == PAMI_ENOMEM && total == 32, "expected PAMI_ENOMEM with "
+             "32 protocols registered, seen %s with %zu", cf_rc_name(rc),
+             total);
+    /* In registration order after the built-ins, blocks disjoint. */
+    size_t i = 0, last_end = 0;
+    while (pami_protocol_query(e->client, i, &info) == PAMI_SUCCESS) {
+        if (info.num_dispatch > 0) {
+            CF_CHECK(e, info.dispatch_base >= 256 &&
+                            info.dispatch_base >= last_end &&
+                            info.dispatch_base + info.num_dispatch <= 512,
+                     "expected disjoint blocks in 256..511, seen %s at %zu",
+                     info.name, info.dispatch_base);
+            last_end = info.dispatch_base + info.num_dispatch;
+        }
+        if (i >= before && i < before + big)
+            CF_CHECK(e, strcmp(info.name, names[i - before]) == 0,
+                     "expected %s at index %zu, seen %s", names[i - before],
+                     i, info.name);
+        i++;
+    }
+    CF_CHECK(e, i == 32, "expected 32 protocols listed, seen %zu", i);
+    CF_OK(e, pami_context_createv(e->client, NULL, 1, e->contexts));
+    e->ncontexts = 1;
+    CF_OK(e, pami_dispatch_fence(e->client));
+}
+
+/* ---- svd_in_flight: a lookup the owner has not answered yet ---- */
+
+static void svd_in_flight(cf_env_t *e)
+{
+    const pami_svd_key_t k1 = 0xcf10, k2 = 0xcf11;
+    static uint8_t data[16];
+    static svd_t s;
+    s = (svd_t){0};
+    if (e->task == 1) {
+        pami_svd_register_t r = {.key = k1, .addr = data, .size = 16};
+        CF_OK(e, pami_svd_register(e->ctx, &r));
+        r.key = k2;
+        CF_OK(e, pami_svd_register(e->ctx, &r));
+    }
+    pami_svd_entry_t ent;
+    if (e->task == 0) {
+        /* Task 1 waits in the runner's exchange below: it cannot answer
+         * before task 0 joins it. */
+        pami_svd_lookup_t l = {.owner = 1, .key = k1, .done_fn = svd_done,
+                               .cookie = &s};
+        CF_OK(e, pami_svd_lookup(e->ctx, &l));
+        CF_RC(e, PAMI_EAGAIN, pami_svd_release(e->ctx, 1, k1));
+        pami_svd_lookup_t lw = {.field_mask = PAMI_SVD_LOOKUP_TIMEOUT,
+                                .owner = 1, .key = k2, .timeout_ms = 50};
+        CF_RC(e, PAMI_TIMEOUT, pami_svd_lookup_wait(e->ctx, &lw, &ent));
+    }
+    int token = 0, tokens[1024];
+    CF_CHECK(e, e->size <= 1024 &&
+                    cf_allgather(&token, tokens, sizeof(token)) == 0,
+             "expected the runner's exchange to work");
+    if (e->task == 0) {
+        cf_wait_count(e, &s.n, 1, "the lookup's done_fn");
+        CF_CHECK(e, s.rc == PAMI_SUCCESS && s.version == 1,
+                 "expected the entry at version 1, seen %s",
+                 cf_rc_name(s.rc));
+        CF_OK(e, pami_svd_release(e->ctx, 1, k1));
+        CF_RC(e, PAMI_NOT_FOUND, pami_svd_release(e->ctx, 1, k1));
+    }
+    if (e->task == 1) {
+        /* "the fetch goes on and this task becomes a user" */
+        pami_svd_info_t info = {0};
+        pami_task_t users[4] = {99, 99, 99, 99};
+        while (cf_now() < e->deadline) {
+            CF_OK(e, pami_svd_query(e->ctx, k2, &info, users, 4));
+            if (info.num_users == 1)
+                break;
+            pami_context_wait(e->ctx, 10);
+        }
+        CF_CHECK(e, info.num_users == 1 && users[0] == 0, "expected task 0 "
+                 "a user of the key its timed-out lookup asked for, seen "
+                 "%zu users", info.num_users);
+    }
+    CF_OK(e, pami_dispatch_fence(e->client));
+}
+
 const cf_case_t cf_sdk_cases[] = {
     {"protocols", "sdk_helpers", 1, 0, 0, sdk_helpers, NULL},
     {"protocols", "barrier_calls", 1, 0, 0, barrier_calls, NULL},
     {"protocols", "svd_calls", 1, 0, 0, svd_calls, NULL},
+    {"protocols", "registry_limits", 1, 0, CF_OWN_CONTEXTS, registry_limits,
+     NULL},
+    {"protocols", "svd_in_flight", 2, 1024, 0, svd_in_flight, NULL},
 };
 const size_t cf_num_sdk_cases = sizeof(cf_sdk_cases) / sizeof(cf_sdk_cases[0]);

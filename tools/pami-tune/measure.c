@@ -31,6 +31,9 @@
 #define TUNE_CAL_US 500.0
 #define TUNE_BATCH_MAX 4096
 #define CAL_CALLS 16
+/* Candidates whose first look's median is within this of the fastest
+ * get a second look (measure_point). */
+#define TUNE_TIE 0.05
 
 volatile sig_atomic_t tune_stop_signal;
 
@@ -440,26 +443,84 @@ static double batch(run_t *r, cand_t *c)
     return (b - a) * 1e6 / c->ops;
 }
 
+/* Rounds of the candidates in look (0 or 1: the first or the second
+ * look), each round after an allreduce of the members' stop flags (the
+ * round's barrier, and a point of long batches stops within one round of
+ * a signal: pamirun kills 2 s after it); a candidate's repetition i goes
+ * to r->times[off + look * reps + i]. False when the sweep stops. */
+static bool rounds(run_t *r, cand_t *c, size_t n, unsigned look,
+                   uint64_t seed)
+{
+    unsigned nr = 0;
+    for (size_t k = 0; k < n; k++)
+        if (c[k].live && c[k].reps > nr)
+            nr = c[k].reps;
+    size_t order[MAX_ALGOS];
+    for (unsigned i = 0; i < nr; i++) {
+        double stop = tune_stop_signal != 0;
+        if (!agree_max(r, c[0].p.g, &stop, 1) || stop != 0) {
+            r->stop = true;
+            return false;
+        }
+        round_order(order, n, seed ^ ((uint64_t)look << 32 | i) *
+                                         0xd1b54a32d192ed03ull);
+        for (size_t o = 0; o < n; o++) {
+            cand_t *ck = &c[order[o]];
+            if (ck->live && i < ck->reps)
+                r->times[ck->off + look * ck->reps + i] = batch(r, ck);
+        }
+    }
+    /* After each candidate's repetitions (two looks' room): whether a
+     * call failed and the share of its batches this member waited for a
+     * CPU (the largest over the members gives the entry's cpu, 1 - it).
+     * Then the slowest member's of everything. */
+    for (size_t k = 0; k < n; k++) {
+        if (!c[k].live)
+            continue;
+        double busy = c[k].wall > 0 ? c[k].waited / c[k].wall : 0;
+        double *t = r->times + c[k].off + 2 * c[k].reps;
+        t[0] = c[k].rc != PAMI_SUCCESS;
+        t[1] = busy < 0 ? 0 : busy > 1 ? 1 : busy;
+    }
+    size_t need = 0;
+    for (size_t k = 0; k < n; k++)
+        if (c[k].live)
+            need = c[k].off + 2 * c[k].reps + 2;
+    if (!agree_max(r, c[0].p.g, r->times, need)) {
+        r->stop = true;
+        return false;
+    }
+    return true;
+}
+
+static double median_of(double *t, unsigned n)
+{
+    qsort(t, n, sizeof(double), cmp_double);
+    return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+}
+
 /* The candidates of one point (collective, type, size), measured
  * interleaved: every candidate's warm-up, then rounds in which each
  * runs one repetition, in an order shuffled anew every round (alike on
  * every member), so that a change of the machine's load during the
  * point falls on all candidates alike, as in auto_vs_best (measured one
  * after the other, a quiet 2-task profile and the bench disagreed by up
- * to 2x on which was faster). Then one allreduce of all repetitions'
- * times gives the slowest member's; each candidate's entry is recorded
- * and its grow flag set (false: failed or over the deadline here). */
+ * to 2x on which was faster). The candidates within TUNE_TIE of the
+ * fastest median get a second look, as many rounds again among
+ * themselves, and their entries the repetitions of both: a near tie is
+ * where one look's noise decides the choice. Every member computes the
+ * same medians from the agreed times (the slowest member's). Each
+ * candidate's entry is recorded and its grow flag set (false: failed or
+ * over the deadline here). */
 static void measure_point(run_t *r, cand_t *c, size_t n)
 {
     size_t need = 0, live = 0;
-    unsigned rounds = 0;
     for (size_t k = 0; k < n && !r->stop; k++) {
         c[k].live = warm(r, &c[k]);
         if (!c[k].live)
             continue;
         c[k].off = need;
-        need += c[k].reps + 2;
-        rounds = c[k].reps > rounds ? c[k].reps : rounds;
+        need += 2 * c[k].reps + 2;
         live++;
     }
     if (r->stop || live == 0)
@@ -473,38 +534,43 @@ static void measure_point(run_t *r, cand_t *c, size_t n)
         r->times = nt;
         r->cap_times = need;
     }
-    size_t order[MAX_ALGOS];
+    memset(r->times, 0, need * sizeof(*r->times));
     uint64_t seed = (uint64_t)c[0].p.kind << 56 ^
                     (uint64_t)c[0].p.type << 48 ^ c[0].p.bytes;
-    for (unsigned i = 0; i < rounds; i++) {
-        /* The members' stop flags, agreed: this allreduce is also the
-         * round's barrier, and a point of long batches stops within
-         * one round of a signal (pamirun kills 2 s after it). */
-        double stop = tune_stop_signal != 0;
-        if (!agree_max(r, c[0].p.g, &stop, 1) || stop != 0) {
-            r->stop = true;
-            return;
-        }
-        round_order(order, n, seed ^ (uint64_t)i * 0xd1b54a32d192ed03ull);
-        for (size_t o = 0; o < n; o++) {
-            cand_t *ck = &c[order[o]];
-            if (ck->live && i < ck->reps)
-                r->times[ck->off + i] = batch(r, ck);
-        }
-    }
-    for (size_t k = 0; k < n; k++) {
-        if (!c[k].live)
-            continue;
-        double busy = c[k].wall > 0 ? c[k].waited / c[k].wall : 0;
-        r->times[c[k].off + c[k].reps] = c[k].rc != PAMI_SUCCESS;
-        /* The share of its batches this member waited for a CPU: the
-         * largest over the members gives the entry's cpu (1 - it). */
-        r->times[c[k].off + c[k].reps + 1] = busy < 0 ? 0 : busy > 1 ? 1
-                                                                     : busy;
-    }
-    if (!agree_max(r, c[0].p.g, r->times, need)) {
+    if (!rounds(r, c, n, 0, seed))
+        return;
+    /* Medians of the first look (on a copy: the entries sort later). */
+    double med[MAX_ALGOS], best = -1;
+    double *tmp = malloc(need * sizeof(*tmp));
+    if (tmp == NULL) {
         r->stop = true;
         return;
+    }
+    for (size_t k = 0; k < n; k++) {
+        med[k] = -1;
+        if (!c[k].live || r->times[c[k].off + 2 * c[k].reps] != 0)
+            continue;
+        memcpy(tmp, r->times + c[k].off, c[k].reps * sizeof(double));
+        med[k] = median_of(tmp, c[k].reps);
+        if (best < 0 || med[k] < best)
+            best = med[k];
+    }
+    free(tmp);
+    size_t tied = 0;
+    for (size_t k = 0; k < n; k++)
+        tied += med[k] >= 0 && med[k] <= best * (1 + TUNE_TIE);
+    bool second = tied >= 2;
+    if (second) {
+        cand_t g[MAX_ALGOS];
+        for (size_t k = 0; k < n; k++) {
+            g[k] = c[k];
+            g[k].live = med[k] >= 0 && med[k] <= best * (1 + TUNE_TIE);
+        }
+        if (!rounds(r, g, n, 1, seed))
+            return;
+        for (size_t k = 0; k < n; k++) /* the looks' failures and waits */
+            if (g[k].live)
+                c[k] = g[k];
     }
     for (size_t k = 0; k < n; k++) {
         if (!c[k].live)
@@ -512,18 +578,19 @@ static void measure_point(run_t *r, cand_t *c, size_t n)
         coll_prof_entry_t e = entry_of(&c[k].p);
         double *t = r->times + c[k].off;
         unsigned reps = c[k].reps;
-        if (t[reps] != 0) {
+        unsigned nrep = second && med[k] >= 0 &&
+                                med[k] <= best * (1 + TUNE_TIE)
+                            ? 2 * reps : reps;
+        if (t[2 * reps] != 0) {
             e.failed = true;
             snprintf(e.why, sizeof(e.why), "the call failed");
             c[k].grow = false;
         } else {
-            qsort(t, reps, sizeof(double), cmp_double);
+            e.median_us = median_of(t, nrep);
             e.min_us    = t[0];
-            e.max_us    = t[reps - 1];
-            e.median_us = reps % 2 ? t[reps / 2]
-                                   : (t[reps / 2 - 1] + t[reps / 2]) / 2;
-            e.count     = reps;
-            e.cpu       = 1.0 - t[reps + 1];
+            e.max_us    = t[nrep - 1];
+            e.count     = nrep;
+            e.cpu       = 1.0 - t[2 * reps + 1];
             if (e.cpu <= 0)
                 e.cpu = 1e-3; /* 0 means unknown in the file */
             c[k].grow = e.median_us <= r->o->deadline_s * 1e6;
