@@ -477,12 +477,81 @@ const cf_case_t cf_config_cases[] = {
 const size_t cf_num_config_cases =
     sizeof(cf_config_cases) / sizeof(cf_config_cases[0]);
 
+/* ---- region_in_use: destroying a local region an rget still uses ---- */
+
+typedef struct {
+    pami_context_t    ctx;
+    pami_memregion_t *mr;
+    pami_result_t     rc;
+    size_t            ran;
+} riu_t;
+
+static pami_result_t riu_work(pami_context_t c, void *k)
+{
+    riu_t *s = k;
+    s->rc = pami_memregion_destroy(c, s->mr);
+    s->ran++;
+    return PAMI_SUCCESS;
+}
+
+static void region_in_use(cf_env_t *e)
+{
+    static uint8_t win[4096], loc[4096];
+    static pami_memregion_t mr, lmr;
+    static cnt_t d;
+    static riu_t s;
+    d = (cnt_t){0};
+    CF_OK(e, pami_memregion_create(e->ctx, win, sizeof(win), &mr));
+    CF_OK(e, pami_memregion_create(e->ctx, loc, sizeof(loc), &lmr));
+    pami_memregion_t *all = gather(e, &mr, sizeof(mr));
+    if (all == NULL)
+        return;
+    if (e->task == 0) {
+        /* On the owner's path task 1 must answer, and it waits in the
+         * runner's exchange below. */
+        pami_rrma_t r = {.dest = cf_ep(e, 1), .local_mr = &lmr,
+                         .remote_mr = &all[1], .bytes = 64,
+                         .local_fn = count_fn, .cookie = &d};
+        CF_OK(e, pami_rget(e->ctx, &r));
+        s = (riu_t){.mr = &lmr};
+        pami_work_t w;
+        CF_OK(e, pami_context_post(e->ctx, &w, riu_work, &s));
+        while (s.ran == 0 && cf_now() < e->deadline)
+            pami_context_wait(e->ctx, 100);
+        CF_CHECK(e, s.rc == PAMI_EAGAIN, "expected PAMI_EAGAIN destroying a "
+                 "region an rget uses from posted work, seen %s",
+                 cf_rc_name(s.rc));
+        pami_memregion_t before = lmr;
+        pami_result_t rc = pami_memregion_destroy(e->ctx, &lmr);
+        CF_CHECK(e, rc == PAMI_TIMEOUT, "expected PAMI_TIMEOUT after "
+                 "PAMI_SHUTDOWN_TIMEOUT with the rget still in flight, seen "
+                 "%s", cf_rc_name(rc));
+        CF_CHECK(e, memcmp(&before, &lmr, sizeof(lmr)) == 0,
+                 "expected the region kept, *mr unchanged");
+    }
+    int token = 0, tokens[1024];
+    CF_CHECK(e, e->size <= 1024 &&
+                    cf_allgather(&token, tokens, sizeof(token)) == 0,
+             "expected the runner's exchange to work");
+    if (e->task == 0) {
+        cf_wait_count(e, &d.n, 1, "the rget's local_fn");
+        CF_CHECK(e, d.bad == 0, "expected the rget PAMI_SUCCESS, seen %s",
+                 cf_rc_name(d.rc));
+    }
+    CF_OK(e, pami_memregion_destroy(e->ctx, &lmr));
+    CF_OK(e, pami_dispatch_fence(e->client));
+    CF_OK(e, pami_memregion_destroy(e->ctx, &mr));
+    free(all);
+}
+
 const cf_case_t cf_config_rma_cases[] = {
     {"rma", "env_rma_via_owner", 1, 0, 0, env_rma_via_owner,
      "PAMI_RMA_VIA_OWNER=1"},
     {"rma", "env_cma_unbatched", 1, 0, 0, env_cma_unbatched,
      "PAMI_CMA_BATCH=0 PAMI_RMA_GATHER=0 PAMI_CMA_SPLIT=64k"},
     {"rma", "alloc_lifetime", 1, 0, 0, alloc_lifetime, NULL},
+    {"rma", "region_in_use", 2, 1024, 0, region_in_use,
+     "PAMI_RMA_VIA_OWNER=1 PAMI_SHUTDOWN_TIMEOUT=2000"},
 };
 const size_t cf_num_config_rma_cases =
     sizeof(cf_config_rma_cases) / sizeof(cf_config_rma_cases[0]);

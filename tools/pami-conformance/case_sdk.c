@@ -457,11 +457,67 @@ static void registry_limits(cf_env_t *e)
     CF_OK(e, pami_dispatch_fence(e->client));
 }
 
+/* ---- svd_in_flight: a lookup the owner has not answered yet ---- */
+
+static void svd_in_flight(cf_env_t *e)
+{
+    const pami_svd_key_t k1 = 0xcf10, k2 = 0xcf11;
+    static uint8_t data[16];
+    static svd_t s;
+    s = (svd_t){0};
+    if (e->task == 1) {
+        pami_svd_register_t r = {.key = k1, .addr = data, .size = 16};
+        CF_OK(e, pami_svd_register(e->ctx, &r));
+        r.key = k2;
+        CF_OK(e, pami_svd_register(e->ctx, &r));
+    }
+    pami_svd_entry_t ent;
+    if (e->task == 0) {
+        /* Task 1 waits in the runner's exchange below: it cannot answer
+         * before task 0 joins it. */
+        pami_svd_lookup_t l = {.owner = 1, .key = k1, .done_fn = svd_done,
+                               .cookie = &s};
+        CF_OK(e, pami_svd_lookup(e->ctx, &l));
+        CF_RC(e, PAMI_EAGAIN, pami_svd_release(e->ctx, 1, k1));
+        pami_svd_lookup_t lw = {.field_mask = PAMI_SVD_LOOKUP_TIMEOUT,
+                                .owner = 1, .key = k2, .timeout_ms = 50};
+        CF_RC(e, PAMI_TIMEOUT, pami_svd_lookup_wait(e->ctx, &lw, &ent));
+    }
+    int token = 0, tokens[1024];
+    CF_CHECK(e, e->size <= 1024 &&
+                    cf_allgather(&token, tokens, sizeof(token)) == 0,
+             "expected the runner's exchange to work");
+    if (e->task == 0) {
+        cf_wait_count(e, &s.n, 1, "the lookup's done_fn");
+        CF_CHECK(e, s.rc == PAMI_SUCCESS && s.version == 1,
+                 "expected the entry at version 1, seen %s",
+                 cf_rc_name(s.rc));
+        CF_OK(e, pami_svd_release(e->ctx, 1, k1));
+        CF_RC(e, PAMI_NOT_FOUND, pami_svd_release(e->ctx, 1, k1));
+    }
+    if (e->task == 1) {
+        /* "the fetch goes on and this task becomes a user" */
+        pami_svd_info_t info = {0};
+        pami_task_t users[4] = {99, 99, 99, 99};
+        while (cf_now() < e->deadline) {
+            CF_OK(e, pami_svd_query(e->ctx, k2, &info, users, 4));
+            if (info.num_users == 1)
+                break;
+            pami_context_wait(e->ctx, 10);
+        }
+        CF_CHECK(e, info.num_users == 1 && users[0] == 0, "expected task 0 "
+                 "a user of the key its timed-out lookup asked for, seen "
+                 "%zu users", info.num_users);
+    }
+    CF_OK(e, pami_dispatch_fence(e->client));
+}
+
 const cf_case_t cf_sdk_cases[] = {
     {"protocols", "sdk_helpers", 1, 0, 0, sdk_helpers, NULL},
     {"protocols", "barrier_calls", 1, 0, 0, barrier_calls, NULL},
     {"protocols", "svd_calls", 1, 0, 0, svd_calls, NULL},
     {"protocols", "registry_limits", 1, 0, CF_OWN_CONTEXTS, registry_limits,
      NULL},
+    {"protocols", "svd_in_flight", 2, 1024, 0, svd_in_flight, NULL},
 };
 const size_t cf_num_sdk_cases = sizeof(cf_sdk_cases) / sizeof(cf_sdk_cases[0]);
