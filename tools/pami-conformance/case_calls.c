@@ -911,6 +911,24 @@ static void second_client(cf_env_t *e)
     CF_OK(e, pami_dispatch_fence(e->client));
 }
 
+/* ---- createv_mismatch: tasks passing different n ---- */
+
+static void createv_mismatch(cf_env_t *e)
+{
+    size_t n = 1 + (e->task % 2);
+    pami_result_t rc = pami_context_createv(e->client, NULL, n, e->contexts);
+    CF_CHECK(e, rc == PAMI_INVAL, "expected PAMI_INVAL on every task when "
+             "\"some task passed another `n`\", seen %s", cf_rc_name(rc));
+    pami_client_attr_t a = {.field_mask = PAMI_CLIENT_ATTR_NUM_CONTEXTS};
+    CF_OK(e, pami_client_query(e->client, &a));
+    CF_CHECK(e, a.num_contexts == 0, "expected \"On failure no context "
+             "exists\", seen %zu", a.num_contexts);
+    /* The same n everywhere now works. */
+    CF_OK(e, pami_context_createv(e->client, NULL, 2, e->contexts));
+    e->ncontexts = 2;
+    CF_OK(e, pami_dispatch_fence(e->client));
+}
+
 const cf_case_t cf_calls_cases[] = {
     {"core", "null_arguments", 1, 0, 0, null_arguments, NULL},
     {"core", "sized_params", 1, 0, 0, sized_params, NULL},
@@ -924,6 +942,8 @@ const cf_case_t cf_calls_cases[] = {
     {"core", "counters", 1, 0, 0, counters, NULL},
     {"core", "client_create_args", 1, 0, 0, client_create_args, NULL},
     {"core", "second_client", 1, 0, 0, second_client, NULL},
+    {"core", "createv_mismatch", 2, 0, CF_OWN_CONTEXTS, createv_mismatch,
+     NULL},
     {"core", "env_limits", 1, 0, 0, configured_limits,
      "PAMI_IMMEDIATE_MAX=100 PAMI_RNDV_THRESHOLD=2k"},
     {"core", "env_limit_and_malformed", 1, 0, 0, limit_clamped,
