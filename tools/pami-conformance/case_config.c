@@ -551,7 +551,7 @@ const cf_case_t cf_config_rma_cases[] = {
      "PAMI_CMA_BATCH=0 PAMI_RMA_GATHER=0 PAMI_CMA_SPLIT=64k"},
     {"rma", "alloc_lifetime", 1, 0, 0, alloc_lifetime, NULL},
     {"rma", "region_in_use", 2, 1024, 0, region_in_use,
-     "PAMI_RMA_VIA_OWNER=1 PAMI_SHUTDOWN_TIMEOUT=2000"},
+     "PAMI_RMA_VIA_OWNER=1 PAMI_SHUTDOWN_TIMEOUT=3000"},
 };
 const size_t cf_num_config_rma_cases =
     sizeof(cf_config_rma_cases) / sizeof(cf_config_rma_cases[0]);
