@@ -286,6 +286,15 @@ static void xfer_refusals(cf_env_t *e)
     x = good;
     x.rbuf = NULL;
     CF_RC(e, PAMI_INVAL, pami_collective(e->ctx, &x));
+    /* Counts whose bytes overflow: bad buffers, not a wrapped size. */
+    pami_xfer_type_t wide[] = {PAMI_XFER_ALLREDUCE, PAMI_XFER_BROADCAST,
+                               PAMI_XFER_ALLGATHER, PAMI_XFER_ALLTOALL};
+    for (size_t k = 0; k < 4; k++) {
+        x = good;
+        x.kind = wide[k];
+        x.count = SIZE_MAX / 8 + 2;
+        CF_RC(e, PAMI_INVAL, pami_collective(e->ctx, &x));
+    }
     /* An algorithm of another collective. */
     size_t na, nc;
     CF_OK(e, pami_geometry_algorithms_num(world, PAMI_XFER_BARRIER, &na,
