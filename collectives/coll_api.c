@@ -641,7 +641,7 @@ pami_result_t pami_collective_wait(pami_context_t context,
             return PAMI_IN_HANDLER;
         if (barrier_inline(xcc, xg, xfer, &rc))
             return rc;
-    } else if (coll_shm_wait_inline(xcc, xfer, &rc)) { /* small, one node */
+    } else if (coll_shm_wait_inline(xcc, xfer, &rc)) { /* one node, shm */
         return rc;
     }
     /* Refuse before starting anything we could not wait for. */
