@@ -1,6 +1,7 @@
 /* Progress without traffic: pami_context_wait sleeps instead of spinning,
  * pami_context_post wakes it from another thread, posted work that says
- * PAMI_EAGAIN runs again; and the context lock. */
+ * PAMI_EAGAIN runs again; a context that only polls keeps UCX's event fd
+ * out of the epoll sets it sleeps on; and the context lock. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <dirent.h>
 
 #include "pami.h"
 
@@ -103,6 +105,80 @@ static void test_wait_timeout_sleeps(void **state)
     t0 = now_ms();
     assert_int_equal(pami_context_wait(w->ctx[0], 0), PAMI_TIMEOUT);
     assert_true(now_ms() - t0 < 50.0);
+}
+
+static bool is_epoll(int fd)
+{
+    char path[64], target[64];
+    snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(path, target, sizeof(target) - 1);
+    if (n <= 0)
+        return false;
+    target[n] = '\0';
+    return strcmp(target, "anon_inode:[eventpoll]") == 0;
+}
+
+/* How many epoll sets of this process hold another epoll set (UCX's
+ * interface set in its worker's, the worker's in a context's, ...), from
+ * the "tfd:" lines of /proc/self/fdinfo. */
+static unsigned nested_epolls(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    assert_non_null(d);
+    unsigned       nested = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        int fd = atoi(e->d_name);
+        if (e->d_name[0] == '.' || fd == dirfd(d) || !is_epoll(fd))
+            continue;
+        char path[64], line[256];
+        snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+        FILE *f = fopen(path, "r");
+        if (f == NULL)
+            continue;
+        while (fgets(line, sizeof(line), f) != NULL) {
+            int tfd;
+            if (sscanf(line, "tfd: %d", &tfd) == 1 && is_epoll(tfd))
+                nested++;
+        }
+        fclose(f);
+    }
+    closedir(d);
+    return nested;
+}
+
+/* Every packet UCX's sockets get wakes each epoll set their set is nested
+ * in (docs/protocols/shm-queue.md): a context that sleeps puts UCX's fd
+ * in the set it sleeps on, one that then only polls takes it out. */
+/* Waits until the context slept once (a wait whose timeout ran out in
+ * its spin, on a loaded machine, did not). */
+static void sleep_once(pami_context_t ctx)
+{
+    uint64_t sleeps = stats(ctx).sleeps;
+    for (int i = 0; i < 100 && stats(ctx).sleeps == sleeps; i++)
+        assert_int_equal(pami_context_wait(ctx, 20), PAMI_TIMEOUT);
+    assert_true(stats(ctx).sleeps > sleeps);
+}
+
+static void test_polling_unnests_ucx_fd(void **state)
+{
+    world_t *w = *state;
+    for (int i = 0; i < 2; i++)
+        sleep_once(w->ctx[i]);
+    unsigned slept = nested_epolls();
+    for (int n = 0; n < 10000; n++)
+        for (int i = 0; i < 2; i++)
+            pami_context_advance(w->ctx[i], 1);
+    unsigned polled = nested_epolls();
+    assert_int_equal(polled + 2, slept);
+    /* A sleep puts it back. */
+    sleep_once(w->ctx[0]);
+    assert_int_equal(nested_epolls(), polled + 1);
+    /* Sleeping again soon after does not take it out. */
+    for (int n = 0; n < 100; n++)
+        pami_context_advance(w->ctx[0], 1);
+    sleep_once(w->ctx[0]);
+    assert_int_equal(nested_epolls(), polled + 1);
 }
 
 typedef struct {
@@ -402,6 +478,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_post_eagain_runs_again,
                                         world_up, world_down),
         cmocka_unit_test_setup_teardown(test_post_from_many_threads,
+                                        world_up, world_down),
+        cmocka_unit_test_setup_teardown(test_polling_unnests_ucx_fd,
                                         world_up, world_down),
     };
     const struct CMUnitTest lock[] = {

@@ -10,8 +10,10 @@
 
 #include <pthread.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define FIELD_END(type, field)                                               \
     (offsetof(type, field) + sizeof(((type *)0)->field))
@@ -911,6 +913,106 @@ static void second_client(cf_env_t *e)
     CF_OK(e, pami_dispatch_fence(e->client));
 }
 
+/* ---- createv_mismatch: tasks passing different n ---- */
+
+static void createv_mismatch(cf_env_t *e)
+{
+    size_t n = 1 + (e->task % 2);
+    pami_result_t rc = pami_context_createv(e->client, NULL, n, e->contexts);
+    CF_CHECK(e, rc == PAMI_INVAL, "expected PAMI_INVAL on every task when "
+             "\"some task passed another `n`\", seen %s", cf_rc_name(rc));
+    pami_client_attr_t a = {.field_mask = PAMI_CLIENT_ATTR_NUM_CONTEXTS};
+    CF_OK(e, pami_client_query(e->client, &a));
+    CF_CHECK(e, a.num_contexts == 0, "expected \"On failure no context "
+             "exists\", seen %zu", a.num_contexts);
+    /* The same n everywhere now works. */
+    CF_OK(e, pami_context_createv(e->client, NULL, 2, e->contexts));
+    e->ncontexts = 2;
+    CF_OK(e, pami_dispatch_fence(e->client));
+}
+
+/* ---- env_log_lines: what a refused call writes on stderr ---- */
+
+/* Runs one refused call with stderr sent to a file; its text in out. */
+static void stderr_of_refusal(char *out, size_t len)
+{
+    char path[] = "/tmp/pami-cf-log-XXXXXX";
+    int fd = mkstemp(path), saved = dup(2);
+    out[0] = '\0';
+    if (fd < 0 || saved < 0)
+        return;
+    fflush(stderr);
+    dup2(fd, 2);
+    (void)pami_context_advance(NULL, 1);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    ssize_t n = pread(fd, out, len - 1, 0);
+    out[n > 0 ? n : 0] = '\0';
+    close(fd);
+    unlink(path);
+}
+
+static void env_log_lines(cf_env_t *e)
+{
+    /* PAMI_LOG_LEVEL=WARN (any case) for the case's client. */
+    char got[512], want[64];
+    stderr_of_refusal(got, sizeof(got));
+    snprintf(want, sizeof(want), "[%u] pami warn progress: ", e->task);
+    CF_CHECK(e, strncmp(got, want, strlen(want)) == 0 &&
+                    strchr(got, '\n') == got + strlen(got) - 1,
+             "expected one line \"%s...\" for a refused call, seen \"%s\"",
+             want, got);
+    /* "the level of the client created last applies to every client":
+     * a second client at error silences the first one's warnings. */
+    setenv("PAMI_LOG_LEVEL", "0", 1);
+    pami_client_params_t p = {.field_mask = PAMI_CLIENT_PARAM_OOB,
+                              .oob_allgather = runner_allgather,
+                              .oob_task = e->task, .oob_size = e->size};
+    pami_client_t c2 = NULL;
+    pami_result_t rc = pami_client_create("quiet", &p, &c2);
+    unsetenv("PAMI_LOG_LEVEL");
+    CF_OK(e, rc);
+    stderr_of_refusal(got, sizeof(got));
+    CF_CHECK(e, got[0] == '\0', "expected no warn line once the last "
+             "client's level is error, seen \"%s\"", got);
+    CF_OK(e, pami_client_destroy(&c2));
+}
+
+/* ---- protocols_env: PAMI_PROTOCOLS on a second client ---- */
+
+static void protocols_env(cf_env_t *e)
+{
+    pami_client_params_t p = {.field_mask = PAMI_CLIENT_PARAM_OOB,
+                              .oob_allgather = runner_allgather,
+                              .oob_task = e->task, .oob_size = e->size};
+    pami_client_t c2 = NULL;
+    /* "splits it at `:` and skips empty parts": nothing to load. */
+    setenv("PAMI_PROTOCOLS", "::", 1);
+    pami_result_t rc = pami_client_create("empty-list", &p, &c2);
+    CF_CHECK(e, rc == PAMI_SUCCESS, "expected PAMI_PROTOCOLS=:: to load "
+             "nothing and succeed, seen %s", cf_rc_name(rc));
+    CF_OK(e, pami_client_destroy(&c2));
+    /* An object that cannot be loaded fails on every task; here on the
+     * odd tasks only, so the even ones learn it through the exchange. */
+    if (e->task % 2)
+        setenv("PAMI_PROTOCOLS", "/nonexistent/libcf-none.so", 1);
+    else
+        unsetenv("PAMI_PROTOCOLS");
+    rc = pami_client_create("missing", &p, &c2);
+    unsetenv("PAMI_PROTOCOLS");
+    pami_result_t want = e->size > 1 || e->task % 2 ? PAMI_INVAL
+                                                    : PAMI_SUCCESS;
+    CF_CHECK(e, rc == want, "expected %s (a plug-in of PAMI_PROTOCOLS could "
+             "not be loaded \"here or on another task\"), seen %s",
+             cf_rc_name(want), cf_rc_name(rc));
+    CF_CHECK(e, rc == PAMI_SUCCESS || c2 == NULL, "expected no client on "
+             "failure");
+    if (rc == PAMI_SUCCESS)
+        CF_OK(e, pami_client_destroy(&c2));
+    CF_OK(e, pami_dispatch_fence(e->client));
+}
+
 const cf_case_t cf_calls_cases[] = {
     {"core", "null_arguments", 1, 0, 0, null_arguments, NULL},
     {"core", "sized_params", 1, 0, 0, sized_params, NULL},
@@ -924,6 +1026,10 @@ const cf_case_t cf_calls_cases[] = {
     {"core", "counters", 1, 0, 0, counters, NULL},
     {"core", "client_create_args", 1, 0, 0, client_create_args, NULL},
     {"core", "second_client", 1, 0, 0, second_client, NULL},
+    {"core", "createv_mismatch", 2, 0, CF_OWN_CONTEXTS, createv_mismatch,
+     NULL},
+    {"core", "env_log_lines", 1, 0, 0, env_log_lines, "PAMI_LOG_LEVEL=WARN"},
+    {"core", "protocols_env", 1, 0, 0, protocols_env, NULL},
     {"core", "env_limits", 1, 0, 0, configured_limits,
      "PAMI_IMMEDIATE_MAX=100 PAMI_RNDV_THRESHOLD=2k"},
     {"core", "env_limit_and_malformed", 1, 0, 0, limit_clamped,

@@ -363,12 +363,38 @@ static void dead_peer_calls(cf_env_t *e)
     free(all);
 }
 
+/* ---- env_wait_spin: PAMI_WAIT_SPIN=0, one task ---- */
+
+static void env_wait_spin(cf_env_t *e)
+{
+    for (int i = 0; i < 100; i++)
+        pami_context_advance(e->ctx, 10);
+    pami_context_stats_t s0, s1, s2;
+    CF_OK(e, pami_context_stats(e->ctx, &s0));
+    /* "`0` polls `PAMI_WAIT_SPIN + 1` times and returns": no sleep. */
+    CF_RC(e, PAMI_TIMEOUT, pami_context_wait(e->ctx, 0));
+    CF_OK(e, pami_context_stats(e->ctx, &s1));
+    CF_CHECK(e, s1.sleeps == s0.sleeps, "expected no sleep for a timeout of "
+             "0, seen %llu", (unsigned long long)(s1.sleeps - s0.sleeps));
+    /* "`0` sleeps almost at once": the wait sleeps on its event fd (a
+     * task kept off its core for the whole 30 ms may not get to; so
+     * several tries, each of which must time out). */
+    s2 = s1;
+    for (int i = 0; i < 20 && s2.sleeps == s1.sleeps; i++) {
+        CF_RC(e, PAMI_TIMEOUT, pami_context_wait(e->ctx, 30));
+        CF_OK(e, pami_context_stats(e->ctx, &s2));
+    }
+    CF_CHECK(e, s2.sleeps > s1.sleeps, "expected a 30 ms wait to sleep "
+             "(counted in sleeps), seen none in 20");
+}
+
 const cf_case_t cf_contexts_cases[] = {
     {"core", "contexts_apart", 1, 0, CF_OWN_CONTEXTS, contexts_apart, NULL},
     {"core", "self_no_recursion", 1, 0, 0, self_no_recursion, NULL},
     {"core", "large_callbacks_together", 1, 0, 0, large_callbacks_together,
      NULL},
     {"core", "progress_results", 1, 1, 0, progress_results, NULL},
+    {"core", "env_wait_spin", 1, 1, 0, env_wait_spin, "PAMI_WAIT_SPIN=0"},
     {"core", "dead_peer_calls", 2, 0, 0, dead_peer_calls, NULL},
 };
 const size_t cf_num_contexts_cases =

@@ -8,6 +8,7 @@
 #include "cf.h"
 
 #include <pami_barrier.h>
+#include <pami_collectives.h>
 #include <pami_protocol.h>
 #include <pami_svd.h>
 
@@ -512,6 +513,64 @@ static void svd_in_flight(cf_env_t *e)
     CF_OK(e, pami_dispatch_fence(e->client));
 }
 
+/* ---- outputs_on_failure: "Output arguments are written only on
+ * success" ---- */
+
+static void outputs_on_failure(cf_env_t *e)
+{
+    pami_endpoint_t ep = 12345;
+    CF_RC(e, PAMI_INVAL, pami_endpoint_create(e->client, (pami_task_t)e->size,
+                                              0, &ep));
+    CF_CHECK(e, ep == 12345, "expected *endpoint unwritten on failure");
+    pami_task_t t = 77;
+    size_t off = 77;
+    CF_RC(e, PAMI_INVAL, pami_endpoint_query(PAMI_ENDPOINT_NULL, &t, &off));
+    CF_CHECK(e, t == 77 && off == 77, "expected endpoint_query's outputs "
+             "unwritten on failure");
+    pami_config_var_t v, v0;
+    memset(&v, 0x5a, sizeof(v));
+    v0 = v;
+    CF_RC(e, PAMI_NOT_FOUND, pami_config_var(100000, &v));
+    CF_CHECK(e, memcmp(&v, &v0, sizeof(v)) == 0, "expected *var unwritten "
+             "past the last variable");
+    pami_memregion_t mr, mr0;
+    memset(&mr, 0x5a, sizeof(mr));
+    mr0 = mr;
+    void *addr = &mr;
+    CF_RC(e, PAMI_INVAL, pami_memregion_create(e->ctx, NULL, 16, &mr));
+    CF_RC(e, PAMI_ENOMEM, pami_memregion_alloc(e->ctx, 1ull << 40, &addr,
+                                               &mr));
+    CF_CHECK(e, memcmp(&mr, &mr0, sizeof(mr)) == 0 && addr == (void *)&mr,
+             "expected *mr and *addr unwritten by failed region calls");
+    void *base = &mr;
+    size_t bytes = 99;
+    pami_endpoint_t owner = 99;
+    CF_RC(e, PAMI_INVAL, pami_memregion_query(&mr, &base, &bytes, &owner));
+    CF_CHECK(e, base == (void *)&mr && bytes == 99 && owner == 99,
+             "expected memregion_query's outputs unwritten on failure");
+    pami_algorithm_t alg = 4242;
+    CF_RC(e, PAMI_NOT_FOUND, pami_algorithm_by_name("no_such", &alg));
+    CF_CHECK(e, alg == 4242, "expected *algorithm unwritten on failure");
+    pami_protocol_info_t info;
+    memset(&info, 0x5a, sizeof(info));
+    pami_protocol_info_t info0 = info;
+    CF_RC(e, PAMI_NOT_FOUND, pami_protocol_query(e->client, 1000, &info));
+    CF_CHECK(e, memcmp(&info, &info0, sizeof(info)) == 0,
+             "expected *info unwritten past the last protocol");
+    size_t n = 31;
+    pami_protocol_stat_t st[1];
+    CF_RC(e, PAMI_NOT_FOUND, pami_protocol_stats(e->ctx, "no-such", st, 1,
+                                                 &n));
+    CF_CHECK(e, n == 31, "expected *n unwritten for an unknown protocol");
+    pami_svd_entry_t ent, ent0;
+    memset(&ent, 0x5a, sizeof(ent));
+    ent0 = ent;
+    pami_svd_lookup_t l = {.owner = e->task, .key = 0xdeadcf};
+    CF_RC(e, PAMI_NOT_FOUND, pami_svd_lookup_wait(e->ctx, &l, &ent));
+    CF_CHECK(e, memcmp(&ent, &ent0, sizeof(ent)) == 0,
+             "expected *entry unwritten for a key nobody has");
+}
+
 const cf_case_t cf_sdk_cases[] = {
     {"protocols", "sdk_helpers", 1, 0, 0, sdk_helpers, NULL},
     {"protocols", "barrier_calls", 1, 0, 0, barrier_calls, NULL},
@@ -521,3 +580,10 @@ const cf_case_t cf_sdk_cases[] = {
     {"protocols", "svd_in_flight", 2, 1024, 0, svd_in_flight, NULL},
 };
 const size_t cf_num_sdk_cases = sizeof(cf_sdk_cases) / sizeof(cf_sdk_cases[0]);
+
+/* The conventions of every call (suite core). */
+const cf_case_t cf_sdk_core_cases[] = {
+    {"core", "outputs_on_failure", 1, 0, 0, outputs_on_failure, NULL},
+};
+const size_t cf_num_sdk_core_cases =
+    sizeof(cf_sdk_core_cases) / sizeof(cf_sdk_core_cases[0]);

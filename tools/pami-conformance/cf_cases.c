@@ -16,6 +16,7 @@ static const struct {
     {"core", cf_contexts_cases, &cf_num_contexts_cases},
     {"core", cf_config_cases, &cf_num_config_cases},
     {"core", cf_threads_cases, &cf_num_threads_cases},
+    {"core", cf_sdk_core_cases, &cf_num_sdk_core_cases},
     {"rma", cf_rma_cases, &cf_num_rma_cases},
     {"rma", cf_regions_cases, &cf_num_regions_cases},
     {"rma", cf_config_rma_cases, &cf_num_config_rma_cases},

@@ -29,7 +29,11 @@
  * once measured 10 % ahead alone and 20-30 % behind in a loop). Calls
  * shorter than TUNE_CAL_US are sized by CAL_CALLS more calls. */
 #define TUNE_CAL_US 500.0
-#define TUNE_BATCH_MAX 4096
+/* As auto_vs_best's MAX_OPS: at most 4096 calls cut the batches of the
+ * 2-task profile's calls under 1.2 us (280 of its 784 entries) to
+ * 0.4-5 ms, where the bench's windows last 5 ms or more. */
+#define TUNE_BATCH_MAX 100000
+#define TUNE_GROW_STEPS 3
 #define CAL_CALLS 16
 /* Candidates whose first look's median is within this of the fastest
  * get a second look (measure_point). */
@@ -394,6 +398,37 @@ static bool warm(run_t *r, cand_t *c)
     double one = v[3] > 0 ? v[3] : v[0];
     double f = r->o->batch_us / (one > 0.01 ? one : 0.01);
     c->ops = f < 1 ? 1 : f > TUNE_BATCH_MAX ? TUNE_BATCH_MAX : (unsigned)f;
+    /* Short calls: the guess, made right after an allreduce, is grown
+     * by up to TUNE_GROW_STEPS batches (each to a barrier, as the
+     * repetitions) until one lasts half of --batch-us by the slowest
+     * member, as auto_vs_best sizes its windows: the first calls after
+     * a barrier are slow (wake-ups), so the guess alone gave the bench
+     * windows of 0.2 ms for 0.4 us broadcasts at 8 tasks. */
+    for (int step = 0; v[3] > 0 && step < TUNE_GROW_STEPS &&
+                       c->ops < TUNE_BATCH_MAX; step++) {
+        double a = tune_now();
+        for (unsigned j = 0; j < c->ops && rc == PAMI_SUCCESS; j++)
+            rc = pami_collective_wait(r->ctx, &c->x);
+        pami_result_t brc = pami_geometry_barrier(r->ctx, c->p.g);
+        double gr[2] = {(tune_now() - a) * 1e6,
+                        rc != PAMI_SUCCESS || brc != PAMI_SUCCESS};
+        if (!agree_max(r, c->p.g, gr, 2)) {
+            r->stop = true;
+            return false;
+        }
+        if (gr[1] != 0) {
+            e.failed = true;
+            snprintf(e.why, sizeof(e.why), "the call failed");
+            record(r, &e);
+            c->grow = false;
+            return false;
+        }
+        one = gr[0] / c->ops;
+        if (gr[0] >= r->o->batch_us / 2)
+            break;
+        f = (double)c->ops * r->o->batch_us / (gr[0] > 0.01 ? gr[0] : 0.01);
+        c->ops = f > TUNE_BATCH_MAX ? TUNE_BATCH_MAX : (unsigned)f;
+    }
     c->reps = r->o->reps;
     if (r->point_s > 0) {
         double fit = r->point_s * 1e6 /
