@@ -103,7 +103,9 @@ static const char *invalid(const pami_xfer_t *x, const struct pami_geometry *g)
     case PAMI_XFER_REDUCE_SCATTER:
     case PAMI_XFER_SCAN:
     case PAMI_XFER_EXSCAN:
-        if (has_data && (x->sbuf == NULL || x->rbuf == NULL || rbuf_in_place))
+        if (has_data && rbuf_in_place)
+            return "PAMI_IN_PLACE as rbuf (it goes in sbuf)";
+        if (has_data && (x->sbuf == NULL || x->rbuf == NULL))
             return "NULL sbuf or rbuf";
         break;
     case PAMI_XFER_ALLGATHERV:
@@ -114,8 +116,9 @@ static const char *invalid(const pami_xfer_t *x, const struct pami_geometry *g)
             return "counts too large";
         if (!sbuf_in_place && x->rcounts[r] != x->count)
             return "count is not rcounts[rank]";
-        if (x->rbuf == NULL || rbuf_in_place ||
-            (x->sbuf == NULL && x->count > 0))
+        if (rbuf_in_place)
+            return "PAMI_IN_PLACE as rbuf (it goes in sbuf)";
+        if (x->rbuf == NULL || (x->sbuf == NULL && x->count > 0))
             return "NULL sbuf or rbuf";
         break;
     case PAMI_XFER_GATHERV:
@@ -638,7 +641,7 @@ pami_result_t pami_collective_wait(pami_context_t context,
             return PAMI_IN_HANDLER;
         if (barrier_inline(xcc, xg, xfer, &rc))
             return rc;
-    } else if (coll_shm_wait_inline(xcc, xfer, &rc)) { /* small, one node */
+    } else if (coll_shm_wait_inline(xcc, xfer, &rc)) { /* one node, shm */
         return rc;
     }
     /* Refuse before starting anything we could not wait for. */

@@ -979,6 +979,40 @@ static void env_log_lines(cf_env_t *e)
     CF_OK(e, pami_client_destroy(&c2));
 }
 
+/* ---- protocols_env: PAMI_PROTOCOLS on a second client ---- */
+
+static void protocols_env(cf_env_t *e)
+{
+    pami_client_params_t p = {.field_mask = PAMI_CLIENT_PARAM_OOB,
+                              .oob_allgather = runner_allgather,
+                              .oob_task = e->task, .oob_size = e->size};
+    pami_client_t c2 = NULL;
+    /* "splits it at `:` and skips empty parts": nothing to load. */
+    setenv("PAMI_PROTOCOLS", "::", 1);
+    pami_result_t rc = pami_client_create("empty-list", &p, &c2);
+    CF_CHECK(e, rc == PAMI_SUCCESS, "expected PAMI_PROTOCOLS=:: to load "
+             "nothing and succeed, seen %s", cf_rc_name(rc));
+    CF_OK(e, pami_client_destroy(&c2));
+    /* An object that cannot be loaded fails on every task; here on the
+     * odd tasks only, so the even ones learn it through the exchange. */
+    if (e->task % 2)
+        setenv("PAMI_PROTOCOLS", "/nonexistent/libcf-none.so", 1);
+    else
+        unsetenv("PAMI_PROTOCOLS");
+    rc = pami_client_create("missing", &p, &c2);
+    unsetenv("PAMI_PROTOCOLS");
+    pami_result_t want = e->size > 1 || e->task % 2 ? PAMI_INVAL
+                                                    : PAMI_SUCCESS;
+    CF_CHECK(e, rc == want, "expected %s (a plug-in of PAMI_PROTOCOLS could "
+             "not be loaded \"here or on another task\"), seen %s",
+             cf_rc_name(want), cf_rc_name(rc));
+    CF_CHECK(e, rc == PAMI_SUCCESS || c2 == NULL, "expected no client on "
+             "failure");
+    if (rc == PAMI_SUCCESS)
+        CF_OK(e, pami_client_destroy(&c2));
+    CF_OK(e, pami_dispatch_fence(e->client));
+}
+
 const cf_case_t cf_calls_cases[] = {
     {"core", "null_arguments", 1, 0, 0, null_arguments, NULL},
     {"core", "sized_params", 1, 0, 0, sized_params, NULL},
@@ -995,6 +1029,7 @@ const cf_case_t cf_calls_cases[] = {
     {"core", "createv_mismatch", 2, 0, CF_OWN_CONTEXTS, createv_mismatch,
      NULL},
     {"core", "env_log_lines", 1, 0, 0, env_log_lines, "PAMI_LOG_LEVEL=WARN"},
+    {"core", "protocols_env", 1, 0, 0, protocols_env, NULL},
     {"core", "env_limits", 1, 0, 0, configured_limits,
      "PAMI_IMMEDIATE_MAX=100 PAMI_RNDV_THRESHOLD=2k"},
     {"core", "env_limit_and_malformed", 1, 0, 0, limit_clamped,

@@ -467,11 +467,40 @@ static void landing_refused(cf_env_t *e)
     free(s.buf);
 }
 
+/* ---- env_shm_odd_sizes: malformed queue sizes take the defaults ---- */
+
+static void env_shm_odd_sizes(cf_env_t *e)
+{
+    /* Whole payloads of every size class through the queues. */
+    size_t max = 20000;
+    static ls_t s;
+    s = (ls_t){.e = e, .land = calloc(1, max)};
+    uint8_t *src = malloc(max);
+    CF_CHECK(e, s.land && src, "expected memory");
+    CF_OK(e, pami_dispatch_set(e->ctx, LS_ID, ls_handler, &s, NULL));
+    CF_OK(e, pami_dispatch_fence(e->client));
+    size_t sizes[] = {1, 100, 2032, 2033, 8000, max};
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+        send_checked(e, &s, src, sizes[i], 30 + i);
+    pami_client_attr_t a = {.field_mask = PAMI_CLIENT_ATTR_LOCAL_TASKS};
+    CF_OK(e, pami_client_query(e->client, &a));
+    pami_context_stats_t st;
+    CF_OK(e, pami_context_stats(e->ctx, &st));
+    CF_CHECK(e, a.num_local_tasks < 2 || st.shm_on == 1,
+             "expected the queues on (PAMI_SHM_FASTPATH's default) despite "
+             "malformed sizes");
+    CF_OK(e, pami_dispatch_fence(e->client));
+    free(src);
+    free(s.land);
+}
+
 const cf_case_t cf_config_cases[] = {
     {"core", "env_rndv_zero", 1, 0, 0, env_rndv_zero, "PAMI_RNDV_THRESHOLD=0"},
     {"core", "env_rndv_via_origin", 1, 0, 0, env_rndv_via_origin,
      "PAMI_RNDV_VIA_ORIGIN=1"},
     {"core", "env_shm_off", 1, 0, 0, env_shm_off, "PAMI_SHM_FASTPATH=0"},
+    {"core", "env_shm_odd_sizes", 1, 0, 0, env_shm_odd_sizes,
+     "PAMI_SHM_QUEUE_LINES=100 PAMI_SHM_ENTRY_MAX=9 PAMI_SHM_QUEUE_GROW=3"},
     {"core", "landing_refused", 1, 0, CF_OWN_CONTEXTS, landing_refused, NULL},
 };
 const size_t cf_num_config_cases =
@@ -551,7 +580,7 @@ const cf_case_t cf_config_rma_cases[] = {
      "PAMI_CMA_BATCH=0 PAMI_RMA_GATHER=0 PAMI_CMA_SPLIT=64k"},
     {"rma", "alloc_lifetime", 1, 0, 0, alloc_lifetime, NULL},
     {"rma", "region_in_use", 2, 1024, 0, region_in_use,
-     "PAMI_RMA_VIA_OWNER=1 PAMI_SHUTDOWN_TIMEOUT=2000"},
+     "PAMI_RMA_VIA_OWNER=1 PAMI_SHUTDOWN_TIMEOUT=3000"},
 };
 const size_t cf_num_config_rma_cases =
     sizeof(cf_config_rma_cases) / sizeof(cf_config_rma_cases[0]);

@@ -536,6 +536,31 @@ static void env_forced_algorithm(cf_env_t *e)
              "expected no profile in use, seen reason %d", (int)sel.reason);
 }
 
+/* ---- env_connid: PAMI_CONNID_THRESHOLD read by the world ---- */
+
+static void connid_is(cf_env_t *e, unsigned want, const char *why)
+{
+    pami_geometry_t world;
+    CF_OK(e, pami_geometry_world(e->ctx, &world));
+    pami_geometry_attr_t a = {.field_mask = PAMI_GEOMETRY_ATTR_CONNID};
+    CF_OK(e, pami_geometry_query(world, &a));
+    CF_CHECK(e, a.connid_threshold == want, "expected the world's "
+             "connid_threshold %u (%s), seen %u", want, why,
+             a.connid_threshold);
+    CF_OK(e, pami_geometry_barrier(e->ctx, world));
+}
+
+static void env_connid(cf_env_t *e)
+{
+    connid_is(e, 5, "PAMI_CONNID_THRESHOLD=5");
+}
+
+static void env_connid_range(cf_env_t *e)
+{
+    connid_is(e, 64, "PAMI_CONNID_THRESHOLD=300 is outside 1..256: the "
+              "default");
+}
+
 const cf_case_t cf_geometry_cases[] = {
     {"coll", "geometry_calls", 1, 0, 0, geometry_calls, NULL},
     {"coll", "registry_calls", 1, 0, 0, registry_calls, NULL},
@@ -548,6 +573,9 @@ const cf_case_t cf_geometry_cases[] = {
      "PAMI_COLL_ALLREDUCE_ALGORITHM=allreduce_ring "
      "PAMI_COLL_BARRIER_ALGORITHM=no_such_barrier "
      "PAMI_COLL_PROFILE=/nonexistent/cf.profile"},
+    {"coll", "env_connid", 1, 0, 0, env_connid, "PAMI_CONNID_THRESHOLD=5"},
+    {"coll", "env_connid_range", 1, 0, 0, env_connid_range,
+     "PAMI_CONNID_THRESHOLD=300"},
 };
 const size_t cf_num_geometry_cases =
     sizeof(cf_geometry_cases) / sizeof(cf_geometry_cases[0]);

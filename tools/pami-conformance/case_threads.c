@@ -241,8 +241,65 @@ const cf_case_t cf_threads_cases[] = {
 const size_t cf_num_threads_cases =
     sizeof(cf_threads_cases) / sizeof(cf_threads_cases[0]);
 
+/* ---- coll_in_handler: blocking collective calls from posted work ---- */
+
+typedef struct {
+    pami_geometry_t world, g;
+    pami_result_t   wait_rc, barrier_rc, ready_rc;
+    size_t          ran;
+    pami_work_t     w;
+} cih_t;
+
+static pami_result_t cih_work(pami_context_t c, void *k)
+{
+    cih_t *s = k;
+    pami_xfer_t x = {.kind = PAMI_XFER_BARRIER, .geometry = s->world};
+    s->wait_rc = pami_collective_wait(c, &x);
+    s->barrier_rc = pami_geometry_barrier(c, s->world);
+    s->ready_rc = s->g ? pami_geometry_wait_ready(c, s->g) : PAMI_IN_HANDLER;
+    s->ran++;
+    return PAMI_SUCCESS;
+}
+
+static void coll_in_handler(cf_env_t *e)
+{
+    static cih_t s;
+    s = (cih_t){0};
+    CF_OK(e, pami_geometry_world(e->ctx, &s.world));
+    pami_geometry_range_t all = {0, (pami_task_t)(e->size - 1)};
+    if (e->task == 0 && e->size > 1)
+        /* The others create theirs after the exchange below. */
+        CF_OK(e, pami_geometry_create_taskrange(e->ctx, s.world, 23, &all,
+                                                1, NULL, &s.g, NULL, NULL));
+    CF_OK(e, pami_context_post(e->ctx, &s.w, cih_work, &s));
+    while (s.ran == 0 && cf_now() < e->deadline)
+        pami_context_wait(e->ctx, 100);
+    CF_CHECK(e, s.wait_rc == PAMI_IN_HANDLER &&
+                    s.barrier_rc == PAMI_IN_HANDLER &&
+                    s.ready_rc == PAMI_IN_HANDLER,
+             "expected PAMI_IN_HANDLER from posted work for "
+             "pami_collective_wait, pami_geometry_barrier and "
+             "pami_geometry_wait_ready of a creation not complete; seen %s, "
+             "%s, %s", cf_rc_name(s.wait_rc), cf_rc_name(s.barrier_rc),
+             cf_rc_name(s.ready_rc));
+    int token = 0, tokens[1024];
+    CF_CHECK(e, e->size <= 1024 &&
+                    cf_allgather(&token, tokens, sizeof(token)) == 0,
+             "expected the runner's exchange to work");
+    if (e->task != 0 || e->size == 1)
+        CF_OK(e, pami_geometry_create_taskrange(e->ctx, s.world, 23, &all,
+                                                1, NULL, &s.g, NULL, NULL));
+    CF_OK(e, pami_geometry_wait_ready(e->ctx, s.g));
+    /* Nothing was started: the next barriers match on every task. */
+    CF_OK(e, pami_geometry_barrier(e->ctx, s.world));
+    CF_OK(e, pami_geometry_barrier(e->ctx, s.g));
+    CF_OK(e, pami_geometry_destroy(&s.g));
+    CF_OK(e, pami_dispatch_fence(e->client));
+}
+
 const cf_case_t cf_threads_coll_cases[] = {
     {"coll", "geometry_busy", 1, 1024, 0, geometry_busy, NULL},
+    {"coll", "coll_in_handler", 1, 1024, 0, coll_in_handler, NULL},
 };
 const size_t cf_num_threads_coll_cases =
     sizeof(cf_threads_coll_cases) / sizeof(cf_threads_coll_cases[0]);
