@@ -100,10 +100,12 @@ pami_result_t cshm_cma_read(cshm_t *s, uint32_t p)
                                                    got), m - got};
             ssize_t r = process_vm_readv((pid_t)l->pid, &lo, 1, &re, 1, 0);
             if (r <= 0) {
+                pami_result_t rc = cshm_cma_result(r, errno);
                 cshm_log(PAMI_PROTOCOL_LOG_WARN, "alltoall_shm_cma: "
-                         "process_vm_readv from rank %zu: %s: PAMI_INVAL "
-                         "here", j, r < 0 ? strerror(errno) : "no data");
-                return PAMI_INVAL;
+                         "process_vm_readv from rank %zu: %s: %s here", j,
+                         r < 0 ? strerror(errno) : "no data",
+                         rc == PAMI_INVAL ? "PAMI_INVAL" : "PAMI_PEER_FAILED");
+                return rc;
             }
             got += (size_t)r;
         }

@@ -120,10 +120,12 @@ static pami_result_t cma_get(cshm_t *s, size_t rank, const cma_line_t *l,
         struct iovec re = {(void *)(uintptr_t)(addr + got), len - got};
         ssize_t r = process_vm_readv((pid_t)l->pid, &lo, 1, &re, 1, 0);
         if (r <= 0) {
+            pami_result_t rc = cshm_cma_result(r, errno);
             cshm_log(PAMI_PROTOCOL_LOG_WARN, "%s: process_vm_readv from "
-                     "rank %zu: %s: PAMI_INVAL here", kind_name(s->op.kind),
-                     rank, r < 0 ? strerror(errno) : "no data");
-            return PAMI_INVAL;
+                     "rank %zu: %s: %s here", kind_name(s->op.kind), rank,
+                     r < 0 ? strerror(errno) : "no data",
+                     rc == PAMI_INVAL ? "PAMI_INVAL" : "PAMI_PEER_FAILED");
+            return rc;
         }
         got += (size_t)r;
     }
@@ -194,18 +196,22 @@ static pami_result_t fold_chunk(cshm_t *s, uint32_t p, size_t a, size_t c,
         const unsigned char *src = op->in + a;
         if (swap && i == 1) { /* ranks first and 1 as 1 op first */
             const cma_line_t *l = peer_line(s, r, p);
-            if (l == NULL || cma_get(s, r, l, acc, l->in + a, c) !=
-                                 PAMI_SUCCESS)
-                return PAMI_INVAL;
+            pami_result_t rc = l == NULL ? PAMI_INVAL
+                                         : cma_get(s, r, l, acc, l->in + a,
+                                                   c);
+            if (rc != PAMI_SUCCESS)
+                return rc;
             fold_into(op, acc, src, c);
             continue;
         }
         if (r != me) {
             const cma_line_t *l = peer_line(s, r, p);
             unsigned char *into = i == 0 ? acc : spare;
-            if (l == NULL || cma_get(s, r, l, into, l->in + a, c) !=
-                                 PAMI_SUCCESS)
-                return PAMI_INVAL;
+            pami_result_t rc = l == NULL ? PAMI_INVAL
+                                         : cma_get(s, r, l, into, l->in + a,
+                                                   c);
+            if (rc != PAMI_SUCCESS)
+                return rc;
             src = into;
         }
         if (i == 0) {

@@ -6,6 +6,7 @@
 #ifndef PAMI_COLL_SHM_H
 #define PAMI_COLL_SHM_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -13,6 +14,12 @@
 
 #define CSHM_SUBSYS "coll_shm"
 #define cshm_log(level, ...) pami_protocol_log(level, CSHM_SUBSYS, __VA_ARGS__)
+
+/* A failed process_vm_readv from a rank's memory: ESRCH means its process
+ * is gone (it died in the call), which the caller reports as the peer's
+ * failure, not as a bad argument. */
+#define cshm_cma_result(r, err)                                            \
+    ((r) < 0 && (err) == ESRCH ? PAMI_PEER_FAILED : PAMI_INVAL)
 
 #define CSHM_MAGIC   0x316d6873696d6170ull /* "pamishm1" */
 #define CSHM_VERSION 5 /* 4: the ring's dense entries; 5: claims apart */
