@@ -4,7 +4,7 @@
  * bounded time (no hang in the inline barriers), and so must the next
  * call.
  *
- *   coll_shm_kill ALGORITHM COUNT [in-fold]
+ *   coll_shm_kill ALGORITHM COUNT [in-fold|stop]
  *
  * ALGORITHM is one of the _shm / _shm_cma algorithms (or barrier_shm),
  * COUNT the elements per task (blocks: per block). The last task starts
@@ -14,17 +14,20 @@
  * a user op, slow on the others: the last task folds its block, waits in
  * the second barrier and dies there while the others still read its
  * input chunk by chunk; their barrier still completes (it had arrived),
- * so only the reads tell the death (before: PAMI_INVAL).
+ * so only the reads tell the death (before: PAMI_INVAL). With stop the
+ * last task stops (SIGSTOP) instead: the others' calls must fail after
+ * PAMI_PEER_TIMEOUT; task 0 then lets it go on (SIGCONT) to _exit.
  */
 #include "coll_util.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
 static mp_job_t job;
 static volatile unsigned long calls;
 
-static bool in_fold;
+static bool in_fold, stop;
 static volatile bool folding; /* the last task's fold of call 50 began */
 
 static void *killer(void *arg)
@@ -35,6 +38,8 @@ static void *killer(void *arg)
         mp_sleep_ms(1);
     mp_sleep_ms(in_fold ? 40 : 30 + 7 * (double)(job.size % 5));
     fflush(stdout);
+    if (stop)
+        raise(SIGSTOP); /* the whole process, until task 0's SIGCONT */
     _exit(0);
     return NULL;
 }
@@ -75,9 +80,11 @@ static pami_xfer_type_t kind_of(const char *name)
 int main(int argc, char **argv)
 {
     mp_init(&job, "coll_shm_kill", &argc, argv, NULL, 1, true);
-    MP_EXPECT(argc == 3 || (argc == 4 && strcmp(argv[3], "in-fold") == 0),
-              "usage: coll_shm_kill ALGORITHM COUNT [in-fold]");
-    in_fold = argc == 4;
+    MP_EXPECT(argc == 3 || (argc == 4 && (strcmp(argv[3], "in-fold") == 0 ||
+                                          strcmp(argv[3], "stop") == 0)),
+              "usage: coll_shm_kill ALGORITHM COUNT [in-fold|stop]");
+    in_fold = argc == 4 && strcmp(argv[3], "in-fold") == 0;
+    stop    = argc == 4 && strcmp(argv[3], "stop") == 0;
     const char *name  = argv[1];
     size_t      count = strtoull(argv[2], NULL, 10);
     ct_geom_t   world = {.name = "world"};
@@ -97,6 +104,12 @@ int main(int argc, char **argv)
         x.user_fn          = user_sum;
         x.user_commutative = 1;
     }
+    /* Every task's pid, for the SIGCONT. */
+    int64_t  mypid = getpid(), *pids = calloc(job.size, sizeof(int64_t));
+    MP_EXPECT(pids != NULL, "no memory");
+    pami_xfer_t ag = ct_xfer(world.g, PAMI_XFER_ALLGATHER, NULL, &mypid,
+                             pids, 1, PAMI_TYPE_INT64, 0);
+    MP_CHECK(pami_collective_wait(job.ctx[0], &ag));
     pthread_t th;
     if (job.me == job.size - 1)
         MP_EXPECT(pthread_create(&th, NULL, killer, NULL) == 0, "thread");
@@ -108,7 +121,12 @@ int main(int argc, char **argv)
         MP_EXPECT(mp_now() - t0 < 60, "%s: no failure after %lu calls",
                   name, calls);
     }
+    if (job.me == job.size - 1)
+        for (;;) /* its thread _exits; what its calls saw is not checked */
+            pause();
     double failed = mp_now();
+    if (stop && job.me == 0)
+        kill((pid_t)pids[job.size - 1], SIGCONT);
     MP_EXPECT(rc == PAMI_PEER_FAILED, "%s after %lu calls: %s", name, calls,
               pami_error_text(rc));
     rc = pami_collective_wait(job.ctx[0], &x);
@@ -118,6 +136,7 @@ int main(int argc, char **argv)
               mp_now() - failed);
     free(sbuf);
     free(rbuf);
+    free(pids);
     pami_client_destroy(&job.client); /* a task is gone: may fail */
     printf("coll_shm_kill %s: ok after %lu calls\n", name, calls);
     return 0;
