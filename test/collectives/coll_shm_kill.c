@@ -4,7 +4,8 @@
  * bounded time (no hang in the inline barriers), and so must the next
  * call.
  *
- *   coll_shm_kill ALGORITHM COUNT [in-fold|stop]
+ *   coll_shm_kill ALGORITHM COUNT [in-fold|stop|queued|in-fold-queued|
+ *                                 stop-queued]
  *
  * ALGORITHM is one of the _shm / _shm_cma algorithms (or barrier_shm),
  * COUNT the elements per task (blocks: per block). The last task starts
@@ -17,6 +18,9 @@
  * so only the reads tell the death (before: PAMI_INVAL). With stop the
  * last task stops (SIGSTOP) instead: the others' calls must fail after
  * PAMI_PEER_TIMEOUT; task 0 then lets it go on (SIGCONT) to _exit.
+ * With queued (alone or after in-fold or stop) the calls are
+ * non-blocking (pami_collective, done_fn), waited for with
+ * pami_context_wait: the queued rounds, not the inline ones.
  */
 #include "coll_util.h"
 
@@ -27,7 +31,34 @@
 static mp_job_t job;
 static volatile unsigned long calls;
 
-static bool in_fold, stop;
+static bool in_fold, stop, queued;
+static pami_result_t done_rc;
+static bool          done;
+
+static void on_done(pami_context_t c, void *cookie, pami_result_t rc)
+{
+    (void)c; (void)cookie;
+    done_rc = rc;
+    done    = true;
+}
+
+/* One call, blocking or (queued) started and waited for. */
+static pami_result_t call(pami_xfer_t *x)
+{
+    if (!queued)
+        return pami_collective_wait(job.ctx[0], x);
+    done       = false;
+    x->done_fn = on_done;
+    pami_result_t rc = pami_collective(job.ctx[0], x);
+    if (rc != PAMI_SUCCESS)
+        return rc;
+    while (!done) {
+        rc = pami_context_wait(job.ctx[0], 100);
+        MP_EXPECT(rc == PAMI_SUCCESS || rc == PAMI_TIMEOUT,
+                  "pami_context_wait: %s", pami_error_text(rc));
+    }
+    return done_rc;
+}
 static volatile bool folding; /* the last task's fold of call 50 began */
 
 static void *killer(void *arg)
@@ -80,11 +111,16 @@ static pami_xfer_type_t kind_of(const char *name)
 int main(int argc, char **argv)
 {
     mp_init(&job, "coll_shm_kill", &argc, argv, NULL, 1, true);
-    MP_EXPECT(argc == 3 || (argc == 4 && (strcmp(argv[3], "in-fold") == 0 ||
-                                          strcmp(argv[3], "stop") == 0)),
-              "usage: coll_shm_kill ALGORITHM COUNT [in-fold|stop]");
-    in_fold = argc == 4 && strcmp(argv[3], "in-fold") == 0;
-    stop    = argc == 4 && strcmp(argv[3], "stop") == 0;
+    static const char *const modes[] = {"in-fold", "stop", "queued",
+                                        "in-fold-queued", "stop-queued"};
+    bool known = argc == 3;
+    for (size_t i = 0; argc == 4 && i < sizeof(modes) / sizeof(modes[0]); i++)
+        known |= strcmp(argv[3], modes[i]) == 0;
+    MP_EXPECT(known, "usage: coll_shm_kill ALGORITHM COUNT "
+              "[in-fold|stop][-queued]");
+    in_fold = argc == 4 && strncmp(argv[3], "in-fold", 7) == 0;
+    stop    = argc == 4 && strncmp(argv[3], "stop", 4) == 0;
+    queued  = argc == 4 && strstr(argv[3], "queued") != NULL;
     const char *name  = argv[1];
     size_t      count = strtoull(argv[2], NULL, 10);
     ct_geom_t   world = {.name = "world"};
@@ -116,7 +152,7 @@ int main(int argc, char **argv)
 
     pami_result_t rc;
     double        t0 = mp_now();
-    while ((rc = pami_collective_wait(job.ctx[0], &x)) == PAMI_SUCCESS) {
+    while ((rc = call(&x)) == PAMI_SUCCESS) {
         calls++;
         MP_EXPECT(mp_now() - t0 < 60, "%s: no failure after %lu calls",
                   name, calls);
@@ -129,7 +165,7 @@ int main(int argc, char **argv)
         kill((pid_t)pids[job.size - 1], SIGCONT);
     MP_EXPECT(rc == PAMI_PEER_FAILED, "%s after %lu calls: %s", name, calls,
               pami_error_text(rc));
-    rc = pami_collective_wait(job.ctx[0], &x);
+    rc = call(&x);
     MP_EXPECT(rc == PAMI_PEER_FAILED, "%s after the death: %s", name,
               pami_error_text(rc));
     MP_EXPECT(mp_now() - failed < 15, "the second call took %.1f s",
