@@ -213,6 +213,9 @@ SHMEMI_EXPORT int shmem_addr_accessible(const void *addr, int pe);
 SHMEMI_EXPORT void *shmem_ptr(const void *dest, int pe);
 SHMEMI_EXPORT void shmem_info_get_version(int *major, int *minor);
 SHMEMI_EXPORT void shmem_info_get_name(char *name);
+/* Profiling control (1.5, 10.x): pami's OpenSHMEM has no profiling
+ * library of its own, so every level is accepted and changes nothing. */
+SHMEMI_EXPORT void shmem_pcontrol(const int level, ...);
 
 /* Pre-1.2 names. */
 SHMEMI_EXPORT void start_pes(int npes);
@@ -246,6 +249,8 @@ SHMEMI_EXPORT int shmem_team_get_config(shmem_team_t team, long config_mask,
                                         shmem_team_config_t *config);
 SHMEMI_EXPORT int shmem_team_translate_pe(shmem_team_t src_team, int src_pe,
                                           shmem_team_t dest_team);
+SHMEMI_EXPORT void *shmem_team_ptr(shmem_team_t team, const void *dest,
+                                    int pe);
 SHMEMI_EXPORT int shmem_team_split_strided(shmem_team_t parent_team,
                                            int start, int stride, int size,
                                            const shmem_team_config_t *config,

@@ -43,9 +43,12 @@ void shmemi_generic_no_match(void); /* never defined */
     X(unsigned long long, ulonglong, OP)
 #define SHMEMI_G_EXT(X, OP)                                                    \
     SHMEMI_G_STD(X, OP) X(float, float, OP) X(double, double, OP)
+/* The bitwise families name int32_t, int64_t (and, for reductions, int8_t,
+ * int16_t) but not int or long: select those through their own names. */
 #define SHMEMI_G_BIT(X, OP)                                                    \
     X(unsigned int, uint, OP) X(unsigned long, ulong, OP)                    \
-    X(unsigned long long, ulonglong, OP)
+    X(unsigned long long, ulonglong, OP) X(int32_t, int32, OP)               \
+    X(int64_t, int64, OP)
 #define SHMEMI_G_P2P(X, OP)                                                    \
     X(short, short, OP) X(int, int, OP) X(long, long, OP)                    \
     X(long long, longlong, OP) X(unsigned short, ushort, OP)                 \
@@ -54,7 +57,8 @@ void shmemi_generic_no_match(void); /* never defined */
 #define SHMEMI_G_RBIT(X, OP)                                                   \
     X(unsigned char, uchar, OP) X(unsigned short, ushort, OP)                \
     X(unsigned int, uint, OP) X(unsigned long, ulong, OP)                    \
-    X(unsigned long long, ulonglong, OP)
+    X(unsigned long long, ulonglong, OP) X(int8_t, int8, OP)                 \
+    X(int16_t, int16, OP) X(int32_t, int32, OP) X(int64_t, int64, OP)
 #define SHMEMI_G_RCMP(X, OP)                                                   \
     X(char, char, OP) X(signed char, schar, OP) X(short, short, OP)          \
     X(int, int, OP) X(long, long, OP) X(long long, longlong, OP)             \
@@ -149,6 +153,13 @@ void shmemi_generic_no_match(void); /* never defined */
 #define shmem_max_reduce(...) SHMEMI_GEN_2(SHMEMI_G_RCMP, max_reduce, __VA_ARGS__)
 #define shmem_sum_reduce(...) SHMEMI_GEN_2(SHMEMI_G_RARITH, sum_reduce, __VA_ARGS__)
 #define shmem_prod_reduce(...) SHMEMI_GEN_2(SHMEMI_G_RARITH, prod_reduce, __VA_ARGS__)
+
+/* shmem_sync(team) is the C11 name of shmem_team_sync; with four
+ * arguments it is still the deprecated active-set routine. */
+#define SHMEMI_SYNC_SEL_(a, b, c, d, f, ...) f
+#define shmem_sync(...)                                                        \
+    SHMEMI_SYNC_SEL_(__VA_ARGS__, shmem_sync, shmemi_generic_no_match,       \
+                     shmemi_generic_no_match, shmem_team_sync, 0)(__VA_ARGS__)
 
 /* Point-to-point synchronization */
 #define shmem_wait_until(...) SHMEMI_GEN_1(SHMEMI_G_P2P, wait_until, __VA_ARGS__)

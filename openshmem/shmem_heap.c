@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "shmem_internal.h"
@@ -71,6 +72,61 @@ static size_t heap_size_from_env(void)
     return round_up(bytes, (size_t)sysconf(_SC_PAGESIZE));
 }
 
+/* Set when the heap is used through an aligned second mapping. */
+static void *heap_alias;
+
+/* The largest power of two not above v (v > 0). */
+static size_t pow2_floor(size_t v)
+{
+    size_t p = 1;
+
+    while (p <= v / 2)
+        p *= 2;
+    return p;
+}
+
+/* Blocks have the same offset on every PE, so shmem_align(A) gives an
+ * address aligned to A on every PE only if every heap base is: the
+ * region pami allocates is page aligned only. So the heap is used through
+ * a second mapping of the region's pages (mremap with old size 0, as for
+ * the globals) at an address aligned to the largest power of two not
+ * above its size; pami keeps reaching the pages through the region.
+ * Returns the alias, or the region's base when that fails. */
+static void *heap_aligned_alias(void *base, size_t size)
+{
+    size_t align = pow2_floor(size);
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    char *room, *at;
+    void *alias;
+
+    if (align <= page || (uintptr_t)base % align == 0)
+        return base;
+    room = mmap(NULL, size + align, PROT_NONE,
+                MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (room == MAP_FAILED) {
+        shmemi_debug("heap aligned to pages only: mmap(%zu): %s",
+                     size + align, strerror(errno));
+        return base;
+    }
+    at = (char *)round_up((uintptr_t)room, align);
+    /* The system call itself: UCX's memory hooks replace mremap and
+     * refuse this form. MREMAP_FIXED replaces the reservation at at. */
+    alias = (void *)syscall(SYS_mremap, base, (size_t)0, size,
+                            MREMAP_MAYMOVE | MREMAP_FIXED, at);
+    if (alias != (void *)at) {
+        shmemi_debug("heap aligned to pages only: mremap onto %p: %s",
+                     (void *)at, strerror(errno));
+        munmap(room, size + align);
+        return base;
+    }
+    if (at > room)
+        munmap(room, (size_t)(at - room));
+    if (room + size + align > at + size)
+        munmap(at + size, (size_t)(room + size + align - (at + size)));
+    heap_alias = alias;
+    return alias;
+}
+
 int shmemi_heap_init(void)
 {
     shmemi_segment_t *seg = &shmemi.seg[SHMEMI_SEG_HEAP];
@@ -87,7 +143,7 @@ int shmemi_heap_init(void)
                     "(SHMEM_SYMMETRIC_SIZE): %s", size, pami_error_text(rc));
         return -1;
     }
-    seg->base = base;
+    seg->base = heap_aligned_alias(base, size);
     seg->size = size;
     seg->registered = 1;
     nblocks = 0;
@@ -100,8 +156,11 @@ void shmemi_heap_fini(void)
 {
     shmemi_segment_t *seg = &shmemi.seg[SHMEMI_SEG_HEAP];
 
-    /* Destroying the region frees the memory. */
+    /* Destroying the region frees the memory once the alias is gone. */
     shmemi_segment_release(seg);
+    if (heap_alias != NULL)
+        munmap(heap_alias, seg->size);
+    heap_alias = NULL;
     seg->base = NULL;
     seg->size = 0;
     free(blocks);

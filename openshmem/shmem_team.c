@@ -490,3 +490,12 @@ struct shmemi_team *shmemi_active_set(int PE_start, int logPE_stride,
         PE_start, logPE_stride, PE_size, &e->pub };
     return &e->pub;
 }
+
+void *shmem_team_ptr(shmem_team_t team, const void *dest, int pe)
+{
+    if (shmemi_team_init() != 0 || team == SHMEM_TEAM_INVALID)
+        return NULL;
+    if (pe < 0 || pe >= team->n_pes)
+        return NULL;
+    return shmem_ptr(dest, shmemi_team_world_pe(team, pe));
+}

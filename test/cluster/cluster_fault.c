@@ -3,7 +3,8 @@
  * first task) stop, while every task streams messages to every other
  * (cluster_fault.sh drives it on a simulated cluster, docs/cluster.md).
  *
- *   cluster_fault DIR NODE kill|cut|stop|stop1 eager|mixed|rndv|async
+ *   cluster_fault DIR NODE kill|cut|stop|stop1
+ *                 eager|mixed|rndv|async|async-burst
  *
  * Every task sends to every other task without pause: a window of sends
  * per peer, small ones (immediate, and pami_send of 1 KiB) and, with
@@ -12,7 +13,9 @@
  * sizes around the 256 KiB chunks and the 2 MiB window in which the
  * origin serves them over TCP (docs/protocols/rendezvous.md); async is
  * the eager stream with the progress thread (PAMI_ASYNC_PROGRESS=1), and
- * once it runs this thread only sends, under the lock, and sleeps. Once
+ * once it runs this thread only sends, under the lock, and sleeps;
+ * async-burst the same, but this thread also advances and waits on the
+ * context in bursts while it holds the lock, beside the thread. Once
  * the stream runs everywhere, each task writes DIR/ready-TASK ("PID").
  * The driver then kills node NODE, cuts its link or stops its tasks. The
  * "other side" of a task is the tasks of NODE when it is elsewhere, the
@@ -80,6 +83,7 @@ static peer_t  *peers;
 static uint64_t recv_pending;
 static bool     mixed;
 static bool     rndv;
+static bool     burst; /* async-burst: this thread advances too */
 static unsigned last_acked;
 
 static double wall(void)
@@ -228,8 +232,15 @@ static void stream_step(uint32_t limit)
         mp_lock(&job, job.ctx[0]);
         for (size_t k = 1; k < job.size; k++)
             send_one(mp_peer(&job, k), limit);
+        /* async-burst: both threads progress, one after the other. */
+        for (int i = 0; burst && i < 8; i++) {
+            pami_context_advance(job.ctx[0], 16);
+            pami_result_t rc = pami_context_wait(job.ctx[0], 1);
+            MP_EXPECT(rc == PAMI_SUCCESS || rc == PAMI_TIMEOUT,
+                      "pami_context_wait: %s", pami_error_text(rc));
+        }
         mp_unlock(&job, job.ctx[0]);
-        mp_sleep_ms(20);
+        mp_sleep_ms(burst ? 2 : 20);
         return;
     }
     for (size_t k = 1; k < job.size; k++)
@@ -352,7 +363,8 @@ int main(int argc, char **argv)
 {
     /* async: the eager stream with a progress thread, which alone
      * progresses once the stream runs (the liveness probe from it). */
-    if (argc > 4 && strcmp(argv[4], "async") == 0)
+    burst = argc > 4 && strcmp(argv[4], "async-burst") == 0;
+    if (argc > 4 && (strcmp(argv[4], "async") == 0 || burst))
         setenv("PAMI_ASYNC_PROGRESS", "1", 1);
     mp_init(&job, "cluster_fault", &argc, argv, NULL, 1, false);
     MP_EXPECT(argc == 5 &&
@@ -363,9 +375,9 @@ int main(int argc, char **argv)
                   (strcmp(argv[4], "eager") == 0 ||
                    strcmp(argv[4], "mixed") == 0 ||
                    strcmp(argv[4], "rndv") == 0 ||
-                   strcmp(argv[4], "async") == 0),
+                   strcmp(argv[4], "async") == 0 || burst),
               "usage: cluster_fault DIR NODE kill|cut|stop|stop1 "
-              "eager|mixed|rndv|async");
+              "eager|mixed|rndv|async|async-burst");
     mixed = strcmp(argv[4], "mixed") == 0;
     rndv  = strcmp(argv[4], "rndv") == 0;
     const char *dir    = argv[1];

@@ -22,7 +22,9 @@
  *       within PAMI_SHUTDOWN_TIMEOUT plus 5 s. With "peer", task 1 leaves
  *       200 KiB payloads behind that the survivors have yet to fetch
  *       (rendezvous from a dead origin); with "peer-eager" only eager
- *       messages are in flight from it.
+ *       messages are in flight from it. With PAMI_ASYNC_PROGRESS=1 the
+ *       progress thread advances the context too (the calls here hold
+ *       its lock).
  */
 #include "mp_util.h"
 
@@ -247,11 +249,15 @@ static void peer_mode(bool rndv_in_flight)
     pami_context_t    ctx    = job.ctx[0];
     MP_EXPECT(job.size >= 3, "peer mode needs at least 3 tasks");
 
-    /* Warm up: everyone talks to everyone, all endpoints connected. */
+    /* Warm up: everyone talks to everyone, all endpoints connected.
+     * With a progress thread (PAMI_ASYNC_PROGRESS=1) every call here
+     * holds the context lock. */
+    mp_lock(&job, ctx);
     for (int round = 0; round < 20; round++)
         for (size_t k = 1; k < job.size; k++)
             start(mp_peer(&job, k),
                   round % 4 == 3 ? BIG : SMALL, true);
+    mp_unlock(&job, ctx);
     MP_WAIT(&job, ctx, ops_open() == 0 && recv_pending == 0, MP_WAIT_S,
             "warm-up: %zu sends open", ops_open());
     recycle();
@@ -260,6 +266,7 @@ static void peer_mode(bool rndv_in_flight)
     if (job.me == victim) {
         /* With rndv_in_flight, the survivors are still to fetch these
          * payloads from us when we are gone. */
+        mp_lock(&job, ctx);
         for (size_t k = 1; k < job.size && rndv_in_flight; k++)
             start(mp_peer(&job, k), BIG, true);
         for (size_t k = 1; k < job.size; k++)
@@ -275,7 +282,12 @@ static void peer_mode(bool rndv_in_flight)
      * noticed. */
     double t0 = mp_now(), detected = 0, next_round = 0;
     unsigned round = 0;
-    while (peer_failed_seen == 0) {
+    for (;;) {
+        mp_lock(&job, ctx);
+        if (peer_failed_seen > 0) {
+            mp_unlock(&job, ctx);
+            break;
+        }
         MP_EXPECT(mp_now() - t0 < 15.0, "task %u left 15 s ago and no "
                                         "operation has reported "
                                         "PAMI_PEER_FAILED", victim);
@@ -292,6 +304,7 @@ static void peer_mode(bool rndv_in_flight)
         }
         pami_context_wait(ctx, 20);
         recycle();
+        mp_unlock(&job, ctx);
     }
     detected = mp_now() - t0;
 
@@ -300,6 +313,7 @@ static void peer_mode(bool rndv_in_flight)
             "after the failure %zu sends and %llu receives never ended",
             ops_open(), (unsigned long long)recv_pending);
     size_t failed = 0;
+    mp_lock(&job, ctx);
     for (size_t i = 0; i < nops; i++) {
         const op_t *o = &ops[i];
         bool ok = o->local_rc == PAMI_SUCCESS &&
@@ -321,6 +335,7 @@ static void peer_mode(bool rndv_in_flight)
     pami_context_stats_t st;
     MP_CHECK(pami_context_stats(ctx, &st));
     MP_EXPECT(st.peer_failures >= 1, "stats show no peer failure");
+    mp_unlock(&job, ctx);
 
     /* The survivors still talk: each sends 100 messages to each other
      * survivor, and waits for theirs. */

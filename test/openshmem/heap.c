@@ -1,7 +1,8 @@
 /* The symmetric heap's allocator: blocks are aligned, distinct, of the
  * same offset on every PE (every PE reports its offsets, PE 0 compares),
  * reusable after free, zeroed by calloc, kept by realloc; exhaustion
- * returns NULL and leaves the heap usable. Run with
+ * returns NULL and leaves the heap usable; shmem_align up to 1 MiB
+ * aligns the address on every PE. Run with
  * SHMEM_SYMMETRIC_SIZE=4M. */
 #include <stdint.h>
 #include <string.h>
@@ -43,6 +44,19 @@ int main(void)
     a = shmem_align(4096, 100);
     CHECK(a != NULL && (uintptr_t)a % 4096 == 0, "align 4096: %p", a);
     CHECK(shmem_align(3, 8) == NULL, "alignment 3 accepted");
+    /* Alignments above a page hold on every PE (the heap's base is
+     * aligned that far), and a put from the neighbour lands there. */
+    for (size_t al = 8192; al <= ((size_t)1 << 20); al *= 2) {
+        long *w = shmem_align(al, sizeof(long));
+        int me = shmem_my_pe(), n = shmem_n_pes();
+        CHECK(w != NULL && (uintptr_t)w % al == 0, "align %zu: %p", al,
+              (void *)w);
+        shmem_long_p(w, (long)(al + (size_t)me), (me + 1) % n);
+        shmem_barrier_all();
+        CHECK(*w == (long)(al + (size_t)((me + n - 1) % n)),
+              "align %zu: %ld after the neighbour's put", al, *w);
+        shmem_free(w);
+    }
     c = shmem_calloc(1000, sizeof(int));
     CHECK(c != NULL, "calloc");
     for (int i = 0; i < 1000 * (int)sizeof(int); i++)
