@@ -625,8 +625,9 @@ SHMEMI_DECL_COLL_OLD(64)
 #define SHMEMI_DECL_TO_ALL_ARITH(T, N)                                         \
     SHMEMI_DECL_TO_ALL(T, N, sum) SHMEMI_DECL_TO_ALL(T, N, prod)
 
-/* The complex types exist in C only (C++ has no _Complex). */
-#ifdef __cplusplus
+/* Standard C++ has no _Complex; GCC and Clang accept it as an extension
+ * (the same type as C's), so their C++ gets the complex routines too. */
+#if defined(__cplusplus) && !defined(__GNUC__)
 #define SHMEMI_CXX_SKIP_COMPLEX 1
 #endif
 
@@ -635,8 +636,15 @@ SHMEMI_REDUCE_CMP_TYPES(SHMEMI_DECL_REDUCE_CMP)
 SHMEMI_TO_ALL_BIT_TYPES(SHMEMI_DECL_TO_ALL_BIT)
 SHMEMI_TO_ALL_CMP_TYPES(SHMEMI_DECL_TO_ALL_CMP)
 #ifndef SHMEMI_CXX_SKIP_COMPLEX
+#if defined(__cplusplus) && defined(__clang__)
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wc99-extensions"
+#endif
 SHMEMI_REDUCE_ARITH_TYPES(SHMEMI_DECL_REDUCE_ARITH)
 SHMEMI_TO_ALL_ARITH_TYPES(SHMEMI_DECL_TO_ALL_ARITH)
+#if defined(__cplusplus) && defined(__clang__)
+#pragma clang diagnostic pop
+#endif
 #else
 SHMEMI_REDUCE_CMP_TYPES(SHMEMI_DECL_REDUCE_ARITH)
 SHMEMI_TO_ALL_CMP_TYPES(SHMEMI_DECL_TO_ALL_ARITH)

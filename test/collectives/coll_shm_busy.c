@@ -13,6 +13,8 @@
  * remote_fn, and joins the call only when all were answered: a wait that
  * does not progress the context hangs here (pamirun's timeout). Rounds
  * repeat so both the first (segment set up) and later calls are seen.
+ * With PAMI_ASYNC_PROGRESS=1 every call holds the context lock, the
+ * collective's wait too, so the progress thread cannot answer for it.
  */
 #include "coll_util.h"
 
@@ -70,6 +72,7 @@ int main(int argc, char **argv)
         if (sender) {
             size_t want = answered + MSGS;
             mp_sleep_ms(100); /* the others past their spin, asleep */
+            mp_lock(&job, job.ctx[0]);
             for (int m = 0; m < MSGS; m++) {
                 pami_send_t s = {
                     .send = {.dest = mp_ep(&job, 0, 0), .dispatch = ID_BUSY,
@@ -77,12 +80,17 @@ int main(int argc, char **argv)
                     .remote_fn = on_answered};
                 MP_CHECK(pami_send(job.ctx[0], &s));
             }
+            mp_unlock(&job, job.ctx[0]);
             MP_WAIT(&job, job.ctx[0], answered == want, MP_WAIT_S,
                     "round %d: %zu of %d messages answered by task 0, "
                     "which waits in %s", round, answered - (want - MSGS),
                     MSGS, name);
         }
+        /* With a progress thread (PAMI_ASYNC_PROGRESS=1) the call holds
+         * the lock throughout: its own wait must answer the messages. */
+        mp_lock(&job, job.ctx[0]);
         MP_CHECK(pami_collective_wait(job.ctx[0], &x));
+        mp_unlock(&job, job.ctx[0]);
         for (size_t i = 0; i < count; i += count / 7 + 1) {
             int64_t v = (int64_t)(i % 1000 + round);
             int64_t want = v * (int64_t)(job.size * (job.size + 1) / 2);
@@ -91,12 +99,14 @@ int main(int argc, char **argv)
         }
     }
     if (job.me == 0) {
+        mp_lock(&job, job.ctx[0]); /* the progress thread's counts */
         MP_EXPECT(handled == (size_t)ROUNDS * MSGS, "task 0 handled %zu "
                   "messages, not %d", handled, ROUNDS * MSGS);
         /* The first call may go queued (it sets the segment up). */
         uint64_t in = ct_stat(job.ctx[0], "coll_shm", "inline");
         MP_EXPECT(in >= ROUNDS - 1, "only %llu of %d calls ran inline",
                   (unsigned long long)in, ROUNDS);
+        mp_unlock(&job, job.ctx[0]);
     }
     free(landing); free(src); free(sbuf); free(rbuf);
     mp_finish(&job);
