@@ -147,11 +147,12 @@ pami_result_t pami_context_advance(pami_context_t ctx, size_t max)
                               "callback of the same context");
         return PAMI_IN_HANDLER;
     }
-    if (max == 0)
-        max = 1;
-    unsigned events = 0;
-    for (size_t i = 0; i < max && events == 0; i++)
-        events = progress_once(ctx);
+    /* The first turn inline, the rest (max > 1, rare) by call: a loop
+     * around the inlined turn kept its counter and bound in registers
+     * saved and restored on every call. */
+    unsigned events = progress_once(ctx);
+    for (size_t i = 1; i < max && events == 0; i++)
+        events = pami_progress_once(ctx);
     if (events > 0)
         return PAMI_SUCCESS;
     /* More tasks than cores: a caller that loops on advance (the retry

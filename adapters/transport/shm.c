@@ -881,13 +881,9 @@ static inline void ucx_unwatch_busy(shm_worker_t *w)
         ucx_watch(w, false);
 }
 
-static unsigned shm_progress(tp_worker_t *tw)
+static __attribute__((noinline)) unsigned shm_progress_on(shm_worker_t *w)
 {
-    shm_worker_t *w = W(tw);
-    unsigned      n = 0;
-    ucx_unwatch_busy(w);
-    if (!w->on)
-        return tp_ucx_ops.progress(w->ucx);
+    unsigned n = 0;
     if (w->armed) {
         uint64_t v;
         w->armed = false;
@@ -951,6 +947,18 @@ static unsigned shm_progress(tp_worker_t *tw)
         n += m;
     }
     return n;
+}
+
+/* Without queues UCX carries everything: its poll is a tail call, with
+ * no frame of ours around it (an idle poll across nodes is the spin of
+ * a task waiting for a packet). */
+static unsigned shm_progress(tp_worker_t *tw)
+{
+    shm_worker_t *w = W(tw);
+    ucx_unwatch_busy(w);
+    if (!w->on)
+        return tp_ucx_ops.progress(w->ucx);
+    return shm_progress_on(w);
 }
 
 static int shm_event_fd(tp_worker_t *tw, int *fd)
