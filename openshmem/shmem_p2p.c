@@ -44,6 +44,12 @@ static void poll_once(void)
 #define ELIGIBLE(i) (status == NULL || status[i] == 0)
 #define VALUE_OF(i) (values != NULL ? values[i] : value)
 
+/* The _any forms scan from just past the index they last returned (per
+ * thread), so a caller that polls without a status array still sees
+ * every satisfied element in turn instead of always the first one
+ * (tests-sos's shmem_test_any example waits for that). */
+static _Thread_local size_t any_next;
+
 /* The checks of the vector and scalar forms share one body: values is
  * NULL for the scalar ones. */
 #define DEF_P2P(T, N)                                                          \
@@ -60,11 +66,16 @@ static void poll_once(void)
     static size_t any_##N(T *ivars, size_t n, const int *status, int cmp,    \
                           T value, const T *values)                          \
     {                                                                        \
-        for (size_t i = 0; i < n; i++)                                       \
+        size_t start = n > 0 ? any_next % n : 0;                             \
+        for (size_t k = 0; k < n; k++) {                                     \
+            size_t i = (start + k) % n;                                      \
             if (ELIGIBLE(i) &&                                               \
                 cmp_##N("shmem_wait_until_any", &ivars[i], cmp,              \
-                        VALUE_OF(i)))                                        \
+                        VALUE_OF(i))) {                                      \
+                any_next = i + 1;                                            \
                 return i;                                                    \
+            }                                                                \
+        }                                                                    \
         return SIZE_MAX;                                                     \
     }                                                                        \
     static size_t some_##N(T *ivars, size_t n, size_t *indices,              \

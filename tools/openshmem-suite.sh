@@ -14,7 +14,8 @@
 #       -DENABLE_THREADS; rma_coverage_pshmem: rma_coverage.c with
 #       -DTEST_PSHMEM, the profiling names). A program that does not
 #       compile or link is listed in OUT_DIR/build-failed (its log in
-#       OUT_DIR/NAME.build.log).
+#       OUT_DIR/NAME.build.log). SUITE_DIR names another folder of
+#       test/ to build instead of unit (e.g. spec-example, shmemx, apps).
 #   openshmem-suite.sh run OUT_DIR LAUNCHER...
 #       runs each built program as "LAUNCHER OUT_DIR/NAME" (e.g.
 #       "oshrun -n 2") under "timeout SUITE_TIMEOUT" (default 60 s) and
@@ -30,8 +31,8 @@ die() { echo "openshmem-suite: $*" >&2; exit 2; }
 
 build() {
     [ $# -eq 4 ] || die "usage: build OSHCC OSHCXX SUITE_SRC OUT_DIR"
-    cc=$1 cxx=$2 src=$3/test/unit inc=$3/test/include out=$4
-    [ -d "$src" ] || die "$3 has no test/unit"
+    cc=$1 cxx=$2 src=$3/test/${SUITE_DIR:-unit} inc=$3/test/include out=$4
+    [ -d "$src" ] || die "$3 has no test/${SUITE_DIR:-unit}"
     mkdir -p "$out" || die "cannot create $out"
     : >"$out/build-failed"
     for f in "$src"/*.c "$src"/*.cpp variant:query_thread_funneled \

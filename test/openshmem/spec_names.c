@@ -1,7 +1,8 @@
 /* Names of OpenSHMEM 1.5 that public test suites (Sandia OpenSHMEM's
  * tests-sos) call and that pami's library once lacked: the C11 generics
  * of the bitwise atomics on int32_t/int64_t and of the bitwise reductions
- * on int8_t..int64_t, shmem_sync(team), shmem_team_ptr, shmem_pcontrol.
+ * on int8_t..int64_t, shmem_sync(team), shmem_team_ptr, shmem_pcontrol,
+ * and test_any returning every satisfied element in turn.
  * Each is checked on its result, at any number of PEs. */
 #include <shmem.h>
 #include <stdint.h>
@@ -97,6 +98,29 @@ static void check_team_ptr(int me, int n)
     shmem_free(block);
 }
 
+/* Every element satisfied and no status array: polling test_any must
+ * return each index in turn, not always the first. */
+static void check_test_any_turns(int n)
+{
+    int *flags = shmem_calloc((size_t)n, sizeof(int));
+    int seen[64] = { 0 };
+    int found = 0;
+
+    CHECK(flags != NULL && n <= 64, "calloc flags");
+    for (int i = 0; i < n; i++)
+        flags[i] = 1;
+    for (int k = 0; k < 2 * n; k++) {
+        size_t i = shmem_int_test_any(flags, (size_t)n, NULL, SHMEM_CMP_EQ,
+                                      1);
+        CHECK(i < (size_t)n, "test_any returned %zu", i);
+        found += !seen[i];
+        seen[i] = 1;
+    }
+    CHECK(found == n, "test_any returned %d distinct indices of %d", found,
+          n);
+    shmem_free(flags);
+}
+
 int main(void)
 {
     shmem_init();
@@ -108,6 +132,7 @@ int main(void)
     check_bitwise_reduce(me, n);
     check_team_ptr(me, n);
     CHECK(shmem_sync(SHMEM_TEAM_WORLD) == 0, "shmem_sync(world)");
+    check_test_any_turns(n);
     shmem_finalize();
     return 0;
 }
