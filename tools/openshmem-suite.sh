@@ -8,8 +8,13 @@
 #   openshmem-suite.sh build OSHCC OSHCXX SUITE_SRC OUT_DIR
 #       compiles each test/unit/*.c with OSHCC and each *.cpp with OSHCXX
 #       ("-" skips C++) into OUT_DIR, with -I test/include, -pthread, -lm
-#       and SUITE_CFLAGS. A program that does not compile or link is
-#       listed in OUT_DIR/build-failed (its log in OUT_DIR/NAME.build.log).
+#       and SUITE_CFLAGS, as tests-sos's Makefile.am does: mt_lock.c is
+#       linked into mt_lock_test (not built alone), and its two variants
+#       are built too (query_thread_funneled: query_thread.c with
+#       -DENABLE_THREADS; rma_coverage_pshmem: rma_coverage.c with
+#       -DTEST_PSHMEM, the profiling names). A program that does not
+#       compile or link is listed in OUT_DIR/build-failed (its log in
+#       OUT_DIR/NAME.build.log).
 #   openshmem-suite.sh run OUT_DIR LAUNCHER...
 #       runs each built program as "LAUNCHER OUT_DIR/NAME" (e.g.
 #       "oshrun -n 2") under "timeout SUITE_TIMEOUT" (default 60 s) and
@@ -29,16 +34,27 @@ build() {
     [ -d "$src" ] || die "$3 has no test/unit"
     mkdir -p "$out" || die "cannot create $out"
     : >"$out/build-failed"
-    for f in "$src"/*.c "$src"/*.cpp; do
-        [ -f "$f" ] || continue
+    for f in "$src"/*.c "$src"/*.cpp variant:query_thread_funneled \
+            variant:rma_coverage_pshmem; do
+        extra=
         case $f in
+            variant:query_thread_funneled)
+                comp=$cc name=${f#variant:} f=$src/query_thread.c
+                extra=-DENABLE_THREADS ;;
+            variant:rma_coverage_pshmem)
+                comp=$cc name=${f#variant:} f=$src/rma_coverage.c
+                extra=-DTEST_PSHMEM ;;
+            */mt_lock.c) continue ;;
+            */mt_lock_test.c) comp=$cc name=mt_lock_test
+                extra=$src/mt_lock.c ;;
             *.cpp) [ "$cxx" = - ] && continue
                    comp=$cxx name=$(basename "$f" .cpp) ;;
             *) comp=$cc name=$(basename "$f" .c) ;;
         esac
-        # shellcheck disable=SC2086 # SUITE_CFLAGS is a list of flags
-        if ! $comp ${SUITE_CFLAGS:-} -O2 -pthread -I"$inc" -o "$out/$name" \
-                "$f" -lm >"$out/$name.build.log" 2>&1; then
+        [ -f "$f" ] || continue
+        # shellcheck disable=SC2086 # SUITE_CFLAGS and extra are lists
+        if ! $comp ${SUITE_CFLAGS:-} -O2 -pthread -I"$inc" $extra \
+                -o "$out/$name" "$f" -lm >"$out/$name.build.log" 2>&1; then
             echo "$name" >>"$out/build-failed"
             rm -f "$out/$name"
         fi
