@@ -571,10 +571,10 @@ static bool put_whole(shm_ep_t *e, const void *hdr, size_t hdr_len,
     return true;
 }
 
-static __attribute__((noinline)) int
-shm_am_send_imm_queue(shm_ep_t *e, const void *hdr, size_t hdr_len,
-                      const void *data, size_t data_len)
+static int shm_am_send_imm(tp_ep_t *te, const void *hdr, size_t hdr_len,
+                           const void *data, size_t data_len)
 {
+    shm_ep_t *e = E(te);
     /* Most of what a queue carries: one line, room known, no pad. */
     if (__builtin_expect(e->shm && !e->ucx_only &&
                              e->pend_head == NULL, 1) &&
@@ -609,19 +609,6 @@ shm_am_send_imm_queue(shm_ep_t *e, const void *hdr, size_t hdr_len,
     e->w->stats.shm_sent++;
     wake(e);
     return 0;
-}
-
-/* A peer on another node goes to UCX by a jump, without the queue
- * path's frame around the call (six registers). */
-static int shm_am_send_imm(tp_ep_t *te, const void *hdr, size_t hdr_len,
-                           const void *data, size_t data_len)
-{
-    shm_ep_t *e = E(te);
-    if (!e->shm) {
-        e->w->ucx_hot = SHM_UCX_HOT;
-        return tp_ucx_ops.am_send_imm(e->ucx, hdr, hdr_len, data, data_len);
-    }
-    return shm_am_send_imm_queue(e, hdr, hdr_len, data, data_len);
 }
 
 static uint64_t now_ns(void)
