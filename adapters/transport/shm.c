@@ -949,15 +949,35 @@ static __attribute__((noinline)) unsigned shm_progress_on(shm_worker_t *w)
     return n;
 }
 
-/* Without queues UCX carries everything: its poll is a tail call, with
- * no frame of ours around it (an idle poll across nodes is the spin of
- * a task waiting for a packet). */
+/* A task with no node peer (alone on its node) has nothing of the
+ * queues to do: UCX every turn, without the queue path's frame. */
+static __attribute__((noinline)) unsigned shm_progress_alone(shm_worker_t *w)
+{
+    if (w->shm_eps != 0 || w->armed || w->cancel_head != NULL ||
+        w->pending_eps != NULL ||
+        atomic_load_explicit(w->claimed, memory_order_acquire) != 0)
+        return shm_progress_on(w);
+    unsigned m  = tp_ucx_ops.progress(w->ucx);
+    w->ucx_busy = m > 0; /* shm_arm reads it */
+    if (m > 0)
+        w->ucx_hot = SHM_UCX_HOT;
+    else if (w->ucx_hot > 0)
+        w->ucx_hot--;
+    return m;
+}
+
+/* Without queues (PAMI_SHM_FASTPATH=0) UCX carries everything: its poll
+ * is a tail call, with no frame of ours around it (an idle poll across
+ * nodes is the spin of a task waiting for a packet). No queue claimed
+ * yet: the lean path above. */
 static unsigned shm_progress(tp_worker_t *tw)
 {
     shm_worker_t *w = W(tw);
     ucx_unwatch_busy(w);
     if (!w->on)
         return tp_ucx_ops.progress(w->ucx);
+    if (w->ncons == 0)
+        return shm_progress_alone(w);
     return shm_progress_on(w);
 }
 
