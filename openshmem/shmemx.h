@@ -13,6 +13,9 @@ extern "C" {
 /* Seconds since an arbitrary point of this process (a monotonic clock),
  * for timing. */
 SHMEMI_EXPORT double shmemx_wtime(void);
+/* Programs written for Sandia OpenSHMEM test this before defining a
+ * shmemx_wtime of their own. */
+#define HAVE_SHMEMX_WTIME 1
 
 /* The symmetric heap of this PE: its size (SHMEM_SYMMETRIC_SIZE) and the
  * bytes its blocks take now. */

@@ -7,7 +7,8 @@
 #
 #   openshmem-suite.sh build OSHCC OSHCXX SUITE_SRC OUT_DIR
 #       compiles each test/unit/*.c with OSHCC and each *.cpp with OSHCXX
-#       ("-" skips C++) into OUT_DIR, with -I test/include, -pthread, -lm
+#       ("-" skips C++) into OUT_DIR, with -I test/include, -I of the
+#       folder itself, -pthread, -lm
 #       and SUITE_CFLAGS, as tests-sos's Makefile.am does: mt_lock.c is
 #       linked into mt_lock_test (not built alone), and its two variants
 #       are built too (query_thread_funneled: query_thread.c with
@@ -54,7 +55,7 @@ build() {
         esac
         [ -f "$f" ] || continue
         # shellcheck disable=SC2086 # SUITE_CFLAGS and extra are lists
-        if ! $comp ${SUITE_CFLAGS:-} -O2 -pthread -I"$inc" $extra \
+        if ! $comp ${SUITE_CFLAGS:-} -O2 -pthread -I"$inc" -I"$src" $extra \
                 -o "$out/$name" "$f" -lm >"$out/$name.build.log" 2>&1; then
             echo "$name" >>"$out/build-failed"
             rm -f "$out/$name"

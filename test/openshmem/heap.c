@@ -12,6 +12,11 @@
 
 #include "shmem_check.h"
 
+/* shmemx.h says it has shmemx_wtime, as Sandia OpenSHMEM's does. */
+#ifndef HAVE_SHMEMX_WTIME
+#error "shmemx.h does not define HAVE_SHMEMX_WTIME"
+#endif
+
 #define NBLOCKS 32
 
 int main(void)
