@@ -71,7 +71,14 @@ run() {
     export SHMEM_SYMMETRIC_SIZE="${SHMEM_SYMMETRIC_SIZE:-256M}"
     results=${SUITE_RESULTS:-$out}
     mkdir -p "$results" || die "cannot create $results"
-    tests=${SUITE_TESTS:-$(cd "$out" && ls *.build.log | sed 's/\.build\.log$//')}
+    if [ -z "${SUITE_TESTS:-}" ]; then
+        tests=
+        for log in "$out"/*.build.log; do
+            [ -f "$log" ] && tests="$tests $(basename "$log" .build.log)"
+        done
+    else
+        tests=$SUITE_TESTS
+    fi
     pass=0 fail=0 tmo=0 lnk=0
     for t in $tests; do
         if [ ! -x "$out/$t" ]; then
