@@ -10,22 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct {
-    size_t        n, bad;
-    pami_result_t rc;
-} cnt_t;
-
-static void count_fn(pami_context_t c, void *k, pami_result_t rc)
-{
-    (void)c;
-    cnt_t *d = k;
-    d->n++;
-    if (rc != PAMI_SUCCESS) {
-        d->bad++;
-        d->rc = rc;
-    }
-}
-
 static pami_memregion_t *gather(cf_env_t *e, const void *v, size_t len)
 {
     pami_memregion_t *all = calloc(e->size, len);
@@ -88,13 +72,13 @@ static void send_checked(cf_env_t *e, ls_t *s, uint8_t *src, size_t len,
     /* Counted by round: the previous task's payload may land while this
      * task is still in the fence before. */
     size_t want = ++s->rounds;
-    cnt_t d = {0};
+    cf_count_t d = {0};
     cf_fill(src, len, e->seed, e->task, tag);
     pami_send_t m = {.send = {.dest = cf_ep(e, (e->task + 1) % e->size),
                               .dispatch = LS_ID, .header = &tag,
                               .header_len = sizeof(tag), .data = src,
                               .data_len = len},
-                     .local_fn = count_fn, .remote_fn = count_fn,
+                     .local_fn = cf_count_fn, .remote_fn = cf_count_fn,
                      .cookie = &d};
     CF_OK(e, pami_send(e->ctx, &m));
     cf_wait_count(e, &d.n, 2, "local_fn and remote_fn");
@@ -128,12 +112,12 @@ static void env_rndv_zero(cf_env_t *e)
              "payloads left at the origin (data NULL), seen %zu of 2",
              s.data_null);
     /* An empty send has no payload to fetch. */
-    cnt_t d = {0};
+    cf_count_t d = {0};
     uint64_t tag = 3;
     pami_send_t m = {.send = {.dest = cf_ep(e, (e->task + 1) % e->size),
                               .dispatch = LS_ID, .header = &tag,
                               .header_len = sizeof(tag)},
-                     .remote_fn = count_fn, .cookie = &d};
+                     .remote_fn = cf_count_fn, .cookie = &d};
     CF_OK(e, pami_send(e->ctx, &m));
     cf_wait_count(e, &s.empty, 1, "the empty message (recv NULL)");
     cf_wait_count(e, &d.n, 1, "its remote_fn");
@@ -181,10 +165,10 @@ static void rma_round(cf_env_t *e, const size_t *sizes, size_t ns,
     for (size_t i = 0; i < ns; i++) {
         size_t len = sizes[i], off = win_len - len;
         cf_fill(src, len, e->seed, e->task, 100 + i);
-        cnt_t d = {0};
+        cf_count_t d = {0};
         pami_rma_t p = {.dest = ep, .local = src, .bytes = len,
                         .remote_mr = &all[to], .remote_offset = off,
-                        .local_fn = count_fn, .remote_fn = count_fn,
+                        .local_fn = cf_count_fn, .remote_fn = cf_count_fn,
                         .cookie = &d};
         CF_OK(e, pami_put(e->ctx, &p));
         cf_wait_count(e, &d.n, 2, "the put's callbacks");
@@ -221,19 +205,19 @@ static void env_rma_via_owner(cf_env_t *e)
         return;
     pami_task_t to = (pami_task_t)((e->task + 1) % e->size);
     pami_endpoint_t ep = cf_ep(e, to);
-    cnt_t d = {0};
+    cf_count_t d = {0};
     uint64_t vals[32];
     for (size_t i = 0; i < 32; i++) {
         vals[i] = e->seed + i;
         pami_rma_t p = {.dest = ep, .local = &vals[i], .bytes = 8,
                         .remote_mr = &all[to], .remote_offset = 8 * i,
-                        .remote_fn = count_fn, .cookie = &d};
+                        .remote_fn = cf_count_fn, .cookie = &d};
         CF_OK(e, pami_put(e->ctx, &p));
     }
     uint64_t old = 0;
     pami_rmw_t r = {.dest = ep, .remote_mr = &all[to], .remote_offset = 256,
                     .op = PAMI_RMW_FETCH_ADD, .size = 8, .value = 5,
-                    .result = &old, .done_fn = count_fn, .cookie = &d};
+                    .result = &old, .done_fn = cf_count_fn, .cookie = &d};
     CF_OK(e, pami_rmw(e->ctx, &r));
     cf_wait_count(e, &d.n, 33, "the puts' remote_fn and the rmw");
     CF_CHECK(e, d.bad == 0 && old == 0, "expected PAMI_SUCCESS and old 0, "
@@ -248,17 +232,17 @@ static void env_rma_via_owner(cf_env_t *e)
      * PAMI_INVAL ("the owner no longer has the region"). */
     CF_OK(e, pami_memregion_destroy(e->ctx, &mr));
     CF_OK(e, pami_dispatch_fence(e->client));
-    cnt_t g = {0};
+    cf_count_t g = {0};
     uint64_t v = 9;
     pami_rma_t p = {.dest = ep, .local = &v, .bytes = 8,
-                    .remote_mr = &all[to], .local_fn = count_fn,
+                    .remote_mr = &all[to], .local_fn = cf_count_fn,
                     .cookie = &g};
     CF_OK(e, pami_get(e->ctx, &p));
     cf_wait_count(e, &g.n, 1, "the get of a destroyed region");
     CF_CHECK(e, g.rc == PAMI_INVAL, "expected PAMI_INVAL for a get of a "
              "destroyed region on the owner's path, seen %s",
              cf_rc_name(g.rc));
-    r.done_fn = count_fn;
+    r.done_fn = cf_count_fn;
     r.cookie = &g;
     CF_OK(e, pami_rmw(e->ctx, &r));
     cf_wait_count(e, &g.n, 2, "the rmw on a destroyed region");
@@ -356,11 +340,11 @@ static void alloc_lifetime(cf_env_t *e)
                  "bytes still readable through the mapping");
         /* A put through the mapping still completes, in the call. */
         int completed = -1;
-        cnt_t d = {0};
+        cf_count_t d = {0};
         uint64_t v = 77;
         pami_rma_t p = {.dest = cf_ep(e, to), .local = &v, .bytes = 8,
-                        .remote_mr = &all[2 * to], .local_fn = count_fn,
-                        .remote_fn = count_fn, .cookie = &d,
+                        .remote_mr = &all[2 * to], .local_fn = cf_count_fn,
+                        .remote_fn = cf_count_fn, .cookie = &d,
                         .completed = &completed};
         CF_OK(e, pami_put(e->ctx, &p));
         if (completed == 0)
@@ -527,9 +511,9 @@ static void region_in_use(cf_env_t *e)
 {
     static uint8_t win[4096], loc[4096];
     static pami_memregion_t mr, lmr;
-    static cnt_t d;
+    static cf_count_t d;
     static riu_t s;
-    d = (cnt_t){0};
+    d = (cf_count_t){0};
     CF_OK(e, pami_memregion_create(e->ctx, win, sizeof(win), &mr));
     CF_OK(e, pami_memregion_create(e->ctx, loc, sizeof(loc), &lmr));
     pami_memregion_t *all = gather(e, &mr, sizeof(mr));
@@ -540,7 +524,7 @@ static void region_in_use(cf_env_t *e)
          * runner's exchange below. */
         pami_rrma_t r = {.dest = cf_ep(e, 1), .local_mr = &lmr,
                          .remote_mr = &all[1], .bytes = 64,
-                         .local_fn = count_fn, .cookie = &d};
+                         .local_fn = cf_count_fn, .cookie = &d};
         CF_OK(e, pami_rget(e->ctx, &r));
         s = (riu_t){.mr = &lmr};
         pami_work_t w;

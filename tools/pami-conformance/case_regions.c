@@ -18,22 +18,6 @@
 #include <string.h>
 #include <unistd.h>
 
-typedef struct {
-    size_t        n, bad;
-    pami_result_t rc;
-} cnt_t;
-
-static void count_fn(pami_context_t c, void *k, pami_result_t rc)
-{
-    (void)c;
-    cnt_t *d = k;
-    d->n++;
-    if (rc != PAMI_SUCCESS) {
-        d->bad++;
-        d->rc = rc;
-    }
-}
-
 static pami_memregion_t *gather_regions(cf_env_t *e,
                                         const pami_memregion_t *mr)
 {
@@ -49,9 +33,9 @@ static pami_memregion_t *gather_regions(cf_env_t *e,
 /* One rmw to completion; *completed honoured. */
 static pami_result_t rmw_wait(cf_env_t *e, pami_rmw_t *r)
 {
-    cnt_t d = {0};
+    cf_count_t d = {0};
     int done_in_call = 0;
-    r->done_fn = count_fn;
+    r->done_fn = cf_count_fn;
     r->cookie = &d;
     r->completed = &done_in_call;
     pami_result_t rc = pami_rmw(e->ctx, r);
@@ -149,10 +133,10 @@ static void rmw_ops(cf_env_t *e)
              "expected a 4-byte rmw to leave its neighbour alone, seen "
              "%llx", (unsigned long long)old);
     /* Refusals: op, size, result NULL for fetching ops. */
-    cnt_t d = {0};
+    cf_count_t d = {0};
     pami_rmw_t b = {.dest = cf_ep(e, to), .remote_mr = &all[to],
                     .remote_offset = off8, .op = (pami_rmw_op_t)4, .size = 8,
-                    .result = &old, .done_fn = count_fn, .cookie = &d};
+                    .result = &old, .done_fn = cf_count_fn, .cookie = &d};
     CF_RC(e, PAMI_INVAL, pami_rmw(e->ctx, &b));
     b.op = (pami_rmw_op_t)-1;
     CF_RC(e, PAMI_INVAL, pami_rmw(e->ctx, &b));
@@ -202,10 +186,10 @@ static void local_side(cf_env_t *e)
     if (all == NULL)
         return;
     pami_task_t to = (pami_task_t)((e->task + 1) % e->size);
-    cnt_t d = {0};
+    cf_count_t d = {0};
     pami_rrma_t r = {.dest = cf_ep(e, to), .local_mr = NULL,
                      .remote_mr = &all[to], .bytes = 16,
-                     .local_fn = count_fn, .cookie = &d};
+                     .local_fn = cf_count_fn, .cookie = &d};
     CF_RC(e, PAMI_INVAL, pami_rput(e->ctx, &r));
     CF_RC(e, PAMI_INVAL, pami_rget(e->ctx, &r));
     static const pami_memregion_t zero;
@@ -234,7 +218,7 @@ static void local_side(cf_env_t *e)
     r.local_offset = sizeof(loc);
     r.remote_offset = sizeof(win);
     r.bytes = 0;
-    r.remote_fn = count_fn;
+    r.remote_fn = cf_count_fn;
     CF_OK(e, pami_rput(e->ctx, &r));
     CF_CHECK(e, d.n == 0, "expected no callback inside pami_rput");
     cf_wait_count(e, &d.n, 2, "the zero-byte rput's local_fn and remote_fn");
@@ -247,7 +231,7 @@ static void local_side(cf_env_t *e)
      * but local may be NULL. */
     pami_rma_t p = {.dest = cf_ep(e, to), .local = NULL, .bytes = 0,
                     .remote_mr = &all[to], .remote_offset = sizeof(win),
-                    .local_fn = count_fn, .cookie = &d};
+                    .local_fn = cf_count_fn, .cookie = &d};
     CF_OK(e, pami_put(e->ctx, &p));
     CF_OK(e, pami_get(e->ctx, &p));
     cf_wait_count(e, &d.n, 5, "the zero-byte put and get");
@@ -264,17 +248,17 @@ static void local_side(cf_env_t *e)
 static void fence_calls(cf_env_t *e)
 {
     pami_task_t to = (pami_task_t)((e->task + 1) % e->size);
-    cnt_t d = {0};
-    CF_RC(e, PAMI_INVAL, pami_fence_all(NULL, count_fn, &d));
-    CF_RC(e, PAMI_INVAL, pami_fence_endpoint(NULL, cf_ep(e, to), count_fn,
+    cf_count_t d = {0};
+    CF_RC(e, PAMI_INVAL, pami_fence_all(NULL, cf_count_fn, &d));
+    CF_RC(e, PAMI_INVAL, pami_fence_endpoint(NULL, cf_ep(e, to), cf_count_fn,
                                              &d));
     CF_RC(e, PAMI_INVAL, pami_fence_endpoint(e->ctx, PAMI_ENDPOINT_NULL,
-                                             count_fn, &d));
+                                             cf_count_fn, &d));
     /* fn may be NULL; with nothing issued the fence still completes. */
     CF_OK(e, pami_fence_all(e->ctx, NULL, NULL));
     CF_OK(e, pami_fence_endpoint(e->ctx, cf_ep(e, to), NULL, NULL));
-    CF_OK(e, pami_fence_endpoint(e->ctx, cf_ep(e, to), count_fn, &d));
-    CF_OK(e, pami_fence_all(e->ctx, count_fn, &d));
+    CF_OK(e, pami_fence_endpoint(e->ctx, cf_ep(e, to), cf_count_fn, &d));
+    CF_OK(e, pami_fence_all(e->ctx, cf_count_fn, &d));
     CF_CHECK(e, d.n == 0, "expected no fence callback inside the call");
     cf_wait_count(e, &d.n, 2, "the fences' callbacks");
     for (int k = 0; k < 10; k++)
@@ -333,7 +317,7 @@ static void map_and_alloc(cf_env_t *e)
     /* Every other task: on this node its allocation maps, reads what it
      * wrote and maps again at the same address; its private region is
      * PAMI_NOT_FOUND. A put through the mapping completes in the call. */
-    cnt_t d = {0};
+    cf_count_t d = {0};
     size_t expect_cb = 0;
     for (size_t t = 0; t < e->size; t++) {
         if (t == e->task)
@@ -364,7 +348,7 @@ static void map_and_alloc(cf_env_t *e)
         pami_rma_t p = {.dest = cf_ep(e, (pami_task_t)t), .local = probe,
                         .bytes = 8, .remote_mr = &theirs[1],
                         .remote_offset = len + 8 * e->task,
-                        .local_fn = count_fn, .remote_fn = count_fn,
+                        .local_fn = cf_count_fn, .remote_fn = cf_count_fn,
                         .cookie = &d, .completed = &completed};
         CF_OK(e, pami_put(e->ctx, &p));
         CF_CHECK(e, completed == 1, "expected *completed 1 for a put into a "
@@ -467,16 +451,16 @@ static void slot_reuse(cf_env_t *e)
      * slot)" */
     CF_RC(e, PAMI_INVAL, pami_memregion_destroy(e->ctx, &stale));
     /* Nor is it a live local side: "`local_mr` ... destroyed". */
-    cnt_t d = {0};
+    cf_count_t d = {0};
     pami_rrma_t r = {.dest = cf_ep(e, e->task), .local_mr = &stale,
-                     .remote_mr = &rb, .bytes = 16, .local_fn = count_fn,
+                     .remote_mr = &rb, .bytes = 16, .local_fn = cf_count_fn,
                      .cookie = &d};
     CF_RC(e, PAMI_INVAL, pami_rput(e->ctx, &r));
     /* The new region is untouched by all that. */
     memset(a, 0x11, sizeof(a));
     CF_OK(e, pami_memregion_create(e->ctx, a, sizeof(a), &ra));
     r.local_mr = &ra;
-    r.remote_fn = count_fn;
+    r.remote_fn = cf_count_fn;
     CF_OK(e, pami_rput(e->ctx, &r));
     cf_wait_count(e, &d.n, 2, "the rput's callbacks");
     CF_CHECK(e, d.bad == 0 && b[0] == 0x11 && b[15] == 0x11 && b[16] == 0,

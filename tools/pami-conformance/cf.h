@@ -110,6 +110,14 @@ void   cf_fill(uint8_t *buf, size_t n, uint64_t seed, uint64_t a, uint64_t b);
 size_t cf_verify(const uint8_t *buf, size_t n, uint64_t seed, uint64_t a,
                  uint64_t b);
 
+/* Completions counted by a callback (local_fn, remote_fn, done_fn with
+ * cookie = the counter): how many ran, how many failed, the last failure. */
+typedef struct {
+    size_t        n, bad;
+    pami_result_t rc;
+} cf_count_t;
+void cf_count_fn(pami_context_t c, void *cookie, pami_result_t rc);
+
 /* Sends this task's result now (a case whose task then exits). */
 void cf_report_now(cf_env_t *e);
 

@@ -104,6 +104,17 @@ void cf_fill(uint8_t *buf, size_t n, uint64_t seed, uint64_t a, uint64_t b)
         buf[i] = cf_byte(seed, a, b, i);
 }
 
+void cf_count_fn(pami_context_t c, void *cookie, pami_result_t rc)
+{
+    (void)c;
+    cf_count_t *d = cookie;
+    d->n++;
+    if (rc != PAMI_SUCCESS) {
+        d->bad++;
+        d->rc = rc;
+    }
+}
+
 size_t cf_verify(const uint8_t *buf, size_t n, uint64_t seed, uint64_t a,
                  uint64_t b)
 {
