@@ -53,11 +53,13 @@ static pami_result_t rmw_wait(cf_env_t *e, pami_rmw_t *r)
 static void rmw_ops(cf_env_t *e)
 {
     /* Slot t (16 bytes) of every region is task t's alone. */
-    uint64_t *cells = aligned_alloc(64, 16 * e->size + 64);
+    /* aligned_alloc wants a multiple of the alignment. */
+    size_t    len   = (16 * e->size + 64 + 63) & ~(size_t)63;
+    uint64_t *cells = aligned_alloc(64, len);
     CF_CHECK(e, cells != NULL, "expected memory");
-    memset(cells, 0, 16 * e->size + 64);
+    memset(cells, 0, len);
     pami_memregion_t mr;
-    CF_OK(e, pami_memregion_create(e->ctx, cells, 16 * e->size + 64, &mr));
+    CF_OK(e, pami_memregion_create(e->ctx, cells, len, &mr));
     pami_memregion_t *all = gather_regions(e, &mr);
     if (all == NULL)
         return;
@@ -319,6 +321,10 @@ static void map_and_alloc(cf_env_t *e)
      * PAMI_NOT_FOUND. A put through the mapping completes in the call. */
     cf_count_t d = {0};
     size_t expect_cb = 0;
+    /* The puts' source: it must outlive every put not complete at return
+     * (until its local_fn), so not a variable of the loop's body. */
+    uint8_t probe[8];
+    cf_fill(probe, 8, e->seed, e->task, 8);
     for (size_t t = 0; t < e->size; t++) {
         if (t == e->task)
             continue;
@@ -343,8 +349,6 @@ static void map_and_alloc(cf_env_t *e)
                  "again");
         /* Past the pattern, 8 bytes that only this task writes. */
         int completed = -1;
-        uint8_t probe[8];
-        cf_fill(probe, 8, e->seed, e->task, 8);
         pami_rma_t p = {.dest = cf_ep(e, (pami_task_t)t), .local = probe,
                         .bytes = 8, .remote_mr = &theirs[1],
                         .remote_offset = len + 8 * e->task,
