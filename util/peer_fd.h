@@ -16,15 +16,23 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-static inline bool pami_fd_is_eventfd(int fd)
+/* Whether our descriptor fd is an anonymous inode of that kind
+ * ("eventfd", "eventpoll", ...), from its /proc link. */
+static inline bool pami_fd_is_anon(int fd, const char *kind)
 {
-    char    path[64], link[64];
+    char    path[64], link[64], want[64];
     snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+    snprintf(want, sizeof(want), "anon_inode:[%s]", kind);
     ssize_t n = readlink(path, link, sizeof(link) - 1);
     if (n <= 0)
         return false;
     link[n] = '\0';
-    return strcmp(link, "anon_inode:[eventfd]") == 0;
+    return strcmp(link, want) == 0;
+}
+
+static inline bool pami_fd_is_eventfd(int fd)
+{
+    return pami_fd_is_anon(fd, "eventfd");
 }
 
 /* Our copy of descriptor fd of process pid, when it is an eventfd; -1

@@ -20,6 +20,7 @@
 #include <dirent.h>
 
 #include "pami.h"
+#include "peer_fd.h"
 
 static double now_ms(void)
 {
@@ -107,17 +108,6 @@ static void test_wait_timeout_sleeps(void **state)
     assert_true(now_ms() - t0 < 50.0);
 }
 
-static bool is_epoll(int fd)
-{
-    char path[64], target[64];
-    snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-    ssize_t n = readlink(path, target, sizeof(target) - 1);
-    if (n <= 0)
-        return false;
-    target[n] = '\0';
-    return strcmp(target, "anon_inode:[eventpoll]") == 0;
-}
-
 /* How many epoll sets of this process hold another epoll set (UCX's
  * interface set in its worker's, the worker's in a context's, ...), from
  * the "tfd:" lines of /proc/self/fdinfo. */
@@ -129,7 +119,7 @@ static unsigned nested_epolls(void)
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         int fd = atoi(e->d_name);
-        if (e->d_name[0] == '.' || fd == dirfd(d) || !is_epoll(fd))
+        if (e->d_name[0] == '.' || fd == dirfd(d) || !pami_fd_is_anon(fd, "eventpoll"))
             continue;
         char path[64], line[256];
         snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
@@ -138,7 +128,7 @@ static unsigned nested_epolls(void)
             continue;
         while (fgets(line, sizeof(line), f) != NULL) {
             int tfd;
-            if (sscanf(line, "tfd: %d", &tfd) == 1 && is_epoll(tfd))
+            if (sscanf(line, "tfd: %d", &tfd) == 1 && pami_fd_is_anon(tfd, "eventpoll"))
                 nested++;
         }
         fclose(f);
