@@ -24,6 +24,7 @@ static const struct {
     {"rma", cf_config_rma_cases, &cf_num_config_rma_cases},
     {"coll", cf_coll_cases, &cf_num_coll_cases},
     {"coll", cf_coll_v_cases, &cf_num_coll_v_cases},
+    {"coll", cf_coll_mismatch_cases, &cf_num_coll_mismatch_cases},
     {"coll", cf_geometry_cases, &cf_num_geometry_cases},
     {"coll", cf_threads_coll_cases, &cf_num_threads_coll_cases},
     {"protocols", cf_protocols_cases, &cf_num_protocols_cases},
