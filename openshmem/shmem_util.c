@@ -169,6 +169,22 @@ void shmemi_progress(pami_context_t context)
         sched_yield();
 }
 
+/* A wait for a variable (wait_until, set_lock) has no operation of its
+ * own in pami that a dead peer could fail, and the peer that would have
+ * written the variable may be the dead one: once pami knows of a dead or
+ * hung PE, no OpenSHMEM program can finish (shmem_finalize is collective),
+ * so the wait ends the PE rather than wait for ever. */
+static void check_peers(pami_context_t context)
+{
+    pami_context_stats_t st;
+
+    if (pami_context_stats(context, &st) == PAMI_SUCCESS &&
+        st.peer_failures > 0)
+        shmemi_fatal("a wait cannot end: pami found %llu PE%s of the job "
+                     "dead or hung", (unsigned long long)st.peer_failures,
+                     st.peer_failures == 1 ? "" : "s");
+}
+
 void shmemi_poll(pami_context_t context, shmemi_poll_t *state)
 {
     uint64_t now;
@@ -180,10 +196,12 @@ void shmemi_poll(pami_context_t context, shmemi_poll_t *state)
     now = (uint64_t)(now_s() * 1e9);
     if (state->idle_since_ns == 0)
         state->idle_since_ns = now;
-    if (now - state->idle_since_ns < SHMEMI_POLL_SPIN_NS)
+    if (now - state->idle_since_ns < SHMEMI_POLL_SPIN_NS) {
         sched_yield();
-    else
-        shmemi_sleep(context, 1);
+        return;
+    }
+    check_peers(context);
+    shmemi_sleep(context, 1);
 }
 
 void shmemi_wait_flag(pami_context_t context, volatile int *done)
