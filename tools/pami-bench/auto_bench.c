@@ -125,7 +125,7 @@ static uint64_t ops_within(double n)
     return n < 1 ? 1 : n > MAX_OPS ? MAX_OPS : (uint64_t)n;
 }
 
-static double median(double *v, unsigned n)
+static double median(const double *v, unsigned n)
 {
     double s[64];
     memcpy(s, v, n * sizeof(double));
