@@ -6,11 +6,13 @@
  * repetition by repetition so that the machine's noise falls on all
  * alike: pass 1 measures AUTO and every algorithm that can run the call
  * and names the best (task 0's medians); pass 2 measures AUTO, that best
- * and the built-in rules' pick again, and its medians are the ones
- * reported. The best of many close candidates' medians is biased low
- * (the winner's curse); measured again, it is not. ratio = AUTO / best,
- * builtin_ratio the same for the built-in rules' pick. docs/tuning.md,
- * "pami-bench auto_vs_best".
+ * and the built-in rules' pick again, with twice the repetitions, and
+ * its figures are the ones reported. The best of many close candidates'
+ * medians is biased low (the winner's curse); measured again, it is
+ * not. ratio = the median over pass 2's repetitions of AUTO's time over
+ * the best's in the same repetition (paired: both saw the machine in
+ * the same state), builtin_ratio the same for the built-in rules' pick.
+ * docs/tuning.md, "pami-bench auto_vs_best".
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -215,11 +217,12 @@ static void print_reps(const char *key, const double *t, unsigned n)
     printf("]");
 }
 
-/* au: AUTO; aa: the best's twin in pass 2 (--aa), else NULL. */
+/* au: AUTO; bi: the built-in pick when another candidate than the
+ * best, else NULL; aa: the best's twin in pass 2 (--aa), else NULL. */
 static void print_point(group_t *g, const avb_kind_t *k, uint64_t bytes,
                         const pami_algorithm_selection_t *sel,
                         const cand_t *au, const cand_t *best,
-                        const cand_t *aa, const pass_t *p1,
+                        const cand_t *bi, const cand_t *aa, const pass_t *p1,
                         const pass_t *p2, uint64_t ops, unsigned reps2)
 {
     const opts_t *o = g->opt;
@@ -265,6 +268,8 @@ static void print_point(group_t *g, const avb_kind_t *k, uint64_t bytes,
         print_reps("auto_reps", au->t, reps2);
         print_reps("best_reps", best->t, reps2);
         print_reps("aa_reps", aa->t, reps2);
+        if (bi != NULL)
+            print_reps("builtin_reps", bi->t, reps2);
     }
     printf("}\n");
 }
@@ -403,8 +408,10 @@ static void point(group_t *g, pami_geometry_t w, const avb_kind_t *k,
         p2.builtin_us = median(c[pick[2]].t, reps2);
         p2.builtin_paired = paired(c[pick[2]].t, c[pick[1]].t, reps2);
     }
-    print_point(g, k, bytes, &sel, &c[0], &c[pick[1]], aa, &p1, &p2,
-                c[0].ops, reps2);
+    print_point(g, k, bytes, &sel, &c[0], &c[pick[1]],
+                n2 > 2 && pick[2] < nc && pick[2] != pick[1] ? &c[pick[2]]
+                                                           : NULL,
+                aa, &p1, &p2, c[0].ops, reps2);
     fflush(stdout);
 }
 
