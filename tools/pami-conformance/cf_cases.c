@@ -26,6 +26,7 @@ static const struct {
     {"coll", cf_coll_cases, &cf_num_coll_cases},
     {"coll", cf_coll_v_cases, &cf_num_coll_v_cases},
     {"coll", cf_coll_mismatch_cases, &cf_num_coll_mismatch_cases},
+    {"coll", cf_coll_local_cases, &cf_num_coll_local_cases},
     {"coll", cf_geometry_cases, &cf_num_geometry_cases},
     {"coll", cf_geometry_lists_cases, &cf_num_geometry_lists_cases},
     {"coll", cf_threads_coll_cases, &cf_num_threads_coll_cases},
