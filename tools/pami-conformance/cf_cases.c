@@ -27,6 +27,7 @@ static const struct {
     {"coll", cf_coll_v_cases, &cf_num_coll_v_cases},
     {"coll", cf_coll_mismatch_cases, &cf_num_coll_mismatch_cases},
     {"coll", cf_geometry_cases, &cf_num_geometry_cases},
+    {"coll", cf_geometry_lists_cases, &cf_num_geometry_lists_cases},
     {"coll", cf_threads_coll_cases, &cf_num_threads_coll_cases},
     {"protocols", cf_protocols_cases, &cf_num_protocols_cases},
     {"protocols", cf_sdk_cases, &cf_num_sdk_cases},
