@@ -269,16 +269,41 @@ void cshm_ring_setup(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
 }
 
 /* No round: the phase and the control lines stay as they are, and only
- * the root's place on the node is looked at. */
+ * the root's place on the node is looked at. Every field is stored one
+ * by one: a compound literal zeroed the struct first with `rep stos`,
+ * whose start-up costs a small broadcast tens of cycles on every call.
+ * A field added to cshm_op_t must be added here (the size check). */
+_Static_assert(sizeof(cshm_op_t) == 136, "cshm_ring_start sets each field");
 void cshm_ring_start(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
                      struct pami_geometry *g, size_t es)
 {
     const cshm_ring_memo_t *m = &s->ring_memo;
-    s->op = (cshm_op_t){.req = req, .x = x, .g = g, .n = g->size,
-                        .rank = g->rank, .root = x->root, .es = es ? es : 1,
-                        .total = x->count * es, .kind = CSHM_BCAST,
-                        .out = x->rbuf, .ring = true,
-                        .ring_k = s->ring_next++, .sig = m->sig};
+    cshm_op_t *op = &s->op;
+    op->req      = req;
+    op->x        = x;
+    op->g        = g;
+    op->sig      = m->sig;
+    op->kind     = CSHM_BCAST;
+    op->n        = g->size;
+    op->rank     = g->rank;
+    op->root     = x->root;
+    op->es       = es ? es : 1;
+    op->total    = x->count * es;
+    op->chunk    = 0;
+    op->pos      = 0;
+    op->len      = 0;
+    op->in       = NULL;
+    op->out      = x->rbuf;
+    op->in_place = false;
+    op->user     = false;
+    op->first    = false;
+    op->tiny     = false;
+    op->flag     = false;
+    op->poison   = false;
+    op->ring     = true;
+    op->ring_k   = s->ring_next++;
+    op->stage    = 0;
+    op->cma_rc   = PAMI_SUCCESS;
     s->idx[x->root] = m->root_idx;
     cshm_count(s, CSHM_STAT_ops);
     cshm_count(s, CSHM_STAT_ring_calls);
