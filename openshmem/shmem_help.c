@@ -67,7 +67,7 @@ static uint64_t copies_helped; /* chunks targets took (SHMEM_DEBUG) */
 
 /* Which granules of each peer's segments have their pages in this PE's
  * page tables because a helped copy filled them: one bit per granule,
- * n_pes bitmaps per segment, made on first need. A chunk the target
+ * a bitmap per segment and peer, each made on first need. A chunk the target
  * copied never touched this PE's mapping, so without the fill the next
  * put or get there pays a page fault per page (about 1 us here; 16 for a
  * 64 KiB put that copies in 6.5); which chunks the target takes depends
@@ -75,8 +75,7 @@ static uint64_t copies_helped; /* chunks targets took (SHMEM_DEBUG) */
  * (docs/PERFORMANCE.md, "OSU put_mr 64 KiB (s11)"). Only touched under
  * help_busy. */
 #define SHMEMI_FILL_GRANULE ((size_t)64 * 1024)
-static uint8_t *filled[SHMEMI_SEG_COUNT];
-static size_t filled_bytes[SHMEMI_SEG_COUNT]; /* of one PE's bitmap */
+static uint8_t **filled[SHMEMI_SEG_COUNT]; /* n_pes bitmaps or NULL */
 static int fill_unsupported;
 
 static size_t chunk_for(size_t bytes)
@@ -223,6 +222,8 @@ void shmemi_help_fini(void)
     free(peer_pidfd);
     peer_pidfd = NULL;
     for (int s = 0; s < SHMEMI_SEG_COUNT; s++) {
+        for (int i = 0; filled[s] != NULL && i < shmemi.n_pes; i++)
+            free(filled[s][i]);
         free(filled[s]);
         filled[s] = NULL;
     }
@@ -272,14 +273,18 @@ static void fill_mapping(int seg, int pe, size_t off, size_t bytes)
     if (fill_unsupported || sg->mapped == NULL || sg->mapped[pe] == NULL)
         return;
     if (filled[seg] == NULL) {
-        size_t granules = (sg->size + SHMEMI_FILL_GRANULE - 1) /
-                          SHMEMI_FILL_GRANULE;
-        filled_bytes[seg] = (granules + 7) / 8;
-        filled[seg] = calloc((size_t)shmemi.n_pes, filled_bytes[seg]);
+        filled[seg] = calloc((size_t)shmemi.n_pes, sizeof(*filled[seg]));
         if (filled[seg] == NULL)
             return;
     }
-    uint8_t *bits = filled[seg] + (size_t)pe * filled_bytes[seg];
+    if (filled[seg][pe] == NULL) {
+        size_t granules = (sg->size + SHMEMI_FILL_GRANULE - 1) /
+                          SHMEMI_FILL_GRANULE;
+        filled[seg][pe] = calloc((granules + 7) / 8, 1);
+        if (filled[seg][pe] == NULL)
+            return;
+    }
+    uint8_t *bits = filled[seg][pe];
     size_t g = off / SHMEMI_FILL_GRANULE;
     size_t end = (off + bytes - 1) / SHMEMI_FILL_GRANULE + 1;
     while (g < end) {
