@@ -48,6 +48,9 @@ static void at_exit(void)
         shmem_finalize();
 }
 
+/* pami's progress thread runs (PAMI_ASYNC_PROGRESS). */
+static int pami_async;
+
 static void join_pami(int thread_level)
 {
     pami_client_attr_t attr;
@@ -65,6 +68,13 @@ static void join_pami(int thread_level)
         params.field_mask = PAMI_CLIENT_PARAM_SHM_MEMBARRIER;
         params.shm_membarrier = 0;
     }
+    /* The library must know whether pami's progress thread runs (then
+     * every pami call takes the context's lock), so it decides and tells
+     * pami instead of leaving pami to read the variable. */
+    pami_async = env_flag("PAMI_ASYNC_PROGRESS");
+    params.field_mask |= PAMI_CLIENT_PARAM_ASYNC_PROGRESS;
+    params.async_progress = pami_async;
+    shmemi.pami_locked = pami_async || thread_level == SHMEM_THREAD_MULTIPLE;
     rc = pami_client_create("openshmem", &params, &shmemi.client);
     if (rc != PAMI_SUCCESS)
         shmemi_fatal("cannot join the job (pami_client_create): %s",
@@ -72,6 +82,10 @@ static void join_pami(int thread_level)
     rc = pami_context_createv(shmemi.client, NULL, 1, &shmemi.context);
     if (rc != PAMI_SUCCESS)
         shmemi_fatal("pami_context_createv: %s", pami_error_text(rc));
+    /* The progress thread runs from here: the rest of shmem_init (whose
+     * pami calls are not each locked) holds the lock. */
+    if (pami_async)
+        pami_context_lock(shmemi.context);
     memset(&attr, 0, sizeof(attr));
     attr.field_mask = PAMI_CLIENT_ATTR_TASK | PAMI_CLIENT_ATTR_SIZE |
                       PAMI_CLIENT_ATTR_LOCAL_TASKS |
@@ -148,6 +162,8 @@ int shmem_init_thread(int requested, int *provided)
     if (shmemi.my_pe == 0 && env_flag("SHMEM_INFO"))
         print_info();
     shmemi_barrier_world();
+    if (pami_async)
+        pami_context_unlock(shmemi.context);
     shmemi_debug("initialized: PE %d of %d, heap %zu bytes at %p",
                  shmemi.my_pe, shmemi.n_pes,
                  shmemi.seg[SHMEMI_SEG_HEAP].size,
@@ -176,9 +192,14 @@ void shmem_finalize(void)
     if (!shmemi.initialized || shmemi.finalized)
         return;
     shmemi_barrier_world();
+    /* The regions' ends are pami calls too (see shmem_init). */
+    if (pami_async)
+        pami_context_lock(shmemi.context);
     shmemi_help_fini();
     shmemi_data_fini();
     shmemi_heap_fini();
+    if (pami_async)
+        pami_context_unlock(shmemi.context);
     rc = pami_context_destroyv(&shmemi.context, 1);
     if (rc != PAMI_SUCCESS)
         shmemi_warn("pami_context_destroyv: %s", pami_error_text(rc));

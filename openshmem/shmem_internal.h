@@ -66,6 +66,10 @@ typedef struct {
     int               initialized;  /* shmem_init ran */
     int               finalized;    /* shmem_finalize ran */
     int               thread_level; /* provided */
+    /* Every pami call holds the context's lock: at SHMEM_THREAD_MULTIPLE,
+     * and whenever pami's progress thread runs (PAMI_ASYNC_PROGRESS),
+     * which advances the context beside the program at any level. */
+    int               pami_locked;
     pami_client_t     client;
     pami_context_t    context;      /* of SHMEM_CTX_DEFAULT */
     pami_geometry_t   world;
@@ -140,21 +144,21 @@ SHMEMI_HIDDEN void shmemi_wait_flag(pami_context_t context,
  * EAGAIN, test_lock). */
 SHMEMI_HIDDEN void shmemi_progress(pami_context_t context);
 
-/* Threads (SHMEM_THREAD_MULTIPLE): the program's threads share the one
- * pami context, which is not thread safe, so every pami call holds the
- * context's lock (recursive; shmemi_lock, shmemi_unlock: nothing at the
- * other levels). The waits advance pami only when they can take the lock
+/* Threads (SHMEM_THREAD_MULTIPLE, or pami's progress thread): the
+ * threads share the one pami context, which is not thread safe, so every
+ * pami call holds the context's lock (recursive; shmemi_lock,
+ * shmemi_unlock: nothing when shmemi.pami_locked is 0). The waits advance pami only when they can take the lock
  * at once (shmemi_advance, shmemi_sleep): a thread that cannot leaves the
  * progress to the holder and looks at its variable again, so no thread
  * waits for something while holding the lock another needs to issue. */
 static inline void shmemi_lock(void)
 {
-    if (shmemi.thread_level == SHMEM_THREAD_MULTIPLE)
+    if (shmemi.pami_locked)
         pami_context_lock(shmemi.context);
 }
 static inline void shmemi_unlock(void)
 {
-    if (shmemi.thread_level == SHMEM_THREAD_MULTIPLE)
+    if (shmemi.pami_locked)
         pami_context_unlock(shmemi.context);
 }
 

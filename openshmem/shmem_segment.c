@@ -16,6 +16,39 @@ static int count_mapped(const shmemi_segment_t *seg)
     return n;
 }
 
+/* An address translates by its offset alone, so a peer's segment smaller
+ * than this PE's would take puts past its end (through the mapping:
+ * into whatever this process has mapped there) and make the heaps'
+ * allocations differ. Sizes differ when PEs were given different
+ * SHMEM_SYMMETRIC_SIZE values or run different programs. Every PE sees
+ * the same regions, so all of them refuse together. */
+static int sizes_differ(const shmemi_segment_t *seg)
+{
+    size_t mine, theirs;
+
+    if (pami_memregion_query(&seg->mr, NULL, &mine, NULL) != PAMI_SUCCESS)
+        mine = seg->size;
+    for (int pe = 0; pe < shmemi.n_pes; pe++) {
+        if (pami_memregion_query(&seg->mrs[pe], NULL, &theirs, NULL) !=
+            PAMI_SUCCESS) {
+            shmemi_warn("PE %d's %s region does not decode", pe,
+                        seg == &shmemi.seg[SHMEMI_SEG_HEAP] ? "heap"
+                                                            : "globals");
+            return 1;
+        }
+        if (theirs != mine) {
+            shmemi_warn("PE %d's %s is %zu bytes, this PE's %zu: every PE "
+                        "needs the same (SHMEM_SYMMETRIC_SIZE, the same "
+                        "program)", pe,
+                        seg == &shmemi.seg[SHMEMI_SEG_HEAP] ? "symmetric heap"
+                                                            : "global data",
+                        theirs, mine);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 int shmemi_segment_exchange(shmemi_segment_t *seg)
 {
     size_t n = (size_t)shmemi.n_pes;
@@ -38,6 +71,8 @@ int shmemi_segment_exchange(shmemi_segment_t *seg)
         return -1;
     }
     if (shmemi_allgather(&seg->mr, seg->mrs, sizeof(seg->mr)) != 0)
+        return -1;
+    if (sizes_differ(seg))
         return -1;
     seg->mapped[shmemi.my_pe] = seg->base;
     for (int pe = 0; pe < shmemi.n_pes; pe++) {

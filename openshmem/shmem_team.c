@@ -154,8 +154,11 @@ pami_geometry_t shmemi_team_geometry(struct shmemi_team *t)
     if (rc != PAMI_SUCCESS) {
         shmemi_warn("teams: geometry %u of %d PEs: %s", id, t->n_pes,
                          pami_error_text(rc));
-        if (g != NULL)
+        if (g != NULL) {
+            shmemi_lock();
             pami_geometry_destroy(&g);
+            shmemi_unlock();
+        }
         return NULL;
     }
     t->geometry = g;
@@ -171,9 +174,14 @@ static int take_team_ids(struct shmemi_team *parent, uint32_t count,
     if (g == NULL)
         return -1;
     uint32_t mine = next_team_id, base = 0;
+    /* A blocking pami call like the geometry's creation above: under the
+     * lock, or another thread (the program's, or pami's progress thread)
+     * would advance the context at the same time. */
+    shmemi_lock();
     pami_result_t rc = pami_geometry_allreduce(shmemi.context, g, &mine,
                                                &base, 1, PAMI_TYPE_UINT32,
                                                PAMI_OP_MAX);
+    shmemi_unlock();
     if (rc != PAMI_SUCCESS) {
         shmemi_warn("team split: id agreement failed: %s",
                          pami_error_text(rc));

@@ -138,7 +138,7 @@ int shmemi_parse_size(const char *text, size_t *bytes)
 
 int shmemi_advance(pami_context_t context)
 {
-    if (shmemi.thread_level != SHMEM_THREAD_MULTIPLE)
+    if (!shmemi.pami_locked)
         return pami_context_advance(context, 16) == PAMI_SUCCESS;
     if (pami_context_trylock(context) != PAMI_SUCCESS) {
         sched_yield();
@@ -151,7 +151,7 @@ int shmemi_advance(pami_context_t context)
 
 void shmemi_sleep(pami_context_t context, int ms)
 {
-    if (shmemi.thread_level != SHMEM_THREAD_MULTIPLE) {
+    if (!shmemi.pami_locked) {
         pami_context_wait(context, ms);
         return;
     }
@@ -169,6 +169,22 @@ void shmemi_progress(pami_context_t context)
         sched_yield();
 }
 
+/* A wait for a variable (wait_until, set_lock) has no operation of its
+ * own in pami that a dead peer could fail, and the peer that would have
+ * written the variable may be the dead one: once pami knows of a dead or
+ * hung PE, no OpenSHMEM program can finish (shmem_finalize is collective),
+ * so the wait ends the PE rather than wait for ever. */
+static void check_peers(pami_context_t context)
+{
+    pami_context_stats_t st;
+
+    if (pami_context_stats(context, &st) == PAMI_SUCCESS &&
+        st.peer_failures > 0)
+        shmemi_fatal("a wait cannot end: pami found %llu PE%s of the job "
+                     "dead or hung", (unsigned long long)st.peer_failures,
+                     st.peer_failures == 1 ? "" : "s");
+}
+
 void shmemi_poll(pami_context_t context, shmemi_poll_t *state)
 {
     uint64_t now;
@@ -180,10 +196,12 @@ void shmemi_poll(pami_context_t context, shmemi_poll_t *state)
     now = (uint64_t)(now_s() * 1e9);
     if (state->idle_since_ns == 0)
         state->idle_since_ns = now;
-    if (now - state->idle_since_ns < SHMEMI_POLL_SPIN_NS)
+    if (now - state->idle_since_ns < SHMEMI_POLL_SPIN_NS) {
         sched_yield();
-    else
-        shmemi_sleep(context, 1);
+        return;
+    }
+    check_peers(context);
+    shmemi_sleep(context, 1);
 }
 
 void shmemi_wait_flag(pami_context_t context, volatile int *done)
@@ -198,26 +216,33 @@ void shmemi_wait_flag(pami_context_t context, volatile int *done)
     check_op_error();
 }
 
-static void flag_done(pami_context_t context, void *cookie,
+/* A collective's own result, so that its failure is reported as the
+ * collective's (the blocking calls return it). */
+typedef struct {
+    volatile int  done;
+    pami_result_t result;
+} coll_wait_t;
+
+static void coll_done(pami_context_t context, void *cookie,
                       pami_result_t result)
 {
+    coll_wait_t *w = cookie;
     (void)context;
-    if (result != PAMI_SUCCESS)
-        shmemi_op_failed(result);
-    *(volatile int *)cookie = 1;
+    w->result = result;
+    __atomic_store_n(&w->done, 1, __ATOMIC_RELEASE);
 }
 
 pami_result_t shmemi_collective_run(pami_xfer_t *xfer)
 {
-    if (shmemi.thread_level != SHMEM_THREAD_MULTIPLE)
+    if (!shmemi.pami_locked)
         return xfer->kind == PAMI_XFER_BARRIER
                    ? pami_geometry_barrier(shmemi.context, xfer->geometry)
                    : pami_collective_wait(shmemi.context, xfer);
-    volatile int done = 0;
+    coll_wait_t w = { 0, PAMI_SUCCESS };
     pami_result_t rc;
     xfer->algorithm = PAMI_ALGORITHM_AUTO;
-    xfer->done_fn = flag_done;
-    xfer->cookie = (void *)&done;
+    xfer->done_fn = coll_done;
+    xfer->cookie = &w;
     for (;;) {
         shmemi_lock();
         rc = pami_collective(shmemi.context, xfer);
@@ -226,8 +251,10 @@ pami_result_t shmemi_collective_run(pami_xfer_t *xfer)
             break;
         shmemi_progress(shmemi.context);
     }
-    if (rc == PAMI_SUCCESS)
-        shmemi_wait_flag(shmemi.context, &done);
+    if (rc == PAMI_SUCCESS) {
+        shmemi_wait_flag(shmemi.context, &w.done);
+        rc = w.result;
+    }
     return rc;
 }
 
@@ -245,7 +272,7 @@ void shmemi_barrier_world(void)
 
 int shmemi_allgather(const void *send, void *recv, size_t len)
 {
-    volatile int done = 0;
+    coll_wait_t w = { 0, PAMI_SUCCESS };
     pami_xfer_t xfer;
     pami_result_t rc;
 
@@ -256,8 +283,8 @@ int shmemi_allgather(const void *send, void *recv, size_t len)
     xfer.rbuf = recv;
     xfer.count = len;
     xfer.dtype = PAMI_TYPE_BYTE;
-    xfer.done_fn = flag_done;
-    xfer.cookie = (void *)&done;
+    xfer.done_fn = coll_done;
+    xfer.cookie = &w;
     shmemi_lock();
     rc = pami_collective(shmemi.context, &xfer);
     shmemi_unlock();
@@ -265,6 +292,10 @@ int shmemi_allgather(const void *send, void *recv, size_t len)
         shmemi_warn("allgather failed: %s", pami_error_text(rc));
         return -1;
     }
-    shmemi_wait_flag(shmemi.context, &done);
+    shmemi_wait_flag(shmemi.context, &w.done);
+    if (w.result != PAMI_SUCCESS) {
+        shmemi_warn("allgather failed: %s", pami_error_text(w.result));
+        return -1;
+    }
     return 0;
 }

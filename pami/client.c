@@ -126,7 +126,10 @@ pami_result_t pami_client_create(const char *name,
                                  const pami_client_params_t *params,
                                  pami_client_t *client)
 {
-    pami_log_init();
+    /* This client's level before anything logs, so that the warnings of
+     * its own malformed variables are seen at its level, not at the one
+     * a previous client left (which may be error). */
+    pami_log_level_current = pami_log_level_from_env();
     PAMI_CHECK(client != NULL, PAMI_INVAL, "client", "client output is NULL");
 
     pami_client_impl_t *c = calloc(1, sizeof(*c));

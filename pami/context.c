@@ -339,7 +339,10 @@ pami_result_t pami_context_trylock(pami_context_t ctx)
 pami_result_t pami_context_unlock(pami_context_t ctx)
 {
     PAMI_CHECK(ctx != NULL, PAMI_INVAL, "context", "unlock of a NULL context");
-    return pami_context_release(ctx) == 0 ? PAMI_SUCCESS : PAMI_ERROR;
+    int rc = pami_context_release(ctx);
+    PAMI_CHECK(rc == 0, PAMI_ERROR, "context", "unlock of a context: %s",
+               rc == EPERM ? "this thread does not hold it" : strerror(rc));
+    return PAMI_SUCCESS;
 }
 
 /* Any prefix of whole counters (params.h): a program built when there

@@ -43,6 +43,13 @@ void pami_log_init(void)
     pami_log_level_current = level;
 }
 
+int pami_log_level_from_env(void)
+{
+    log_ready = 1;
+    int level = pami_log_level_parse(getenv("PAMI_LOG_LEVEL"));
+    return level < 0 ? PAMI_LOG_WARN : level;
+}
+
 void pami_log_set_task(long task)
 {
     log_task = task;

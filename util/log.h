@@ -22,6 +22,11 @@ extern int pami_log_level_current;
 /* Reads PAMI_LOG_LEVEL once; safe to call again. */
 void pami_log_init(void);
 
+/* PAMI_LOG_LEVEL's level now, warn when it is unset or malformed, without
+ * a warning of its own (pami_config_load names a malformed one). Counts
+ * as pami_log_init. */
+int pami_log_level_from_env(void);
+
 /* Names the task in every later line ("[3] pami ..."); -1 for none. */
 void pami_log_set_task(long task);
 

@@ -20,7 +20,9 @@
  * PAMI_PEER_TIMEOUT; task 0 then lets it go on (SIGCONT) to _exit.
  * With queued (alone or after in-fold or stop) the calls are
  * non-blocking (pami_collective, done_fn), waited for with
- * pami_context_wait: the queued rounds, not the inline ones.
+ * pami_context_wait: the queued rounds, not the inline ones. With
+ * PAMI_ASYNC_PROGRESS=1 pami's progress thread runs beside the calls,
+ * which hold the context's lock.
  */
 #include "coll_util.h"
 
@@ -33,7 +35,7 @@ static volatile unsigned long calls;
 
 static bool in_fold, stop, queued;
 static pami_result_t done_rc;
-static bool          done;
+static volatile bool done; /* set by the progress thread, with it */
 
 static void on_done(pami_context_t c, void *cookie, pami_result_t rc)
 {
@@ -42,18 +44,30 @@ static void on_done(pami_context_t c, void *cookie, pami_result_t rc)
     done    = true;
 }
 
-/* One call, blocking or (queued) started and waited for. */
+/* One call, blocking or (queued) started and waited for. With
+ * PAMI_ASYNC_PROGRESS=1 each pami call holds the context's lock, and the
+ * queued wait lets go of it between its waits, so the progress thread
+ * advances the context beside this one. */
 static pami_result_t call(pami_xfer_t *x)
 {
-    if (!queued)
-        return pami_collective_wait(job.ctx[0], x);
+    pami_result_t rc;
+    if (!queued) {
+        mp_lock(&job, job.ctx[0]);
+        rc = pami_collective_wait(job.ctx[0], x);
+        mp_unlock(&job, job.ctx[0]);
+        return rc;
+    }
     done       = false;
     x->done_fn = on_done;
-    pami_result_t rc = pami_collective(job.ctx[0], x);
+    mp_lock(&job, job.ctx[0]);
+    rc = pami_collective(job.ctx[0], x);
+    mp_unlock(&job, job.ctx[0]);
     if (rc != PAMI_SUCCESS)
         return rc;
     while (!done) {
-        rc = pami_context_wait(job.ctx[0], 100);
+        mp_lock(&job, job.ctx[0]);
+        rc = done ? PAMI_SUCCESS : pami_context_wait(job.ctx[0], 100);
+        mp_unlock(&job, job.ctx[0]);
         MP_EXPECT(rc == PAMI_SUCCESS || rc == PAMI_TIMEOUT,
                   "pami_context_wait: %s", pami_error_text(rc));
     }
@@ -145,7 +159,9 @@ int main(int argc, char **argv)
     MP_EXPECT(pids != NULL, "no memory");
     pami_xfer_t ag = ct_xfer(world.g, PAMI_XFER_ALLGATHER, NULL, &mypid,
                              pids, 1, PAMI_TYPE_INT64, 0);
+    mp_lock(&job, job.ctx[0]);
     MP_CHECK(pami_collective_wait(job.ctx[0], &ag));
+    mp_unlock(&job, job.ctx[0]);
     pthread_t th;
     if (job.me == job.size - 1)
         MP_EXPECT(pthread_create(&th, NULL, killer, NULL) == 0, "thread");

@@ -13,7 +13,7 @@ import sys
 
 def main():
     runner, doc = sys.argv[1], sys.argv[2]
-    cmd = [runner, "--list"]
+    cmd = [runner, "--list", "--suite", "all", "--suite", "selftest"]
     for p in sys.argv[3:]:
         cmd += ["--protocol", p]
     out = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=True,

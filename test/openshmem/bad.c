@@ -7,6 +7,9 @@
  *   atomic-pe  an atomic to PE -1: the same
  *   coll-nonsym a 4 KiB broadcast on the world team (one node) whose
  *              source is a stack array on every PE: the same
+ *   heap-sizes PE 1's symmetric heap smaller than the others' (its
+ *              SHMEM_SYMMETRIC_SIZE differs): shmem_init ends the job
+ *              with a message, code 1
  *   exhaust    shmem_malloc beyond the heap: NULL on every PE (with
  *              SHMEM_DEBUG a message says why), then exit 0 */
 #include <string.h>
@@ -22,6 +25,13 @@ int main(int argc, char **argv)
     long *heap, local = 0;
     int me, n;
 
+    if (strcmp(mode, "heap-sizes") == 0) {
+        /* Heaps of different sizes: PE 1's is smaller. */
+        const char *rank = getenv("PAMI_RANK");
+
+        setenv("SHMEM_SYMMETRIC_SIZE",
+               rank != NULL && strcmp(rank, "1") == 0 ? "1M" : "8M", 1);
+    }
     shmem_init();
     me = shmem_my_pe();
     n = shmem_n_pes();
@@ -44,6 +54,15 @@ int main(int argc, char **argv)
         memset(stack, me, sizeof(stack));
         shmem_char_broadcast(SHMEM_TEAM_WORLD, dest, stack, sizeof(stack),
                              0);
+    } else if (strcmp(mode, "heap-sizes") == 0) {
+        /* Inside PE 0's heap, past PE 1's. */
+        char *big = shmem_malloc(4 << 20);
+        static char src[1 << 20];
+
+        if (big != NULL && me == 0)
+            shmem_putmem(big + (3 << 20), src, sizeof(src), 1);
+        shmem_barrier_all();
+        CHECK(0, "heaps of different sizes were used");
     } else if (strcmp(mode, "atomic-pe") == 0) {
         shmem_long_atomic_add(heap, 1, -1);
     } else if (strcmp(mode, "exhaust") == 0) {

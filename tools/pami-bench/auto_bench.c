@@ -6,11 +6,13 @@
  * repetition by repetition so that the machine's noise falls on all
  * alike: pass 1 measures AUTO and every algorithm that can run the call
  * and names the best (task 0's medians); pass 2 measures AUTO, that best
- * and the built-in rules' pick again, and its medians are the ones
- * reported. The best of many close candidates' medians is biased low
- * (the winner's curse); measured again, it is not. ratio = AUTO / best,
- * builtin_ratio the same for the built-in rules' pick. docs/tuning.md,
- * "pami-bench auto_vs_best".
+ * and the built-in rules' pick again, with twice the repetitions, and
+ * its figures are the ones reported. The best of many close candidates'
+ * medians is biased low (the winner's curse); measured again, it is
+ * not. ratio = the median over pass 2's repetitions of AUTO's time over
+ * the best's in the same repetition (paired: both saw the machine in
+ * the same state), builtin_ratio the same for the built-in rules' pick.
+ * docs/tuning.md, "pami-bench auto_vs_best".
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,9 +52,12 @@ typedef struct {
     double           t[64]; /* us per call, by repetition */
 } cand_t;
 
-/* One pass's medians and cpu share. */
+/* One pass's medians, its paired ratios (the median over repetitions
+ * of a candidate's time over the best's in the same repetition) and
+ * cpu share. */
 typedef struct {
     double auto_us, best_us, builtin_us, cpu; /* builtin_us < 0: none */
+    double auto_paired, builtin_paired;
 } pass_t;
 
 static int cmp_u64(const void *a, const void *b)
@@ -122,7 +127,7 @@ static uint64_t ops_within(double n)
     return n < 1 ? 1 : n > MAX_OPS ? MAX_OPS : (uint64_t)n;
 }
 
-static double median(double *v, unsigned n)
+static double median(const double *v, unsigned n)
 {
     double s[64];
     memcpy(s, v, n * sizeof(double));
@@ -133,6 +138,18 @@ static double median(double *v, unsigned n)
             s[j - 1] = t;
         }
     return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+}
+
+/* Median over the repetitions of a[r] / b[r]: two candidates timed
+ * side by side in one repetition share its state of the machine (a
+ * neighbour's build, the scheduler's slices), which the ratio of their
+ * medians does not pair. */
+static double paired(const double *a, const double *b, unsigned n)
+{
+    double q[64];
+    for (unsigned r = 0; r < n; r++)
+        q[r] = b[r] > 0 ? a[r] / b[r] : 0;
+    return median(q, n);
 }
 
 /* The order of the candidates in repetition r: a shuffle that every
@@ -168,11 +185,12 @@ static void shuffle(size_t *order, size_t n, unsigned r, uint64_t seed)
  * than CPUs). */
 static double measure(group_t *g, pami_geometry_t w, const avb_kind_t *k,
                       cand_t *c, const size_t *pick, size_t np,
-                      uint64_t bytes, void *sbuf, void *rbuf, unsigned pass)
+                      uint64_t bytes, void *sbuf, void *rbuf, unsigned pass,
+                      unsigned reps)
 {
     double wait0 = tool_cpu_waited(0), wall0 = bench_now();
     uint64_t seed = (uint64_t)k->kind << 56 ^ (uint64_t)pass << 48 ^ bytes;
-    for (unsigned r = 0; r < g->opt->reps; r++) {
+    for (unsigned r = 0; r < reps; r++) {
         size_t order[MAX_CAND];
         shuffle(order, np, r, seed);
         for (size_t i = 0; i < np; i++) {
@@ -190,44 +208,70 @@ static double measure(group_t *g, pami_geometry_t w, const avb_kind_t *k,
     return cpu;
 }
 
+/* A JSON array of n us figures. */
+static void print_reps(const char *key, const double *t, unsigned n)
+{
+    printf(", \"%s\": [", key);
+    for (unsigned r = 0; r < n; r++)
+        printf("%s%.4f", r ? ", " : "", t[r]);
+    printf("]");
+}
+
+/* au: AUTO; bi: the built-in pick when another candidate than the
+ * best, else NULL; aa: the best's twin in pass 2 (--aa), else NULL. */
 static void print_point(group_t *g, const avb_kind_t *k, uint64_t bytes,
                         const pami_algorithm_selection_t *sel,
-                        const char *best, const pass_t *p1, const pass_t *p2,
-                        uint64_t ops)
+                        const cand_t *au, const cand_t *best,
+                        const cand_t *bi, const cand_t *aa, const pass_t *p1,
+                        const pass_t *p2, uint64_t ops, unsigned reps2)
 {
     const opts_t *o = g->opt;
-    double ratio = p2->best_us > 0 ? p2->auto_us / p2->best_us : 0;
-    double ratio1 = p1->best_us > 0 ? p1->auto_us / p1->best_us : 0;
+    double ratio = p2->auto_paired;
+    double medians = p2->best_us > 0 ? p2->auto_us / p2->best_us : 0;
     if (!o->json) {
         printf("%-15s %9llu  %-34s %9.2f  %-34s %9.2f  %6.3f  %6.3f  "
                "%5.2f  %6.3f\n", k->name, (unsigned long long)bytes,
-               sel->name ? sel->name : "-", p2->auto_us, best, p2->best_us,
-               ratio, p2->builtin_us >= 0 && p2->best_us > 0
-                   ? p2->builtin_us / p2->best_us : 0, p2->cpu, ratio1);
+               sel->name ? sel->name : "-", p2->auto_us, best->name,
+               p2->best_us, ratio,
+               p2->builtin_us >= 0 ? p2->builtin_paired : 0, p2->cpu,
+               p1->auto_paired);
         return;
     }
     printf("{\"test\": \"auto_vs_best\", \"collective\": \"%s\", "
            "\"bytes\": %llu, \"ranks\": %zu, \"auto\": \"%s\", "
            "\"auto_reason\": %d, \"best\": \"%s\", \"auto_us\": %.4f, "
-           "\"best_us\": %.4f, \"ratio\": %.4f, \"builtin\": \"%s\", "
-           "\"builtin_ratio\": ", k->name, (unsigned long long)bytes,
-           g->size, sel->name ? sel->name : "", (int)sel->reason, best,
-           p2->auto_us, p2->best_us, ratio,
+           "\"best_us\": %.4f, \"ratio\": %.4f, \"ratio_of_medians\": %.4f, "
+           "\"builtin\": \"%s\", \"builtin_ratio\": ", k->name,
+           (unsigned long long)bytes, g->size,
+           sel->name ? sel->name : "", (int)sel->reason, best->name,
+           p2->auto_us, p2->best_us, ratio, medians,
            sel->builtin_name ? sel->builtin_name : "");
     if (p2->builtin_us >= 0 && p2->best_us > 0)
-        printf("%.4f", p2->builtin_us / p2->best_us);
+        printf("%.4f", p2->builtin_paired);
     else
         printf("null");
     printf(", \"reps\": %u, \"ops\": %llu, \"cpu\": %.3f, "
            "\"pass1_auto_us\": %.4f, \"pass1_best_us\": %.4f, "
-           "\"pass1_ratio\": %.4f, \"pass1_builtin_ratio\": ", o->reps,
+           "\"pass1_ratio\": %.4f, \"pass1_builtin_ratio\": ", reps2,
            (unsigned long long)ops, p2->cpu, p1->auto_us, p1->best_us,
-           ratio1);
+           p1->auto_paired);
     if (p1->builtin_us >= 0 && p1->best_us > 0)
-        printf("%.4f", p1->builtin_us / p1->best_us);
+        printf("%.4f", p1->builtin_paired);
     else
         printf("null");
-    printf(", \"pass1_cpu\": %.3f}\n", p1->cpu);
+    printf(", \"pass1_cpu\": %.3f, \"pass1_reps\": %u", p1->cpu, o->reps);
+    if (aa != NULL) {
+        double aa_med = median(aa->t, reps2);
+        printf(", \"aa_ratio\": %.4f, \"aa_ratio_of_medians\": %.4f",
+               paired(aa->t, best->t, reps2),
+               p2->best_us > 0 ? aa_med / p2->best_us : 0);
+        print_reps("auto_reps", au->t, reps2);
+        print_reps("best_reps", best->t, reps2);
+        print_reps("aa_reps", aa->t, reps2);
+        if (bi != NULL)
+            print_reps("builtin_reps", bi->t, reps2);
+    }
+    printf("}\n");
 }
 
 static void point(group_t *g, pami_geometry_t w, const avb_kind_t *k,
@@ -246,8 +290,8 @@ static void point(group_t *g, pami_geometry_t w, const avb_kind_t *k,
                 "pami_geometry_algorithms_num");
     pami_algorithm_t ids[MAX_CAND];
     pami_algorithm_metadata_t md[MAX_CAND];
-    if (na + nk > MAX_CAND - 1)
-        bench_die("more than %d algorithms", MAX_CAND - 1);
+    if (na + nk > MAX_CAND - 2) /* AUTO and --aa's twin */
+        bench_die("more than %d algorithms", MAX_CAND - 2);
     bench_check(pami_geometry_algorithms_query(w, k->kind, ids, md, na,
                                                ids + na, md + na, nk),
                 "pami_geometry_algorithms_query");
@@ -316,7 +360,7 @@ static void point(group_t *g, pami_geometry_t w, const avb_kind_t *k,
     for (size_t i = 0; i < nc; i++)
         all[i] = i;
     pass_t p1 = {.builtin_us = -1}, p2 = {.builtin_us = -1};
-    p1.cpu = measure(g, w, k, c, all, nc, bytes, sbuf, rbuf, 1);
+    p1.cpu = measure(g, w, k, c, all, nc, bytes, sbuf, rbuf, 1, o->reps);
     uint64_t pick[3] = {0, 1, nc};
     p1.auto_us = median(c[0].t, o->reps);
     p1.best_us = median(c[1].t, o->reps);
@@ -336,18 +380,38 @@ static void point(group_t *g, pami_geometry_t w, const avb_kind_t *k,
     if (pick[1] < 1 || pick[1] >= nc || pick[2] < 1 || pick[2] > nc)
         bench_die("auto_vs_best: task 0's picks out of range");
 
+    p1.auto_paired = paired(c[0].t, c[pick[1]].t, o->reps);
+    if (pick[2] < nc)
+        p1.builtin_paired = paired(c[pick[2]].t, c[pick[1]].t, o->reps);
+
     /* Pass 2: AUTO, the best and the built-in pick (when another)
-     * again, interleaved; these are the reported figures. */
-    size_t sel2[3] = {0, (size_t)pick[1], (size_t)pick[2]};
+     * again, interleaved; these are the reported figures. With --aa the
+     * best also runs as a candidate of its own (c[nc], its twin): what
+     * one algorithm against itself reads in this pass, the noise the
+     * ratio of AUTO on the same algorithm reads too. */
+    unsigned reps2 = 2 * o->reps < 63 ? 2 * o->reps : 63;
+    size_t sel2[4] = {0, (size_t)pick[1], (size_t)pick[2]};
     size_t n2 = pick[2] == nc || pick[2] == pick[1] ? 2 : 3;
-    p2.cpu = measure(g, w, k, c, sel2, n2, bytes, sbuf, rbuf, 2);
+    cand_t *aa = NULL;
+    if (o->aa) {
+        c[nc] = c[pick[1]];
+        aa = &c[nc];
+        sel2[n2++] = nc;
+    }
+    p2.cpu = measure(g, w, k, c, sel2, n2, bytes, sbuf, rbuf, 2, reps2);
     if (g->me != 0)
         return;
-    p2.auto_us = median(c[0].t, o->reps);
-    p2.best_us = median(c[pick[1]].t, o->reps);
-    if (pick[2] < nc)
-        p2.builtin_us = median(c[pick[2]].t, o->reps);
-    print_point(g, k, bytes, &sel, c[pick[1]].name, &p1, &p2, c[0].ops);
+    p2.auto_us = median(c[0].t, reps2);
+    p2.best_us = median(c[pick[1]].t, reps2);
+    p2.auto_paired = paired(c[0].t, c[pick[1]].t, reps2);
+    if (pick[2] < nc) {
+        p2.builtin_us = median(c[pick[2]].t, reps2);
+        p2.builtin_paired = paired(c[pick[2]].t, c[pick[1]].t, reps2);
+    }
+    print_point(g, k, bytes, &sel, &c[0], &c[pick[1]],
+                n2 > 2 && pick[2] < nc && pick[2] != pick[1] ? &c[pick[2]]
+                                                           : NULL,
+                aa, &p1, &p2, c[0].ops, reps2);
     fflush(stdout);
 }
 

@@ -76,6 +76,7 @@ typedef struct {
     bool     coll_stats; /* collectives: each task's counter deltas per
                             line on stderr */
     const char *profile; /* auto_vs_best: --profile (PAMI_COLL_PROFILE) */
+    bool     aa;         /* auto_vs_best: the best against itself too */
 } opts_t;
 
 /* What task 1 is polling. */

@@ -113,6 +113,8 @@ static void usage(FILE *f)
         "  --any-range     collectives: run an algorithm at every size its\n"
         "                  check accepts, also outside its message range\n"
         "  --profile P     auto_vs_best: the profile (AUTO selects from it)\n"
+        "  --aa            auto_vs_best: pass 2 also runs the best a second\n"
+        "                  time, as its own candidate (the bench's A/A)\n"
         "  --coll-stats    collectives: each task prints on stderr how the\n"
         "                  collectives protocol's counters moved per line\n"
         "  --max-bytes B   largest size of the sweeps (default 64M)\n");
@@ -160,6 +162,8 @@ static int parse_opts(int argc, char **argv, opts_t *o)
             o->any_range = true;
         } else if (strcmp(a, "--coll-stats") == 0) {
             o->coll_stats = true;
+        } else if (strcmp(a, "--aa") == 0) {
+            o->aa = true;
         } else if (strcmp(a, "--profile") == 0 && i + 1 < argc) {
             /* AUTO selects from it: the client reads it when created. */
             o->profile = argv[++i];

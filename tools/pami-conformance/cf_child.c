@@ -5,6 +5,8 @@
  */
 #include "cf_child.h"
 
+#include <pami_protocol.h>
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +44,18 @@ static void report(const cf_env_t *e)
     cf_msg_hdr_t h = {.type = CF_MSG_RESULT, .len = sizeof(r)};
     pami_fd_write_all(CF_FD_TO_RUNNER, &h, sizeof(h));
     pami_fd_write_all(CF_FD_TO_RUNNER, &r, sizeof(r));
+}
+
+/* Best effort: without it a crash leaves the job's segments behind. */
+static void report_job(pami_client_t client)
+{
+    pami_protocol_job_key_t jk;
+    if (pami_protocol_job_key(client, &jk) != PAMI_SUCCESS)
+        return;
+    _Static_assert(sizeof(jk.name) == CF_JOB_KEY_LEN, "job key length");
+    cf_msg_hdr_t h = {.type = CF_MSG_JOB, .len = sizeof(jk.name)};
+    pami_fd_write_all(CF_FD_TO_RUNNER, &h, sizeof(h));
+    pami_fd_write_all(CF_FD_TO_RUNNER, jk.name, sizeof(jk.name));
 }
 
 void cf_report_now(cf_env_t *e)
@@ -89,6 +103,7 @@ int cf_child_main(const cf_case_t *c, const cf_child_args_t *a)
         report(&e);
         return 1;
     }
+    report_job(e.client);
     if (!(c->flags & CF_OWN_CONTEXTS)) {
         rc = pami_context_createv(e.client, NULL, 1, &e.ctx);
         if (rc != PAMI_SUCCESS) {

@@ -11,7 +11,12 @@
 /* Largest contribution to one exchange. */
 #define CF_MSG_MAX (1u << 20)
 
-enum { CF_MSG_ALLGATHER = 1, CF_MSG_RESULT = 2 };
+/* CF_MSG_JOB: the case's job key (pami_protocol_job_key's name, 65
+ * bytes), sent once the client exists, so the runner can remove what the
+ * job leaves in /dev/shm if the process dies (cf_leftovers.h). */
+enum { CF_MSG_ALLGATHER = 1, CF_MSG_RESULT = 2, CF_MSG_JOB = 3 };
+
+#define CF_JOB_KEY_LEN 65
 
 /* The runner's answer to an exchange: this status, then (when 0) the
  * gathered bytes. Non-zero: a task's case process is gone, the exchange

@@ -27,7 +27,9 @@ static void usage(FILE *f)
     fprintf(f,
         "usage: pamirun -n N pami-conformance [options]\n"
         "  --suite S        core, rma, coll, protocols, user or all (default;\n"
-        "                   may be given more than once)\n"
+        "                   may be given more than once); selftest (the\n"
+        "                   runner's own cases that die on purpose) only\n"
+        "                   when named\n"
         "  --protocol P.so  also run the generic protocol suite over the\n"
         "                   plug-in and its own cases (suite user); repeatable\n"
         "  --list           print the selected cases and exit\n"

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cf_leftovers.h"
 #include "fdio.h"
 
 #define CF_RESULT_STEP UINT32_MAX
@@ -31,6 +32,7 @@ typedef struct {
     uint32_t ex_len;
     int      have_result;
     cf_result_msg_t result;
+    char     job[CF_JOB_KEY_LEN]; /* the case's job key, once reported */
 } child_t;
 
 static pid_t spawn(const cf_run_args_t *a, pami_task_t rank, size_t size,
@@ -140,6 +142,9 @@ static int parse_child(cf_channel_t *ch, const cf_run_args_t *a, child_t *c)
             memcpy(&c->result, body, sizeof(c->result));
             c->result.msg[sizeof(c->result.msg) - 1] = '\0';
             c->have_result = 1;
+        } else if (h.type == CF_MSG_JOB && h.len == sizeof(c->job)) {
+            memcpy(c->job, body, sizeof(c->job));
+            c->job[sizeof(c->job) - 1] = '\0';
         } else {
             rc = -1;
             break;
@@ -163,7 +168,7 @@ static void end_child(child_t *c, int kill_it, int *wstatus)
 
 /* This rank's part of the case. */
 static void run_here(cf_channel_t *ch, const cf_run_args_t *a,
-                     cf_result_msg_t *res)
+                     cf_result_msg_t *res, char job[CF_JOB_KEY_LEN])
 {
     size_t size = cf_channel_size(ch);
     child_t c = {0};
@@ -237,6 +242,7 @@ static void run_here(cf_channel_t *ch, const cf_run_args_t *a,
     cf_channel_put(ch, a->run, CF_GONE_STEP, &none, 1);
     int timed_out = !c.eof && !bad;
     end_child(&c, !c.eof || bad, &wstatus);
+    memcpy(job, c.job, CF_JOB_KEY_LEN);
     exited = WIFEXITED(wstatus);
     if (timed_out) {
         res->status = CF_TIMEOUT;
@@ -287,18 +293,27 @@ int cf_run_case(cf_channel_t *ch, const cf_run_args_t *a,
 {
     cf_channel_new_run(ch, a->run);
     cf_result_msg_t mine;
-    run_here(ch, a, &mine);
-    if (cf_channel_put(ch, a->run, CF_RESULT_STEP, &mine, sizeof(mine)) != 0)
-        return -1;
-    /* Every rank's runner reaches this within its own case deadline. */
-    double deadline = cf_now() + a->timeout + 120;
-    for (;;) {
-        int t = cf_channel_take(ch, a->run, CF_RESULT_STEP, all,
-                                sizeof(*all));
-        if (t != 0)
-            return t > 0 ? 0 : -1;
-        if (cf_now() > deadline)
-            return -1;
-        cf_channel_wait(ch, 50);
+    char job[CF_JOB_KEY_LEN] = "";
+    run_here(ch, a, &mine, job);
+    int rc = -1;
+    if (cf_channel_put(ch, a->run, CF_RESULT_STEP, &mine, sizeof(mine)) == 0) {
+        /* Every rank's runner reaches this within its own case deadline. */
+        double deadline = cf_now() + a->timeout + 120;
+        for (;;) {
+            int t = cf_channel_take(ch, a->run, CF_RESULT_STEP, all,
+                                    sizeof(*all));
+            if (t != 0) {
+                rc = t > 0 ? 0 : -1;
+                break;
+            }
+            if (cf_now() > deadline)
+                break;
+            cf_channel_wait(ch, 50);
+        }
     }
+    /* Every rank put its result after reaping its case process, so no
+     * process of the job is left to use a name (when the gathering
+     * failed the job is broken and nothing runs after). */
+    cf_leftovers_remove(job);
+    return rc;
 }
