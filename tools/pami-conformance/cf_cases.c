@@ -37,6 +37,7 @@ static const struct {
     {"protocols", cf_protocols_cases, &cf_num_protocols_cases},
     {"protocols", cf_sdk_cases, &cf_num_sdk_cases},
     {"protocols", cf_wire_cases, &cf_num_wire_cases},
+    {"protocols", cf_register_rules_cases, &cf_num_register_rules_cases},
     /* The runner's own cases that die on purpose: only when named. */
     {"selftest", cf_selftest_cases, &cf_num_selftest_cases},
 };
