@@ -63,7 +63,9 @@ static size_t heap_size_from_env(void)
 
     if (text == NULL)
         return HEAP_DEFAULT_SIZE;
-    if (shmemi_parse_size(text, &bytes) != 0 || bytes == 0) {
+    /* (a size within a page of SIZE_MAX would round up to 0) */
+    if (shmemi_parse_size(text, &bytes) != 0 || bytes == 0 ||
+        bytes > SIZE_MAX - (size_t)sysconf(_SC_PAGESIZE)) {
         shmemi_warn("SHMEM_SYMMETRIC_SIZE=%s is not a size (a number with "
                     "an optional K, M, G or T); using %zu", text,
                     HEAP_DEFAULT_SIZE);
