@@ -38,6 +38,10 @@
 /* Candidates whose first look's median is within this of the fastest
  * get a second look (measure_point). */
 #define TUNE_TIE 0.05
+/* So do those faster than the fastest in at least this share of the
+ * rounds both ran: where one repetition's noise is larger than their
+ * difference, the medians' order is the look's luck (measure_point). */
+#define TUNE_WINS 0.25
 
 volatile sig_atomic_t tune_stop_signal;
 
@@ -534,6 +538,17 @@ static double median_of(double *t, unsigned n)
     return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
 }
 
+/* The share of the first look's rounds that both ran in which k was
+ * faster than f (agreed times: every member computes the same). */
+static double wins_over(const double *times, const cand_t *k,
+                        const cand_t *f)
+{
+    unsigned both = k->reps < f->reps ? k->reps : f->reps, won = 0;
+    for (unsigned i = 0; i < both; i++)
+        won += times[k->off + i] < times[f->off + i];
+    return both > 0 ? (double)won / both : 0;
+}
+
 /* The candidates of one point (collective, type, size), measured
  * interleaved: every candidate's warm-up, then rounds in which each
  * runs one repetition, in an order shuffled anew every round (alike on
@@ -541,9 +556,10 @@ static double median_of(double *t, unsigned n)
  * point falls on all candidates alike, as in auto_vs_best (measured one
  * after the other, a quiet 2-task profile and the bench disagreed by up
  * to 2x on which was faster). The candidates within TUNE_TIE of the
- * fastest median get a second look, as many rounds again among
- * themselves, and their entries the repetitions of both: a near tie is
- * where one look's noise decides the choice. Every member computes the
+ * fastest median, or faster than the fastest in TUNE_WINS of the rounds,
+ * get a second look, as many rounds again among themselves, and their
+ * entries the repetitions of both: a near tie is where one look's noise
+ * decides the choice. Every member computes the
  * same medians from the agreed times (the slowest member's). Each
  * candidate's entry is recorded and its grow flag set (false: failed or
  * over the deadline here). */
@@ -576,6 +592,7 @@ static void measure_point(run_t *r, cand_t *c, size_t n)
         return;
     /* Medians of the first look (on a copy: the entries sort later). */
     double med[MAX_ALGOS], best = -1;
+    size_t fast = 0;
     double *tmp = malloc(need * sizeof(*tmp));
     if (tmp == NULL) {
         r->stop = true;
@@ -587,19 +604,26 @@ static void measure_point(run_t *r, cand_t *c, size_t n)
             continue;
         memcpy(tmp, r->times + c[k].off, c[k].reps * sizeof(double));
         med[k] = median_of(tmp, c[k].reps);
-        if (best < 0 || med[k] < best)
+        if (best < 0 || med[k] < best) {
             best = med[k];
+            fast = k;
+        }
     }
     free(tmp);
+    bool tie[MAX_ALGOS];
     size_t tied = 0;
-    for (size_t k = 0; k < n; k++)
-        tied += med[k] >= 0 && med[k] <= best * (1 + TUNE_TIE);
+    for (size_t k = 0; k < n; k++) {
+        tie[k] = med[k] >= 0 &&
+                 (med[k] <= best * (1 + TUNE_TIE) ||
+                  wins_over(r->times, &c[k], &c[fast]) >= TUNE_WINS);
+        tied += tie[k];
+    }
     bool second = tied >= 2;
     if (second) {
         cand_t g[MAX_ALGOS];
         for (size_t k = 0; k < n; k++) {
             g[k] = c[k];
-            g[k].live = med[k] >= 0 && med[k] <= best * (1 + TUNE_TIE);
+            g[k].live = tie[k];
         }
         if (!rounds(r, g, n, 1, seed))
             return;
@@ -613,9 +637,7 @@ static void measure_point(run_t *r, cand_t *c, size_t n)
         coll_prof_entry_t e = entry_of(&c[k].p);
         double *t = r->times + c[k].off;
         unsigned reps = c[k].reps;
-        unsigned nrep = second && med[k] >= 0 &&
-                                med[k] <= best * (1 + TUNE_TIE)
-                            ? 2 * reps : reps;
+        unsigned nrep = second && tie[k] ? 2 * reps : reps;
         if (t[2 * reps] != 0) {
             e.failed = true;
             snprintf(e.why, sizeof(e.why), "the call failed");
