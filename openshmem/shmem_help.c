@@ -20,6 +20,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -51,6 +52,19 @@ static int *peer_pidfd;      /* n_pes, -1 until needed */
  * progress) finds nothing to do, and the segments may be gone. */
 static int help_closed;
 static uint64_t copies_helped; /* chunks targets took (SHMEM_DEBUG) */
+
+/* Which granules of each peer's segments have their pages in this PE's
+ * page tables because a helped copy filled them: one bit per granule,
+ * a bitmap per segment and peer, each made on first need. A chunk the target
+ * copied never touched this PE's mapping, so without the fill the next
+ * put or get there pays a page fault per page (about 1 us here; 16 for a
+ * 64 KiB put that copies in 6.5); which chunks the target takes depends
+ * on when it wakes, so a program's later speed would vary by run
+ * (docs/PERFORMANCE.md, "OSU put_mr 64 KiB (s11)"). Only touched under
+ * help_busy. */
+#define SHMEMI_FILL_GRANULE ((size_t)64 * 1024)
+static uint8_t **filled[SHMEMI_SEG_COUNT]; /* n_pes bitmaps or NULL */
+static int fill_unsupported;
 
 static size_t chunk_for(size_t bytes)
 {
@@ -187,6 +201,12 @@ void shmemi_help_fini(void)
             close(peer_pidfd[i]);
     free(peer_pidfd);
     peer_pidfd = NULL;
+    for (int s = 0; s < SHMEMI_SEG_COUNT; s++) {
+        for (int i = 0; filled[s] != NULL && i < shmemi.n_pes; i++)
+            free(filled[s][i]);
+        free(filled[s]);
+        filled[s] = NULL;
+    }
 }
 
 /* 1 when PE pe's process has ended (its pidfd is readable). */
@@ -215,6 +235,67 @@ static int send_help(int pe, const shmemi_help_msg_t *m)
     pami_result_t rc = pami_send_immediate(shmemi.context, &s);
     shmemi_unlock();
     return rc == PAMI_SUCCESS;
+}
+
+static int granule_filled(const uint8_t *bits, size_t g)
+{
+    return bits[g / 8] >> (g % 8) & 1;
+}
+
+/* Fills this PE's page tables for [off, off + bytes) of PE pe's segment
+ * seg, by whole granules, each at most once (MADV_POPULATE_WRITE: the
+ * pages exist already, pami allocates a region's pages when it makes
+ * it). The cost is that of the faults it saves, paid once, here. */
+static void fill_mapping(int seg, int pe, size_t off, size_t bytes)
+{
+#ifdef MADV_POPULATE_WRITE
+    shmemi_segment_t *sg = &shmemi.seg[seg];
+    if (fill_unsupported || sg->mapped == NULL || sg->mapped[pe] == NULL)
+        return;
+    if (filled[seg] == NULL) {
+        filled[seg] = calloc((size_t)shmemi.n_pes, sizeof(*filled[seg]));
+        if (filled[seg] == NULL)
+            return;
+    }
+    if (filled[seg][pe] == NULL) {
+        size_t granules = (sg->size + SHMEMI_FILL_GRANULE - 1) /
+                          SHMEMI_FILL_GRANULE;
+        filled[seg][pe] = calloc((granules + 7) / 8, 1);
+        if (filled[seg][pe] == NULL)
+            return;
+    }
+    uint8_t *bits = filled[seg][pe];
+    size_t g = off / SHMEMI_FILL_GRANULE;
+    size_t end = (off + bytes - 1) / SHMEMI_FILL_GRANULE + 1;
+    while (g < end) {
+        if (granule_filled(bits, g)) {
+            g++;
+            continue;
+        }
+        size_t first = g;
+        while (g < end && !granule_filled(bits, g))
+            g++;
+        size_t lo = first * SHMEMI_FILL_GRANULE;
+        size_t hi = g * SHMEMI_FILL_GRANULE;
+        if (hi > sg->size)
+            hi = sg->size;
+        if (madvise(sg->mapped[pe] + lo, hi - lo, MADV_POPULATE_WRITE) != 0) {
+            /* Before Linux 5.14 (EINVAL): pages fault as they are touched. */
+            shmemi_debug("madvise(MADV_POPULATE_WRITE) of PE %d's segment: "
+                         "%s", pe, strerror(errno));
+            if (errno == EINVAL)
+                fill_unsupported = 1;
+            return;
+        }
+        for (size_t i = first; i < g; i++)
+            bits[i / 8] |= (uint8_t)(1u << (i % 8));
+    }
+#else
+    (void)seg;
+    (void)pe;
+    (void)off;
+    (void)bytes;
+#endif
 }
 
 int shmemi_help_copy(int put, int pe, void *dst, const void *src,
@@ -279,10 +360,13 @@ int shmemi_help_copy(int put, int pe, void *dst, const void *src,
                         "bytes; this PE copied it again", pe,
                         put ? "put" : "get", bytes);
             memcpy(dst, src, bytes);
+            theirs = 0;
             break;
         }
         sched_yield();
     }
+    if (theirs != 0)
+        fill_mapping(remote_seg, pe, remote_off, bytes);
     copies_helped += theirs;
     atomic_flag_clear_explicit(&help_busy, memory_order_release);
     return 1;
