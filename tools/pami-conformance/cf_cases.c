@@ -20,6 +20,7 @@ static const struct {
     {"core", cf_lock_rules_cases, &cf_num_lock_rules_cases},
     {"core", cf_backpressure_cases, &cf_num_backpressure_cases},
     {"core", cf_sized_more_cases, &cf_num_sized_more_cases},
+    {"core", cf_env_when_cases, &cf_num_env_when_cases},
     {"core", cf_threads_cases, &cf_num_threads_cases},
     {"core", cf_sdk_core_cases, &cf_num_sdk_core_cases},
     {"rma", cf_rma_cases, &cf_num_rma_cases},
