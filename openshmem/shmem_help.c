@@ -24,6 +24,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "shmem_help_wire.h"
 #include "shmem_internal.h"
 
 /* Chunks of a sixteenth of the copy, 32-128 KiB: smaller ones let the
@@ -41,19 +42,6 @@ struct help_block {
     _Atomic uint32_t helped;
     int32_t          pid; /* of the PE that owns the block */
 };
-
-/* The HELP message's header (host byte order, one node). */
-typedef struct {
-    uint32_t seq;
-    uint32_t chunk;   /* bytes of each chunk but the last */
-    uint8_t  put;     /* 1: the target's dst from the caller's src */
-    uint8_t  dst_seg;
-    uint8_t  src_seg;
-    uint8_t  reserved[5];
-    uint64_t dst_off;
-    uint64_t src_off;
-    uint64_t bytes;
-} help_msg_t;
 
 static struct help_block *own_block;
 static size_t block_off;     /* in the heap */
@@ -88,14 +76,14 @@ static size_t chunk_for(size_t bytes)
 
 static size_t chunks_of(size_t bytes, size_t chunk)
 {
-    return (bytes + chunk - 1) / chunk;
+    return (size_t)shmemi_help_chunks(bytes, chunk);
 }
 
 static void copy_chunk(char *dst, const char *src, size_t bytes,
                        size_t chunk, uint32_t i)
 {
-    size_t at = (size_t)i * chunk;
-    size_t n = bytes - at < chunk ? bytes - at : chunk;
+    uint64_t at, n;
+    shmemi_help_chunk_span(bytes, chunk, i, &at, &n);
     memcpy(dst + at, src + at, n);
 }
 
@@ -114,18 +102,12 @@ static int64_t take_chunk(struct help_block *b, uint32_t seq, size_t n)
     }
 }
 
-static int segment_ok(int s, uint64_t off, uint64_t bytes)
-{
-    return s >= 0 && s < SHMEMI_SEG_COUNT &&
-           off <= shmemi.seg[s].size && bytes <= shmemi.seg[s].size - off;
-}
-
 /* The target's side, in its progress. */
 static void on_help(pami_context_t context, void *cookie, const void *header,
                     size_t header_len, const void *data, size_t data_len,
                     pami_endpoint_t origin, pami_recv_t *recv)
 {
-    help_msg_t m;
+    shmemi_help_msg_t m;
     pami_task_t task;
     (void)context;
     (void)cookie;
@@ -134,19 +116,17 @@ static void on_help(pami_context_t context, void *cookie, const void *header,
 
     if (help_closed)
         return;
-    if (header_len != sizeof(m) || data_len != 0) {
-        shmemi_warn("HELP of %zu + %zu bytes dropped", header_len, data_len);
-        return;
-    }
-    memcpy(&m, header, sizeof(m));
     pami_endpoint_query(origin, &task, NULL);
     int pe = (int)task;
-    if (pe < 0 || pe >= shmemi.n_pes || pe == shmemi.my_pe ||
-        !segment_ok(m.dst_seg, m.dst_off, m.bytes) ||
-        !segment_ok(m.src_seg, m.src_off, m.bytes) || m.put > 1 ||
-        m.chunk < 64 || chunks_of(m.bytes, m.chunk) > UINT32_MAX ||
-        memcmp(m.reserved, (uint8_t[5]){0}, sizeof(m.reserved)) != 0) {
-        shmemi_warn("HELP from PE %d refused (bad fields)", pe);
+    size_t sizes[SHMEMI_SEG_COUNT];
+    for (int s = 0; s < SHMEMI_SEG_COUNT; s++)
+        sizes[s] = shmemi.seg[s].size;
+    const char *why = shmemi_help_decode(header, header_len, data_len, pe,
+                                         shmemi.n_pes, shmemi.my_pe, sizes,
+                                         SHMEMI_SEG_COUNT, &m);
+    if (why != NULL) {
+        shmemi_warn("HELP of %zu + %zu bytes from PE %d refused (bad %s)",
+                    header_len, data_len, pe, why);
         return;
     }
     /* The caller's side of the copy is in its segment, seen through this
@@ -243,7 +223,7 @@ static int peer_dead(int pe)
     return poll(&p, 1, 0) == 1;
 }
 
-static int send_help(int pe, const help_msg_t *m)
+static int send_help(int pe, const shmemi_help_msg_t *m)
 {
     pami_send_immediate_t s;
     memset(&s, 0, sizeof(s));
@@ -338,7 +318,7 @@ int shmemi_help_copy(int put, int pe, void *dst, const void *src,
     uint32_t seq = ++help_seq;
     size_t chunk = chunk_for(bytes);
     size_t n = chunks_of(bytes, chunk);
-    help_msg_t m = {
+    shmemi_help_msg_t m = {
         .seq = seq, .chunk = (uint32_t)chunk, .put = (uint8_t)put,
         .dst_seg = (uint8_t)(put ? remote_seg : my_seg),
         .src_seg = (uint8_t)(put ? my_seg : remote_seg),

@@ -19,12 +19,15 @@ static const struct {
     {"core", cf_dispatch_cases, &cf_num_dispatch_cases},
     {"core", cf_lock_rules_cases, &cf_num_lock_rules_cases},
     {"core", cf_backpressure_cases, &cf_num_backpressure_cases},
+    {"core", cf_sized_more_cases, &cf_num_sized_more_cases},
+    {"core", cf_env_when_cases, &cf_num_env_when_cases},
     {"core", cf_threads_cases, &cf_num_threads_cases},
     {"core", cf_sdk_core_cases, &cf_num_sdk_core_cases},
     {"rma", cf_rma_cases, &cf_num_rma_cases},
     {"rma", cf_regions_cases, &cf_num_regions_cases},
     {"rma", cf_config_rma_cases, &cf_num_config_rma_cases},
     {"rma", cf_handler_rma_cases, &cf_num_handler_rma_cases},
+    {"rma", cf_map_checks_cases, &cf_num_map_checks_cases},
     {"coll", cf_coll_cases, &cf_num_coll_cases},
     {"coll", cf_coll_v_cases, &cf_num_coll_v_cases},
     {"coll", cf_coll_mismatch_cases, &cf_num_coll_mismatch_cases},
@@ -35,6 +38,7 @@ static const struct {
     {"protocols", cf_protocols_cases, &cf_num_protocols_cases},
     {"protocols", cf_sdk_cases, &cf_num_sdk_cases},
     {"protocols", cf_wire_cases, &cf_num_wire_cases},
+    {"protocols", cf_register_rules_cases, &cf_num_register_rules_cases},
     /* The runner's own cases that die on purpose: only when named. */
     {"selftest", cf_selftest_cases, &cf_num_selftest_cases},
 };
