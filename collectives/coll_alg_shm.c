@@ -270,7 +270,8 @@ void cshm_ring_setup(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
 
 /* Every field of s->op, stored one by one: a compound literal zeroed
  * the struct first with `rep stos`, whose start-up cost a small call
- * tens of cycles (docs/PERFORMANCE.md, "28 Nov 2026 (s11)"). A field
+ * tens of cycles (docs/PERFORMANCE.md, "28 Nov 2026 (s11): small
+ * shared-memory calls without `rep stos`"). A field
  * added to cshm_op_t is added here (the size check). */
 #if UINTPTR_MAX == UINT64_MAX
 _Static_assert(sizeof(cshm_op_t) == 136, "op_start stores each field");
