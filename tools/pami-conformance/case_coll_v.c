@@ -262,6 +262,16 @@ static void v_refusals(cf_env_t *e)
                 break;
             }
         }
+        /* The v arrays are read only with their field_mask bit. */
+        if (!e->failed) {
+            x.field_mask &= ~(uint64_t)PAMI_XFER_FIELD_VCOUNTS;
+            pami_result_t rc = pami_collective(e->ctx, &x);
+            x.field_mask |= PAMI_XFER_FIELD_VCOUNTS;
+            if (rc != PAMI_INVAL)
+                CF_FAIL(e, "kind %d: expected PAMI_INVAL without "
+                        "PAMI_XFER_FIELD_VCOUNTS, seen %s", (int)vkinds[k],
+                        cf_rc_name(rc));
+        }
         /* "count is rcounts[rank]" (scounts[rank] for scatterv). */
         if (!e->failed && vkinds[k] != PAMI_XFER_ALLTOALLV) {
             x.count++;
