@@ -268,17 +268,53 @@ void cshm_ring_setup(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
     cshm_ring_start(s, req, x, g, es);
 }
 
+/* Every field of s->op, stored one by one: a compound literal zeroed
+ * the struct first with `rep stos`, whose start-up cost a small call
+ * tens of cycles (docs/PERFORMANCE.md, "28 Nov 2026 (s11): small
+ * shared-memory calls without `rep stos`"). A field
+ * added to cshm_op_t is added here (the size check). */
+#if UINTPTR_MAX == UINT64_MAX
+_Static_assert(sizeof(cshm_op_t) == 136, "op_start stores each field");
+#endif
+static inline void op_start(cshm_op_t *op, coll_req_t *req,
+                            const pami_xfer_t *x, struct pami_geometry *g,
+                            size_t es, uint32_t sig, bool ring)
+{
+    op->req      = req;
+    op->x        = x;
+    op->g        = g;
+    op->sig      = sig;
+    op->kind     = CSHM_BCAST; /* a round's call sets its own */
+    op->n        = g->size;
+    op->rank     = g->rank;
+    op->root     = x->root;
+    op->es       = es ? es : 1;
+    op->total    = x->count * es;
+    op->chunk    = 0;
+    op->pos      = 0;
+    op->len      = 0;
+    op->in       = NULL;
+    op->out      = x->rbuf;
+    op->in_place = false;
+    op->user     = !ring && x->op == PAMI_OP_USER;
+    op->first    = !ring;
+    op->tiny     = false;
+    op->flag     = false;
+    op->poison   = false;
+    op->ring     = ring;
+    op->ring_k   = 0;
+    op->stage    = 0;
+    op->cma_rc   = PAMI_SUCCESS;
+}
+
 /* No round: the phase and the control lines stay as they are, and only
  * the root's place on the node is looked at. */
 void cshm_ring_start(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
                      struct pami_geometry *g, size_t es)
 {
     const cshm_ring_memo_t *m = &s->ring_memo;
-    s->op = (cshm_op_t){.req = req, .x = x, .g = g, .n = g->size,
-                        .rank = g->rank, .root = x->root, .es = es ? es : 1,
-                        .total = x->count * es, .kind = CSHM_BCAST,
-                        .out = x->rbuf, .ring = true,
-                        .ring_k = s->ring_next++, .sig = m->sig};
+    op_start(&s->op, req, x, g, es, m->sig, true);
+    s->op.ring_k = s->ring_next++;
     s->idx[x->root] = m->root_idx;
     cshm_count(s, CSHM_STAT_ops);
     cshm_count(s, CSHM_STAT_ring_calls);
@@ -294,11 +330,7 @@ void cshm_op_setup(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
         cshm_ring_setup(s, req, x, g, es);
         return;
     }
-    *op = (cshm_op_t){.req = req, .x = x, .g = g, .n = g->size,
-                      .rank = g->rank, .root = x->root, .es = es ? es : 1,
-                      .total = x->count * es, .first = true,
-                      .user = x->op == PAMI_OP_USER,
-                      .sig = signature(x, algo_id)};
+    op_start(op, req, x, g, es, signature(x, algo_id), false);
     for (size_t r = 0; r < g->size; r++)
         s->idx[r] = (uint32_t)local_index(s, g->tasks[r]);
     op->chunk = s->slot / op->es * op->es;

@@ -145,13 +145,15 @@ enum { CSHM_STAT_ops, CSHM_STAT_register_barriers, CSHM_STAT_rounds,
  * the next call equal to it (a loop of one broadcast hashes and searches
  * once); auto_id, auto_why: what AUTO picked for such a call, an
  * algorithm that runs it on the ring (broadcast_shm_eager, or
- * broadcast_shm up to the ring's size), and why (0: not known). */
+ * broadcast_shm up to the ring's size), and why (0: not known); es: the
+ * type's size once ring_fits_lean checked such a call whole (0: not
+ * yet), so that an equal call checks only what the key does not fix. */
 typedef struct {
     bool                        valid;
     const struct pami_geometry *g;
     uint32_t                    gid;
     pami_type_t                 dtype;
-    size_t                      root, count;
+    size_t                      root, count, es;
     uint32_t                    sig, root_idx;
     pami_algorithm_t            auto_id;
     pami_selected_reason_t      auto_why;

@@ -182,22 +182,35 @@ static bool inline_fits(const cshm_t *s, const pami_xfer_t *x,
  * ring's: named, or AUTO's decision for an equal call, kept in the ring's
  * memo beside the call's signature (the first goes through inline_fits,
  * which selects, logs and keeps it). A loop of small broadcasts spends
- * most of its time in the call, not in the ring. */
+ * most of its time in the call, not in the ring: a call equal to the
+ * memo's (geometry, type, root, count) whose checks passed once checks
+ * only its buffer and the geometry's state again, since the node, the
+ * geometry's size and a built-in type's size do not change. */
 static bool ring_fits_lean(cshm_t *s, const pami_xfer_t *x,
                            const coll_algo_t **algo,
                            pami_selected_reason_t *why, size_t *es)
 {
     struct pami_geometry *g = x->geometry;
     if (x->kind != PAMI_XFER_BROADCAST || !g->agreed || g->online != NULL ||
-        g->size != s->nlocal || !s->ring_ok || x->rbuf == NULL ||
-        IN_PLACE(x->rbuf) || x->root >= g->size || x->count == 0 ||
-        x->count > CSHM_SMALL_MAX || !coll_type_valid(x->dtype))
+        x->rbuf == NULL || IN_PLACE(x->rbuf))
         return false;
-    *es = pami_type_size(x->dtype);
-    size_t bytes = x->count * *es;
-    if (bytes > s->slot || bytes > CSHM_RING_MAX)
-        return false;
-    const cshm_ring_memo_t *m = cshm_ring_memo(s, x, g);
+    cshm_ring_memo_t *m = &s->ring_memo;
+    bool hit = m->valid && m->g == g && m->gid == g->id &&
+               m->dtype == x->dtype && m->root == x->root &&
+               m->count == x->count;
+    if (!hit || m->es == 0) {
+        if (g->size != s->nlocal || !s->ring_ok || x->root >= g->size ||
+            x->count == 0 || x->count > CSHM_SMALL_MAX ||
+            !coll_type_valid(x->dtype))
+            return false;
+        size_t e = pami_type_size(x->dtype), bytes = x->count * e;
+        if (bytes > s->slot || bytes > CSHM_RING_MAX)
+            return false;
+        if (!hit)
+            cshm_ring_memo_make(s, x, g);
+        m->es = e;
+    }
+    *es = m->es;
     size_t eager = s->eager_id;
     if ((x->field_mask & PAMI_XFER_FIELD_ALGORITHM) &&
         x->algorithm != PAMI_ALGORITHM_AUTO) {

@@ -63,7 +63,9 @@ static size_t heap_size_from_env(void)
 
     if (text == NULL)
         return HEAP_DEFAULT_SIZE;
-    if (shmemi_parse_size(text, &bytes) != 0 || bytes == 0) {
+    /* (a size within a page of SIZE_MAX would round up to 0) */
+    if (shmemi_parse_size(text, &bytes) != 0 || bytes == 0 ||
+        bytes > SIZE_MAX - (size_t)sysconf(_SC_PAGESIZE)) {
         shmemi_warn("SHMEM_SYMMETRIC_SIZE=%s is not a size (a number with "
                     "an optional K, M, G or T); using %zu", text,
                     HEAP_DEFAULT_SIZE);
@@ -190,6 +192,13 @@ void *shmemi_heap_alloc(size_t alignment, size_t size)
 
     if (alignment < HEAP_MIN_ALIGN)
         alignment = HEAP_MIN_ALIGN;
+    /* Offsets align only as far as every PE's base does (0 before init's
+     * agreement: the help block, which asks for no alignment). */
+    if (shmemi.heap_align != 0 && alignment > shmemi.heap_align) {
+        shmemi_debug("heap: alignment %zu is beyond the %zu every PE's "
+                     "heap has", alignment, shmemi.heap_align);
+        return NULL;
+    }
     if (size > seg->size)
         return NULL;
     size = round_up(size == 0 ? 1 : size, HEAP_MIN_ALIGN);

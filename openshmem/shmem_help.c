@@ -20,9 +20,11 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "shmem_help_wire.h"
 #include "shmem_internal.h"
 
 /* Chunks of a sixteenth of the copy, 32-128 KiB: smaller ones let the
@@ -41,19 +43,6 @@ struct help_block {
     int32_t          pid; /* of the PE that owns the block */
 };
 
-/* The HELP message's header (host byte order, one node). */
-typedef struct {
-    uint32_t seq;
-    uint32_t chunk;   /* bytes of each chunk but the last */
-    uint8_t  put;     /* 1: the target's dst from the caller's src */
-    uint8_t  dst_seg;
-    uint8_t  src_seg;
-    uint8_t  reserved[5];
-    uint64_t dst_off;
-    uint64_t src_off;
-    uint64_t bytes;
-} help_msg_t;
-
 static struct help_block *own_block;
 static size_t block_off;     /* in the heap */
 static uint32_t help_seq;
@@ -63,6 +52,19 @@ static int *peer_pidfd;      /* n_pes, -1 until needed */
  * progress) finds nothing to do, and the segments may be gone. */
 static int help_closed;
 static uint64_t copies_helped; /* chunks targets took (SHMEM_DEBUG) */
+
+/* Which granules of each peer's segments have their pages in this PE's
+ * page tables because a helped copy filled them: one bit per granule,
+ * a bitmap per segment and peer, each made on first need. A chunk the target
+ * copied never touched this PE's mapping, so without the fill the next
+ * put or get there pays a page fault per page (about 1 us here; 16 for a
+ * 64 KiB put that copies in 6.5); which chunks the target takes depends
+ * on when it wakes, so a program's later speed would vary by run
+ * (docs/PERFORMANCE.md, "OSU put_mr 64 KiB (s11)"). Only touched under
+ * help_busy. */
+#define SHMEMI_FILL_GRANULE ((size_t)64 * 1024)
+static uint8_t **filled[SHMEMI_SEG_COUNT]; /* n_pes bitmaps or NULL */
+static int fill_unsupported;
 
 static size_t chunk_for(size_t bytes)
 {
@@ -74,14 +76,14 @@ static size_t chunk_for(size_t bytes)
 
 static size_t chunks_of(size_t bytes, size_t chunk)
 {
-    return (bytes + chunk - 1) / chunk;
+    return (size_t)shmemi_help_chunks(bytes, chunk);
 }
 
 static void copy_chunk(char *dst, const char *src, size_t bytes,
                        size_t chunk, uint32_t i)
 {
-    size_t at = (size_t)i * chunk;
-    size_t n = bytes - at < chunk ? bytes - at : chunk;
+    uint64_t at, n;
+    shmemi_help_chunk_span(bytes, chunk, i, &at, &n);
     memcpy(dst + at, src + at, n);
 }
 
@@ -100,18 +102,12 @@ static int64_t take_chunk(struct help_block *b, uint32_t seq, size_t n)
     }
 }
 
-static int segment_ok(int s, uint64_t off, uint64_t bytes)
-{
-    return s >= 0 && s < SHMEMI_SEG_COUNT &&
-           off <= shmemi.seg[s].size && bytes <= shmemi.seg[s].size - off;
-}
-
 /* The target's side, in its progress. */
 static void on_help(pami_context_t context, void *cookie, const void *header,
                     size_t header_len, const void *data, size_t data_len,
                     pami_endpoint_t origin, pami_recv_t *recv)
 {
-    help_msg_t m;
+    shmemi_help_msg_t m;
     pami_task_t task;
     (void)context;
     (void)cookie;
@@ -120,19 +116,17 @@ static void on_help(pami_context_t context, void *cookie, const void *header,
 
     if (help_closed)
         return;
-    if (header_len != sizeof(m) || data_len != 0) {
-        shmemi_warn("HELP of %zu + %zu bytes dropped", header_len, data_len);
-        return;
-    }
-    memcpy(&m, header, sizeof(m));
     pami_endpoint_query(origin, &task, NULL);
     int pe = (int)task;
-    if (pe < 0 || pe >= shmemi.n_pes || pe == shmemi.my_pe ||
-        !segment_ok(m.dst_seg, m.dst_off, m.bytes) ||
-        !segment_ok(m.src_seg, m.src_off, m.bytes) || m.put > 1 ||
-        m.chunk < 64 || chunks_of(m.bytes, m.chunk) > UINT32_MAX ||
-        memcmp(m.reserved, (uint8_t[5]){0}, sizeof(m.reserved)) != 0) {
-        shmemi_warn("HELP from PE %d refused (bad fields)", pe);
+    size_t sizes[SHMEMI_SEG_COUNT];
+    for (int s = 0; s < SHMEMI_SEG_COUNT; s++)
+        sizes[s] = shmemi.seg[s].size;
+    const char *why = shmemi_help_decode(header, header_len, data_len, pe,
+                                         shmemi.n_pes, shmemi.my_pe, sizes,
+                                         SHMEMI_SEG_COUNT, &m);
+    if (why != NULL) {
+        shmemi_warn("HELP of %zu + %zu bytes from PE %d refused (bad %s)",
+                    header_len, data_len, pe, why);
         return;
     }
     /* The caller's side of the copy is in its segment, seen through this
@@ -207,6 +201,12 @@ void shmemi_help_fini(void)
             close(peer_pidfd[i]);
     free(peer_pidfd);
     peer_pidfd = NULL;
+    for (int s = 0; s < SHMEMI_SEG_COUNT; s++) {
+        for (int i = 0; filled[s] != NULL && i < shmemi.n_pes; i++)
+            free(filled[s][i]);
+        free(filled[s]);
+        filled[s] = NULL;
+    }
 }
 
 /* 1 when PE pe's process has ended (its pidfd is readable). */
@@ -223,7 +223,7 @@ static int peer_dead(int pe)
     return poll(&p, 1, 0) == 1;
 }
 
-static int send_help(int pe, const help_msg_t *m)
+static int send_help(int pe, const shmemi_help_msg_t *m)
 {
     pami_send_immediate_t s;
     memset(&s, 0, sizeof(s));
@@ -235,6 +235,67 @@ static int send_help(int pe, const help_msg_t *m)
     pami_result_t rc = pami_send_immediate(shmemi.context, &s);
     shmemi_unlock();
     return rc == PAMI_SUCCESS;
+}
+
+static int granule_filled(const uint8_t *bits, size_t g)
+{
+    return bits[g / 8] >> (g % 8) & 1;
+}
+
+/* Fills this PE's page tables for [off, off + bytes) of PE pe's segment
+ * seg, by whole granules, each at most once (MADV_POPULATE_WRITE: the
+ * pages exist already, pami allocates a region's pages when it makes
+ * it). The cost is that of the faults it saves, paid once, here. */
+static void fill_mapping(int seg, int pe, size_t off, size_t bytes)
+{
+#ifdef MADV_POPULATE_WRITE
+    shmemi_segment_t *sg = &shmemi.seg[seg];
+    if (fill_unsupported || sg->mapped == NULL || sg->mapped[pe] == NULL)
+        return;
+    if (filled[seg] == NULL) {
+        filled[seg] = calloc((size_t)shmemi.n_pes, sizeof(*filled[seg]));
+        if (filled[seg] == NULL)
+            return;
+    }
+    if (filled[seg][pe] == NULL) {
+        size_t granules = (sg->size + SHMEMI_FILL_GRANULE - 1) /
+                          SHMEMI_FILL_GRANULE;
+        filled[seg][pe] = calloc((granules + 7) / 8, 1);
+        if (filled[seg][pe] == NULL)
+            return;
+    }
+    uint8_t *bits = filled[seg][pe];
+    size_t g = off / SHMEMI_FILL_GRANULE;
+    size_t end = (off + bytes - 1) / SHMEMI_FILL_GRANULE + 1;
+    while (g < end) {
+        if (granule_filled(bits, g)) {
+            g++;
+            continue;
+        }
+        size_t first = g;
+        while (g < end && !granule_filled(bits, g))
+            g++;
+        size_t lo = first * SHMEMI_FILL_GRANULE;
+        size_t hi = g * SHMEMI_FILL_GRANULE;
+        if (hi > sg->size)
+            hi = sg->size;
+        if (madvise(sg->mapped[pe] + lo, hi - lo, MADV_POPULATE_WRITE) != 0) {
+            /* Before Linux 5.14 (EINVAL): pages fault as they are touched. */
+            shmemi_debug("madvise(MADV_POPULATE_WRITE) of PE %d's segment: "
+                         "%s", pe, strerror(errno));
+            if (errno == EINVAL)
+                fill_unsupported = 1;
+            return;
+        }
+        for (size_t i = first; i < g; i++)
+            bits[i / 8] |= (uint8_t)(1u << (i % 8));
+    }
+#else
+    (void)seg;
+    (void)pe;
+    (void)off;
+    (void)bytes;
+#endif
 }
 
 int shmemi_help_copy(int put, int pe, void *dst, const void *src,
@@ -257,7 +318,7 @@ int shmemi_help_copy(int put, int pe, void *dst, const void *src,
     uint32_t seq = ++help_seq;
     size_t chunk = chunk_for(bytes);
     size_t n = chunks_of(bytes, chunk);
-    help_msg_t m = {
+    shmemi_help_msg_t m = {
         .seq = seq, .chunk = (uint32_t)chunk, .put = (uint8_t)put,
         .dst_seg = (uint8_t)(put ? remote_seg : my_seg),
         .src_seg = (uint8_t)(put ? my_seg : remote_seg),
@@ -299,10 +360,13 @@ int shmemi_help_copy(int put, int pe, void *dst, const void *src,
                         "bytes; this PE copied it again", pe,
                         put ? "put" : "get", bytes);
             memcpy(dst, src, bytes);
+            theirs = 0;
             break;
         }
         sched_yield();
     }
+    if (theirs != 0)
+        fill_mapping(remote_seg, pe, remote_off, bytes);
     copies_helped += theirs;
     atomic_flag_clear_explicit(&help_busy, memory_order_release);
     return 1;

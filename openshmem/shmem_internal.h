@@ -83,6 +83,9 @@ typedef struct {
      * node (agreed by all PEs at init), so the collectives' direct paths
      * need no message to know what the members can reach. */
     int               node_mapped[SHMEMI_SEG_COUNT];
+    /* The largest alignment every PE's heap base has (agreed at init): a
+     * block's offset aligned to it is an aligned address on every PE. */
+    size_t            heap_align;
     int               debug;        /* SHMEM_DEBUG */
     /* A pami put or rmw was issued since the last pami_fence_all: quiet
      * needs one (through mappings a memory fence is all it takes). */
@@ -197,7 +200,8 @@ SHMEMI_HIDDEN void shmemi_barrier_world(void);
 /* Allgather of len bytes per PE over the world geometry. */
 SHMEMI_HIDDEN int shmemi_allgather(const void *send, void *recv, size_t len);
 
-/* Fills shmemi.node_mapped from every PE's mappings (an allgather of
+/* Fills shmemi.node_mapped from every PE's mappings and
+ * shmemi.heap_align from every PE's heap base (an allgather of
  * the world; after the heap and the data segment are set up). 0, or -1
  * logged. */
 SHMEMI_HIDDEN int shmemi_segments_agree(void);

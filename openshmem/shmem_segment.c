@@ -96,8 +96,10 @@ int shmemi_segment_exchange(shmemi_segment_t *seg)
 
 int shmemi_segments_agree(void)
 {
-    uint32_t mine = 0;
-    uint32_t *all = malloc((size_t)shmemi.n_pes * sizeof(*all));
+    /* mine[0]: the segments this PE maps on all its node's PEs (a bit
+     * each); mine[1]: log2 of its heap base's alignment. */
+    uint32_t mine[2] = { 0, 0 };
+    uint32_t *all = malloc((size_t)shmemi.n_pes * sizeof(mine));
 
     if (all == NULL) {
         shmemi_warn("out of memory for %d PEs", shmemi.n_pes);
@@ -108,20 +110,30 @@ int shmemi_segments_agree(void)
         for (int pe = 0; pe < shmemi.n_pes; pe++)
             if (shmemi.same_node[pe] && shmemi.seg[s].mapped[pe] == NULL)
                 every = 0;
-        mine |= (uint32_t)every << s;
+        mine[0] |= (uint32_t)every << s;
     }
-    if (shmemi_allgather(&mine, all, sizeof(mine)) != 0) {
+    uintptr_t base = (uintptr_t)shmemi.seg[SHMEMI_SEG_HEAP].base;
+    mine[1] = base != 0 ? (uint32_t)__builtin_ctzll(base) : 63;
+    if (mine[1] > 63)
+        mine[1] = 63;
+    if (shmemi_allgather(mine, all, sizeof(mine)) != 0) {
         free(all);
         return -1;
     }
-    for (int pe = 0; pe < shmemi.n_pes; pe++)
-        mine &= all[pe];
+    for (int pe = 0; pe < shmemi.n_pes; pe++) {
+        mine[0] &= all[2 * pe];
+        if (all[2 * pe + 1] < mine[1])
+            mine[1] = all[2 * pe + 1];
+    }
     free(all);
     for (int s = 0; s < SHMEMI_SEG_COUNT; s++)
-        shmemi.node_mapped[s] = (mine >> s) & 1;
-    shmemi_debug("mapped by every PE of its node: heap %s, globals %s",
+        shmemi.node_mapped[s] = (mine[0] >> s) & 1;
+    shmemi.heap_align = (size_t)1 << mine[1];
+    shmemi_debug("mapped by every PE of its node: heap %s, globals %s; "
+                 "alignments up to %zu on every PE",
                  shmemi.node_mapped[SHMEMI_SEG_HEAP] ? "yes" : "no",
-                 shmemi.node_mapped[SHMEMI_SEG_DATA] ? "yes" : "no");
+                 shmemi.node_mapped[SHMEMI_SEG_DATA] ? "yes" : "no",
+                 shmemi.heap_align);
     return 0;
 }
 

@@ -654,6 +654,36 @@ def shmq_seeds():
     yield "huge-total", head + shmq_raw(1, 1, 1, 8, 40, 0xffffffff, 1)
 
 
+# ---- OpenSHMEM's HELP (openshmem/shmem_help_wire.h) ----
+def help_msg(seq=1, chunk=32768, put=1, dst_seg=0, src_seg=0, reserved=0,
+             dst_off=0, src_off=0, nbytes=262144):
+    return struct.pack("<IIBBB5sQQQ", seq, chunk, put, dst_seg, src_seg,
+                       bytes([reserved] * 5), dst_off, src_off, nbytes)
+
+
+def help_input(msg, n=4, me=1, pe=0, heap=128 << 20, data=1 << 20, dlen=0):
+    return u8(n) + u8(me) + u8(pe) + u32(heap) + u32(data) + u8(dlen) + msg
+
+
+def shmem_help_seeds():
+    yield "put", help_input(help_msg())
+    yield "get", help_input(help_msg(put=0, dst_seg=1, src_seg=0,
+                                     nbytes=1 << 20))
+    yield "last-chunk", help_input(help_msg(chunk=100000, nbytes=262145,
+                                            dst_off=(128 << 20) - 262145))
+    yield "heap-end", help_input(help_msg(dst_off=128 << 20, nbytes=0))
+    yield "past-end", help_input(help_msg(dst_off=(128 << 20) - 100))
+    yield "wrap", help_input(help_msg(src_off=2**64 - 64, nbytes=128))
+    yield "segment", help_input(help_msg(dst_seg=2))
+    yield "chunk-small", help_input(help_msg(chunk=63))
+    yield "chunk-huge", help_input(help_msg(chunk=2**32 - 1))
+    yield "reserved", help_input(help_msg(reserved=1))
+    yield "self", help_input(help_msg(), me=0, pe=0)
+    yield "stranger", help_input(help_msg(), n=4, pe=7)
+    yield "data", help_input(help_msg(), dlen=3)
+    yield "short", help_input(help_msg()[:39])
+
+
 TARGETS = {
     "am": am_seeds, "rndv": rndv_seeds, "rndv_chunk": rndv_chunk_seeds,
     "rndv_write": rndv_write_seeds, "rma": rma_seeds,
@@ -663,6 +693,7 @@ TARGETS = {
     "shmb": shmb_seeds, "config": config_seeds,
     "bootstrap": bootstrap_seeds, "pamirun": pamirun_seeds,
     "profile": profile_seeds, "shmq": shmq_seeds,
+    "shmem_help": shmem_help_seeds,
 }
 
 

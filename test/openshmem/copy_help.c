@@ -6,7 +6,9 @@
  * target of the one before; a fence then a flag orders a large put
  * before the flag; a private (non-symmetric) side is copied alone.
  *
- *   shmem_copy_help           the checks above
+ *   shmem_copy_help           the checks above, and that a put the
+ *                             target helped leaves the caller no page
+ *                             fault to take on the same bytes later
  *   shmem_copy_help die       PE 1 makes its own heap read-only, so it
  *                             dies (SIGSEGV) when it copies a part of
  *                             PE 0's puts, or at the latest when it
@@ -17,7 +19,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "shmem_check.h"
@@ -141,6 +145,69 @@ static void fence_then_flag(unsigned char *heap_buf, unsigned char *src)
     shmem_barrier_all();
 }
 
+/* 1 when this kernel can fill page tables ahead (MADV_POPULATE_WRITE,
+ * Linux 5.14), which the library uses to spare later faults. */
+static int can_populate(void)
+{
+#ifdef MADV_POPULATE_WRITE
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    void *p = mmap(NULL, page, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(p != MAP_FAILED, "mmap");
+    int ok = madvise(p, page, MADV_POPULATE_WRITE) == 0 || errno != EINVAL;
+    munmap(p, page);
+    return ok;
+#else
+    return 0;
+#endif
+}
+
+/* OSU's put_mr: a warmup of large puts, then 64 KiB puts over the same
+ * bytes. The target of a large put may copy chunks of it (it waits in a
+ * barrier, in pami's progress), which never touches the caller's mapping
+ * of those pages; the library fills them then, else each 64 KiB put
+ * there took a page fault per page, and the rate depended on how many
+ * chunks the target took. The block is above the size shmem_malloc
+ * prefaults (64 MiB), so nothing else filled them. PE 0 puts to PE 1,
+ * the others wait; PE 0 counts its thread's minor faults in the 64 KiB
+ * puts (only with the default threshold: a lower one may send a HELP,
+ * whose own path may fault). */
+static void no_faults_after_help(unsigned char *src)
+{
+    int me = shmem_my_pe();
+    size_t block = (size_t)72 << 20, bytes = MAX_BYTES, piece = 65536;
+    int count_faults = getenv("SHMEM_COPY_HELP") == NULL && can_populate();
+
+    if (shmem_n_pes() < 2)
+        return;
+    unsigned char *big = shmem_malloc(block);
+    CHECK(big != NULL, "shmem_malloc(%zu)", block);
+    for (int r = 0; r < 4; r++) {
+        unsigned char *dst = big + (size_t)r * 2 * bytes;
+        if (me == 0)
+            fill(src, bytes, me, 2000 + r);
+        shmem_barrier_all();
+        if (me == 0) {
+            struct rusage a, b;
+            shmem_putmem(dst, src, bytes, 1);
+            getrusage(RUSAGE_THREAD, &a);
+            for (size_t o = 0; o < bytes; o += piece)
+                shmem_putmem(dst + o, src + o, piece, 1);
+            getrusage(RUSAGE_THREAD, &b);
+            if (count_faults)
+                CHECK(b.ru_minflt == a.ru_minflt,
+                      "%ld page faults in 64 KiB puts to PE 1 over the %zu "
+                      "bytes a put had just written (round %d)",
+                      b.ru_minflt - a.ru_minflt, bytes, r);
+        }
+        shmem_barrier_all();
+        if (me == 1)
+            expect(dst, bytes, 0, 2000 + r, "64 KiB puts after a large put",
+                   bytes);
+    }
+    shmem_free(big);
+}
+
 static void die(unsigned char *heap_dst, unsigned char *heap_src)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -176,6 +243,7 @@ int main(int argc, char **argv)
     values(heap_dst, heap_src);
     private_side(heap_dst);
     fence_then_flag(heap_dst, heap_src);
+    no_faults_after_help(heap_src);
     shmem_free(heap_src);
     shmem_free(heap_dst);
     shmem_finalize();

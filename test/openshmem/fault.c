@@ -10,6 +10,11 @@
  *   put      the others put 4 KiB to the victim (through the node's
  *            mapping) and barrier, round after round; the victim goes
  *            in its 20th round
+ *   bcast    8 KiB broadcasts from PE 0 on the world team (the direct
+ *            path through the mappings), the victim goes before its 30th;
+ *            a call must then return non-zero (the survivor exits 1)
+ *   reduce   64 KiB sum reductions on the world team (direct path too),
+ *            the same
  * HOW: how the victim goes
  *   exit     _exit(0): a PE that just ends, without shmem_finalize (the
  *            launcher sees a normal end and leaves the job to run)
@@ -27,6 +32,8 @@
 static long lock_word;
 static int flag;
 static char box[4096];
+static long red_src[8192], red_dst[8192];
+static char bc_src[8192], bc_dst[8192];
 
 static void go(const char *how)
 {
@@ -45,7 +52,7 @@ int main(int argc, char **argv)
     int me, n, victim;
 
     if (strcmp(how, "exit") != 0 && strcmp(how, "stop") != 0) {
-        fprintf(stderr, "usage: shmem_fault barrier|lock|wait|put exit|stop\n");
+        fprintf(stderr, "usage: shmem_fault barrier|lock|wait|put|bcast|reduce exit|stop\n");
         return 2;
     }
     shmem_init();
@@ -82,6 +89,32 @@ int main(int argc, char **argv)
             if (me != victim)
                 shmem_putmem(box, buf, sizeof(buf), victim);
             shmem_barrier_all();
+        }
+    } else if (strcmp(where, "bcast") == 0 || strcmp(where, "reduce") == 0) {
+        int bc = where[0] == 'b';
+        for (int k = 0; k < 8192; k++)
+            red_src[k] = me + 1;
+        for (int i = 0; i < 1000; i++) {
+            if (me == victim && i == 30)
+                go(how);
+            int rc = bc ? shmem_char_broadcast(SHMEM_TEAM_WORLD, bc_dst,
+                                               bc_src, sizeof(bc_dst), 0)
+                        : shmem_long_sum_reduce(SHMEM_TEAM_WORLD, red_dst,
+                                                red_src, 8192);
+            if (rc != 0) {
+                /* The team collectives report a failure (1.5). */
+                fprintf(stderr, "PE %d: %s %d failed (%d)\n", me, where, i,
+                        rc);
+                return 1;
+            }
+            /* A call that succeeds has all members' data. */
+            for (int k = 0; !bc && k < 8192; k++)
+                if (red_dst[k] != (long)n * (n + 1) / 2) {
+                    fprintf(stderr, "PE %d: reduction %d: element %d is "
+                            "%ld, not %ld\n", me, i, k, red_dst[k],
+                            (long)n * (n + 1) / 2);
+                    return 3;
+                }
         }
     } else {
         fprintf(stderr, "unknown WHERE '%s'\n", where);

@@ -2,7 +2,8 @@
  * same offset on every PE (every PE reports its offsets, PE 0 compares),
  * reusable after free, zeroed by calloc, kept by realloc; exhaustion
  * returns NULL and leaves the heap usable; shmem_align up to 1 MiB
- * aligns the address on every PE. Run with
+ * aligns the address on every PE, beyond the heap base's alignment it
+ * returns NULL. Run with
  * SHMEM_SYMMETRIC_SIZE=4M. */
 #include <stdint.h>
 #include <string.h>
@@ -60,6 +61,14 @@ int main(void)
         shmem_barrier_all();
         CHECK(*w == (long)(al + (size_t)((me + n - 1) % n)),
               "align %zu: %ld after the neighbour's put", al, *w);
+        shmem_free(w);
+    }
+    /* Beyond what the heap's base is aligned to on every PE: NULL (before,
+     * an address aligned only to the base's alignment). */
+    for (int sh = 40; sh <= 63; sh += 23) {
+        void *w = shmem_align((size_t)1 << sh, 8);
+        CHECK(w == NULL || (uintptr_t)w % ((size_t)1 << sh) == 0,
+              "align 2^%d: %p", sh, w);
         shmem_free(w);
     }
     c = shmem_calloc(1000, sizeof(int));

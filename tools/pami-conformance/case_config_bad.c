@@ -62,9 +62,15 @@ static void env_malformed_every(cf_env_t *e)
             snprintf(names[nv++], sizeof(names[0]), "%s", v.name);
     CF_CHECK(e, nv >= 20, "expected config.md's numeric and bool variables "
              "from pami_config_var, seen %zu", nv);
+    /* "the built-in protocols' variables take an empty value as unset,
+     * without a warning": one of them empty instead. */
+    const char *empty_ok = "PAMI_SVD_TREE_FANOUT";
     for (size_t i = 0; i < nv; i++)
-        setenv(names[i], "12q", 1);
+        setenv(names[i], strcmp(names[i], empty_ok) == 0 ? "" : "12q", 1);
     setenv("PAMI_LOG_LEVEL", "loud", 1);
+    /* "For the core's variables an empty value is malformed too" (the
+     * params choose oob whatever PAMI_BOOTSTRAP says). */
+    setenv("PAMI_BOOTSTRAP", "", 1);
 
     char path[] = "/tmp/pami-cf-env-XXXXXX";
     int fd = mkstemp(path), saved = dup(2);
@@ -87,6 +93,7 @@ static void env_malformed_every(cf_env_t *e)
     for (size_t i = 0; i < nv; i++)
         unsetenv(names[i]);
     unsetenv("PAMI_LOG_LEVEL");
+    unsetenv("PAMI_BOOTSTRAP");
     static char log[65536];
     ssize_t got = pread(fd, log, sizeof(log) - 1, 0);
     log[got > 0 ? got : 0] = '\0';
@@ -109,7 +116,8 @@ static void env_malformed_every(cf_env_t *e)
         size_t n = lines_naming(log, names[i]), want = 1;
         /* coll_select's variables are "read once per process, when the
          * first context starts": the case's own client read them. */
-        if (strcmp(names[i], "PAMI_COLL_LOG") == 0)
+        if (strcmp(names[i], "PAMI_COLL_LOG") == 0 ||
+            strcmp(names[i], empty_ok) == 0)
             want = 0;
         /* "only when the node has a cpu for each of its tasks". */
         if (strcmp(names[i], "PAMI_COLL_SPIN_US") == 0 &&
@@ -127,6 +135,9 @@ static void env_malformed_every(cf_env_t *e)
              "(variable:lines):%s", noff, nv, off);
     size_t n = lines_naming(log, "PAMI_LOG_LEVEL");
     CF_CHECK(e, n == 1, "expected one warning naming PAMI_LOG_LEVEL=loud, "
+             "seen %zu", n);
+    n = lines_naming(log, "PAMI_BOOTSTRAP");
+    CF_CHECK(e, n == 1, "expected one warning naming PAMI_BOOTSTRAP= (empty), "
              "seen %zu", n);
     /* "and keeps the default": what the client and its world show. */
     pami_client_attr_t a = {.field_mask = PAMI_CLIENT_ATTR_IMMEDIATE_MAX |

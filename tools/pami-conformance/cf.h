@@ -134,7 +134,9 @@ extern const cf_case_t cf_core_cases[], cf_calls_cases[], cf_contexts_cases[],
     cf_selftest_cases[], cf_config_bad_cases[], cf_dispatch_cases[],
     cf_coll_v_cases[], cf_coll_mismatch_cases[], cf_lock_rules_cases[],
     cf_geometry_lists_cases[], cf_coll_local_cases[],
-    cf_handler_rma_cases[];
+    cf_handler_rma_cases[], cf_backpressure_cases[],
+    cf_sized_more_cases[], cf_map_checks_cases[], cf_register_rules_cases[],
+    cf_env_when_cases[];
 extern const size_t cf_num_core_cases, cf_num_calls_cases,
     cf_num_contexts_cases, cf_num_config_cases, cf_num_threads_cases,
     cf_num_sdk_core_cases,
@@ -145,6 +147,8 @@ extern const size_t cf_num_core_cases, cf_num_calls_cases,
     cf_num_dispatch_cases, cf_num_coll_v_cases,
     cf_num_coll_mismatch_cases, cf_num_lock_rules_cases,
     cf_num_geometry_lists_cases, cf_num_coll_local_cases,
-    cf_num_handler_rma_cases;
+    cf_num_handler_rma_cases, cf_num_backpressure_cases,
+    cf_num_sized_more_cases, cf_num_map_checks_cases,
+    cf_num_register_rules_cases, cf_num_env_when_cases;
 
 #endif /* CF_H */
