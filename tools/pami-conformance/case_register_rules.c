@@ -28,8 +28,11 @@ static pami_result_t rr_init(const pami_protocol_env_t *env, void **state)
     return o == 1 ? PAMI_ENOMEM : PAMI_SUCCESS;
 }
 
+static pami_protocol_env_t kept_env; /* what the working init got */
+
 static pami_result_t rr_init_ok(const pami_protocol_env_t *env, void **state)
 {
+    kept_env = *env;
     rr.base = env->dispatch_base;
     *state = &rr;
     return PAMI_SUCCESS;
@@ -111,7 +114,89 @@ static void register_rules(cf_env_t *e)
     CF_OK(e, pami_dispatch_fence(e->client));
 }
 
+/* ---- env_checks: api.md, pami_protocol_dispatch_set and the protocol
+ * sends: PAMI_INVAL "when index >= env->num_dispatch or env names no
+ * registered protocol's block", "a forged one (another base, a larger
+ * size) is refused", "for a NULL env or params"; "An env is valid when its
+ * context is set and its dispatch_base and num_dispatch are those of a
+ * registered protocol's block (the other fields are not looked at)". */
+
+typedef struct {
+    size_t   n;
+    uint64_t last;
+} ec_t;
+
+static void ec_handler(pami_context_t c, void *k, const void *h, size_t hs,
+                       const void *d, size_t ds, pami_endpoint_t o,
+                       pami_recv_t *r)
+{
+    (void)c, (void)d, (void)ds, (void)o, (void)r;
+    ec_t *s = k;
+    if (hs == sizeof(s->last))
+        memcpy(&s->last, h, sizeof(s->last));
+    s->n++;
+}
+
+static void env_checks(cf_env_t *e)
+{
+    static ec_t got;
+    got = (ec_t){0};
+    kept_env = (pami_protocol_env_t){0};
+    CF_OK(e, pami_protocol_register(e->client, &working, NULL));
+    CF_CHECK(e, kept_env.context == e->ctx && kept_env.num_dispatch == 3,
+             "expected init on the context with 3 ids");
+    pami_protocol_env_t env = kept_env;
+    CF_RC(e, PAMI_INVAL, pami_protocol_dispatch_set(&env, 3, ec_handler,
+                                                    &got));
+    CF_RC(e, PAMI_INVAL, pami_protocol_dispatch_set(NULL, 0, ec_handler,
+                                                    &got));
+    env.dispatch_base++;
+    CF_RC(e, PAMI_INVAL, pami_protocol_dispatch_set(&env, 0, ec_handler,
+                                                    &got));
+    env = kept_env;
+    env.num_dispatch++;
+    CF_RC(e, PAMI_INVAL, pami_protocol_dispatch_set(&env, 0, ec_handler,
+                                                    &got));
+    /* A copy whose other fields differ is still the block's env. */
+    env = kept_env;
+    env.cookie = &env;
+    env.context_offset = 7;
+    CF_OK(e, pami_protocol_dispatch_set(&env, 2, ec_handler, &got));
+    CF_OK(e, pami_dispatch_fence(e->client));
+    uint64_t word = 0xcf0000 + e->task;
+    pami_send_immediate_t m = {.dest = cf_ep(e, (e->task + 1) % e->size),
+                               .dispatch = 3, .header = &word,
+                               .header_len = sizeof(word)};
+    CF_RC(e, PAMI_INVAL, pami_protocol_send_immediate(&env, &m));
+    CF_RC(e, PAMI_INVAL, pami_protocol_send_immediate(NULL, &m));
+    CF_RC(e, PAMI_INVAL, pami_protocol_send_immediate(&env, NULL));
+    pami_send_t sm = {.send = m};
+    CF_RC(e, PAMI_INVAL, pami_protocol_send(&env, &sm));
+    pami_protocol_env_t forged = env;
+    forged.dispatch_base--;
+    m.dispatch = 0;
+    CF_RC(e, PAMI_INVAL, pami_protocol_send_immediate(&forged, &m));
+    forged = env;
+    forged.num_dispatch = 64;
+    CF_RC(e, PAMI_INVAL, pami_protocol_send_immediate(&forged, &m));
+    /* Index 2 of the copy: delivered to the handler of that id. */
+    m.dispatch = 2;
+    pami_result_t rc;
+    while ((rc = pami_protocol_send_immediate(&env, &m)) == PAMI_EAGAIN)
+        pami_context_advance(e->ctx, 1);
+    CF_CHECK(e, rc == PAMI_SUCCESS, "expected the send on index 2, seen %s",
+             cf_rc_name(rc));
+    if (cf_wait_count(e, &got.n, 1, "the protocol id's handler") != 0)
+        return;
+    pami_task_t prev = (pami_task_t)((e->task + e->size - 1) % e->size);
+    CF_CHECK(e, got.n == 1 && got.last == 0xcf0000 + prev, "expected one "
+             "message, the previous task's, seen %zu (%#llx)", got.n,
+             (unsigned long long)got.last);
+    CF_OK(e, pami_dispatch_fence(e->client));
+}
+
 const cf_case_t cf_register_rules_cases[] = {
+    {"protocols", "env_checks", 1, 0, 0, env_checks, NULL},
     {"protocols", "register_rules", 1, 0, CF_OWN_CONTEXTS, register_rules,
      NULL},
 };
