@@ -174,7 +174,9 @@ static pami_xfer_t make_xfer(const coll_run_t *c, const algo_t *a,
 }
 
 /* Whether a can run this call: its check, and its message range unless
- * --any-range. AUTO runs everything. */
+ * --any-range or AUTO picks a for it (a profile's choice need not lie in
+ * the registry's range, and AUTO's line is read beside its algorithm's).
+ * AUTO runs everything. */
 static bool applies(const coll_run_t *c, const algo_t *a,
                     const pami_xfer_t *x, size_t bytes)
 {
@@ -182,8 +184,14 @@ static bool applies(const coll_run_t *c, const algo_t *a,
         return true;
     if (a->md.check != NULL && a->md.check(x) != PAMI_SUCCESS)
         return false;
+    pami_xfer_t xa = *x;
+    xa.field_mask &= ~(uint64_t)PAMI_XFER_FIELD_ALGORITHM;
+    xa.algorithm = PAMI_ALGORITHM_AUTO;
+    pami_algorithm_selection_t sel;
     return c->g->opt->any_range ||
-           (bytes >= a->md.range_lo && bytes <= a->md.range_hi);
+           (bytes >= a->md.range_lo && bytes <= a->md.range_hi) ||
+           (pami_geometry_algorithm_selected(&xa, &sel) == PAMI_SUCCESS &&
+            sel.algorithm == a->id);
 }
 
 /* With --vs-mpi, between the two libraries' loops (bench.h). */
