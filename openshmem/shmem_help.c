@@ -363,6 +363,15 @@ int shmemi_help_copy(int put, int pe, void *dst, const void *src,
             theirs = 0;
             break;
         }
+        /* A target that hangs (stopped) in the middle of a chunk would
+         * keep us here for ever, and copying its chunks ourselves is not
+         * safe (it may write them later, over a reused source's new
+         * data): pami's probe finds it after PAMI_PEER_TIMEOUT, which
+         * ends this PE as any wait would. */
+        if (spins % 1024 == 0) {
+            shmemi_advance(shmemi.context);
+            shmemi_check_peers(shmemi.context);
+        }
         sched_yield();
     }
     if (theirs != 0)

@@ -165,6 +165,10 @@ static inline void shmemi_unlock(void)
         pami_context_unlock(shmemi.context);
 }
 
+/* Ends this PE (shmemi_fatal) when pami found a PE of the job dead or
+ * hung: for waits that no pami operation of their own would fail. */
+SHMEMI_HIDDEN void shmemi_check_peers(pami_context_t context);
+
 /* Advances pami once (under the lock when it is free at once); 1 when
  * something happened. */
 SHMEMI_HIDDEN int shmemi_advance(pami_context_t context);

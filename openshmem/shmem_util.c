@@ -174,7 +174,7 @@ void shmemi_progress(pami_context_t context)
  * written the variable may be the dead one: once pami knows of a dead or
  * hung PE, no OpenSHMEM program can finish (shmem_finalize is collective),
  * so the wait ends the PE rather than wait for ever. */
-static void check_peers(pami_context_t context)
+void shmemi_check_peers(pami_context_t context)
 {
     pami_context_stats_t st;
 
@@ -200,7 +200,7 @@ void shmemi_poll(pami_context_t context, shmemi_poll_t *state)
         sched_yield();
         return;
     }
-    check_peers(context);
+    shmemi_check_peers(context);
     shmemi_sleep(context, 1);
 }
 

@@ -14,8 +14,15 @@
  *                             PE 0's puts, or at the latest when it
  *                             writes there itself: the job must end
  *                             with that, never hang.
+ *   shmem_copy_help stop      the same, but PE 1 stops (SIGSTOP from
+ *                             its SIGSEGV handler) instead of dying:
+ *                             a target hung in the middle of a chunk;
+ *                             PE 0 must end with an error once pami
+ *                             counts PE 1 hung (PAMI_PEER_TIMEOUT),
+ *                             never wait for the chunk for ever.
  */
 #include <shmem.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,13 +215,21 @@ static void no_faults_after_help(unsigned char *src)
     shmem_free(big);
 }
 
-static void die(unsigned char *heap_dst, unsigned char *heap_src)
+static void stop_self(int sig)
+{
+    (void)sig;
+    raise(SIGSTOP);
+}
+
+static void die(unsigned char *heap_dst, unsigned char *heap_src, int stop)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     size_t bytes = MAX_BYTES;
 
     shmem_barrier_all();
     if (shmem_my_pe() == 1) {
+        if (stop)
+            CHECK(signal(SIGSEGV, stop_self) != SIG_ERR, "signal");
         CHECK(mprotect(heap_dst, bytes, PROT_READ) == 0, "mprotect");
         shmem_barrier_all();
         shmem_barrier_all(); /* PE 0's puts happen in here */
@@ -236,9 +251,10 @@ int main(int argc, char **argv)
     unsigned char *heap_dst = shmem_align(4096, MAX_BYTES);
     unsigned char *heap_src = shmem_align(4096, MAX_BYTES);
     CHECK(heap_dst != NULL && heap_src != NULL, "shmem_align");
-    if (argc > 1 && strcmp(argv[1], "die") == 0) {
-        CHECK(shmem_n_pes() >= 2, "die needs 2 PEs");
-        die(heap_dst, heap_src);
+    if (argc > 1 && (strcmp(argv[1], "die") == 0 ||
+                     strcmp(argv[1], "stop") == 0)) {
+        CHECK(shmem_n_pes() >= 2, "%s needs 2 PEs", argv[1]);
+        die(heap_dst, heap_src, argv[1][0] == 's');
     }
     values(heap_dst, heap_src);
     private_side(heap_dst);
