@@ -66,6 +66,11 @@ pami_result_t pami_rndv_send(struct pami_context *ctx, uint32_t index,
         req->rndv_msg   = true;
         req->rndv_base  = (uint64_t)(uintptr_t)s->data;
         req->rndv_bytes = s->data_len;
+        /* All of it leaves with the RTS and nobody asked for remote
+         * completion: the RTS's own completion frees the buffer, and an
+         * ACK per message would only cost the target a send. */
+        if (push_len == s->data_len && p->remote_fn == NULL)
+            rts.flags |= RNDV_FLAG_NOACK;
     } else if (ctx->client->tasks[task].local) {
         rts.flags |= RNDV_FLAG_CMA;
         /* The target may ask us to write part of it (rndv_split.c). */
@@ -102,8 +107,9 @@ pami_result_t pami_rndv_send(struct pami_context *ctx, uint32_t index,
     if (s->header_len > 0)
         memcpy(h + sizeof(am) + sizeof(cookie) + sizeof(rts), s->header,
                s->header_len);
-    /* Both completions come with the target's answer. */
-    pami_request_wait_ack(req);
+    /* Both completions come with the target's answer (without NOACK). */
+    if (!(rts.flags & RNDV_FLAG_NOACK))
+        pami_request_wait_ack(req);
     pami_submit(ctx, req);
     return PAMI_SUCCESS;
 }
@@ -149,6 +155,8 @@ void pami_rndv_recv(struct pami_context *ctx, uint32_t peer,
         return;
     }
     bool cma = (rts.flags & RNDV_FLAG_CMA) != 0;
+    /* The origin waits for no answer: none is sent, whatever happens. */
+    bool ack = why != PAMI_WIRE_OK || !(rts.flags & RNDV_FLAG_NOACK);
     if (why == PAMI_WIRE_BAD_REGION) {
         ctx->stats.bad_regions++;
         pami_warn("rma", "refused a memory region that fails its owner's "
@@ -164,7 +172,8 @@ void pami_rndv_recv(struct pami_context *ctx, uint32_t peer,
                             "dropped a malformed rendezvous request (version "
                             "%u, %zu bytes of data)",
                             rts.version, data_len);
-        pami_send_ack(ctx, peer, ack_cookie, PAMI_INVAL);
+        if (ack)
+            pami_send_ack(ctx, peer, ack_cookie, PAMI_INVAL);
         return;
     }
     /* Protocols send large messages on their ids like the program. */
@@ -176,7 +185,8 @@ void pami_rndv_recv(struct pami_context *ctx, uint32_t peer,
                           "dispatch id %u, which has no handler here",
                   (unsigned long long)rts.bytes, pami_ep_task(origin),
                   rts.dispatch);
-        pami_send_ack(ctx, peer, ack_cookie, PAMI_NOT_FOUND);
+        if (ack)
+            pami_send_ack(ctx, peer, ack_cookie, PAMI_NOT_FOUND);
         return;
     }
     ctx->stats.receives++;
@@ -184,7 +194,8 @@ void pami_rndv_recv(struct pami_context *ctx, uint32_t peer,
     d->fn(ctx, d->cookie, rest + sizeof(rts), rest_len - sizeof(rts), NULL,
           rts.bytes, origin, &r);
     if (r.addr == NULL && r.mr == NULL) {
-        pami_send_ack(ctx, peer, ack_cookie, PAMI_SUCCESS); /* discarded */
+        if (ack)
+            pami_send_ack(ctx, peer, ack_cookie, PAMI_SUCCESS); /* discarded */
         return;
     }
 
@@ -195,7 +206,8 @@ void pami_rndv_recv(struct pami_context *ctx, uint32_t peer,
         /* Both sides hear it: this runs from progress like any callback. */
         if (r.local_fn != NULL)
             r.local_fn(ctx, r.cookie, PAMI_ENOMEM);
-        pami_send_ack(ctx, peer, ack_cookie, PAMI_ENOMEM);
+        if (ack)
+            pami_send_ack(ctx, peer, ack_cookie, PAMI_ENOMEM);
         return;
     }
     req->kind       = REQ_RECV;
@@ -207,7 +219,7 @@ void pami_rndv_recv(struct pami_context *ctx, uint32_t peer,
     req->local_fn   = r.local_fn;
     req->cookie     = r.cookie;
     req->peer       = peer;
-    req->ack_wanted = true;
+    req->ack_wanted = ack;
     req->ack_cookie = ack_cookie;
     req->data_len   = rts.bytes;
     memcpy(req->hdr, &rts.mr, sizeof(rts.mr));

@@ -63,10 +63,12 @@ pami_wire_check_t pami_rndv_rts_decode(const void *buf, size_t len,
     if (out->version != RNDV_VERSION)
         return PAMI_WIRE_BAD_VERSION;
     uint32_t kind = out->flags & (RNDV_FLAG_CMA | RNDV_FLAG_MSG);
-    if ((out->flags & ~(RNDV_FLAG_CMA | RNDV_FLAG_MSG | RNDV_FLAG_DATA)) !=
-            0 ||
+    if ((out->flags & ~(RNDV_FLAG_CMA | RNDV_FLAG_MSG | RNDV_FLAG_DATA |
+                        RNDV_FLAG_NOACK)) != 0 ||
         kind == (RNDV_FLAG_CMA | RNDV_FLAG_MSG) ||
-        ((out->flags & RNDV_FLAG_DATA) && kind != RNDV_FLAG_MSG))
+        ((out->flags & RNDV_FLAG_DATA) && kind != RNDV_FLAG_MSG) ||
+        ((out->flags & RNDV_FLAG_NOACK) &&
+         (!(out->flags & RNDV_FLAG_DATA) || out->bytes > RNDV_MSG_CHUNK)))
         return PAMI_WIRE_BAD_FIELD;
     if (out->flags & RNDV_FLAG_CMA)
         return PAMI_WIRE_OK;

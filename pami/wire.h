@@ -160,6 +160,11 @@ pami_wire_check_t pami_probe_decode(const void *buf, size_t len,
  * (min(bytes, RNDV_MSG_CHUNK) bytes), so a payload of one chunk costs no
  * round trip of its own; the target asks for the chunks after it. */
 #define RNDV_FLAG_DATA 0x4u
+/* With MSG and DATA only, when the RTS holds the whole payload (bytes <=
+ * RNDV_MSG_CHUNK): the origin asked for no remote completion and does
+ * not wait for the ACK (its buffer is free once the RTS left), so the
+ * target sends none: one message per send, as an eager one. */
+#define RNDV_FLAG_NOACK 0x8u
 /* The chunks of the origin-served transfer (rndv_msg.c). */
 #define RNDV_MSG_CHUNK (256u * 1024)
 
@@ -175,7 +180,8 @@ typedef struct {
 } pami_rndv_rts_t;
 
 /* The fixed part of an RTS (the user's header follows it) and its form:
- * version, flags (DATA only with MSG), and without CMA a memregion that verifies under the
+ * version, flags (DATA only with MSG, NOACK only with MSG, DATA and a
+ * payload of one chunk), and without CMA a memregion that verifies under the
  * job's secrets (16 bytes per task of ntasks: memregion.c), owned by
  * origin_task and describing exactly base and bytes. Whether CMA is
  * allowed (same node) is the caller's check. */

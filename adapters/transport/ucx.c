@@ -175,10 +175,21 @@ static int ucx_init(const tp_params_t *params, tp_context_t **out)
         }
         config_default(config, "UCX_ZCOPY_THRESH", "ZCOPY_THRESH", "inf");
         /* By copy, UCX cuts a message into pieces of TX_SEG_SIZE (8 KiB
-         * by default) where a zero-copy send takes RX_SEG_SIZE (64 KiB)
-         * at once: each piece costs a send call and a header on both
-         * sides (5 system calls per 16 KiB message instead of 2). */
-        config_default(config, "UCX_TCP_TX_SEG_SIZE", "TX_SEG_SIZE", "64K");
+         * by default) and the receiver joins them again (one more copy):
+         * each piece costs a send call and a header on both sides (5
+         * system calls per 16 KiB message instead of 2). A piece is at
+         * most RX_SEG_SIZE (64 KiB by default), so with 64 KiB a 64 KiB
+         * payload behind pami's headers still left in two; 260 KiB holds
+         * the largest message pami sends itself (a 256 KiB chunk, or an
+         * RTS with its first chunk and a 1 KiB header) in one. Only when
+         * the user set neither size. */
+        if (getenv("UCX_TCP_RX_SEG_SIZE") == NULL &&
+            getenv("UCX_TCP_TX_SEG_SIZE") == NULL) {
+            config_default(config, "UCX_TCP_RX_SEG_SIZE", "RX_SEG_SIZE",
+                           "260K");
+            config_default(config, "UCX_TCP_TX_SEG_SIZE", "TX_SEG_SIZE",
+                           "260K");
+        }
         status = ucp_start(params, config, &ctx->ucp);
     }
     ucp_config_release(config);

@@ -28,6 +28,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size)
         fz_touch(buf + sizeof(rts), len - sizeof(rts));
         if ((rts.flags & RNDV_FLAG_DATA) && !(rts.flags & RNDV_FLAG_MSG))
             abort(); /* the first chunk rides only with MSG */
+        if ((rts.flags & RNDV_FLAG_NOACK) &&
+            (!(rts.flags & RNDV_FLAG_DATA) || rts.bytes > RNDV_MSG_CHUNK))
+            abort(); /* no ack only when the RTS holds all of it */
         if (rts.flags & RNDV_FLAG_MSG) {
             /* Served by the origin: nothing of its memory is named. */
             static const pami_memregion_t zero;

@@ -142,7 +142,7 @@ static void test_rts_msg(void **state)
     r.flags = RNDV_FLAG_MSG | RNDV_FLAG_CMA;
     assert_int_equal(pami_rndv_rts_decode(&r, sizeof(r), 1, secrets, 4,
                                           &out), PAMI_WIRE_BAD_FIELD);
-    r.flags = 0x8;
+    r.flags = 0x10;
     assert_int_equal(pami_rndv_rts_decode(&r, sizeof(r), 1, secrets, 4,
                                           &out), PAMI_WIRE_BAD_FIELD);
     /* The first chunk rides along only with MSG. */
@@ -153,6 +153,25 @@ static void test_rts_msg(void **state)
     assert_int_equal(pami_rndv_rts_decode(&r, sizeof(r), 1, secrets, 4,
                                           &out), PAMI_WIRE_BAD_FIELD);
     r.flags = RNDV_FLAG_CMA | RNDV_FLAG_DATA;
+    assert_int_equal(pami_rndv_rts_decode(&r, sizeof(r), 1, secrets, 4,
+                                          &out), PAMI_WIRE_BAD_FIELD);
+    /* No ack only when the RTS holds the whole payload. */
+    r.flags = RNDV_FLAG_MSG | RNDV_FLAG_DATA | RNDV_FLAG_NOACK;
+    r.bytes = RNDV_MSG_CHUNK;
+    assert_int_equal(pami_rndv_rts_decode(&r, sizeof(r), 1, secrets, 4,
+                                          &out), PAMI_WIRE_OK);
+    assert_int_equal(out.flags, r.flags);
+    r.bytes = RNDV_MSG_CHUNK + 1;
+    assert_int_equal(pami_rndv_rts_decode(&r, sizeof(r), 1, secrets, 4,
+                                          &out), PAMI_WIRE_BAD_FIELD);
+    r.bytes = 1;
+    r.flags = RNDV_FLAG_MSG | RNDV_FLAG_NOACK;
+    assert_int_equal(pami_rndv_rts_decode(&r, sizeof(r), 1, secrets, 4,
+                                          &out), PAMI_WIRE_BAD_FIELD);
+    r.flags = RNDV_FLAG_CMA | RNDV_FLAG_NOACK;
+    assert_int_equal(pami_rndv_rts_decode(&r, sizeof(r), 1, secrets, 4,
+                                          &out), PAMI_WIRE_BAD_FIELD);
+    r.flags = RNDV_FLAG_NOACK;
     assert_int_equal(pami_rndv_rts_decode(&r, sizeof(r), 1, secrets, 4,
                                           &out), PAMI_WIRE_BAD_FIELD);
 }
