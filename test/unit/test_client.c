@@ -616,6 +616,35 @@ static int forging_allgather(void *cookie, const void *send, void *recv,
     return 0;
 }
 
+/* The host exchange (the client's second allgather) with this task's
+ * own slot changed, as an OOB allgather that misorders its tasks does:
+ * the client refuses to start. */
+static int slot_calls;
+
+static int misplacing_allgather(void *cookie, const void *send, void *recv,
+                                size_t len)
+{
+    (void)cookie;
+    memcpy(recv, send, len);
+    if (++slot_calls == 2 && len > 0)
+        ((uint8_t *)recv)[len - 1] ^= 0x5a;
+    return 0;
+}
+
+static void test_create_misplaced_oob_slot(void **state)
+{
+    (void)state;
+    pami_client_params_t p = {0};
+    p.field_mask    = PAMI_CLIENT_PARAM_OOB;
+    p.oob_allgather = misplacing_allgather;
+    p.oob_size      = 1;
+    pami_client_t client = NULL;
+    slot_calls           = 0;
+    assert_int_equal(pami_client_create("oob-slot", &p, &client),
+                     PAMI_BOOTSTRAP);
+    assert_true(slot_calls >= 2);
+}
+
 static void test_createv_corrupt_oob(void **state)
 {
     (void)state;
@@ -674,6 +703,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_createv_bad),
         cmocka_unit_test(test_destroy_with_pending),
         cmocka_unit_test(test_createv_corrupt_oob),
+        cmocka_unit_test(test_create_misplaced_oob_slot),
     };
     int failed = 0;
     failed += RUN("client_query", query);
