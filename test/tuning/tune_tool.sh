@@ -39,7 +39,10 @@ grep -q 'allreduce (int32 and smaller), from the profile.s 3 tasks' \
     fail "pami-info: 5x2 is not the nearest shape"
 
 # Stopped half way: the file on disk is a valid profile at any time.
-"$PAMIRUN" -n 2 --timeout 120 "$TUNE" --no-progress --batch-us 500 --reps 200 \
+# --reps 40: the first point (every allreduce algorithm, a second look
+# for those tied, each repetition a round) must end, and the file be
+# saved, within the 60 s below also at a load average of 20-30.
+"$PAMIRUN" -n 2 --timeout 120 "$TUNE" --no-progress --batch-us 500 --reps 40 \
     --collectives allreduce,alltoall --sizes 8:64K -o "$dir/s.json" &
 pid=$!
 # Stopped once it saved (every 5 s): a signal before pami-tune set its
@@ -51,12 +54,9 @@ while [ ! -s "$dir/s.json" ] && [ $i -lt 600 ] && kill -0 $pid 2>/dev/null; do
 done
 kill -TERM $pid 2>/dev/null || true
 wait $pid || true
-if [ -f "$dir/s.json" ]; then
-    before=$(grep -c '"collective"' "$dir/s.json" || true)
-    "$TUNE" --table "$dir/s.json" > /dev/null || fail "partial profile unreadable"
-else
-    before=0
-fi
+[ -s "$dir/s.json" ] || fail "stop: no profile saved within 60 s"
+before=$(grep -c '"collective"' "$dir/s.json" || true)
+"$TUNE" --table "$dir/s.json" > /dev/null || fail "partial profile unreadable"
 "$PAMIRUN" -n 2 --timeout 120 "$TUNE" --no-progress --batch-us 500 --reps 3 \
     --collectives allreduce,alltoall --sizes 8:64K --resume "$dir/s.json" ||
     fail "--resume"
