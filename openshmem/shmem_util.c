@@ -165,8 +165,15 @@ void shmemi_sleep(pami_context_t context, int ms)
 
 void shmemi_progress(pami_context_t context)
 {
-    if (!shmemi_advance(context))
-        sched_yield();
+    /* A program that loops on test or test_lock is a wait too: every
+     * 1024th idle call looks for dead or hung PEs as shmemi_poll does. */
+    static _Thread_local unsigned idle;
+
+    if (shmemi_advance(context))
+        return;
+    if (++idle % 1024 == 0)
+        shmemi_check_peers(context);
+    sched_yield();
 }
 
 /* A wait for a variable (wait_until, set_lock) has no operation of its

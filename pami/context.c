@@ -100,6 +100,11 @@ static void context_close(struct pami_context *ctx)
     free(ctx);
 }
 
+/* No worker address is this long (UCX's are a few hundred bytes): a larger
+ * length in the first allgather is a corrupt bootstrap (an OOB allgather
+ * of the program's, a launcher), and must not size the second. */
+#define PAMI_WORKER_ADDR_MAX ((size_t)1 << 20)
+
 /* Every task contributes the addresses of its n workers, each padded to the
  * largest address in the job (learned by a first allgather). */
 static pami_result_t exchange_addresses(pami_client_impl_t *c,
@@ -122,12 +127,21 @@ static pami_result_t exchange_addresses(pami_client_impl_t *c,
         free(infos);
         return PAMI_BOOTSTRAP;
     }
-    size_t stride = 0;
+    /* At least this task's own length, whatever came back for it: each
+     * address is copied in at its full length below. */
+    size_t stride = mine;
     pami_result_t rc = PAMI_SUCCESS;
     for (size_t t = 0; t < c->size; t++) {
         const uint64_t *its = &infos[3 * t];
-        if (its[0] > stride)
+        if (its[0] > PAMI_WORKER_ADDR_MAX) {
+            pami_error("context", "task %zu announces worker addresses of "
+                                  "%llu bytes: the bootstrap's allgather "
+                                  "is corrupt", t,
+                       (unsigned long long)its[0]);
+            rc = PAMI_BOOTSTRAP;
+        } else if (its[0] > stride) {
             stride = its[0];
+        }
         if (its[1] != n) {
             pami_error("context", "task %zu creates %llu contexts, this task "
                                   "%zu: every task must pass the same n",

@@ -120,6 +120,17 @@ pami_result_t pami_tasks_exchange(pami_client_impl_t *c)
         pami_error("client", "host exchange failed");
         return PAMI_BOOTSTRAP;
     }
+    /* The slot of this task must hold what it sent: an OOB allgather that
+     * orders its tasks otherwise than by oob_task would have every task
+     * take another's host, pid and secret. */
+    if (memcmp(&all[c->task], &me, sizeof(me)) != 0) {
+        memset(all, 0, c->size * sizeof(*all));
+        free(all);
+        pami_error("client", "the bootstrap's allgather put other bytes in "
+                             "this task's slot (%u): its tasks are not in "
+                             "task order", (unsigned)c->task);
+        return PAMI_BOOTSTRAP;
+    }
     for (size_t t = 0; t < c->size; t++)
         if (all[t].secret_rc != PAMI_SUCCESS) {
             if (t != c->task)

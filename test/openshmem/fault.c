@@ -7,6 +7,8 @@
  *            wait for it in shmem_set_lock
  *   wait     the others wait in shmem_wait_until for a flag only the
  *            victim would set
+ *   test     lock and wait, but the others loop on shmem_test_lock and
+ *            then on shmem_int_test themselves
  *   put      the others put 4 KiB to the victim (through the node's
  *            mapping) and barrier, round after round; the victim goes
  *            in its 20th round
@@ -52,7 +54,7 @@ int main(int argc, char **argv)
     int me, n, victim;
 
     if (strcmp(how, "exit") != 0 && strcmp(how, "stop") != 0) {
-        fprintf(stderr, "usage: shmem_fault barrier|lock|wait|put|bcast|reduce exit|stop\n");
+        fprintf(stderr, "usage: shmem_fault barrier|lock|wait|test|put|bcast|reduce exit|stop\n");
         return 2;
     }
     shmem_init();
@@ -74,6 +76,21 @@ int main(int argc, char **argv)
             go(how);
         }
         shmem_set_lock(&lock_word);
+    } else if (strcmp(where, "test") == 0) {
+        if (me == victim)
+            shmem_set_lock(&lock_word);
+        shmem_barrier_all();
+        if (me == victim) {
+            usleep(100 * 1000);
+            go(how);
+        }
+        /* PE 0 loops on the lock, the others on a flag. */
+        if (me == 0)
+            while (shmem_test_lock(&lock_word))
+                ;
+        else
+            while (!shmem_int_test(&flag, SHMEM_CMP_NE, 0))
+                ;
     } else if (strcmp(where, "wait") == 0) {
         shmem_barrier_all();
         if (me == victim) {

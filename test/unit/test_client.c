@@ -599,6 +599,82 @@ static void test_destroy_with_pending(void **state)
     free(w);
 }
 
+/* An OOB allgather that corrupts the first word of the contexts' first
+ * exchange (the length of the task's worker addresses): createv must
+ * refuse a length no address has, and survive one shorter than its own
+ * (before, a length of 2^63 with two contexts sized the address buffer
+ * to 0 and the copy wrote past it). */
+static uint64_t oob_forged_len;
+
+static int forging_allgather(void *cookie, const void *send, void *recv,
+                             size_t len)
+{
+    (void)cookie;
+    memcpy(recv, send, len);
+    if (len == 3 * sizeof(uint64_t)) /* {address bytes, n, protocols} */
+        ((uint64_t *)recv)[0] = oob_forged_len;
+    return 0;
+}
+
+/* The host exchange (the client's second allgather) with this task's
+ * own slot changed, as an OOB allgather that misorders its tasks does:
+ * the client refuses to start. */
+static int slot_calls;
+
+static int misplacing_allgather(void *cookie, const void *send, void *recv,
+                                size_t len)
+{
+    (void)cookie;
+    memcpy(recv, send, len);
+    if (++slot_calls == 2 && len > 0)
+        ((uint8_t *)recv)[len - 1] ^= 0x5a;
+    return 0;
+}
+
+static void test_create_misplaced_oob_slot(void **state)
+{
+    (void)state;
+    pami_client_params_t p = {0};
+    p.field_mask    = PAMI_CLIENT_PARAM_OOB;
+    p.oob_allgather = misplacing_allgather;
+    p.oob_size      = 1;
+    pami_client_t client = NULL;
+    slot_calls           = 0;
+    assert_int_equal(pami_client_create("oob-slot", &p, &client),
+                     PAMI_BOOTSTRAP);
+    assert_true(slot_calls >= 2);
+}
+
+static void test_createv_corrupt_oob(void **state)
+{
+    (void)state;
+    static const struct {
+        uint64_t      len;
+        pami_result_t rc;
+    } cases[] = {{(uint64_t)1 << 63, PAMI_BOOTSTRAP},
+                 {(uint64_t)1 << 62, PAMI_BOOTSTRAP},
+                 {((uint64_t)1 << 20) + 1, PAMI_BOOTSTRAP},
+                 {1, PAMI_SUCCESS},
+                 {0, PAMI_SUCCESS}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        pami_client_params_t p = {0};
+        p.field_mask    = PAMI_CLIENT_PARAM_OOB;
+        p.oob_allgather = forging_allgather;
+        p.oob_task      = 0;
+        p.oob_size      = 1;
+        oob_forged_len  = cases[i].len;
+        pami_client_t  client;
+        pami_context_t ctx[2];
+        assert_int_equal(pami_client_create("oob-forged", &p, &client),
+                         PAMI_SUCCESS);
+        assert_int_equal(pami_context_createv(client, NULL, 2, ctx),
+                         cases[i].rc);
+        if (cases[i].rc == PAMI_SUCCESS)
+            assert_int_equal(pami_context_destroyv(ctx, 2), PAMI_SUCCESS);
+        assert_int_equal(pami_client_destroy(&client), PAMI_SUCCESS);
+    }
+}
+
 /* With an argument, run only the group of that name. */
 #define RUN(name, tests)                                                     \
     (argc < 2 || strcmp(argv[1], name) == 0                                  \
@@ -626,6 +702,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_null_arguments),
         cmocka_unit_test(test_createv_bad),
         cmocka_unit_test(test_destroy_with_pending),
+        cmocka_unit_test(test_createv_corrupt_oob),
+        cmocka_unit_test(test_create_misplaced_oob_slot),
     };
     int failed = 0;
     failed += RUN("client_query", query);
