@@ -89,25 +89,29 @@ for l in lines:
     for k in ("auto", "best", "builtin"):
         assert isinstance(l[k], str) and l[k], l
     assert l["auto_us"] > 0 and l["best_us"] > 0, l
-    # pass 2 runs twice --reps; ratio pairs AUTO and the best repetition
-    # by repetition, ratio_of_medians does not
+    # pass 2 runs twice --reps; ratio is auto_us / best_us (medians),
+    # paired_ratio pairs AUTO and the best repetition by repetition
     assert l["reps"] == 6 and l["pass1_reps"] == 3, l
     au, be, aa = l["auto_reps"], l["best_reps"], l["aa_reps"]
     assert len(au) == len(be) == len(aa) == 6, l
     assert near(l["auto_us"], statistics.median(au)), l
     assert near(l["best_us"], statistics.median(be)), l
-    assert near(l["ratio"], paired(au, be)), l
-    assert near(l["ratio_of_medians"], l["auto_us"] / l["best_us"]), l
-    assert near(l["aa_ratio"], paired(aa, be)), l
-    assert near(l["aa_ratio_of_medians"], statistics.median(aa) / l["best_us"]), l
+    assert near(l["ratio"], l["auto_us"] / l["best_us"]), l
+    assert near(l["paired_ratio"], paired(au, be)), l
+    assert near(l["aa_ratio"], statistics.median(aa) / l["best_us"]), l
+    assert near(l["aa_paired_ratio"], paired(aa, be)), l
     if l["builtin_ratio"] is not None and "builtin_reps" in l:
-        assert near(l["builtin_ratio"], paired(l["builtin_reps"], be)), l
+        bi = l["builtin_reps"]
+        assert near(l["builtin_ratio"], statistics.median(bi) / l["best_us"]), l
+        assert near(l["paired_builtin_ratio"], paired(bi, be)), l
     elif l["builtin_ratio"] is not None:
         assert l["builtin_ratio"] == 1.0, l  # the built-in pick is the best
+        assert l["paired_builtin_ratio"] == 1.0, l
     # pass 1 named the best among every candidate; pass 2 measured it
     # again beside AUTO
     assert l["pass1_auto_us"] > 0 and l["pass1_best_us"] > 0, l
-    assert l["pass1_ratio"] > 0, l
+    assert near(l["pass1_ratio"], l["pass1_auto_us"] / l["pass1_best_us"]), l
+    assert l["pass1_paired_ratio"] > 0, l
     assert (l["pass1_builtin_ratio"] is None) == (l["builtin_ratio"] is None), l
     assert l["cpu"] <= 1 and l["pass1_cpu"] <= 1, l
 PY

@@ -9,9 +9,12 @@
  * and the built-in rules' pick again, with twice the repetitions, and
  * its figures are the ones reported. The best of many close candidates'
  * medians is biased low (the winner's curse); measured again, it is
- * not. ratio = the median over pass 2's repetitions of AUTO's time over
- * the best's in the same repetition (paired: both saw the machine in
- * the same state), builtin_ratio the same for the built-in rules' pick.
+ * not. ratio = AUTO's median time over the best's (auto_us / best_us,
+ * as the issue that asked for the bench defines it), builtin_ratio the
+ * same for the built-in rules' pick; paired_ratio and
+ * paired_builtin_ratio = the median over pass 2's repetitions of the
+ * time over the best's in the same repetition (paired: both saw the
+ * machine in the same state), for a reader who wants the tighter figure.
  * docs/tuning.md, "pami-bench auto_vs_best".
  */
 #include <stdio.h>
@@ -217,6 +220,21 @@ static void print_reps(const char *key, const double *t, unsigned n)
     printf("]");
 }
 
+/* A ratio of two medians; 0 when there is no denominator. */
+static double of_medians(double num, double den)
+{
+    return den > 0 ? num / den : 0;
+}
+
+/* `, "name": v` with 4 decimals, or null for v < 0 (no such figure). */
+static void print_opt(const char *name, double v)
+{
+    if (v >= 0)
+        printf(", \"%s\": %.4f", name, v);
+    else
+        printf(", \"%s\": null", name);
+}
+
 /* au: AUTO; bi: the built-in pick when another candidate than the
  * best, else NULL; aa: the best's twin in pass 2 (--aa), else NULL. */
 static void print_point(group_t *g, const avb_kind_t *k, uint64_t bytes,
@@ -226,45 +244,44 @@ static void print_point(group_t *g, const avb_kind_t *k, uint64_t bytes,
                         const pass_t *p2, uint64_t ops, unsigned reps2)
 {
     const opts_t *o = g->opt;
-    double ratio = p2->auto_paired;
-    double medians = p2->best_us > 0 ? p2->auto_us / p2->best_us : 0;
+    double ratio = of_medians(p2->auto_us, p2->best_us);
+    double bratio = of_medians(p2->builtin_us, p2->best_us);
     if (!o->json) {
         printf("%-15s %9llu  %-34s %9.2f  %-34s %9.2f  %6.3f  %6.3f  "
-               "%5.2f  %6.3f\n", k->name, (unsigned long long)bytes,
+               "%6.3f  %5.2f  %6.3f\n", k->name, (unsigned long long)bytes,
                sel->name ? sel->name : "-", p2->auto_us, best->name,
-               p2->best_us, ratio,
-               p2->builtin_us >= 0 ? p2->builtin_paired : 0, p2->cpu,
-               p1->auto_paired);
+               p2->best_us, ratio, p2->auto_paired,
+               p2->builtin_us >= 0 ? bratio : 0, p2->cpu,
+               of_medians(p1->auto_us, p1->best_us));
         return;
     }
     printf("{\"test\": \"auto_vs_best\", \"collective\": \"%s\", "
            "\"bytes\": %llu, \"ranks\": %zu, \"auto\": \"%s\", "
            "\"auto_reason\": %d, \"best\": \"%s\", \"auto_us\": %.4f, "
-           "\"best_us\": %.4f, \"ratio\": %.4f, \"ratio_of_medians\": %.4f, "
-           "\"builtin\": \"%s\", \"builtin_ratio\": ", k->name,
+           "\"best_us\": %.4f, \"ratio\": %.4f, \"paired_ratio\": %.4f, "
+           "\"builtin\": \"%s\"", k->name,
            (unsigned long long)bytes, g->size,
            sel->name ? sel->name : "", (int)sel->reason, best->name,
-           p2->auto_us, p2->best_us, ratio, medians,
+           p2->auto_us, p2->best_us, ratio, p2->auto_paired,
            sel->builtin_name ? sel->builtin_name : "");
-    if (p2->builtin_us >= 0 && p2->best_us > 0)
-        printf("%.4f", p2->builtin_paired);
-    else
-        printf("null");
+    print_opt("builtin_ratio", p2->builtin_us >= 0 ? bratio : -1);
+    print_opt("paired_builtin_ratio",
+              p2->builtin_us >= 0 ? p2->builtin_paired : -1);
     printf(", \"reps\": %u, \"ops\": %llu, \"cpu\": %.3f, "
            "\"pass1_auto_us\": %.4f, \"pass1_best_us\": %.4f, "
-           "\"pass1_ratio\": %.4f, \"pass1_builtin_ratio\": ", reps2,
+           "\"pass1_ratio\": %.4f, \"pass1_paired_ratio\": %.4f", reps2,
            (unsigned long long)ops, p2->cpu, p1->auto_us, p1->best_us,
-           p1->auto_paired);
-    if (p1->builtin_us >= 0 && p1->best_us > 0)
-        printf("%.4f", p1->builtin_paired);
-    else
-        printf("null");
+           of_medians(p1->auto_us, p1->best_us), p1->auto_paired);
+    print_opt("pass1_builtin_ratio",
+              p1->builtin_us >= 0 ? of_medians(p1->builtin_us, p1->best_us)
+                                  : -1);
+    print_opt("pass1_paired_builtin_ratio",
+              p1->builtin_us >= 0 ? p1->builtin_paired : -1);
     printf(", \"pass1_cpu\": %.3f, \"pass1_reps\": %u", p1->cpu, o->reps);
     if (aa != NULL) {
-        double aa_med = median(aa->t, reps2);
-        printf(", \"aa_ratio\": %.4f, \"aa_ratio_of_medians\": %.4f",
-               paired(aa->t, best->t, reps2),
-               p2->best_us > 0 ? aa_med / p2->best_us : 0);
+        printf(", \"aa_ratio\": %.4f, \"aa_paired_ratio\": %.4f",
+               of_medians(median(aa->t, reps2), p2->best_us),
+               paired(aa->t, best->t, reps2));
         print_reps("auto_reps", au->t, reps2);
         print_reps("best_reps", best->t, reps2);
         print_reps("aa_reps", aa->t, reps2);
@@ -434,9 +451,9 @@ void auto_vs_best_run(group_t *g)
     for (size_t i = 0; i < cap / sizeof(double); i++)
         ((double *)sbuf)[i] = (double)(i % 7 + g->me);
     if (g->me == 0 && !o->json)
-        printf("%-15s %9s  %-34s %9s  %-34s %9s  %6s  %6s  %5s  %6s\n",
+        printf("%-15s %9s  %-34s %9s  %-34s %9s  %6s  %6s  %6s  %5s  %6s\n",
                "collective", "bytes", "auto", "auto_us", "best", "best_us",
-               "ratio", "builtin", "cpu", "pass1");
+               "ratio", "paired", "builtin", "cpu", "pass1");
     for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
         uint64_t sizes[64];
         size_t ns = sizes_of(&p, o, kinds[i].kind, sizes, 64);
