@@ -179,17 +179,17 @@ static int ucx_init(const tp_params_t *params, tp_context_t **out)
          * each piece costs a send call and a header on both sides (5
          * system calls per 16 KiB message instead of 2). A piece is at
          * most RX_SEG_SIZE (64 KiB by default), so with 64 KiB a 64 KiB
-         * payload behind pami's headers still left in two; 260 KiB holds
-         * the largest message pami sends itself (a 256 KiB chunk, or an
-         * RTS with its first chunk and a 1 KiB header) in one, which UCX
-         * then sends from pami's buffer (its short path) without a copy.
-         * Only when the user set neither size. */
+         * payload behind pami's headers still left in two; 68 KiB holds
+         * it (and an RTS's 1 KiB header) in one, which UCX then sends
+         * from pami's buffer (its short path) without a copy. Pieces of
+         * 260 KiB (a whole 256 KiB chunk) were slower from 256 KiB on
+         * (docs/PERFORMANCE.md). Only when the user set neither size. */
         if (getenv("UCX_TCP_RX_SEG_SIZE") == NULL &&
             getenv("UCX_TCP_TX_SEG_SIZE") == NULL) {
             config_default(config, "UCX_TCP_RX_SEG_SIZE", "RX_SEG_SIZE",
-                           "260K");
+                           "68K");
             config_default(config, "UCX_TCP_TX_SEG_SIZE", "TX_SEG_SIZE",
-                           "260K");
+                           "68K");
         }
         status = ucp_start(params, config, &ctx->ucp);
     }
