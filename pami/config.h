@@ -50,6 +50,10 @@
       "smallest put or get to another task of this node (by CMA) whose "    \
       "upper half the owner is offered to copy while the caller copies "    \
       "the lower; 0: never")                                                 \
+    X(rma_owner_piece, "PAMI_RMA_OWNER_PIECE", size, "65536",                \
+      "a put or get through the owner longer than this leaves in pieces "   \
+      "of this many bytes, all sent at once, each answered alone; 0: one "  \
+      "message")                                                            \
     X(rndv_via_origin, "PAMI_RNDV_VIA_ORIGIN", bool, "0",                    \
       "1 has the origin serve every large pami_send in chunk messages, "    \
       "as over TCP, instead of CMA on this node or a UCX get over RDMA")    \
@@ -89,6 +93,7 @@ typedef struct {
     size_t cma_batch;
     int    rma_gather;
     size_t cma_split;
+    size_t rma_owner_piece;
     int    rndv_via_origin;
     int    shm_fastpath;
     size_t shm_queue_lines;

@@ -790,6 +790,14 @@ pami_result_t pami_rma_owner_start(struct pami_context *ctx, uint32_t index,
                                    pami_event_fn local_fn,
                                    pami_event_fn remote_fn, void *cookie,
                                    int32_t region);
+/* A put or get (m: PUT or GET of bytes at local) to the owner in
+ * messages of piece bytes, each answered alone; the callbacks run once,
+ * when every piece was answered, with the first error (rma_pieces.c). */
+pami_result_t pami_rma_owner_pieces(struct pami_context *ctx, uint32_t index,
+                                    const pami_rma_msg_t *m, void *local,
+                                    size_t piece, pami_event_fn local_fn,
+                                    pami_event_fn remote_fn, void *cookie,
+                                    int32_t region);
 /* The same, handing out the request waiting for the answer (*out). */
 pami_result_t pami_rma_owner_begin(struct pami_context *ctx, uint32_t index,
                                    const pami_rma_msg_t *m, const void *src,

@@ -244,6 +244,11 @@ static pami_result_t rma_issue(struct pami_context *ctx, rma_dir_t dir,
         pami_rma_msg_t m = owner_msg(dir == RMA_PUT ? PAMI_RMA_MSG_PUT
                                                     : PAMI_RMA_MSG_GET,
                                      vp, roff, bytes);
+        size_t piece = ctx->client->config.rma_owner_piece;
+        if (piece != 0 && bytes > piece)
+            return pami_rma_owner_pieces(ctx, index, &m, local, piece,
+                                         local_fn, remote_fn, cookie,
+                                         region);
         return pami_rma_owner_start(ctx, index, &m, local,
                                     dir == RMA_GET ? local : NULL,
                                     dir == RMA_GET ? bytes : 0, local_fn,

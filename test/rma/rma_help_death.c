@@ -3,7 +3,12 @@
  * sides (docs/protocols/rma.md, "Two cores on a large put or get"): the
  * origin copies the lower half, the owner, having claimed it, the upper.
  *
- *   rma_help_death owner|origin     which of the two dies (task 1)
+ *   rma_help_death owner|origin [get]   which of the two dies (task 1);
+ *                                       get: the origin only gets
+ *
+ * With PAMI_RMA_VIA_OWNER=1 the same operations go through the owner in
+ * pieces of PAMI_RMA_OWNER_PIECE (64 KiB): the owner dies while many of
+ * an operation's pieces are out, which still ends it once.
  *
  * Two processes on the oob bootstrap (no launcher kills the survivor).
  * The dying task runs a thread that SIGKILLs it a few milliseconds after
@@ -20,6 +25,7 @@
  */
 #include <pami.h>
 
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -36,7 +42,8 @@
 
 #define BYTES ((size_t)32 << 20) /* above PAMI_CMA_SPLIT (2 MiB) */
 
-static int step_fd; /* the second socketpair: the region and the start */
+static int  step_fd; /* the second socketpair: the region and the start */
+static bool only_gets;
 
 typedef struct {
     int           local, remote;
@@ -108,7 +115,7 @@ static void run_origin(pami_context_t ctx, pami_endpoint_t peer,
     unsigned i      = 0;
     for (; !failed; i++) {
         CHECK(now() < end, "no failure seen in 60 s (%u operations)", i);
-        bool       put = i % 2 == 0;
+        bool       put = !only_gets && i % 2 == 0;
         op_t       o   = {0};
         pami_rma_t r   = {.dest = peer, .local = buf, .bytes = BYTES,
                           .remote_mr = mr, .local_fn = on_local,
@@ -146,6 +153,11 @@ static void on_fence(pami_context_t ctx, void *cookie, pami_result_t rc)
 
 static void run_owner(pami_context_t ctx, pami_endpoint_t peer, bool dies)
 {
+    /* Polling meanwhile: through the owner, the origin's first get needs
+     * this task's progress. */
+    struct pollfd pf = {.fd = step_fd, .events = POLLIN};
+    while (poll(&pf, 1, 0) == 0)
+        pami_context_wait(ctx, 10);
     char go;
     CHECK(read(step_fd, &go, 1) == 1 && go == 'g', "step read");
     if (dies)
@@ -202,9 +214,11 @@ static void run(int rank, int fd, bool owner_dies)
 
 int main(int argc, char **argv)
 {
-    CHECK(argc == 2 && (strcmp(argv[1], "owner") == 0 ||
-                        strcmp(argv[1], "origin") == 0),
-          "usage: rma_help_death owner|origin");
+    CHECK((argc == 2 || (argc == 3 && strcmp(argv[2], "get") == 0)) &&
+              (strcmp(argv[1], "owner") == 0 ||
+               strcmp(argv[1], "origin") == 0),
+          "usage: rma_help_death owner|origin [get]");
+    only_gets = argc == 3;
     bool owner_dies = strcmp(argv[1], "owner") == 0;
     oob_pair_run_killed(run, &step_fd, owner_dies);
     return 0;
