@@ -50,7 +50,7 @@
       "smallest put or get to another task of this node (by CMA) whose "    \
       "upper half the owner is offered to copy while the caller copies "    \
       "the lower; 0: never")                                                 \
-    X(rma_owner_piece, "PAMI_RMA_OWNER_PIECE", size, "65536",                \
+    X(rma_owner_piece, "PAMI_RMA_OWNER_PIECE", size, "262144",               \
       "a put or get through the owner longer than this leaves in pieces "   \
       "of this many bytes, all sent at once, each answered alone; 0: one "  \
       "message")                                                            \

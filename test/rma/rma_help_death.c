@@ -7,7 +7,7 @@
  *                                       get: the origin only gets
  *
  * With PAMI_RMA_VIA_OWNER=1 the same operations go through the owner in
- * pieces of PAMI_RMA_OWNER_PIECE (64 KiB): the owner dies while many of
+ * pieces of PAMI_RMA_OWNER_PIECE (256 KiB): the owner dies while many of
  * an operation's pieces are out, which still ends it once.
  *
  * Two processes on the oob bootstrap (no launcher kills the survivor).

@@ -117,9 +117,9 @@ int main(int argc, char **argv)
     rma_xchg_init(&job);
     MP_CHECK(pami_dispatch_fence(job.client));
     const char *env   = getenv("PAMI_RMA_OWNER_PIECE");
-    size_t      piece = env != NULL ? strtoull(env, NULL, 0) : 65536;
+    size_t      piece = env != NULL ? strtoull(env, NULL, 0) : 262144;
     if (piece < 2)
-        piece = 65536; /* off: the same sizes, each one message */
+        piece = 262144; /* off: the same sizes, each one message */
     size_t size[NSIZES] = {1, piece - 1, piece, piece + 1, 3 * piece + 1,
                            (size_t)16 << 20};
     size_t off[NSIZES], total = 5;
