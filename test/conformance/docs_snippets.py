@@ -11,6 +11,7 @@ and do what the text says.
   (skipped, exit 77, without mpicc or mpirun).
 
   docs_snippets.py BUILD_DIR SOURCE_DIR PAMIRUN [MPICC MPIRUN]
+  SNIPPET_CFLAGS: more compiler flags (a sanitizer build's).
 """
 import os
 import re
@@ -41,6 +42,8 @@ def main():
     flags = ["-Wall", "-Wextra", "-Werror",
              "-I" + os.path.join(build, "include", "pami"),
              "-L" + build, "-Wl,-rpath," + build, "-lpami"]
+    # A sanitizer build's flags (meson.build sets them), for both programs.
+    flags += os.environ.get("SNIPPET_CFLAGS", "").split()
     errors = []
     skipped = False
     with tempfile.TemporaryDirectory() as tmp:

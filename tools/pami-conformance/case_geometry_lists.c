@@ -11,39 +11,26 @@
 
 #include <stdlib.h>
 
-typedef struct {
-    size_t        n;
-    pami_result_t rc;
-} ev_t;
-
-static void ev_fn(pami_context_t c, void *k, pami_result_t rc)
-{
-    (void)c;
-    ev_t *v = k;
-    v->n++;
-    v->rc = rc;
-}
-
 static void geometry_lists(cf_env_t *e)
 {
     pami_geometry_t world, sub = NULL, g = NULL;
     CF_OK(e, pami_geometry_world(e->ctx, &world));
-    ev_t v = {0};
+    cf_count_t v = {0};
     pami_task_t last = (pami_task_t)(e->size - 1);
     /* Two ranges that overlap in the last task. */
     pami_geometry_range_t overlap[2] = {{0, last}, {last, last}};
     CF_RC(e, PAMI_INVAL, pami_geometry_create_taskrange(
-                             e->ctx, world, 31, overlap, 2, NULL, &g, ev_fn,
-                             &v));
+                             e->ctx, world, 31, overlap, 2, NULL, &g,
+                             cf_count_fn, &v));
     /* The same range twice. */
     pami_geometry_range_t same[2] = {{0, 0}, {0, 0}};
     CF_RC(e, PAMI_INVAL, pami_geometry_create_taskrange(
-                             e->ctx, world, 31, same, 2, NULL, &g, ev_fn,
+                             e->ctx, world, 31, same, 2, NULL, &g, cf_count_fn,
                              &v));
     /* More than 2^24 tasks in one range. */
     pami_geometry_range_t wide = {0, 1u << 24};
     CF_RC(e, PAMI_INVAL, pami_geometry_create_taskrange(
-                             e->ctx, world, 31, &wide, 1, NULL, &g, ev_fn,
+                             e->ctx, world, 31, &wide, 1, NULL, &g, cf_count_fn,
                              &v));
     CF_CHECK(e, v.n == 0 && g == NULL, "expected no fn and no geometry for a "
              "refused creation");
@@ -51,9 +38,9 @@ static void geometry_lists(cf_env_t *e)
      * task outside it (only its members can call). */
     size_t half = (e->size + 1) / 2;
     pami_geometry_range_t first = {0, (pami_task_t)(half - 1)};
-    ev_t sv = {0};
+    cf_count_t sv = {0};
     CF_OK(e, pami_geometry_create_taskrange(e->ctx, world, 32, &first, 1,
-                                            NULL, &sub, ev_fn, &sv));
+                                            NULL, &sub, cf_count_fn, &sv));
     if (cf_wait_count(e, &sv.n, 1, "the half's creation") != 0)
         return;
     CF_CHECK(e, sv.rc == PAMI_SUCCESS, "expected the half's creation to "
@@ -63,7 +50,7 @@ static void geometry_lists(cf_env_t *e)
         if (half < e->size)
             CF_RC(e, PAMI_INVAL, pami_geometry_create_tasklist(
                                      e->ctx, sub, 33, outside, 2, NULL, &g,
-                                     ev_fn, &v));
+                                     cf_count_fn, &v));
         CF_CHECK(e, v.n == 0, "expected no fn for a list not in parent");
     } else {
         CF_CHECK(e, sub == NULL, "expected a non-member's geometry NULL");
@@ -73,9 +60,8 @@ static void geometry_lists(cf_env_t *e)
     CF_CHECK(e, t != NULL, "expected memory");
     for (size_t i = 0; i < e->size; i++)
         t[i] = (pami_task_t)((i + 1) % e->size);
-    pami_result_t rc = pami_geometry_create_tasklist(e->ctx, world, 34, t,
-                                                     e->size, NULL, &g, ev_fn,
-                                                     &v);
+    pami_result_t rc = pami_geometry_create_tasklist(
+        e->ctx, world, 34, t, e->size, NULL, &g, cf_count_fn, &v);
     if (rc == PAMI_SUCCESS)
         rc = pami_geometry_wait_ready(e->ctx, g);
     free(t);
