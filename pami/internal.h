@@ -790,6 +790,19 @@ pami_result_t pami_rma_owner_start(struct pami_context *ctx, uint32_t index,
                                    pami_event_fn local_fn,
                                    pami_event_fn remote_fn, void *cookie,
                                    int32_t region);
+/* An operation of several parts (a fence's flush and FENCEs, a large
+ * put's or get's pieces): each part completes with pami_rma_join_part
+ * (cookie = the join); the last one runs local_fn, then remote_fn, with
+ * the first error of any part, and frees the join (malloc'd). Parts
+ * complete from advance only, never inside the call that issued them. */
+typedef struct {
+    size_t        left;   /* parts not yet complete */
+    pami_result_t result; /* the first error of a part */
+    pami_event_fn local_fn;
+    pami_event_fn remote_fn;
+    void         *cookie;
+} pami_rma_join_t;
+void pami_rma_join_part(pami_context_t ctx, void *cookie, pami_result_t rc);
 /* A put or get (m: PUT or GET of bytes at local) to the owner in
  * messages of piece bytes, each answered alone; the callbacks run once,
  * when every piece was answered, with the first error (rma_pieces.c). */

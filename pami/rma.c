@@ -546,35 +546,15 @@ static pami_result_t rmw_issue(struct pami_context *ctx, uint32_t index,
 }
 
 /* A fence of several parts (UCX's flush, and a FENCE through the owner's
- * path to each endpoint that had operations on it): fn runs once, after
- * the last part, with the first error. Parts complete from advance only,
- * never inside the call that issued them. */
-typedef struct {
-    pami_event_fn fn;
-    void         *cookie;
-    unsigned      left;
-    pami_result_t result;
-} fence_join_t;
-
-static void fence_part_done(pami_context_t ctx, void *cookie,
-                            pami_result_t rc)
-{
-    fence_join_t *j = cookie;
-    if (rc != PAMI_SUCCESS && j->result == PAMI_SUCCESS)
-        j->result = rc;
-    if (--j->left > 0)
-        return;
-    if (j->fn != NULL)
-        j->fn(ctx, j->cookie, j->result);
-    free(j);
-}
-
+ * path to each endpoint that had operations on it) is a join
+ * (pami_rma_join_t): fn runs once, after the last part, with the first
+ * error. */
 static void fence_owner(struct pami_context *ctx, uint32_t index,
-                        fence_join_t *j)
+                        pami_rma_join_t *j)
 {
     pami_rma_msg_t m = {.type = PAMI_RMA_MSG_FENCE};
     pami_result_t  rc = pami_rma_owner_start(ctx, index, &m, NULL, NULL, 0,
-                                             fence_part_done, NULL, j, -1);
+                                             pami_rma_join_part, NULL, j, -1);
     if (rc == PAMI_SUCCESS)
         j->left++;
     else if (j->result == PAMI_SUCCESS)
@@ -603,16 +583,15 @@ static pami_result_t fence(struct pami_context *ctx, pami_peer_t *peer,
                                    : ctx->tp->worker_flush(ctx->worker,
                                                            &req->tp));
     }
-    fence_join_t *j = calloc(1, sizeof(*j));
-    pami_request_t *req = j != NULL ? rma_request(ctx, which, fence_part_done,
-                                                  j)
-                                    : NULL;
+    pami_rma_join_t *j = calloc(1, sizeof(*j));
+    pami_request_t  *req =
+        j != NULL ? rma_request(ctx, which, pami_rma_join_part, j) : NULL;
     if (req == NULL) {
         free(j);
         return PAMI_ENOMEM;
     }
-    j->fn     = fn;
-    j->cookie = cookie;
+    j->local_fn = fn;
+    j->cookie   = cookie;
     pami_result_t rc = rma_issued(
         req, peer != NULL ? ctx->tp->ep_flush(peer->ep, &req->tp)
                           : ctx->tp->worker_flush(ctx->worker, &req->tp));

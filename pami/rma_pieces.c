@@ -11,20 +11,9 @@
 
 #include "internal.h"
 
-typedef struct {
-    size_t        left;     /* pieces not yet answered */
-    pami_result_t result;   /* the first error of a piece */
-    pami_event_fn local_fn;
-    pami_event_fn remote_fn;
-    void         *cookie;
-} pieces_join_t;
-
-/* A piece's answer (or its failure: a dead owner fails each piece once).
- * The last one runs the user's callbacks, in the order of one message:
- * local_fn, then remote_fn. */
-static void piece_done(pami_context_t ctx, void *cookie, pami_result_t rc)
+void pami_rma_join_part(pami_context_t ctx, void *cookie, pami_result_t rc)
 {
-    pieces_join_t *j = cookie;
+    pami_rma_join_t *j = cookie;
     if (rc != PAMI_SUCCESS && j->result == PAMI_SUCCESS)
         j->result = rc;
     if (--j->left > 0)
@@ -36,6 +25,9 @@ static void piece_done(pami_context_t ctx, void *cookie, pami_result_t rc)
     free(j);
 }
 
+/* A piece's answer (or its failure: a dead owner fails each piece once)
+ * is a part of the join: the last runs the user's callbacks in the order
+ * of one message, local_fn then remote_fn. */
 pami_result_t pami_rma_owner_pieces(struct pami_context *ctx, uint32_t index,
                                     const pami_rma_msg_t *m, void *local,
                                     size_t piece, pami_event_fn local_fn,
@@ -43,10 +35,10 @@ pami_result_t pami_rma_owner_pieces(struct pami_context *ctx, uint32_t index,
                                     int32_t region)
 {
     bool           get = m->type == PAMI_RMA_MSG_GET;
-    pieces_join_t *j   = malloc(sizeof(*j));
+    pami_rma_join_t *j = malloc(sizeof(*j));
     if (j == NULL)
         return PAMI_ENOMEM;
-    *j = (pieces_join_t){.left = 1, .local_fn = local_fn,
+    *j = (pami_rma_join_t){.left = 1, .local_fn = local_fn,
                          .remote_fn = remote_fn, .cookie = cookie};
     /* left holds one extra until every piece is out, so no answer (none
      * comes before the next advance anyway) can end it early. */
@@ -58,7 +50,7 @@ pami_result_t pami_rma_owner_pieces(struct pami_context *ctx, uint32_t index,
         p.bytes   = m->bytes - off < piece ? m->bytes - off : piece;
         pami_result_t rc = pami_rma_owner_start(
             ctx, index, &p, at, get ? at : NULL, get ? p.bytes : 0, NULL,
-            piece_done, j, region);
+            pami_rma_join_part, j, region);
         if (rc != PAMI_SUCCESS) {
             if (sent == 0) {
                 free(j);
