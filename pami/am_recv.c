@@ -41,6 +41,16 @@ static void recv_ack(struct pami_context *ctx, uint32_t peer,
         pami_drop_malformed(ctx, "am", "dropped an ack for no waiting send");
         return;
     }
+    /* A put, get or rmw through the owner waits for the owner's REPLY,
+     * which carries its data and old value: an ack would end it with
+     * nothing written (a get's buffer left as it was). */
+    if (req->rma_owner) {
+        pami_drop_malformed(ctx, "am",
+                            "dropped an ack from endpoint %u for a one-sided "
+                            "operation, which only its owner's answer ends",
+                            peer);
+        return;
+    }
     /* A cookie can be guessed: only the task the send went to answers. */
     if (req->peer != peer) {
         pami_drop_malformed(ctx, "am",
