@@ -106,6 +106,20 @@ def rndv_seeds():
                                            mr=bytes(MR_SIZE)))
     yield "msg-empty", rndv_input(1, rts(flags=2, nbytes=0, base=0,
                                          mr=bytes(MR_SIZE)))
+    # The first chunk with the request (DATA), and NOACK: only with MSG
+    # and DATA and a payload of one chunk (256 KiB) at most.
+    zero = bytes(MR_SIZE)
+    yield "msg-data", rndv_input(1, rts(flags=6, base=0, mr=zero))
+    yield "noack", rndv_input(1, rts(flags=0xE, base=0, mr=zero))
+    yield "noack-cap", rndv_input(1, rts(flags=0xE, nbytes=262144, base=0,
+                                         mr=zero))
+    yield "noack-over-cap", rndv_input(1, rts(flags=0xE, nbytes=262145,
+                                              base=0, mr=zero))
+    yield "noack-without-data", rndv_input(1, rts(flags=0xA, base=0,
+                                                  mr=zero))
+    yield "noack-cma", rndv_input(1, rts(flags=0x9, mr=zero))
+    yield "data-cma", rndv_input(1, rts(flags=0x5, mr=zero))
+    yield "noack-alone", rndv_input(1, rts(flags=0x8, owner=1))
     yield "bytes-differ", rndv_input(1, rts(mr=memregion(nbytes=1)))
     yield "short", rndv_input(1, rts()[:100])
 

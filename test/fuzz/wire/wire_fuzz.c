@@ -36,12 +36,17 @@
 #define CHECK_MSGS 64
 #define LAND_MAX ((size_t)1 << 20) /* larger forged payloads: discarded */
 
+/* F_RMA and the rendezvous request served by its origin come only with
+ * --all-families: they change what a seed sends, and the fixed seeds of
+ * the suite must keep sending what found their defects. */
 enum { F_AM, F_PACKED, F_ACK, F_BAR, F_RNDV, F_BP, F_SVD, F_COLL, F_SHMB,
-       F_CHUNK, F_WRITE, F_COUNT };
+       F_CHUNK, F_WRITE, F_RMA, F_COUNT };
 static const char *const fname[F_COUNT] = {
     "am", "packed", "ack", "core-barrier", "rendezvous", "barrier_packets",
     "svd", "collectives", "shm_barrier", "rendezvous chunks",
-    "rendezvous split read"};
+    "rendezvous split read", "owner's path"};
+static bool all_families;
+static int  families = F_RMA; /* F_COUNT with --all-families */
 
 typedef struct {
     uint32_t magic;
@@ -358,6 +363,133 @@ static void region_fields(pkt_t *p, size_t at)
     p->key_len = PAMI_MEMREGION_SIZE - 48;
 }
 
+/* A request (after the AM header and cookie) the origin serves itself,
+ * with the first chunk as the AM data (MSG, DATA), now and then with
+ * NOACK (the whole payload there, no answer wanted), or announcing more
+ * than a packet holds (docs/protocols/rendezvous.md). */
+static void build_rts_served(wf_t *w, pkt_t *p)
+{
+    (void)w;
+    pami_rndv_rts_t r = {.version = RNDV_VERSION, .dispatch = ID_FUZZ,
+                         .bytes = 1 + rnd_below(PKT_MAX),
+                         .flags = RNDV_FLAG_MSG | RNDV_FLAG_DATA};
+    if (rnd_below(2))
+        r.flags |= RNDV_FLAG_NOACK;
+    p->dlen = r.bytes;
+    if (rnd_below(8) == 0)
+        r.bytes = rnd_below(2) ? RNDV_MSG_CHUNK + 1 : 1ull << 30;
+    fill(p->data, p->dlen);
+    size_t at = p->hlen;
+    append(p, &r, sizeof(r));
+    fill(p->hdr + p->hlen, 16);
+    p->hlen += 16;
+    add_field(p, 8, 8);
+    add_field(p, at + offsetof(pami_rndv_rts_t, version), 4);
+    add_field(p, at + offsetof(pami_rndv_rts_t, dispatch), 4);
+    add_field(p, at + offsetof(pami_rndv_rts_t, bytes), 8);
+    add_field(p, at + offsetof(pami_rndv_rts_t, flags), 4);
+    add_field(p, at + offsetof(pami_rndv_rts_t, reserved), 4);
+    add_field(p, at + offsetof(pami_rndv_rts_t, base), 8);
+    add_field(p, at + offsetof(pami_rndv_rts_t, mr), 8);
+}
+
+/* A cookie the target's own requests may have (small index and
+ * generation), or any. */
+static uint64_t guess_cookie(void)
+{
+    return rnd_below(2) ? rnd_below(64) << 32 | rnd_below(128) : rnd();
+}
+
+/* Region generations of the owner's path's requests get their top bit
+ * (attack()): no slot of the target reaches it, so a forged put never
+ * lands in memory the checks use. */
+#define RMA_GEN_FORGED 0x80000000u
+
+static size_t rma_msg(uint8_t *at, uint8_t type, uint64_t cookie,
+                      uint64_t bytes, const uint8_t *data, size_t dlen)
+{
+    pami_rma_msg_t m = {.version = PAMI_RMA_MSG_VERSION, .type = type,
+                        .cookie = cookie, .id = (uint32_t)rnd_below(8),
+                        .generation = RMA_GEN_FORGED |
+                                      (uint32_t)rnd_below(4),
+                        .offset = rnd_below(4) * 1024, .bytes = bytes};
+    memcpy(at, &m, sizeof(m));
+    if (dlen > 0)
+        memcpy(at + sizeof(m), data, dlen);
+    return sizeof(m) + dlen;
+}
+
+/* The owner's path (docs/protocols/rma.md): requests to the target for
+ * regions it does not have; answers (REPLY, PUT_DONE, REPLIES) for
+ * operations of its that are not waiting, to guessed cookies. */
+static void build_rma(wf_t *w, pkt_t *p)
+{
+    static const uint8_t types[] = {
+        PAMI_RMA_MSG_PUT,   PAMI_RMA_MSG_GET,      PAMI_RMA_MSG_ATOMIC,
+        PAMI_RMA_MSG_FENCE, PAMI_RMA_MSG_REPLY,    PAMI_RMA_MSG_PUT_DONE,
+        PAMI_RMA_MSG_REPLIES, PAMI_RMA_MSG_REQUESTS};
+    uint8_t type = types[rnd_below(sizeof(types))];
+    am_header(p, w->me, PAMI_DISPATCH_RMA, 0);
+    uint8_t junk[256];
+    fill(junk, sizeof(junk));
+    uint64_t bytes = 0;
+    switch (type) {
+    case PAMI_RMA_MSG_PUT:
+        bytes   = rnd_below(PKT_MAX);
+        p->dlen = bytes;
+        fill(p->data, p->dlen);
+        break;
+    case PAMI_RMA_MSG_GET:
+        bytes = 1 + rnd_below(1 << 20);
+        break;
+    case PAMI_RMA_MSG_ATOMIC:
+        bytes = rnd_below(2) ? 8 : 4;
+        break;
+    case PAMI_RMA_MSG_REPLY:
+        bytes   = rnd_below(2) ? 0 : 1 + rnd_below(256);
+        p->dlen = bytes;
+        memcpy(p->data, junk, p->dlen);
+        break;
+    case PAMI_RMA_MSG_PUT_DONE: {
+        size_t n = 1 + rnd_below(PAMI_RMA_PUT_DONE_MAX);
+        for (size_t i = 0; i < n; i++) {
+            uint64_t c = guess_cookie();
+            memcpy(p->data + 8 * i, &c, sizeof(c));
+        }
+        bytes = p->dlen = 8 * n;
+        break;
+    }
+    default: { /* REPLIES, REQUESTS: two to four messages inside */
+        size_t n = 2 + rnd_below(3);
+        for (size_t i = 0; i < n && p->dlen + 64 + 256 <= PKT_MAX; i++) {
+            uint8_t t = type == PAMI_RMA_MSG_REPLIES ? PAMI_RMA_MSG_REPLY
+                        : rnd_below(2)               ? PAMI_RMA_MSG_PUT
+                                                     : PAMI_RMA_MSG_GET;
+            size_t  d = t == PAMI_RMA_MSG_GET ? 0 : rnd_below(256);
+            p->dlen += rma_msg(p->data + p->dlen, t, guess_cookie(),
+                               t == PAMI_RMA_MSG_GET ? 1 + rnd_below(4096)
+                                                     : d,
+                               junk, d);
+        }
+        bytes = p->dlen;
+        break;
+    }
+    }
+    rma_msg(p->hdr + p->hlen,
+            type, type == PAMI_RMA_MSG_REPLY ? guess_cookie() : rnd(),
+            bytes, NULL, 0);
+    if (type == PAMI_RMA_MSG_ATOMIC) {
+        p->hdr[p->hlen + 2] = (uint8_t)rnd_below(4);
+        p->hdr[p->hlen + 3] = (uint8_t)bytes;
+    }
+    static const uint8_t off[] = {0, 1, 2, 3, 4, 8, 16, 20, 24, 28, 32, 40,
+                                  48, 56};
+    static const uint8_t len[] = {1, 1, 1, 1, 4, 8, 4, 4, 4, 4, 8, 8, 8, 8};
+    for (size_t i = 0; i < sizeof(off); i++)
+        add_field(p, p->hlen + off[i], len[i]);
+    p->hlen += sizeof(pami_rma_msg_t);
+}
+
 static void build(wf_t *w, int fam, pkt_t *p)
 {
     memset(p, 0, sizeof(*p));
@@ -412,6 +544,10 @@ static void build(wf_t *w, int fam, pkt_t *p)
     case F_RNDV: {
         am_header(p, w->me, PAMI_DISPATCH_RNDV, PAMI_AM_FLAG_ACK);
         append(p, &cookie, sizeof(cookie));
+        if (all_families && rnd_below(3) == 0) {
+            build_rts_served(w, p);
+            break;
+        }
         bool cma = rnd_below(2);
         /* Large messages reach protocols too: half aim at one. */
         size_t ids[] = {w->bp_base, w->coll_base, w->shmb_base,
@@ -519,6 +655,9 @@ static void build(wf_t *w, int fam, pkt_t *p)
     }
     case F_SVD:
         /* built by build_svd: the type picks the id */
+        break;
+    case F_RMA:
+        build_rma(w, p);
         break;
     case F_COLL: {
         uint32_t seq = (uint32_t)rnd_below(4);
@@ -637,7 +776,7 @@ static unsigned build_svd(wf_t *w, pkt_t *p)
 static void attack(wf_t *w, unsigned long packets, uint64_t sent[F_COUNT])
 {
     for (unsigned long i = 0; i < packets; i++) {
-        int   fam = (int)(i % F_COUNT);
+        int   fam = (int)(i % (unsigned long)families);
         pkt_t p;
         unsigned svd_type = 0;
         if (fam == F_SVD)
@@ -666,6 +805,22 @@ static void attack(wf_t *w, unsigned long packets, uint64_t sent[F_COUNT])
             keep_off_test_ids(&p, offsetof(pami_am_hdr_t, dispatch), 2);
             send_core(w, &p);
             break;
+        case F_RMA: {
+            keep_off_test_ids(&p, offsetof(pami_am_hdr_t, dispatch), 2);
+            /* Whatever the mutation did: no live region of the target
+             * (RMA_GEN_FORGED), and no HELP that would make the target
+             * take and give back an eventfd counter of this process
+             * (result, its descriptor, negative: malformed). */
+            size_t body = sizeof(pami_am_hdr_t);
+            if (p.hlen >= body + offsetof(pami_rma_msg_t, reserved))
+                p.hdr[body + offsetof(pami_rma_msg_t, generation) + 3] |=
+                    0x80;
+            if (p.hlen >= body + offsetof(pami_rma_msg_t, cookie) &&
+                p.hdr[body + 1] == PAMI_RMA_MSG_HELP)
+                p.hdr[body + offsetof(pami_rma_msg_t, result) + 3] |= 0x80;
+            send_core(w, &p);
+            break;
+        }
         case F_RNDV:
             keep_off_test_ids(&p, offsetof(pami_am_hdr_t, dispatch), 2);
             keep_off_test_ids(&p, 16 + offsetof(pami_rndv_rts_t, dispatch),
@@ -732,7 +887,8 @@ static void drops(wf_t *w, drops_t *d)
     memset(d, 0, sizeof(*d));
     /* The core's counters are shared by its families. */
     d->v[F_AM] = d->v[F_PACKED] = d->v[F_ACK] = d->v[F_BAR] =
-        d->v[F_RNDV] = d->v[F_CHUNK] = d->v[F_WRITE] = core_drops;
+        d->v[F_RNDV] = d->v[F_CHUNK] = d->v[F_WRITE] = d->v[F_RMA] =
+            core_drops;
     d->v[F_BP]   = protocol_drops(w, "barrier_packets");
     d->v[F_SVD]  = protocol_drops(w, "svd");
     d->v[F_COLL] = protocol_drops(w, "collectives");
@@ -853,6 +1009,9 @@ int main(int argc, char **argv)
             packets = (unsigned long)parse_u64(argv[i] + 10, "packet count");
         } else if (strcmp(argv[i], "--no-key-bytes") == 0) {
             key_bytes = false;
+        } else if (strcmp(argv[i], "--all-families") == 0) {
+            all_families = true;
+            families     = F_COUNT;
         }
     }
     if (!seeded && getenv("WIRE_FUZZ_SEED") != NULL) {
@@ -901,10 +1060,12 @@ int main(int argc, char **argv)
 
     uint64_t sent[F_COUNT] = {0};
     if (w.me == 0) {
-        printf("wire-fuzz: seed %llu, %lu packets%s (rerun: wire_fuzz "
-               "--seed=%llu)\n", (unsigned long long)seed, packets,
+        printf("wire-fuzz: seed %llu, %lu packets%s%s (rerun: wire_fuzz "
+               "--seed=%llu%s)\n", (unsigned long long)seed, packets,
                key_bytes ? "" : ", key bytes left alone",
-               (unsigned long long)seed);
+               all_families ? ", all families" : "",
+               (unsigned long long)seed,
+               all_families ? " --all-families" : "");
         fflush(stdout);
         rng = seed;
         attack(&w, packets, sent);
@@ -957,18 +1118,19 @@ int main(int argc, char **argv)
         printf("wire-fuzz: target task 1: %lu forged user messages handled "
                "(%lu landed)\n", w.fuzz_seen, w.fuzz_landed);
         /* The core's families share its counters: one line. */
-        uint64_t core_sent = sent[F_CHUNK] + sent[F_WRITE];
+        uint64_t core_sent = sent[F_CHUNK] + sent[F_WRITE] + sent[F_RMA];
         for (int f = 0; f <= F_RNDV; f++)
             core_sent += sent[f];
         printf("wire-fuzz: core (am, packed, ack, core-barrier, rendezvous, "
-               "rendezvous chunks and split read): %llu sent, drops "
+               "rendezvous chunks and split read, owner's path): %llu "
+               "sent, drops "
                "+%llu\n",
                (unsigned long long)core_sent,
                (unsigned long long)(after.v[F_RNDV] - before.v[F_RNDV]));
         MP_EXPECT(core_sent < 50 || after.v[F_RNDV] > before.v[F_RNDV],
                   "the core's drop counters did not rise");
         for (int f = F_RNDV + 1; f < F_COUNT; f++) {
-            if (f == F_CHUNK || f == F_WRITE)
+            if (f == F_CHUNK || f == F_WRITE || f == F_RMA)
                 continue;
             printf("wire-fuzz: %s: %llu sent, drops +%llu\n", fname[f],
                    (unsigned long long)sent[f],
