@@ -64,10 +64,12 @@ static int seg_unlink(const char *name, bool in_dir)
     return in_dir ? unlink(name) : shm_unlink(name);
 }
 
+/* A segment's length: whole pages, and a file size (off_t), since a
+ * larger one would reach posix_fallocate as a negative length. */
 static bool page_round(size_t bytes, size_t *out)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    if (bytes > SIZE_MAX - (page - 1))
+    if (bytes > (size_t)INT64_MAX - (page - 1))
         return false;
     *out = (bytes + page - 1) & ~(page - 1);
     return true;

@@ -169,7 +169,9 @@ pami_result_t pami_protocol_stats(pami_context_t context, const char *name,
                                   size_t *n);
 
 /* One line on stderr in pami's log format, when PAMI_LOG_LEVEL lets
- * level through; subsys names the protocol. */
+ * level through; subsys names the protocol (NULL: "protocol"). A level
+ * outside the enum logs as PAMI_PROTOCOL_LOG_ERROR; a NULL fmt writes a
+ * warn line saying so instead. */
 typedef enum {
     PAMI_PROTOCOL_LOG_ERROR = 0,
     PAMI_PROTOCOL_LOG_WARN  = 1,

@@ -392,6 +392,16 @@ pami_result_t pami_protocol_stats(pami_context_t ctx, const char *name,
 void pami_protocol_log(pami_protocol_log_level_t level, const char *subsys,
                        const char *fmt, ...)
 {
+    /* A level outside the enum would index past the log's level names;
+     * it is taken as an error, so the line is not lost. */
+    if ((unsigned)level > PAMI_PROTOCOL_LOG_DEBUG)
+        level = PAMI_PROTOCOL_LOG_ERROR;
+    if (subsys == NULL)
+        subsys = "protocol";
+    if (fmt == NULL) {
+        pami_warn(subsys, "pami_protocol_log with a NULL format");
+        return;
+    }
     if ((int)level > pami_log_level_current)
         return;
     char    line[512];

@@ -300,7 +300,9 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Waits through pami_context_wait until *done or the timeout. */
+/* Waits through pami_context_wait until *done or the timeout. It
+ * progresses at least once, as pami_context_wait(ctx, 0) does: an
+ * answer one poll away (an update with no users) is not a timeout. */
 pami_result_t svd_wait(svd_state_t *st, const bool *done, int timeout_ms)
 {
     double deadline = timeout_ms < 0 ? 0 : now_s() + timeout_ms / 1000.0;
@@ -308,14 +310,14 @@ pami_result_t svd_wait(svd_state_t *st, const bool *done, int timeout_ms)
         int slice = 100;
         if (timeout_ms >= 0) {
             double left = deadline - now_s();
-            if (left <= 0)
-                return PAMI_TIMEOUT;
-            if (left * 1000 < slice)
-                slice = (int)(left * 1000) + 1;
+            slice = left <= 0 ? 0 : left * 1000 < slice
+                                        ? (int)(left * 1000) + 1 : slice;
         }
         pami_result_t rc = pami_context_wait(st->ctx, slice);
         if (rc != PAMI_SUCCESS && rc != PAMI_TIMEOUT)
             return rc;
+        if (!*done && timeout_ms >= 0 && now_s() >= deadline)
+            return PAMI_TIMEOUT;
     }
     return PAMI_SUCCESS;
 }

@@ -438,6 +438,20 @@ static void alloc_segment(cf_env_t *e)
     n = shm_objects(prefix, &mode, &size);
     CF_CHECK(e, n == 0, "expected no object left by a refused allocation, "
              "seen %zu", n);
+    /* api.md: "too large for a file once rounded up to a page (above
+     * 2^63 - 1 bytes)" is PAMI_INVAL, outputs untouched, no object. */
+    static const size_t huge[] = {(size_t)INT64_MAX, (size_t)INT64_MAX + 1,
+                                  SIZE_MAX - 4096, SIZE_MAX};
+    for (size_t i = 0; i < sizeof(huge) / sizeof(huge[0]); i++) {
+        void *a2 = &n;
+        pami_memregion_t m2;
+        memset(&m2, 0x5a, sizeof(m2));
+        CF_RC(e, PAMI_INVAL, pami_memregion_alloc(e->ctx, huge[i], &a2, &m2));
+        CF_CHECK(e, a2 == (void *)&n && ((uint8_t *)&m2)[0] == 0x5a &&
+                        shm_objects(prefix, &mode, &size) == 0,
+                 "expected a refused allocation of %zu bytes to leave its "
+                 "outputs and no object", huge[i]);
+    }
     CF_OK(e, pami_dispatch_fence(e->client));
 }
 

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- sdk_helpers ---- */
 
@@ -364,6 +365,98 @@ static void svd_calls(cf_env_t *e)
     CF_OK(e, pami_svd_update_wait(e->ctx, &u));
     CF_CHECK(e, s.n == 1, "expected update_wait to have run done_fn, seen "
              "%zu", s.n);
+    /* "progressing at least once (`0` polls as pami_context_wait(context,
+     * 0) does: an update with no users then returns PAMI_SUCCESS)". */
+    u.field_mask = PAMI_SVD_UPDATE_TIMEOUT;
+    u.timeout_ms = 0;
+    s.n = 0;
+    CF_OK(e, pami_svd_update_wait(e->ctx, &u));
+    CF_CHECK(e, s.n == 1 && s.rc == PAMI_SUCCESS, "expected update_wait "
+             "with timeout 0 and no users to succeed and run done_fn once, "
+             "seen %zu runs", s.n);
+    CF_OK(e, pami_svd_query(e->ctx, key, &info, NULL, 0));
+    CF_CHECK(e, info.version == 4, "expected version 4 after four updates, "
+             "seen %llu", (unsigned long long)info.version);
+    CF_OK(e, pami_dispatch_fence(e->client));
+}
+
+/* ---- sdk_log: pami_protocol_log's lines, bad arguments included ---- */
+
+typedef void (*log_call_fn)(void);
+
+/* Runs call with stderr sent to a file; what it wrote in out. */
+static void stderr_of(log_call_fn call, char *out, size_t len)
+{
+    char path[] = "/tmp/pami-cf-log-XXXXXX";
+    int fd = mkstemp(path), saved = dup(2);
+    out[0] = '\0';
+    if (fd < 0 || saved < 0)
+        return;
+    fflush(stderr);
+    dup2(fd, 2);
+    call();
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    ssize_t n = pread(fd, out, len - 1, 0);
+    out[n > 0 ? n : 0] = '\0';
+    close(fd);
+    unlink(path);
+}
+
+/* Through a volatile, so the compiler cannot see the bad values. */
+static volatile int        log_level_bad = -1;
+static const char *volatile log_null;
+
+static void log_warn(void)
+{
+    pami_protocol_log(PAMI_PROTOCOL_LOG_WARN, "cf", "w %d", 1);
+}
+static void log_debug(void)
+{
+    pami_protocol_log(PAMI_PROTOCOL_LOG_DEBUG, "cf", "d");
+}
+static void log_below(void)
+{
+    pami_protocol_log((pami_protocol_log_level_t)log_level_bad, "cf", "b");
+}
+static void log_above(void)
+{
+    pami_protocol_log((pami_protocol_log_level_t)(log_level_bad + 100),
+                      "cf", "a");
+}
+static void log_no_subsys(void)
+{
+    pami_protocol_log(PAMI_PROTOCOL_LOG_ERROR, log_null, "s");
+}
+static void log_no_fmt(void)
+{
+    pami_protocol_log(PAMI_PROTOCOL_LOG_ERROR, "cf", log_null);
+}
+
+static void sdk_log(cf_env_t *e)
+{
+    static const struct {
+        log_call_fn call;
+        const char *want; /* after "[task] "; "" for no line */
+    } calls[] = {
+        {log_warn, "pami warn cf: w 1\n"},
+        {log_debug, ""},
+        {log_below, "pami error cf: b\n"},
+        {log_above, "pami error cf: a\n"},
+        {log_no_subsys, "pami error protocol: s\n"},
+        {log_no_fmt, "pami warn cf: pami_protocol_log with a NULL format\n"},
+    };
+    for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
+        char got[512], want[256];
+        stderr_of(calls[i].call, got, sizeof(got));
+        if (calls[i].want[0] != '\0')
+            snprintf(want, sizeof(want), "[%u] %s", e->task, calls[i].want);
+        else
+            want[0] = '\0';
+        CF_CHECK(e, strcmp(got, want) == 0, "expected call %zu to write "
+                 "\"%s\", seen \"%s\"", i, want, got);
+    }
     CF_OK(e, pami_dispatch_fence(e->client));
 }
 
@@ -573,6 +666,7 @@ static void outputs_on_failure(cf_env_t *e)
 
 const cf_case_t cf_sdk_cases[] = {
     {"protocols", "sdk_helpers", 1, 0, 0, sdk_helpers, NULL},
+    {"protocols", "sdk_log", 1, 0, 0, sdk_log, "PAMI_LOG_LEVEL=warn"},
     {"protocols", "barrier_calls", 1, 0, 0, barrier_calls, NULL},
     {"protocols", "svd_calls", 1, 0, 0, svd_calls, NULL},
     {"protocols", "registry_limits", 1, 0, CF_OWN_CONTEXTS, registry_limits,
