@@ -145,6 +145,18 @@ pami_result_t pami_client_create(const char *name,
                   c->config.immediate_max, PAMI_IMMEDIATE_LIMIT);
         c->config.immediate_max = PAMI_IMMEDIATE_LIMIT;
     }
+    if (c->config.shutdown_timeout_ms > PAMI_TIMEOUT_MS_MAX) {
+        pami_warn("client", "PAMI_SHUTDOWN_TIMEOUT=%zu is above %u ms; "
+                  "using %u", c->config.shutdown_timeout_ms,
+                  PAMI_TIMEOUT_MS_MAX, PAMI_TIMEOUT_MS_MAX);
+        c->config.shutdown_timeout_ms = PAMI_TIMEOUT_MS_MAX;
+    }
+    if (c->config.peer_timeout_ms > PAMI_TIMEOUT_MS_MAX) {
+        pami_warn("client", "PAMI_PEER_TIMEOUT=%zu is above %u ms; using %u",
+                  c->config.peer_timeout_ms, PAMI_TIMEOUT_MS_MAX,
+                  PAMI_TIMEOUT_MS_MAX);
+        c->config.peer_timeout_ms = PAMI_TIMEOUT_MS_MAX;
+    }
 
     bootstrap_args_t args = {0};
     /* A task stopped in a bootstrap collective fails it like one stopped

@@ -30,11 +30,11 @@
       "elsewhere) so a dead task fails its operations with PAMI_PEER_FAILED")                    \
     X(shutdown_timeout_ms, "PAMI_SHUTDOWN_TIMEOUT", size, "10000",           \
       "milliseconds createv waits for all tasks to connect, and destroy "   \
-      "for peers and pending operations")                                    \
+      "for peers and pending operations; at most 2147483647")               \
     X(peer_timeout_ms, "PAMI_PEER_TIMEOUT", size, "10000",                   \
       "milliseconds a task of this node may stay stopped (SIGSTOP, job "    \
       "control; not a debugger's stop) before it counts as failed; 0: never" \
-      " (needs PAMI_PEER_ERRORS)")                                           \
+      " (needs PAMI_PEER_ERRORS); at most 2147483647")                       \
     X(rma_owner, "PAMI_RMA_VIA_OWNER", bool, "0",                            \
       "1 sends every put, get and rmw through its owner's checked path, "   \
       "as over TCP, instead of CMA on this node or RDMA")                   \

@@ -56,6 +56,11 @@
 /* UCX's shared-memory and TCP transports carry 8 KiB in one fragment; an
  * immediate send must fit one, with pami's and UCX's headers. */
 #define PAMI_IMMEDIATE_LIMIT 4096
+/* The longest PAMI_SHUTDOWN_TIMEOUT and PAMI_PEER_TIMEOUT (ms, 24.8
+ * days): the waits take an int of milliseconds and add nanoseconds to
+ * the clock, which a larger value overflowed into a deadline already
+ * past (destroyv timed out at once). */
+#define PAMI_TIMEOUT_MS_MAX 2147483647u
 
 /* The wire forms of the AM header, the ack and the rendezvous request,
  * and their decoders, are in wire.h. */

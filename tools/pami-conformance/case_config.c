@@ -478,6 +478,26 @@ static void env_shm_odd_sizes(cf_env_t *e)
     free(s.land);
 }
 
+/* ---- env_timeouts_max: the longest shutdown and peer timeouts ---- */
+
+static void env_timeouts_max(cf_env_t *e)
+{
+    /* config.md: "at most 2147483647 (24.8 days: a larger value is
+     * lowered to it with a warning at pami_client_create)", set to 2^64-1
+     * and 2^40 here. Such a value once overflowed the shutdown's
+     * deadline into the past, so destroyv's barriers timed out at once. */
+    CF_OK(e, pami_context_createv(e->client, NULL, 1, e->contexts));
+    e->ncontexts = 1;
+    CF_OK(e, pami_dispatch_fence(e->client));
+    /* api.md, destroyv: "PAMI_TIMEOUT the deadline passed before a
+     * barrier completed" must not happen with the longest deadline. */
+    CF_OK(e, pami_context_destroyv(e->contexts, 1));
+    e->ncontexts = 0;
+    /* And once more through the runner's own teardown. */
+    CF_OK(e, pami_context_createv(e->client, NULL, 1, e->contexts));
+    e->ncontexts = 1;
+}
+
 const cf_case_t cf_config_cases[] = {
     {"core", "env_rndv_zero", 1, 0, 0, env_rndv_zero, "PAMI_RNDV_THRESHOLD=0"},
     {"core", "env_rndv_via_origin", 1, 0, 0, env_rndv_via_origin,
@@ -486,6 +506,8 @@ const cf_case_t cf_config_cases[] = {
     {"core", "env_shm_odd_sizes", 1, 0, 0, env_shm_odd_sizes,
      "PAMI_SHM_QUEUE_LINES=100 PAMI_SHM_ENTRY_MAX=9 PAMI_SHM_QUEUE_GROW=3"},
     {"core", "landing_refused", 1, 0, CF_OWN_CONTEXTS, landing_refused, NULL},
+    {"core", "env_timeouts_max", 1, 0, CF_OWN_CONTEXTS, env_timeouts_max,
+     "PAMI_SHUTDOWN_TIMEOUT=18446744073709551615 PAMI_PEER_TIMEOUT=1099511627776"},
 };
 const size_t cf_num_config_cases =
     sizeof(cf_config_cases) / sizeof(cf_config_cases[0]);
