@@ -89,7 +89,7 @@ static void usage(FILE *f)
         "  auto_vs_best    (with --profile P) AUTO beside the best algorithm\n"
         "                  at every size of the profile, interleaved (its\n"
         "                  second pass, which it reports, runs 2 x --reps)\n"
-        "  burst_oversub   every task sends --iters (20000) 8 B messages to\n"
+        "  burst_oversub   every task sends --iters (100000) 8 B messages to\n"
         "                  the others, retrying EAGAIN with\n"
         "                  pami_context_advance, then with pami_context_wait\n"
         "  footprint       largest VmHWM among the tasks after --iters (20)\n"
