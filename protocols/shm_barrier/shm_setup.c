@@ -159,7 +159,11 @@ static pami_result_t follower(shmb_state_t *st, uint64_t deadline)
 
 pami_result_t shmb_setup_run(shmb_state_t *st)
 {
-    uint64_t deadline = shmb_now_ns() + st->timeout_ns;
+    /* Saturated: the longest PAMI_SHM_BARRIER_TIMEOUT would wrap the
+     * sum into a deadline already past. */
+    uint64_t now      = shmb_now_ns();
+    uint64_t deadline = st->timeout_ns > UINT64_MAX - now
+                            ? UINT64_MAX : now + st->timeout_ns;
     bool     lead     = st->my_index == 0;
     shmb_names(st, st->local[0]);
     pami_result_t rc = lead ? leader(st, deadline) : follower(st, deadline);

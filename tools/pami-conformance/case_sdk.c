@@ -380,6 +380,21 @@ static void svd_calls(cf_env_t *e)
     CF_OK(e, pami_dispatch_fence(e->client));
 }
 
+/* ---- env_shm_barrier_max: the longest shared-memory barrier waits ---- */
+
+static void env_shm_barrier_max(cf_env_t *e)
+{
+    /* config.md: PAMI_SHM_BARRIER_TIMEOUT's range 0..18446744073709
+     * (ms); at its top the set-up's deadline once wrapped into the past,
+     * so tasks that had to wait for the leader gave up at once
+     * (PAMI_TIMEOUT). Three barriers of each kind on the register. */
+    for (int i = 0; i < 3; i++) {
+        CF_OK(e, pami_barrier_wait(e->ctx, PAMI_BARRIER_SHM, NULL, 0));
+        CF_OK(e, pami_barrier_wait(e->ctx, PAMI_BARRIER_HIER, NULL, 0));
+    }
+    CF_OK(e, pami_dispatch_fence(e->client));
+}
+
 /* ---- sdk_log: pami_protocol_log's lines, bad arguments included ---- */
 
 typedef void (*log_call_fn)(void);
@@ -667,6 +682,8 @@ static void outputs_on_failure(cf_env_t *e)
 const cf_case_t cf_sdk_cases[] = {
     {"protocols", "sdk_helpers", 1, 0, 0, sdk_helpers, NULL},
     {"protocols", "sdk_log", 1, 0, 0, sdk_log, "PAMI_LOG_LEVEL=warn"},
+    {"protocols", "env_shm_barrier_max", 1, 0, 0, env_shm_barrier_max,
+     "PAMI_SHM_BARRIER_TIMEOUT=18446744073709"},
     {"protocols", "barrier_calls", 1, 0, 0, barrier_calls, NULL},
     {"protocols", "svd_calls", 1, 0, 0, svd_calls, NULL},
     {"protocols", "registry_limits", 1, 0, CF_OWN_CONTEXTS, registry_limits,
