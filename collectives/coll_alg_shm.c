@@ -395,6 +395,7 @@ static pami_result_t poison_begin(cshm_t *s)
 }
 
 static pami_result_t ring_begin(cshm_t *s);
+static pami_result_t a2a_engine(cshm_t *s);
 
 /* A poison entry of an eager broadcast: its ring call as a ghost, so
  * the ring numbers stay aligned and the readers fail alike. */
@@ -822,6 +823,8 @@ pami_result_t cshm_flag_engine(pami_context_t ctx, void *cookie)
     cshm_t  *s      = cookie;
     if (s->step == CSHM_ST_RING)
         return ring_engine(s);
+    if (s->step == CSHM_ST_A2A)
+        return a2a_engine(s);
     uint64_t target = s->phase + 1;
     int      done   = poll_flags(s, target, 2000);
     if (done == 0 && !s->dead) {
@@ -853,11 +856,72 @@ static pami_result_t flag_begin(cshm_t *s)
     return pami_context_post(s->ctx, &s->flag_work, cshm_flag_engine, s);
 }
 
+/* alltoall_shm_cma's end, queued or inline: the round counted, or a
+ * mismatch's one barrier (as a flag round's, which the members of a
+ * register round are in). */
+static pami_result_t a2a_end(cshm_t *s, int state)
+{
+    if (state == CSHM_A2A_AHEAD)
+        return flags_ahead(s);
+    s->phase++;
+    if (state == CSHM_A2A_MISMATCH) {
+        cshm_count(s, CSHM_STAT_mismatches);
+        coll_warn("geometry %u: the members' calls of a shared-memory "
+                  "collective (kind %d) differ", s->op.g->id,
+                  (int)s->op.x->kind);
+        return PAMI_INVAL;
+    }
+    prefetch_write(cshm_ctl(s, s->my_index, s->phase & 1));
+    return s->op.cma_rc;
+}
+
+/* The queued call: a pass each time progress runs it. */
+static pami_result_t a2a_engine(cshm_t *s)
+{
+    int state = cshm_a2a_pass(s);
+    pami_result_t rc = PAMI_PEER_FAILED;
+    if (state == CSHM_A2A_WAIT && !s->dead)
+        return PAMI_EAGAIN;
+    if (state != CSHM_A2A_WAIT)
+        rc = a2a_end(s, state);
+    if (state == CSHM_A2A_MISMATCH) {
+        rc = barrier(s, CSHM_ST_FLAG_BAR);
+        if (rc == PAMI_SUCCESS)
+            return PAMI_SUCCESS;
+    }
+    if (rc != PAMI_SUCCESS && rc != PAMI_INVAL)
+        cshm_seg_failed(s, rc);
+    finish_head(s, rc);
+    cshm_pump(s);
+    return PAMI_SUCCESS;
+}
+
+pami_result_t cshm_a2a_run_inline(cshm_t *s)
+{
+    int state = CSHM_A2A_WAIT;
+    pami_result_t rc = cshm_a2a_inline(s, &state);
+    if (rc != PAMI_SUCCESS)
+        return rc;
+    rc = a2a_end(s, state);
+    if (state == CSHM_A2A_MISMATCH) {
+        cshm_count(s, CSHM_STAT_barriers);
+        pami_result_t brc = pami_barrier_wait(s->ctx, PAMI_BARRIER_SHM,
+                                              NULL, 0);
+        if (brc != PAMI_SUCCESS)
+            rc = brc;
+    }
+    return rc;
+}
+
 static pami_result_t op_begin(cshm_t *s, coll_req_t *req)
 {
     cshm_op_setup(s, req, &req->x, req->g, req->dtsize, req->algo_id);
     if (s->op.ring)
         return ring_begin(s);
+    if (s->op.kind == CSHM_A2A_CMA) {
+        s->step = CSHM_ST_A2A;
+        return pami_context_post(s->ctx, &s->flag_work, cshm_flag_engine, s);
+    }
     return s->op.flag ? flag_begin(s) : barrier(s, CSHM_ST_OP);
 }
 
@@ -937,14 +1001,7 @@ pami_result_t cshm_op_next(cshm_t *s, bool *done)
         if (!ghost)
             cshm_blocks_read(s, p);
         break;
-    case CSHM_A2A_CMA:
-        /* Read, then a barrier before anyone's buffer may change. */
-        if (op->stage == 0) {
-            if (!ghost)
-                op->cma_rc = cshm_cma_read(s, p);
-            op->stage = 1;
-            return barrier(s, CSHM_ST_OP);
-        }
+    case CSHM_A2A_CMA: /* no barrier (a2a_engine) */
         break;
     case CSHM_AR_CMA:
     case CSHM_BC_CMA:

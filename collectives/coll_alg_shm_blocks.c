@@ -13,31 +13,17 @@
  * output slices of a round are input slices that round already copied,
  * so PAMI_IN_PLACE (input in rbuf) needs no copy of its own.
  *
- * alltoall_shm_cma copies once: each task puts its process id and the
- * address of its send buffer in its control line (where a tiny call's
- * data goes; 0 for a call that failed here) and copies its own block,
- * and after the barrier reads block r of every other task's buffer
- * straight into its own with process_vm_readv; a second barrier keeps
- * every buffer unchanged until all reads ended. Not in place (the others would read what this task
- * overwrites): its check refuses PAMI_IN_PLACE. A read the kernel
- * refuses (no ptrace permission) fails the call here with PAMI_INVAL and
- * a log line; the rounds stay aligned.
+ * alltoall_shm_cma copies once, reading the others' buffers with
+ * process_vm_readv and no barrier (coll_alg_shm_a2a.c); here only its
+ * set-up and check. Not in place (the others would read what this task
+ * overwrites): its check refuses PAMI_IN_PLACE.
  */
-#include <errno.h>
 #include <pthread.h>
 #include <string.h>
-#include <sys/uio.h>
-#include <unistd.h>
 
 #include "coll_shm.h"
 
 #define IN_PLACE(p) ((const void *)(p) == (const void *)PAMI_IN_PLACE)
-
-/* What alltoall_shm_cma puts in its control line. */
-typedef struct {
-    uint64_t pid;
-    uint64_t addr;
-} cma_line_t;
 
 static size_t         cma_id;
 static pthread_once_t cma_once = PTHREAD_ONCE_INIT;
@@ -47,12 +33,6 @@ static void find_cma(void)
     for (size_t i = 0; i < coll_num_algos; i++)
         if (coll_algos[i].check == coll_shm_cma_check)
             cma_id = i + 1;
-}
-
-static cma_line_t *cma_line(cshm_t *s, size_t local, uint32_t p)
-{
-    return (cma_line_t *)((unsigned char *)cshm_ctl(s, local, p) +
-                          CSHM_TINY_OFF);
 }
 
 void cshm_blocks_setup(cshm_t *s, size_t algo_id)
@@ -66,51 +46,11 @@ void cshm_blocks_setup(cshm_t *s, size_t algo_id)
     pthread_once(&cma_once, find_cma);
     if (op->kind != CSHM_ALLTOALL || algo_id != cma_id)
         return;
-    /* One round of the whole block; published with the round's number. */
+    /* One round of the whole block, run by coll_alg_shm_a2a.c. */
     op->kind  = CSHM_A2A_CMA;
     op->chunk = op->total;
     op->cma_rc = PAMI_SUCCESS;
-    bool ghost = op->req != NULL && op->req->status != PAMI_SUCCESS;
-    cma_line_t *l = cma_line(s, s->my_index, s->phase & 1);
-    l->pid  = s->pid;
-    l->addr = ghost || op->in_place ? 0 : (uint64_t)(uintptr_t)op->in;
-}
-
-pami_result_t cshm_cma_read(cshm_t *s, uint32_t p)
-{
-    cshm_op_t *op = &s->op;
-    size_t m = op->total;
-    /* Rank r reads r + 1, r + 2, ...: at each step every task has one
-     * reader, where in rank order all would start on rank 0's memory
-     * (its page tables and mm lock). The own block went before the
-     * barrier (cshm_blocks_write). */
-    for (size_t k = 1; k < op->n; k++) {
-        size_t j = (op->rank + k) % op->n;
-        unsigned char *dst = op->out + j * m;
-        const cma_line_t *l = cma_line(s, s->idx[j], p);
-        if (l->addr == 0) {
-            cshm_log(PAMI_PROTOCOL_LOG_WARN, "alltoall_shm_cma: rank %zu's "
-                     "call failed there: PAMI_INVAL here", j);
-            return PAMI_INVAL;
-        }
-        size_t got = 0;
-        while (got < m) {
-            struct iovec lo = {dst + got, m - got};
-            struct iovec re = {(void *)(uintptr_t)(l->addr + op->rank * m +
-                                                   got), m - got};
-            ssize_t r = process_vm_readv((pid_t)l->pid, &lo, 1, &re, 1, 0);
-            if (r <= 0) {
-                pami_result_t rc = cshm_cma_result(r, errno);
-                cshm_log(PAMI_PROTOCOL_LOG_WARN, "alltoall_shm_cma: "
-                         "process_vm_readv from rank %zu: %s: %s here", j,
-                         r < 0 ? strerror(errno) : "no data",
-                         rc == PAMI_INVAL ? "PAMI_INVAL" : "PAMI_PEER_FAILED");
-                return rc;
-            }
-            got += (size_t)r;
-        }
-    }
-    return PAMI_SUCCESS;
+    cshm_a2a_setup(s);
 }
 
 /* The registry's check: the _shm_cma one's, and not in place. */
@@ -124,14 +64,8 @@ pami_result_t coll_shm_cma_check(const pami_xfer_t *x)
 void cshm_blocks_write(cshm_t *s, uint32_t p)
 {
     cshm_op_t *op = &s->op;
-    if (op->kind == CSHM_A2A_CMA) {
-        /* The others' blocks are read from their buffers after the
-         * barrier; the own one needs nobody, so it is copied while the
-         * others arrive. */
-        memcpy(op->out + op->rank * op->total, op->in + op->rank * op->total,
-               op->total);
-        return;
-    }
+    if (op->kind == CSHM_A2A_CMA)
+        return; /* all of it after the line is numbered (cshm_a2a_pass) */
     unsigned char *mine = cshm_slot_of(s, op->rank, p);
     /* The own block's slice of this slot is read by nobody else:
      * alltoall copies it from input to output, reduce_scatter (not in

@@ -50,7 +50,8 @@ enum { CSHM_SETUP_NONE, CSHM_SETUP_RUNNING, CSHM_SETUP_READY,
 enum { CSHM_ST_REG, CSHM_ST_SETUP1, CSHM_ST_SETUP2, CSHM_ST_OP,
        CSHM_ST_FLAG,     /* a flag round waits for the lines' numbers */
        CSHM_ST_FLAG_BAR, /* a flag round found a mismatch: one barrier */
-       CSHM_ST_RING      /* an eager broadcast waits for its ring entry */ };
+       CSHM_ST_RING,     /* an eager broadcast waits for its ring entry */
+       CSHM_ST_A2A       /* alltoall_shm_cma reads and waits for its readers */ };
 
 /* What the flag rounds' waiter thread is asked to do. */
 enum { CSHM_CMD_NONE, CSHM_CMD_WAIT, CSHM_CMD_RING, CSHM_CMD_STOP };
@@ -207,6 +208,9 @@ typedef struct cshm {
     int                step;    /* CSHM_ST_*: what the barrier ends */
     cshm_op_t          op;
     uint32_t          *idx;     /* geometry rank -> local index (op) */
+    unsigned char     *a2a_got; /* alltoall_shm_cma: rank's block read */
+    size_t             a2a_left; /* ... blocks still to read */
+    bool               a2a_own; /* ... the own block copied */
     uint64_t           stats[CSHM_NUM_STATS];
     unsigned char     *cma_tmp; /* allreduce_shm_cma's fold (2 chunks) */
     /* The waiter thread: sleeps for a queued flag round, then posts. */
@@ -261,9 +265,16 @@ static inline bool cshm_blocks_own_direct(const cshm_op_t *op)
 void cshm_blocks_setup(cshm_t *s, size_t algo_id); /* after the common part */
 void cshm_blocks_write(cshm_t *s, uint32_t p);   /* this task's slices */
 void cshm_blocks_read(cshm_t *s, uint32_t p);    /* its block from all */
-/* alltoall_shm_cma: this task's blocks read from the others' buffers
- * (their addresses in the control lines of parity p). */
-pami_result_t cshm_cma_read(cshm_t *s, uint32_t p);
+/* coll_alg_shm_a2a.c: alltoall_shm_cma, without barriers. Setup
+ * (before the line is numbered); one pass of reads (CSHM_A2A_*); the
+ * blocking call's whole wait (a result other than PAMI_SUCCESS: a death;
+ * else *state is the last pass's). */
+enum { CSHM_A2A_WAIT, CSHM_A2A_DONE, CSHM_A2A_MISMATCH, CSHM_A2A_AHEAD };
+void cshm_a2a_setup(cshm_t *s);
+int cshm_a2a_pass(cshm_t *s);
+pami_result_t cshm_a2a_inline(cshm_t *s, int *state);
+/* coll_alg_shm.c: the blocking call's whole run, its end included. */
+pami_result_t cshm_a2a_run_inline(cshm_t *s);
 
 /* coll_alg_shm_cma.c: allreduce_shm_cma, broadcast_shm_cma,
  * allgather_shm_cma and reduce_scatter_shm_cma. Setup (after
@@ -328,6 +339,8 @@ void cshm_seg_release(cshm_t *s);
 /* Sleeps on the segment's wake word for up to ns unless every line of
  * the round shows target; returns cshm_flags_at. */
 int  cshm_sleep(cshm_t *s, uint64_t target, uint64_t ns);
+/* The same until ready(s) is not 0 (writers wake the word as for it). */
+int  cshm_sleep_until(cshm_t *s, int (*ready)(cshm_t *), uint64_t ns);
 /* The same for a ring wait (what as for cshm_ring_ready); its first
  * look after counting itself in comes CSHM_RING_RECHECK_NS later at the
  * latest, since the ring's writers look at sleepers without a fence. */

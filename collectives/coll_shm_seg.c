@@ -130,12 +130,14 @@ static pami_result_t cshm_init(const pami_protocol_env_t *env, void **state)
     cshm_t *s = calloc(1, sizeof(*s));
     if (s == NULL)
         return PAMI_ENOMEM;
-    s->idx = calloc(a.num_local_tasks ? a.num_local_tasks : 1,
-                    sizeof(*s->idx));
+    /* idx, then alltoall_shm_cma's flags (a byte per task): one block. */
+    size_t nl = a.num_local_tasks ? a.num_local_tasks : 1;
+    s->idx = calloc(nl, sizeof(*s->idx) + 1);
     if (s->idx == NULL) {
         free(s);
         return PAMI_ENOMEM;
     }
+    s->a2a_got = (unsigned char *)(s->idx + nl);
     s->ctx    = env->context;
     s->me     = a.task;
     s->local  = a.local_tasks;
@@ -336,6 +338,18 @@ int cshm_sleep(cshm_t *s, uint64_t target, uint64_t ns)
         futex_wait(&h->wake, w, ns);
     atomic_fetch_sub(&h->sleepers, 1);
     return done != 0 ? done : cshm_flags_at(s, target);
+}
+
+int cshm_sleep_until(cshm_t *s, int (*ready)(cshm_t *), uint64_t ns)
+{
+    cshm_hdr_t *h = cshm_hdr(s);
+    atomic_fetch_add(&h->sleepers, 1);
+    uint32_t w    = atomic_load(&h->wake);
+    int      done = ready(s);
+    if (done == 0 && !atomic_load(&s->interrupt))
+        futex_wait(&h->wake, w, ns);
+    atomic_fetch_sub(&h->sleepers, 1);
+    return done != 0 ? done : ready(s);
 }
 
 int cshm_sleep_ring(cshm_t *s, uint64_t what, uint64_t ns)
