@@ -22,7 +22,8 @@
     ((r) < 0 && (err) == ESRCH ? PAMI_PEER_FAILED : PAMI_INVAL)
 
 #define CSHM_MAGIC   0x316d6873696d6170ull /* "pamishm1" */
-#define CSHM_VERSION 5 /* 4: the ring's dense entries; 5: claims apart */
+#define CSHM_VERSION 6 /* 4: the ring's dense entries; 5: claims apart;
+                          6: alltoall_shm_cma's lines, no barriers */
 #define CSHM_LINE    64   /* one control line per task and parity */
 #define CSHM_CTL_OFF 256  /* control lines start here in the header */
 #define CSHM_SEQ_OFF 8    /* the round's number + 1, in its control line */
@@ -93,7 +94,7 @@ enum { CSHM_AR_SMALL, CSHM_AR_LARGE, CSHM_RED_SMALL, CSHM_RED_LARGE,
        CSHM_AR_CMA, CSHM_BC_CMA, CSHM_RS_CMA, CSHM_AG_CMA /* coll_alg_shm_cma.c */ };
 
 /* Kinds that read the others' buffers (process_vm_readv): no data in the
- * slots, no flag rounds, never inline. */
+ * slots, no flag rounds (alltoall_shm_cma: no barriers, its own waits). */
 static inline bool cshm_cma_kind(int kind)
 {
     return kind == CSHM_A2A_CMA || kind == CSHM_AR_CMA ||
