@@ -20,6 +20,8 @@
 #define SHMB_REGION_CREATED   1 /* header written, no register yet */
 #define SHMB_REGION_PUBLISHED 2 /* reg_id valid: followers may attach */
 #define SHMB_REGION_CLOSED    3 /* the leader left: do not attach */
+#define SHMB_REGION_READY     4 /* every local task attached: set-up done */
+#define SHMB_REGION_FAILED    5 /* the leader gave up: set-up failed */
 
 /* The region: created by the leader, watched by the followers. */
 typedef struct {

@@ -70,12 +70,27 @@ static pami_result_t leader(shmb_state_t *st, uint64_t deadline)
             return PAMI_ERROR;
         }
         if ((rc = give_up(st, deadline, "the local tasks to attach")) !=
-            PAMI_SUCCESS)
+            PAMI_SUCCESS) {
+            /* Followers already attached, or attaching now, must not
+             * believe in a set-up the leader gave up on. */
+            atomic_store(&r->state, SHMB_REGION_FAILED);
+            shmb_futex_wake(&r->state);
             return rc;
+        }
         shmb_futex_wait(&r->attached, a, SLEEP_MS);
     }
     shmb_objects_unlink(st);
+    atomic_store(&r->state, SHMB_REGION_READY);
+    shmb_futex_wake(&r->state);
     return PAMI_SUCCESS;
+}
+
+static pami_result_t leader_failed(shmb_state_t *st)
+{
+    pami_protocol_log(PAMI_PROTOCOL_LOG_ERROR, SHMB_SUBSYS,
+                      "task %" PRIu32 ": %s: the leader gave up on the "
+                      "set-up", st->me, st->region_name);
+    return PAMI_TIMEOUT;
 }
 
 /* Waits for the leader's region; PAMI_EAGAIN when it was closed under us
@@ -104,6 +119,8 @@ static pami_result_t follower_region(shmb_state_t *st, uint64_t deadline)
             shmb_nap(st, 1);
             return PAMI_EAGAIN;
         }
+        if (s == SHMB_REGION_FAILED)
+            return leader_failed(st);
         if (s != SHMB_REGION_CREATED)
             break;
         if ((rc = give_up(st, deadline, "the register's id")) !=
@@ -154,7 +171,30 @@ static pami_result_t follower(shmb_state_t *st, uint64_t deadline)
                           st->region_name, a, st->nlocal);
         return PAMI_ERROR;
     }
-    return PAMI_SUCCESS;
+    /* Done only when the leader says so: it may have given up before
+     * this task attached. Its verdict, not this task's deadline, ends
+     * the wait (the leader has a deadline of its own, and a dead leader
+     * cancels the set-up): a follower that gave up on its own while the
+     * leader saw every task attached would leave the leader's barriers
+     * waiting for it. */
+    for (;;) {
+        uint32_t s = atomic_load(&r->state);
+        if (s == SHMB_REGION_READY)
+            return PAMI_SUCCESS;
+        if (s == SHMB_REGION_FAILED || s == SHMB_REGION_CLOSED)
+            return leader_failed(st); /* closed: its fini came first */
+        if (s != SHMB_REGION_PUBLISHED) {
+            shmb_count(st, SHMB_STAT_bad_region);
+            pami_protocol_log(PAMI_PROTOCOL_LOG_WARN, SHMB_SUBSYS,
+                              "%s: state became %" PRIu32 " after attach",
+                              st->region_name, s);
+            return PAMI_ERROR;
+        }
+        if ((rc = give_up(st, UINT64_MAX, "the leader's verdict")) !=
+            PAMI_SUCCESS)
+            return rc;
+        shmb_futex_wait(&r->state, s, SLEEP_MS);
+    }
 }
 
 pami_result_t shmb_setup_run(shmb_state_t *st)

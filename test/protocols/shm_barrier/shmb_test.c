@@ -342,6 +342,31 @@ static void mode_late(bool leader_late)
     munmap((void *)counter, 4096);
 }
 
+/* PAMI_SHM_BARRIER_TIMEOUT short (the environment sets it), the last
+ * task late: the leader gives up before it attaches. Every task's
+ * barriers must fail with PAMI_TIMEOUT, none may wait for ever (a
+ * follower that attached before the leader gave up, or after it, used
+ * to take the set-up for done and wait in barriers the leader had left).
+ * With late_ms 0 and a timeout of 0 the outcome may be either, but the
+ * same for both barriers of a task (pamirun's timeout catches a hang). */
+static void mode_timeout(int late_ms)
+{
+    if (late_ms > 0 && job.me == job.size - 1)
+        mp_sleep_ms(late_ms);
+    pami_result_t first  = barrier();
+    pami_result_t second = barrier();
+    if (late_ms > 0) {
+        MP_EXPECT(first == PAMI_TIMEOUT && second == PAMI_TIMEOUT,
+                  "barriers after the leader gave up: %s, %s",
+                  pami_error_text(first), pami_error_text(second));
+    } else {
+        MP_EXPECT(first == second && (first == PAMI_SUCCESS ||
+                                      first == PAMI_TIMEOUT),
+                  "barriers with a set-up deadline of 0: %s, %s",
+                  pami_error_text(first), pami_error_text(second));
+    }
+}
+
 static void mode_dead(bool in_setup)
 {
     pami_task_t victim = (pami_task_t)(job.size - 1);
@@ -624,6 +649,8 @@ int main(int argc, char **argv)
         mode_late(true);
     } else if (strcmp(mode, "late-followers") == 0) {
         mode_late(false);
+    } else if (strcmp(mode, "timeout") == 0) {
+        mode_timeout(arg != NULL ? (int)strtol(arg, NULL, 10) : 0);
     } else if (strcmp(mode, "dead") == 0 || strcmp(mode, "dead-setup") == 0 ||
                strcmp(mode, "dead-hier") == 0) {
         hier_mode = strcmp(mode, "dead-hier") == 0;
@@ -644,7 +671,7 @@ int main(int argc, char **argv)
         mode_foreign(arg);
     } else {
         mp_fail("usage: shmb_test loop|hier|inline|bench|bench-hier|bench-inline [ITERS] | late-leader | "
-                "late-followers | dead | dead-setup | dead-hier | two-contexts | shutdown | shutdown-setup | malformed | kill DIR | foreign "
+                "late-followers | timeout [LATE_MS] | dead | dead-setup | dead-hier | two-contexts | shutdown | shutdown-setup | malformed | kill DIR | foreign "
                 "job|magic|version|ntasks|size");
     }
 
