@@ -82,6 +82,32 @@ static void am_drop(struct pami_context *ctx, pami_wire_check_t why,
                   m->h.origin_ctx, m->h.flags, hdr_len);
 }
 
+/* Runs the handler of a user's or protocol's id (below the core's). */
+static inline __attribute__((always_inline)) void
+deliver_user(struct pami_context *ctx, uint32_t origin_task,
+             uint32_t origin_ctx, uint16_t dispatch, const uint8_t *uhdr,
+             size_t uhdr_len, void *data, size_t data_len, bool ack,
+             uint64_t ack_cookie)
+{
+    pami_dispatch_entry_t *d = &ctx->dispatch[dispatch];
+    uint32_t peer = origin_task * (uint32_t)ctx->client->num_contexts +
+                    origin_ctx;
+    if (unlikely(d->fn == NULL)) {
+        ctx->stats.dropped_unknown++;
+        pami_warn("am", "dropped a message from task %u for dispatch id %u, "
+                        "which has no handler here", origin_task, dispatch);
+        /* Tell a sender waiting for remote completion, or it waits forever. */
+        if (ack)
+            pami_send_ack(ctx, peer, ack_cookie, PAMI_NOT_FOUND);
+        return;
+    }
+    ctx->stats.receives++;
+    pami_endpoint_t origin = (origin_task << 8) | origin_ctx;
+    d->fn(ctx, d->cookie, uhdr, uhdr_len, data, data_len, origin, NULL);
+    if (ack)
+        pami_send_ack(ctx, peer, ack_cookie, PAMI_SUCCESS);
+}
+
 /* Decodes and delivers; self: the message comes from this context's
  * own queue of sends to itself (self.c), so it runs now. */
 static inline __attribute__((always_inline)) void
@@ -137,6 +163,9 @@ am_deliver(struct pami_context *ctx, const void *hdr, size_t hdr_len,
         else if (h.dispatch == PAMI_DISPATCH_RMA && !ack)
             pami_rma_owner_recv(ctx, peer, h.origin_task, rest, rest_len,
                                 data, data_len);
+        else if (h.dispatch == PAMI_DISPATCH_SENDS && !ack)
+            pami_sends_recv(ctx, h.origin_task, h.origin_ctx, rest, rest_len,
+                            data, data_len);
         else {
             ctx->stats.dropped_unknown++;
             pami_warn("am", "dropped a message for core id %u", h.dispatch);
@@ -144,22 +173,17 @@ am_deliver(struct pami_context *ctx, const void *hdr, size_t hdr_len,
         return;
     }
 
-    pami_dispatch_entry_t *d = &ctx->dispatch[h.dispatch];
-    if (unlikely(d->fn == NULL)) {
-        ctx->stats.dropped_unknown++;
-        pami_warn("am", "dropped a message from task %u for dispatch id %u, "
-                        "which has no handler here", h.origin_task,
-                  h.dispatch);
-        /* Tell a sender waiting for remote completion, or it waits forever. */
-        if (ack)
-            pami_send_ack(ctx, peer, ack_cookie, PAMI_NOT_FOUND);
-        return;
-    }
-    ctx->stats.receives++;
-    pami_endpoint_t origin = (h.origin_task << 8) | h.origin_ctx;
-    d->fn(ctx, d->cookie, rest, rest_len, data, data_len, origin, NULL);
-    if (ack)
-        pami_send_ack(ctx, peer, ack_cookie, PAMI_SUCCESS);
+    deliver_user(ctx, h.origin_task, h.origin_ctx, h.dispatch, rest,
+                 rest_len, data, data_len, ack, ack_cookie);
+}
+
+void pami_am_deliver_user(struct pami_context *ctx, uint32_t origin_task,
+                          uint32_t origin_ctx, uint16_t dispatch,
+                          const uint8_t *uhdr, size_t uhdr_len, void *data,
+                          size_t data_len)
+{
+    deliver_user(ctx, origin_task, origin_ctx, dispatch, uhdr, uhdr_len, data,
+                 data_len, false, 0);
 }
 
 void pami_am_recv(void *arg, const void *hdr, size_t hdr_len, void *data,

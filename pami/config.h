@@ -46,6 +46,12 @@
       "1: puts of up to 4 KiB and gets through the owner wait for the "     \
       "next progress and leave to one owner in one message, and the "       \
       "owner's answers to gets of one poll in one; 0: each alone")          \
+    X(send_gather, "PAMI_SEND_GATHER", size, "16384",                       \
+      "largest eager send (user header + data) to a task reached by UCX "   \
+      "(another node, or PAMI_SHM_FASTPATH=0) that, when it follows "       \
+      "another send to that endpoint since the last progress, waits for "   \
+      "the next progress and leaves with the others in one message; 0: "   \
+      "each alone")                                                         \
     X(cma_split, "PAMI_CMA_SPLIT", size, "2097152",                          \
       "smallest put or get to another task of this node (by CMA) whose "    \
       "upper half the owner is offered to copy while the caller copies "    \
@@ -92,6 +98,7 @@ typedef struct {
     int    rma_owner;
     size_t cma_batch;
     int    rma_gather;
+    size_t send_gather;
     size_t cma_split;
     size_t rma_owner_piece;
     int    rndv_via_origin;

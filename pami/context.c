@@ -75,6 +75,7 @@ static void context_close(struct pami_context *ctx)
      * progress the requests (what waits for them ended above). */
     free(ctx->replies.buf);
     free(ctx->requests.buf);
+    free(ctx->sends.buf);
     if (ctx->loop_io != NULL)
         evloop_libev_ops.io_del(ctx->loop, ctx->loop_io);
     evloop_libev_ops.destroy(ctx->loop);

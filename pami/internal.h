@@ -41,7 +41,8 @@
 #define PAMI_DISPATCH_RNDV_CHUNK   (PAMI_DISPATCH_CORE_BASE + 5)
 #define PAMI_DISPATCH_PROBE        (PAMI_DISPATCH_CORE_BASE + 6)
 #define PAMI_DISPATCH_RNDV_WRITE   (PAMI_DISPATCH_CORE_BASE + 7)
-#define PAMI_DISPATCH_TABLE_SIZE   (PAMI_DISPATCH_CORE_BASE + 8)
+#define PAMI_DISPATCH_SENDS        (PAMI_DISPATCH_CORE_BASE + 8)
+#define PAMI_DISPATCH_TABLE_SIZE   (PAMI_DISPATCH_CORE_BASE + 9)
 
 #define PAMI_HEADER_MAX 1024
 /* Period of the monitors' liveness checks: bounds how long a dead task can
@@ -245,6 +246,13 @@ typedef struct {
      * PAMI_NOW_RETRY of them, as a full queue or socket passes (send.c). */
     uint32_t             now_refused;
     uint32_t             now_skipped;
+    /* Sends to it may be gathered (send_gather.c): a task reached by
+     * UCX, not by a shared-memory queue, and not this context itself. */
+    bool                 gather;
+    /* ctx->polls at the last send of the program to it that left at
+     * once: a send while it still equals the count follows that one
+     * before any progress, and waits in ctx->sends. */
+    uint32_t             sent_poll;
 } pami_peer_t;
 
 /* A protocol registered on a client (protocol.c). */
@@ -327,6 +335,9 @@ struct pami_context {
      * (rma_owner.c). */
     pami_rma_gather_t     replies;
     pami_rma_gather_t     requests;
+    /* Eager sends to one endpoint that followed another since the last
+     * progress, as SENDS records; leave from the next (send_gather.c). */
+    pami_rma_gather_t     sends;
     /* Messages to the own endpoint, delivered from progress (self.c). */
     pami_self_msg_t      *self_head;
     pami_self_msg_t     **self_tail;
@@ -678,6 +689,45 @@ pami_result_t pami_send_core_now(struct pami_context *ctx, uint32_t index,
                                  uint16_t dispatch, const void *body,
                                  size_t body_len, const void *data,
                                  size_t data_len);
+/* Runs the handler of a user's or protocol's message that arrived whole
+ * (the receive path and the records of a SENDS). */
+void pami_am_deliver_user(struct pami_context *ctx, uint32_t origin_task,
+                          uint32_t origin_ctx, uint16_t dispatch,
+                          const uint8_t *uhdr, size_t uhdr_len, void *data,
+                          size_t data_len);
+
+/* ---- gathered eager sends (send_gather.c) ---- */
+_Static_assert(PAMI_SENDS_DISPATCH_END == PAMI_DISPATCH_CORE_BASE &&
+                   PAMI_SENDS_UHDR_MAX == PAMI_HEADER_MAX,
+               "a SENDS record carries any user's or protocol's message");
+/* Whether a send of len bytes (user header and data) to peer (slot
+ * index) waits in ctx->sends: gathering is on for the peer and the size,
+ * the program sent to it since the last progress, so this one is not
+ * alone, and the list holds nothing for another endpoint (sends that
+ * alternate between endpoints leave one by one, as before). Not while
+ * PAMI_BOUNCE_MAX copies wait in the transport: a list that could not
+ * leave at once is one, and send_immediate answers PAMI_EAGAIN beyond. */
+static inline bool pami_sends_wanted(const struct pami_context *ctx,
+                                     const pami_peer_t *peer, uint32_t index,
+                                     size_t len)
+{
+    return peer->sent_poll == ctx->polls && peer->gather &&
+           len <= ctx->client->config.send_gather &&
+           (ctx->sends.n == 0 || ctx->sends.peer == index) &&
+           ctx->bounced < PAMI_BOUNCE_MAX;
+}
+/* Appends a message to ctx->sends (sending the list first when it holds
+ * another endpoint's or has no room). False: no memory, send it alone. */
+bool pami_sends_add(struct pami_context *ctx, uint32_t index,
+                    uint16_t dispatch, const void *uhdr, size_t uhdr_len,
+                    const void *data, size_t data_len);
+/* Sends the list: one message as itself, more as one SENDS. */
+void pami_sends_flush(struct pami_context *ctx);
+/* A SENDS message from endpoint peer. */
+void pami_sends_recv(struct pami_context *ctx, uint32_t origin_task,
+                     uint32_t origin_ctx, const uint8_t *rest,
+                     size_t rest_len, void *data, size_t data_len);
+
 /* Delivers a message of this context to itself, taken from its queue. */
 void pami_am_recv_self(struct pami_context *ctx, const void *hdr,
                        size_t hdr_len, void *data, size_t data_len);

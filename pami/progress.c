@@ -108,6 +108,9 @@ progress_once(struct pami_context *ctx)
      * count events, so its caller progresses again). */
     if (unlikely(ctx->requests.n != 0))
         pami_rma_requests_flush(ctx);
+    /* And sends gathered since (send_gather.c). */
+    if (unlikely(ctx->sends.n != 0))
+        pami_sends_flush(ctx);
     if (likely(ctx->done_head == NULL || (ctx->polls & 7) == 0))
         n = pami_tp_poll(ctx);
     /* Tasks on other nodes, once what they answered has been taken in;
@@ -127,6 +130,10 @@ progress_once(struct pami_context *ctx)
     if (ctx->done_head != NULL)
         n += pami_request_report(ctx);
     n += run_posted(ctx);
+    /* What handlers and callbacks of this call gathered leaves before it
+     * returns: the program may not progress again soon. */
+    if (unlikely(ctx->sends.n != 0))
+        pami_sends_flush(ctx);
     pami_progress_leave(&frame);
     return n;
 }
@@ -274,7 +281,7 @@ static bool needs_progress(const struct pami_context *ctx)
 {
     return ctx->progressed || ctx->done_head != NULL ||
            ctx->deferred_head != NULL || ctx->self_head != NULL ||
-           ctx->requests.n != 0 ||
+           ctx->requests.n != 0 || ctx->sends.n != 0 ||
            ctx->inflight > ctx->zombies || ctx->local_inflight > 0 ||
            ctx->closing > 0 || ctx->peers_failed_pending;
 }

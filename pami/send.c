@@ -77,6 +77,9 @@ static void defer(struct pami_context *ctx, pami_request_t *req)
 /* Any failure is reported through the request. */
 void pami_submit(struct pami_context *ctx, pami_request_t *req)
 {
+    /* Gathered sends were called before this one: they leave first. */
+    if (unlikely(ctx->sends.n != 0))
+        pami_sends_flush(ctx);
     pami_peer_t  *peer;
     pami_result_t rc = ctx->deferred_head != NULL
                            ? PAMI_EAGAIN
@@ -207,6 +210,32 @@ send_now(struct pami_context *ctx, pami_peer_t *peer, size_t dispatch,
                                 data, dl);
 }
 
+/* A send of the program left in its call: one to the same endpoint
+ * before the next progress is not alone (send_gather.c). */
+static inline void sent_at_once(struct pami_context *ctx, pami_peer_t *peer)
+{
+    if (peer->gather)
+        peer->sent_poll = ctx->polls;
+}
+
+/* An immediate send that follows another to its endpoint since the last
+ * progress waits in the list (true); otherwise the list, whatever it
+ * holds, leaves before it (false: send it now). */
+static __attribute__((noinline)) bool
+immediate_gathered(struct pami_context *ctx, pami_peer_t *peer,
+                   uint32_t index, const pami_send_immediate_t *p)
+{
+    if (pami_sends_wanted(ctx, peer, index, p->header_len + p->data_len) &&
+        pami_sends_add(ctx, index, (uint16_t)p->dispatch, p->header,
+                       p->header_len, p->data, p->data_len)) {
+        ctx->stats.sends++;
+        return true;
+    }
+    if (ctx->sends.n != 0)
+        pami_sends_flush(ctx);
+    return false;
+}
+
 /* Both send_immediate entries: the program's and the protocols'. */
 static inline __attribute__((always_inline)) pami_result_t
 send_immediate(struct pami_context *ctx, const pami_send_immediate_t *p,
@@ -231,6 +260,9 @@ send_immediate(struct pami_context *ctx, const pami_send_immediate_t *p,
     rc = ctx->deferred_head != NULL ? PAMI_EAGAIN
                                     : pami_peer_by_index(ctx, index, &peer);
     if (likely(rc == PAMI_SUCCESS)) {
+        if (unlikely(peer->sent_poll == ctx->polls || ctx->sends.n != 0) &&
+            immediate_gathered(ctx, peer, index, p))
+            return PAMI_SUCCESS;
         /* UCX 1.13 cannot copy the header for us; a stack copy is enough
          * because this attempt leaves now or not at all. */
         int trc = send_now(ctx, peer, p->dispatch, p->header, hl,
@@ -238,6 +270,7 @@ send_immediate(struct pami_context *ctx, const pami_send_immediate_t *p,
         if (likely(trc == 0)) {
             ctx->stats.sends++;
             pami_live_sent(ctx, index);
+            sent_at_once(ctx, peer);
             return PAMI_SUCCESS;
         }
         rc = pami_result_from_errno(trc);
@@ -305,14 +338,51 @@ pami_result_t pami_send_immediate_protocol(struct pami_context *ctx,
  * runs from advance as always (the data is free already). PAMI_EAGAIN:
  * nothing left, the request path takes it, in order (nothing is queued
  * before it for this endpoint). */
+/* A send that follows another to its endpoint since the last progress,
+ * copied into the list: the request only carries local_fn's report, as
+ * for one the transport took at once. PAMI_EAGAIN: not taken. */
+static __attribute__((noinline)) pami_result_t
+send_gathered(struct pami_context *ctx, uint32_t index, const pami_send_t *p)
+{
+    const pami_send_immediate_t *s   = &p->send;
+    pami_request_t              *req = NULL;
+    if (p->local_fn != NULL && (req = pami_request_get(ctx)) == NULL)
+        return PAMI_ENOMEM;
+    if (!pami_sends_add(ctx, index, (uint16_t)s->dispatch, s->header,
+                        s->header_len, s->data, s->data_len)) {
+        if (req != NULL)
+            pami_request_put(req);
+        return PAMI_EAGAIN;
+    }
+    if (req != NULL) {
+        req->kind     = REQ_SEND;
+        req->peer     = index;
+        req->local_fn = p->local_fn;
+        req->cookie   = p->cookie;
+        pami_request_done(req, PAMI_SUCCESS);
+    }
+    return PAMI_SUCCESS;
+}
+
 static pami_result_t send_eager_now(struct pami_context *ctx, uint32_t index,
                                     const pami_send_t *p)
 {
     const pami_send_immediate_t *s = &p->send;
     size_t       len = s->header_len + s->data_len;
     pami_peer_t *peer;
-    if (len > PAMI_IMMEDIATE_LIMIT || ctx->deferred_head != NULL ||
+    if (ctx->deferred_head != NULL ||
         pami_peer_by_index(ctx, index, &peer) != PAMI_SUCCESS)
+        return PAMI_EAGAIN;
+    if (unlikely(peer->sent_poll == ctx->polls || ctx->sends.n != 0)) {
+        if (pami_sends_wanted(ctx, peer, index, len)) {
+            pami_result_t rc = send_gathered(ctx, index, p);
+            if (rc != PAMI_EAGAIN)
+                return rc;
+        }
+        if (ctx->sends.n != 0)
+            pami_sends_flush(ctx);
+    }
+    if (len > PAMI_IMMEDIATE_LIMIT)
         return PAMI_EAGAIN;
     if (peer->now_refused != 0 && len >= peer->now_refused) {
         if (++peer->now_skipped < PAMI_NOW_RETRY)
@@ -331,6 +401,7 @@ static pami_result_t send_eager_now(struct pami_context *ctx, uint32_t index,
         return PAMI_EAGAIN;
     }
     pami_live_sent(ctx, index);
+    sent_at_once(ctx, peer);
     if (req != NULL) {
         req->kind     = REQ_SEND;
         req->peer     = index;
@@ -400,6 +471,7 @@ static pami_result_t send_any(struct pami_context *ctx, const pami_send_t *p,
         memcpy(req->hdr + sizeof(pami_am_hdr_t) + extra, s->header,
                s->header_len);
     pami_submit(ctx, req);
+    sent_at_once(ctx, &ctx->peers[index]);
     ctx->stats.sends++;
     return PAMI_SUCCESS;
 }
@@ -454,6 +526,8 @@ pami_result_t pami_send_core_now(struct pami_context *ctx, uint32_t index,
 {
     uint8_t      hdr[PAMI_REQ_INLINE_HDR];
     pami_peer_t *peer;
+    if (unlikely(ctx->sends.n != 0))
+        pami_sends_flush(ctx);
     if (ctx->deferred_head != NULL ||
         data_len > ctx->client->config.immediate_max ||
         sizeof(pami_am_hdr_t) + body_len > sizeof(hdr) ||

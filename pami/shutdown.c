@@ -18,7 +18,8 @@ typedef enum { PHASE_DRAIN, PHASE_CLOSE } phase_t;
 
 static bool phase_done(struct pami_context *ctx, phase_t phase)
 {
-    return phase == PHASE_DRAIN ? ctx->local_inflight == 0
+    return phase == PHASE_DRAIN ? ctx->local_inflight == 0 &&
+                                      ctx->sends.n == 0
                                 : ctx->closing == 0;
 }
 

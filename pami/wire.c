@@ -52,6 +52,63 @@ pami_wire_check_t pami_probe_decode(const void *buf, size_t len,
     return PAMI_WIRE_OK;
 }
 
+pami_wire_check_t pami_sends_msg_decode(const void *buf, size_t len,
+                                        size_t data_len,
+                                        pami_sends_msg_t *out)
+{
+    if (len != sizeof(*out))
+        return PAMI_WIRE_BAD_LENGTH;
+    memcpy(out, buf, sizeof(*out));
+    if (out->count == 0 || out->reserved != 0)
+        return PAMI_WIRE_BAD_FIELD;
+    if (data_len < sizeof(pami_sends_rec_t) || data_len > PAMI_SENDS_BYTES ||
+        data_len % 8 != 0)
+        return PAMI_WIRE_BAD_LENGTH;
+    return PAMI_WIRE_OK;
+}
+
+pami_wire_check_t pami_sends_next(const uint8_t *buf, size_t len, size_t *off,
+                                  pami_sends_rec_t *rec,
+                                  const uint8_t **uhdr, const uint8_t **data)
+{
+    if (*off > len || len - *off < sizeof(*rec))
+        return PAMI_WIRE_SHORT;
+    memcpy(rec, buf + *off, sizeof(*rec));
+    if (rec->dispatch >= PAMI_SENDS_DISPATCH_END ||
+        rec->uhdr_len > PAMI_SENDS_UHDR_MAX)
+        return PAMI_WIRE_BAD_FIELD;
+    /* Both lengths are checked against what is left before the padded
+     * size is formed, so nothing here can wrap. */
+    size_t left = len - *off - sizeof(*rec);
+    if (rec->data_len > left || rec->uhdr_len > left - rec->data_len)
+        return PAMI_WIRE_BAD_LENGTH;
+    size_t size = pami_sends_rec_size(rec->uhdr_len, rec->data_len);
+    if (size > len - *off)
+        return PAMI_WIRE_BAD_LENGTH;
+    *uhdr = buf + *off + sizeof(*rec);
+    *data = *uhdr + rec->uhdr_len;
+    *off += size;
+    return PAMI_WIRE_OK;
+}
+
+pami_wire_check_t pami_sends_check(const uint8_t *buf, size_t len,
+                                   uint32_t count)
+{
+    size_t   off = 0;
+    uint32_t n   = 0;
+    while (off < len) {
+        pami_sends_rec_t  rec;
+        const uint8_t    *uhdr, *data;
+        pami_wire_check_t why = pami_sends_next(buf, len, &off, &rec, &uhdr,
+                                                &data);
+        if (why != PAMI_WIRE_OK)
+            return why;
+        if (++n > count)
+            return PAMI_WIRE_BAD_LENGTH;
+    }
+    return n == count ? PAMI_WIRE_OK : PAMI_WIRE_SHORT;
+}
+
 pami_wire_check_t pami_rndv_rts_decode(const void *buf, size_t len,
                                        uint32_t origin_task,
                                        const uint8_t *secrets, size_t ntasks,

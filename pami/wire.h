@@ -148,6 +148,54 @@ typedef struct {
 pami_wire_check_t pami_probe_decode(const void *buf, size_t len,
                                     pami_probe_msg_t *out);
 
+/* Eager sends to one endpoint gathered into one message (core id
+ * PAMI_DISPATCH_SENDS, docs/protocols/am.md "SENDS"): this as the core
+ * payload, and as AM data `count` records, each a pami_sends_rec_t, the
+ * user header, the data, and 0-7 bytes of padding up to a multiple of 8. */
+typedef struct {
+    uint32_t count;     /* records, at least 1 */
+    uint32_t reserved;  /* 0 */
+} pami_sends_msg_t;
+
+typedef struct {
+    uint16_t dispatch;  /* a user's or a protocol's id */
+    uint16_t uhdr_len;  /* at most PAMI_SENDS_UHDR_MAX */
+    uint32_t data_len;
+} pami_sends_rec_t;
+
+/* The AM data of one SENDS at most (inside pami's 68 KiB TCP segment),
+ * the first id a record may not carry (the core's), the longest user
+ * header (PAMI_HEADER_MAX). */
+#define PAMI_SENDS_BYTES        (60u * 1024)
+#define PAMI_SENDS_DISPATCH_END 512u
+#define PAMI_SENDS_UHDR_MAX     1024u
+
+/* A record's bytes with its padding. */
+static inline size_t pami_sends_rec_size(size_t uhdr_len, size_t data_len)
+{
+    return (sizeof(pami_sends_rec_t) + uhdr_len + data_len + 7) & ~(size_t)7;
+}
+
+/* A SENDS message's core payload and the length of its AM data: exactly
+ * 8 bytes, reserved 0, count 1 or more, data 8 to PAMI_SENDS_BYTES
+ * bytes, a multiple of 8. */
+pami_wire_check_t pami_sends_msg_decode(const void *buf, size_t len,
+                                        size_t data_len,
+                                        pami_sends_msg_t *out);
+
+/* The record at *off of the AM data buf (len bytes): its header whole,
+ * an id below PAMI_SENDS_DISPATCH_END, a user header of at most
+ * PAMI_SENDS_UHDR_MAX, header, data and padding inside buf. Then *uhdr
+ * and *data point at its parts and *off past its padding. */
+pami_wire_check_t pami_sends_next(const uint8_t *buf, size_t len, size_t *off,
+                                  pami_sends_rec_t *rec,
+                                  const uint8_t **uhdr, const uint8_t **data);
+
+/* Walks all of buf: exactly count records that pass pami_sends_next
+ * and end at len. The receiver runs no handler of a message that fails. */
+pami_wire_check_t pami_sends_check(const uint8_t *buf, size_t len,
+                                   uint32_t count);
+
 #define RNDV_VERSION 1
 /* Origin and target share a node: the target reads the origin's memory
  * itself (process_vm_readv, one copy); mr is unused and not registered. */
