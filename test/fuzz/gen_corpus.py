@@ -253,6 +253,28 @@ def mr_input(mr, seal=True, ntasks=4):
     return u8(1 if seal else 0) + u8(ntasks - 1) + mr
 
 
+# Gathered eager sends (am.md, "SENDS"): the 8-byte core payload, then
+# records padded to 8 bytes.
+def sends_rec(dispatch=7, uhdr=b"", data=b"", pad=None):
+    body = struct.pack("<HHI", dispatch, len(uhdr), len(data)) + uhdr + data
+    n = (-len(body)) % 8 if pad is None else pad
+    return body + b"\0" * n
+
+
+def sends_seeds():
+    two = sends_rec(uhdr=b"h" * 8, data=b"d" * 13) + sends_rec(300, data=b"x" * 4)
+    yield "two", u8(1) + struct.pack("<II", 2, 0) + two
+    yield "one-empty", u8(1) + struct.pack("<II", 1, 0) + sends_rec()
+    yield "count-high", u8(1) + struct.pack("<II", 3, 0) + two
+    yield "count-zero", u8(1) + struct.pack("<II", 0, 0) + two
+    yield "core-id", u8(1) + struct.pack("<II", 1, 0) + sends_rec(512)
+    yield "uhdr-long", u8(1) + struct.pack("<II", 1, 0) + sends_rec(uhdr=b"u" * 1025)
+    yield "data-past-end", u8(1) + struct.pack("<II", 1, 0) + struct.pack("<HHI", 1, 0, 4096) + b"d" * 8
+    yield "no-pad", u8(1) + struct.pack("<II", 1, 0) + sends_rec(data=b"d" * 3, pad=0)
+    yield "reserved", u8(1) + struct.pack("<II", 2, 1) + two
+    yield "no-data", u8(0) + struct.pack("<II", 1, 0)
+
+
 def memregion_seeds():
     yield "valid", mr_input(memregion())
     yield "unsealed", mr_input(memregion(), seal=False)
@@ -700,7 +722,7 @@ def shmem_help_seeds():
 
 TARGETS = {
     "am": am_seeds, "rndv": rndv_seeds, "rndv_chunk": rndv_chunk_seeds,
-    "rndv_write": rndv_write_seeds, "rma": rma_seeds,
+    "rndv_write": rndv_write_seeds, "rma": rma_seeds, "sends": sends_seeds,
     "memregion": memregion_seeds,
     "bp": bp_seeds, "bp_state": bp_state_seeds, "coll": coll_seeds, "svd": svd_seeds,
     "coll_shm": cshm_seeds,
