@@ -342,6 +342,18 @@ pami_result_t pami_send_immediate_protocol(struct pami_context *ctx,
  * runs from advance as always (the data is free already). PAMI_EAGAIN:
  * nothing left, the request path takes it, in order (nothing is queued
  * before it for this endpoint). */
+/* A send whose data the transport or the list took: its request only
+ * carries local_fn, queued at once so that it runs from advance. */
+static void report_local(pami_request_t *req, uint32_t index,
+                         const pami_send_t *p)
+{
+    req->kind     = REQ_SEND;
+    req->peer     = index;
+    req->local_fn = p->local_fn;
+    req->cookie   = p->cookie;
+    pami_request_done(req, PAMI_SUCCESS);
+}
+
 /* A send that follows another to its endpoint since the last progress,
  * copied into the list: the request only carries local_fn's report, as
  * for one the transport took at once. PAMI_EAGAIN: not taken. */
@@ -358,13 +370,8 @@ send_gathered(struct pami_context *ctx, uint32_t index, const pami_send_t *p)
             pami_request_put(req);
         return PAMI_EAGAIN;
     }
-    if (req != NULL) {
-        req->kind     = REQ_SEND;
-        req->peer     = index;
-        req->local_fn = p->local_fn;
-        req->cookie   = p->cookie;
-        pami_request_done(req, PAMI_SUCCESS);
-    }
+    if (req != NULL)
+        report_local(req, index, p);
     return PAMI_SUCCESS;
 }
 
@@ -407,13 +414,8 @@ static pami_result_t send_eager_now(struct pami_context *ctx, uint32_t index,
     }
     pami_live_sent(ctx, index);
     sent_at_once(ctx, peer);
-    if (req != NULL) {
-        req->kind     = REQ_SEND;
-        req->peer     = index;
-        req->local_fn = p->local_fn;
-        req->cookie   = p->cookie;
-        pami_request_done(req, PAMI_SUCCESS);
-    }
+    if (req != NULL)
+        report_local(req, index, p);
     return PAMI_SUCCESS;
 }
 
