@@ -106,11 +106,13 @@ progress_once(struct pami_context *ctx)
     /* Puts and gets gathered since the last progress leave first (those
      * a handler, callback or posted work issues here made this call
      * count events, so its caller progresses again). */
-    if (unlikely(ctx->requests.n != 0))
-        pami_rma_requests_flush(ctx);
-    /* And sends gathered since (send_gather.c). */
-    if (unlikely(ctx->sends.n != 0))
-        pami_sends_flush(ctx);
+    if (unlikely((ctx->requests.n | ctx->sends.n) != 0)) {
+        if (ctx->requests.n != 0)
+            pami_rma_requests_flush(ctx);
+        /* And sends gathered since (send_gather.c). */
+        if (ctx->sends.n != 0)
+            pami_sends_flush(ctx);
+    }
     if (likely(ctx->done_head == NULL || (ctx->polls & 7) == 0))
         n = pami_tp_poll(ctx);
     /* Tasks on other nodes, once what they answered has been taken in;
@@ -131,8 +133,9 @@ progress_once(struct pami_context *ctx)
         n += pami_request_report(ctx);
     n += run_posted(ctx);
     /* What handlers and callbacks of this call gathered leaves before it
-     * returns: the program may not progress again soon. */
-    if (unlikely(ctx->sends.n != 0))
+     * returns: the program may not progress again soon. Only a call that
+     * ran something can have gathered (an idle poll does not look). */
+    if (unlikely(n != 0 && ctx->sends.n != 0))
         pami_sends_flush(ctx);
     pami_progress_leave(&frame);
     return n;
@@ -213,7 +216,8 @@ pami_result_t pami_context_wait(pami_context_t ctx, int timeout_ms)
         }
         /* Arm, then sleep only if nothing slipped in between: UCX says
          * EAGAIN when events are pending, the post flag covers posts. */
-        if (ctx->self_head != NULL || ctx->tp->arm(ctx->worker) != 0)
+        if (ctx->self_head != NULL || ctx->sends.n != 0 ||
+            ctx->tp->arm(ctx->worker) != 0)
             continue;
         if (atomic_load(&ctx->post_pending) != 0)
             continue;
@@ -353,7 +357,8 @@ static void *progress_main(void *arg)
                 live            = true;
                 ctx->live_check = true;
             }
-            if (pami_progress_once(ctx) > 0 || ctx->self_head != NULL)
+            if (pami_progress_once(ctx) > 0 || ctx->self_head != NULL ||
+                ctx->sends.n != 0)
                 busy = true;
             else if (ctx->tp->arm(ctx->worker) != 0 ||
                      atomic_load(&ctx->post_pending) != 0)

@@ -262,7 +262,9 @@ send_immediate(struct pami_context *ctx, const pami_send_immediate_t *p,
     rc = ctx->deferred_head != NULL ? PAMI_EAGAIN
                                     : pami_peer_by_index(ctx, index, &peer);
     if (likely(rc == PAMI_SUCCESS)) {
-        if (unlikely(peer->sent_poll == ctx->polls || ctx->sends.n != 0) &&
+        /* The list holds this endpoint's sends only while that count
+         * holds: one test keeps the order. */
+        if (unlikely(peer->sent_poll == ctx->polls) &&
             immediate_gathered(ctx, peer, index, p))
             return PAMI_SUCCESS;
         /* UCX 1.13 cannot copy the header for us; a stack copy is enough
@@ -384,7 +386,7 @@ static pami_result_t send_eager_now(struct pami_context *ctx, uint32_t index,
     if (ctx->deferred_head != NULL ||
         pami_peer_by_index(ctx, index, &peer) != PAMI_SUCCESS)
         return PAMI_EAGAIN;
-    if (unlikely(peer->sent_poll == ctx->polls || ctx->sends.n != 0)) {
+    if (unlikely(peer->sent_poll == ctx->polls)) {
         if (s->dispatch < PAMI_DISPATCH_CORE_BASE &&
             pami_sends_wanted(ctx, peer, index, len)) {
             pami_result_t rc = send_gathered(ctx, index, p);
