@@ -240,20 +240,24 @@ typedef struct {
                                         last liveness tick */
     bool                 live_heard; /* in the task's slot of context 0:
                                         a message came from it since */
+    /* Sends to it may be gathered (send_gather.c): a task reached by
+     * UCX, not by a shared-memory queue, and not this context itself. */
+    bool                 gather;
     /* The smallest eager send the transport did not take at once (0:
      * none; UCX completes at once only what fits its short protocol):
      * sends from that size skip the attempt, which is made again after
      * PAMI_NOW_RETRY of them, as a full queue or socket passes (send.c). */
     uint32_t             now_refused;
     uint32_t             now_skipped;
-    /* Sends to it may be gathered (send_gather.c): a task reached by
-     * UCX, not by a shared-memory queue, and not this context itself. */
-    bool                 gather;
     /* ctx->polls at the last send of the program to it that left at
      * once: a send while it still equals the count follows that one
-     * before any progress, and waits in ctx->sends. */
+     * before any progress, and waits in ctx->sends (send_gather.c).
+     * With gather (above), in the struct's padding: 128 bytes, so a
+     * peer's address is a shift of its index on the send path. */
     uint32_t             sent_poll;
 } pami_peer_t;
+
+_Static_assert(sizeof(pami_peer_t) == 128, "a peer is 128 bytes");
 
 /* A protocol registered on a client (protocol.c). */
 typedef struct {
