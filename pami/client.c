@@ -157,6 +157,18 @@ pami_result_t pami_client_create(const char *name,
                   PAMI_TIMEOUT_MS_MAX);
         c->config.peer_timeout_ms = PAMI_TIMEOUT_MS_MAX;
     }
+    /* Each piece of a put or get through the owner is a request and a
+     * message of its own, and pieces up to 4 KiB are gathered back into
+     * one message anyway: 1-byte pieces made a 16 MiB get take 16M
+     * requests (gigabytes), then fail for want of more. */
+    if (c->config.rma_owner_piece != 0 &&
+        c->config.rma_owner_piece < PAMI_RMA_GATHER_DATA_MAX) {
+        pami_warn("client", "PAMI_RMA_OWNER_PIECE=%zu is below %d bytes; "
+                            "using %d",
+                  c->config.rma_owner_piece, PAMI_RMA_GATHER_DATA_MAX,
+                  PAMI_RMA_GATHER_DATA_MAX);
+        c->config.rma_owner_piece = PAMI_RMA_GATHER_DATA_MAX;
+    }
 
     bootstrap_args_t args = {0};
     /* A task stopped in a bootstrap collective fails it like one stopped
