@@ -121,10 +121,12 @@ void coll_machine_local(coll_machine_t *m);
  * integers, 3: float, 4: double and long double), plus 5 for user ops. */
 #define COLL_TCLASSES 10
 
-/* Noise must not flip the choice between neighbouring sizes: the
- * previous size's algorithm stays first while within this factor of the
- * fastest. gen_builtin_rules.py reads this line for the built-in rules,
- * so the two kinds of table follow one rule. */
+/* Noise must not flip the choice at one size between neighbours that
+ * agree: the previous size's algorithm stays first while within this
+ * factor of the fastest and the next size's fastest is it again (not at
+ * a crossover, nor at the last size). gen_builtin_rules.py reads this
+ * line for the built-in rules, so the two kinds of table follow one
+ * rule. */
 #define COLL_TABLE_STICKY 1.05
 unsigned coll_tclass(unsigned kind, unsigned type, unsigned op);
 

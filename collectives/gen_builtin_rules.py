@@ -9,7 +9,8 @@ Per shape (size, nodes, tasks per node), collective and type class: one
 row per measured size, "from lo bytes: these algorithms, fastest first"
 (the mean of the medians of the class's types and ops at that size;
 the previous size's first stays first when within COLL_TABLE_STICKY of
-the fastest, read from coll_profile.h so that a profile's tables and the
+the fastest and the next size's fastest is it again, read from
+coll_profile.h so that a profile's tables and the
 built-in rules follow one rule), the
 row bounds as coll_table.c draws them (the nearest measured size in log
 scale, half the first size, twice the last). Failed points are left out.
@@ -88,13 +89,19 @@ def rows_of(points, sticky):
     out = {}
     for span, by_bytes in agg.items():
         rows, prev = [], None
-        for nbytes in sorted(by_bytes):
-            algos = by_bytes[nbytes]
-            mean = {a: t / n for a, (t, n) in algos.items()}
+        sizes = sorted(by_bytes)
+        means = [{a: t / n for a, (t, n) in by_bytes[b].items()}
+                 for b in sizes]
+        for i, nbytes in enumerate(sizes):
+            mean = means[i]
             order = sorted(mean, key=lambda a: (mean[a], a))
-            # Noise must not flip the choice between neighbouring sizes:
-            # the previous size's first stays first within sticky.
-            if prev in mean and prev != order[0] and \
+            nxt = min(means[i + 1], key=lambda a: (means[i + 1][a], a)) \
+                if i + 1 < len(sizes) else None
+            # Noise must not flip the choice at one size between two
+            # that agree: the previous size's first stays first within
+            # sticky when the next size's fastest is it again (not at a
+            # crossover, nor at the last size: coll_table.c).
+            if prev in mean and prev != order[0] and prev == nxt and \
                     mean[prev] <= sticky * mean[order[0]]:
                 order.remove(prev)
                 order.insert(0, prev)

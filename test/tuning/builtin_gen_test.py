@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """gen_builtin_rules.py on a synthetic profile: the generated table is
 exactly the expected one (rows, bounds, order of the algorithms, the 5 %
-stickiness read from coll_profile.h, type classes averaged, strided and
+stickiness of a size alone between two that agree, read from
+coll_profile.h, none at a crossover, type classes averaged, strided and
 failed points left out), and a profile of another format_version or a
 header without COLL_TABLE_STICKY is refused.
 
@@ -30,13 +31,19 @@ def entry(coll, algo, n, typ, op, nbytes, us, layout="contiguous"):
 
 RD, RING = "allreduce_recursive_doubling", "allreduce_ring"
 ENTRIES = [
-    # int32 sum (class 1): 8 B rd; 64 B ring 3 % faster: rd stays; 512 B ring
+    # int32 sum (class 1): 8 B rd; 64 B ring 3 % faster between two sizes
+    # of rd: rd stays; 512 B rd; 4 KiB ring 2.5 % faster where 32 KiB is
+    # ring's too (a crossover): ring
     entry("allreduce", RD, 2, "int32", "sum", 8, 1.0),
     entry("allreduce", RING, 2, "int32", "sum", 8, 2.0),
     entry("allreduce", RD, 2, "int32", "sum", 64, 1.03),
     entry("allreduce", RING, 2, "int32", "sum", 64, 1.0),
-    entry("allreduce", RD, 2, "int32", "sum", 512, 3.0),
-    entry("allreduce", RING, 2, "int32", "sum", 512, 1.0),
+    entry("allreduce", RD, 2, "int32", "sum", 512, 2.0),
+    entry("allreduce", RING, 2, "int32", "sum", 512, 3.0),
+    entry("allreduce", RD, 2, "int32", "sum", 4096, 4.1),
+    entry("allreduce", RING, 2, "int32", "sum", 4096, 4.0),
+    entry("allreduce", RD, 2, "int32", "sum", 32768, 9.0),
+    entry("allreduce", RING, 2, "int32", "sum", 32768, 5.0),
     # strided: left out, however fast
     entry("allreduce", "allreduce_reduce_broadcast", 2, "int32", "sum", 8,
           0.1, layout="strided"),
@@ -63,7 +70,9 @@ FAILED = {"collective": "alltoall", "algorithm": "alltoall_linear",
 # The barrier keeps its hand-set rule: no span.
 EXPECTED = {
     ("ALLREDUCE", 1, 2, 1, 2): ([(4, 8, [RD, RING]), (23, 64, [RD, RING]),
-                                 (182, 512, [RING, RD])], 1024),
+                                 (182, 512, [RD, RING]),
+                                 (1449, 4096, [RING, RD]),
+                                 (11586, 32768, [RING, RD])], 65536),
     ("ALLREDUCE", 2, 2, 1, 2): ([(4, 8, [RING, RD])], 16),
     ("ALLREDUCE", 9, 2, 1, 2): ([(8, 16, [RD])], 32),
     ("ALLTOALL", 0, 4, 1, 4): ([(4, 8, ["alltoall_shm", "alltoall_pairwise"]),

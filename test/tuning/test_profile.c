@@ -450,8 +450,10 @@ static void test_filter_shapes(void **state)
     coll_profile_free(&p);
 }
 
-/* A runner-up within 5 % that was the previous size's choice stays
- * chosen (noise must not flip it); beyond 5 % the fastest wins. */
+/* A size alone between two whose fastest is one algorithm keeps it
+ * while it is within 5 % (noise must not flip it); beyond 5 %, at a
+ * crossover (the next size's fastest is this one's) and at the last size
+ * the fastest wins. */
 static void test_filter_sticky(void **state)
 {
     (void)state;
@@ -459,16 +461,25 @@ static void test_filter_sticky(void **state)
     coll_profile_t p = {0};
     add_point(&p, s, 8, "a_rd", 1.0);
     add_point(&p, s, 8, "a_ring", 2.0);
-    add_point(&p, s, 64, "a_ring", 1.96); /* a_rd within 5 %: stays */
+    add_point(&p, s, 64, "a_ring", 1.96); /* alone, a_rd within 5 %: stays */
     add_point(&p, s, 64, "a_rd", 2.0);
-    add_point(&p, s, 512, "a_ring", 2.8); /* a_rd 7 % behind: a_ring */
     add_point(&p, s, 512, "a_rd", 3.0);
-    add_point(&p, s, 4096, "a_rd", 4.0); /* a_ring within 5 %: stays */
-    add_point(&p, s, 4096, "a_ring", 4.1);
-    add_point(&p, s, 32768, "a_rd", 5.0); /* a_ring not measured */
+    add_point(&p, s, 512, "a_ring", 3.5);
+    add_point(&p, s, 4096, "a_ring", 3.7); /* alone, a_rd 8 % behind */
+    add_point(&p, s, 4096, "a_rd", 4.0);
+    add_point(&p, s, 32768, "a_rd", 5.0);
+    add_point(&p, s, 32768, "a_ring", 5.5);
+    add_point(&p, s, 262144, "a_ring", 5.9); /* crossover: a_ring */
+    add_point(&p, s, 262144, "a_rd", 6.0);
+    add_point(&p, s, 2097152, "a_ring", 7.0);
+    add_point(&p, s, 2097152, "a_rd", 7.2);
+    add_point(&p, s, 16777216, "a_rd", 8.0); /* last: a_rd */
+    add_point(&p, s, 16777216, "a_ring", 8.2);
     expect_table(&p, s, s, true,
-                 (row_t[]){{4, 8, 1}, {23, 64, 1}, {182, 512, 2},
-                           {1449, 4096, 2}, {11586, 32768, 1}}, 5, 65536);
+                 (row_t[]){{4, 8, 1}, {23, 64, 1}, {182, 512, 1},
+                           {1449, 4096, 2}, {11586, 32768, 1},
+                           {92682, 262144, 2}, {741456, 2097152, 2},
+                           {5931642, 16777216, 1}}, 8, 33554432);
     coll_profile_free(&p);
 }
 
