@@ -98,6 +98,11 @@ for l in lines:
     assert near(l["best_us"], statistics.median(be)), l
     assert near(l["ratio"], l["auto_us"] / l["best_us"]), l
     assert near(l["paired_ratio"], paired(au, be)), l
+    # the paired quotients' quartiles (statistics.quantiles, inclusive)
+    q1, _, q3 = statistics.quantiles([x / y for x, y in zip(au, be)], n=4,
+                                     method="inclusive")
+    assert near(l["paired_q1"], q1) and near(l["paired_q3"], q3), l
+    assert l["paired_q1"] <= l["paired_ratio"] <= l["paired_q3"], l
     assert near(l["aa_ratio"], statistics.median(aa) / l["best_us"]), l
     assert near(l["aa_paired_ratio"], paired(aa, be)), l
     if l["builtin_ratio"] is not None and "builtin_reps" in l:

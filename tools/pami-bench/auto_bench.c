@@ -130,17 +130,43 @@ static uint64_t ops_within(double n)
     return n < 1 ? 1 : n > MAX_OPS ? MAX_OPS : (uint64_t)n;
 }
 
-static double median(const double *v, unsigned n)
+/* s[0..n-1] in ascending order (n <= 64: insertion). */
+static void sort_up(double *s, unsigned n)
 {
-    double s[64];
-    memcpy(s, v, n * sizeof(double));
     for (unsigned i = 1; i < n; i++)
         for (unsigned j = i; j > 0 && s[j - 1] > s[j]; j--) {
             double t = s[j];
             s[j] = s[j - 1];
             s[j - 1] = t;
         }
-    return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+}
+
+/* The q-quantile of sorted s, linear between the values at q (n - 1)
+ * (Python's statistics.quantiles, method "inclusive"); q = 0.5 is the
+ * median. */
+static double quantile(const double *s, unsigned n, double q)
+{
+    double at = q * (n - 1);
+    unsigned i = (unsigned)at;
+    return i + 1 < n ? s[i] + (at - i) * (s[i + 1] - s[i]) : s[n - 1];
+}
+
+static double median(const double *v, unsigned n)
+{
+    double s[64];
+    memcpy(s, v, n * sizeof(double));
+    sort_up(s, n);
+    return quantile(s, n, 0.5);
+}
+
+/* The q-quantile over the repetitions of a[r] / b[r]. */
+static double paired_q(const double *a, const double *b, unsigned n, double q)
+{
+    double r[64];
+    for (unsigned i = 0; i < n; i++)
+        r[i] = b[i] > 0 ? a[i] / b[i] : 0;
+    sort_up(r, n);
+    return quantile(r, n, q);
 }
 
 /* Median over the repetitions of a[r] / b[r]: two candidates timed
@@ -149,10 +175,7 @@ static double median(const double *v, unsigned n)
  * medians does not pair. */
 static double paired(const double *a, const double *b, unsigned n)
 {
-    double q[64];
-    for (unsigned r = 0; r < n; r++)
-        q[r] = b[r] > 0 ? a[r] / b[r] : 0;
-    return median(q, n);
+    return paired_q(a, b, n, 0.5);
 }
 
 /* The order of the candidates in repetition r: a shuffle that every
@@ -278,6 +301,12 @@ static void print_point(group_t *g, const avb_kind_t *k, uint64_t bytes,
     print_opt("pass1_paired_builtin_ratio",
               p1->builtin_us >= 0 ? p1->builtin_paired : -1);
     printf(", \"pass1_cpu\": %.3f, \"pass1_reps\": %u", p1->cpu, o->reps);
+    /* The spread of AUTO's time over the best's, repetition by
+     * repetition: a miss whose quartiles hold 1 is the noise of the
+     * point, one whose first quartile is above 1.05 a real gap. */
+    printf(", \"paired_q1\": %.4f, \"paired_q3\": %.4f",
+           paired_q(au->t, best->t, reps2, 0.25),
+           paired_q(au->t, best->t, reps2, 0.75));
     if (aa != NULL) {
         printf(", \"aa_ratio\": %.4f, \"aa_paired_ratio\": %.4f",
                of_medians(median(aa->t, reps2), p2->best_us),
