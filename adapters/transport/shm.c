@@ -482,8 +482,7 @@ static int shm_ep_create(tp_worker_t *tw, const void *addr, unsigned flags,
     e->peer_efd  = -1;
     e->pend_tail = &e->pend_head;
     int rc = tp_ucx_ops.ep_create(w->ucx, (const uint8_t *)addr + sizeof(*a),
-                                  flags & ~(unsigned)TP_EP_LOCAL, err_fn,
-                                  err_arg, &e->ucx);
+                                  flags, err_fn, err_arg, &e->ucx);
     if (rc != 0) {
         free(e);
         return rc;

@@ -91,7 +91,8 @@ enum {
      * endpoint to transports that can tell (TCP), so pami uses it on a
      * second, idle endpoint that only watches the peer. */
     TP_EP_PEER_ERRORS = 1u << 0,
-    /* The peer is on this node (tp_shm_ops may use its queues). */
+    /* The peer is on this node (tp_shm_ops may use its queues; over TCP
+     * tp_ucx_ops packs small messages only to other nodes). */
     TP_EP_LOCAL = 1u << 1,
 };
 
