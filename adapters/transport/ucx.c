@@ -442,7 +442,7 @@ static void pack_done(void *request, ucs_status_t status, void *user_data)
 /* UCX 1.13 sends every small active message over TCP by sendmsg of an
  * iovec (its header, the data, pami's header), where its own emulated
  * atomics and gets pack one buffer and call send: measured between two
- * simulated nodes, an 85-byte sendmsg of 3 parts took 0.22-0.27 us more
+ * simulated nodes, an 85-byte sendmsg of 3 parts took 0.22-0.30 us more
  * than send of the same bytes (docs/PERFORMANCE.md, "Across nodes (s12)").
  * A data type that is not contiguous makes UCX take that packing path
  * (am_bcopy): the message is copied into one of the worker's buffers and
