@@ -130,6 +130,8 @@ struct pami_request {
     size_t           data_len;
     unsigned         tp_flags;
     uint8_t         *bounce;      /* REQ_IMM copy; kept for the next use */
+    uint32_t         imm_count;   /* REQ_IMM: messages it holds (a list of
+                                     gathered sends holds many) */
     int32_t          region;      /* local region it uses, or -1 */
     bool             rndv;        /* active GET: RTS at the origin, the
                                      get at the target (rndv.c) */
@@ -248,7 +250,11 @@ typedef struct {
      * sends from that size skip the attempt, which is made again after
      * PAMI_NOW_RETRY of them, as a full queue or socket passes (send.c). */
     uint32_t             now_refused;
-    uint32_t             now_skipped;
+    uint16_t             now_skipped;  /* < PAMI_NOW_RETRY */
+    /* Messages to it in copies the transport did not take at once, still
+     * in flight: only then is a send gathered, so a list never waits for
+     * a progress call that the copies before it did not need already. */
+    uint16_t             backlog;
     /* ctx->polls at the last send of the program to it that left at
      * once: a send while it still equals the count follows that one
      * before any progress, and waits in ctx->sends (send_gather.c).
@@ -346,7 +352,8 @@ struct pami_context {
     pami_self_msg_t      *self_head;
     pami_self_msg_t     **self_tail;
     size_t                self_count;
-    size_t                bounced;    /* REQ_IMM requests in flight */
+    size_t                bounced;    /* messages in REQ_IMM requests in
+                                         flight (a gathered list: each) */
     /* Operations done during their call, reported in order from advance:
      * a ring (power-of-two capacity) that rma_batch, queued among the
      * finished requests while it is not empty, stands for. No request
@@ -709,13 +716,16 @@ _Static_assert(PAMI_SENDS_DISPATCH_END == PAMI_DISPATCH_CORE_BASE &&
  * the program sent to it since the last progress, so this one is not
  * alone, and the list holds nothing for another endpoint (sends that
  * alternate between endpoints leave one by one, as before). Not while
- * PAMI_BOUNCE_MAX copies wait in the transport: a list that could not
- * leave at once is one, and send_immediate answers PAMI_EAGAIN beyond. */
+ * PAMI_BOUNCE_MAX messages wait copied in the transport: a list that
+ * could not leave at once counts each of its messages, so what a program
+ * can leave behind a peer that does not take them stays bounded, and
+ * send_immediate answers PAMI_EAGAIN beyond. */
 static inline bool pami_sends_wanted(const struct pami_context *ctx,
                                      const pami_peer_t *peer, uint32_t index,
                                      size_t len)
 {
     return peer->sent_poll == ctx->polls && peer->gather &&
+           peer->backlog != 0 &&
            len <= ctx->client->config.send_gather &&
            (ctx->sends.n == 0 || ctx->sends.peer == index) &&
            ctx->bounced < PAMI_BOUNCE_MAX;

@@ -105,8 +105,15 @@ void pami_request_put(pami_request_t *req)
     struct pami_context *ctx = req->ctx;
     if (req->hdr != req->inline_hdr && req->hdr != req->bounce)
         free(req->hdr);
-    if (req->kind == REQ_IMM)
-        ctx->bounced--;
+    if (req->kind == REQ_IMM) {
+        ctx->bounced -= req->imm_count;
+        if (ctx->peers != NULL) {
+            pami_peer_t *peer = &ctx->peers[req->peer];
+            peer->backlog = peer->backlog > req->imm_count
+                                ? (uint16_t)(peer->backlog - req->imm_count)
+                                : 0;
+        }
+    }
     if (req->region >= 0)
         ctx->regions[req->region].users--;
     if (req->rndv_mem != NULL)

@@ -144,7 +144,10 @@ static pami_result_t send_bounced(struct pami_context *ctx, uint32_t index,
         memcpy(req->bounce + sizeof(pami_am_hdr_t), p->header, p->header_len);
     if (p->data_len > 0)
         memcpy(req->bounce + hlen, p->data, p->data_len);
+    req->imm_count = 1;
     ctx->bounced++;
+    if (ctx->peers[index].backlog < UINT16_MAX)
+        ctx->peers[index].backlog++;
     pami_submit(ctx, req);
     return PAMI_SUCCESS;
 }

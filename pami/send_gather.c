@@ -3,7 +3,9 @@
  * message costs a send call, and a packet through the kernel's stack, at
  * the sender and its share of a receive at the target: a window of small
  * pami_sends cost one each. A send that follows another to the same
- * endpoint before any progress waits, copied, in the context's list; the
+ * endpoint before any progress, while earlier ones to it wait copied in
+ * the transport (they need progress to leave anyway), waits, copied, in
+ * the context's list; the
  * list leaves at the start and the end of the next progress call, when it
  * is full, when a send to another endpoint is gathered, or before any
  * message this context sends that is not gathered (so a peer's messages
@@ -112,9 +114,13 @@ void pami_sends_flush(struct pami_context *ctx)
     req->hdr_len  = SENDS_HEAD;
     req->data     = g->buf + SENDS_HEAD;
     req->data_len = len;
-    req->tp_flags = TP_SEND_EAGER;
-    g->buf        = NULL;
-    ctx->bounced++;
+    req->tp_flags  = TP_SEND_EAGER;
+    req->imm_count = n;
+    g->buf         = NULL;
+    ctx->bounced  += n;
+    pami_peer_t *p = &ctx->peers[index];
+    p->backlog = n > (uint32_t)(UINT16_MAX - p->backlog)
+                     ? UINT16_MAX : (uint16_t)(p->backlog + n);
     pami_submit(ctx, req);
 }
 
