@@ -462,7 +462,8 @@ static int am_send_packed(tp_ep_t *e, const void *hdr, size_t hdr_len,
             return -EAGAIN;
         b->w = w;
     }
-    memcpy(b->bytes, hdr, hdr_len);
+    if (hdr_len > 0) /* no header: hdr may be NULL */
+        memcpy(b->bytes, hdr, hdr_len);
     if (data_len > 0)
         memcpy(b->bytes + hdr_len, data, data_len);
     b->iov.buffer = b->bytes + hdr_len;

@@ -31,8 +31,10 @@ static void put_rec(uint8_t *buf, size_t *len, uint16_t dispatch,
     size_t           size = pami_sends_rec_size(uhdr_len, data_len);
     memset(buf + *len, 0, size);
     memcpy(buf + *len, &r, sizeof(r));
-    memcpy(buf + *len + sizeof(r), uhdr, uhdr_len);
-    memcpy(buf + *len + sizeof(r) + uhdr_len, data, data_len);
+    if (uhdr_len > 0)
+        memcpy(buf + *len + sizeof(r), uhdr, uhdr_len);
+    if (data_len > 0)
+        memcpy(buf + *len + sizeof(r) + uhdr_len, data, data_len);
     *len += size;
 }
 
