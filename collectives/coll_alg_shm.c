@@ -477,6 +477,15 @@ static pami_result_t flag_wait_inline(cshm_t *s)
     return done > 0 ? PAMI_SUCCESS : flags_ahead(s);
 }
 
+/* The inline calls' mismatch: one barrier, as the members of the
+ * round are in one, so all leave with rc (or the barrier's failure). */
+static pami_result_t mismatch_barrier(cshm_t *s, pami_result_t rc)
+{
+    cshm_count(s, CSHM_STAT_barriers);
+    pami_result_t brc = pami_barrier_wait(s->ctx, PAMI_BARRIER_SHM, NULL, 0);
+    return brc != PAMI_SUCCESS ? brc : rc;
+}
+
 pami_result_t cshm_flag_round_inline(cshm_t *s)
 {
     bool done;
@@ -485,14 +494,7 @@ pami_result_t cshm_flag_round_inline(cshm_t *s)
     if (rc != PAMI_SUCCESS)
         return rc;
     rc = cshm_op_next(s, &done); /* one round: ends here */
-    if (rc == PAMI_INVAL) {
-        cshm_count(s, CSHM_STAT_barriers);
-        pami_result_t brc = pami_barrier_wait(s->ctx, PAMI_BARRIER_SHM,
-                                              NULL, 0);
-        if (brc != PAMI_SUCCESS)
-            rc = brc;
-    }
-    return rc;
+    return rc == PAMI_INVAL ? mismatch_barrier(s, rc) : rc;
 }
 
 /* ---- the eager broadcast (ring) ---- */
@@ -903,14 +905,7 @@ pami_result_t cshm_a2a_run_inline(cshm_t *s)
     if (rc != PAMI_SUCCESS)
         return rc;
     rc = a2a_end(s, state);
-    if (state == CSHM_A2A_MISMATCH) {
-        cshm_count(s, CSHM_STAT_barriers);
-        pami_result_t brc = pami_barrier_wait(s->ctx, PAMI_BARRIER_SHM,
-                                              NULL, 0);
-        if (brc != PAMI_SUCCESS)
-            rc = brc;
-    }
-    return rc;
+    return state == CSHM_A2A_MISMATCH ? mismatch_barrier(s, rc) : rc;
 }
 
 static pami_result_t op_begin(cshm_t *s, coll_req_t *req)
