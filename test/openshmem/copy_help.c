@@ -152,6 +152,11 @@ static void fence_then_flag(unsigned char *heap_buf, unsigned char *src)
     shmem_barrier_all();
 }
 
+static size_t page_size(void)
+{
+    return (size_t)sysconf(_SC_PAGESIZE);
+}
+
 /* 1 when this kernel can fill page tables ahead (MADV_POPULATE_WRITE,
  * Linux 5.14), which the library uses to spare later faults. */
 static int can_populate(void)
@@ -178,7 +183,8 @@ static int can_populate(void)
  * prefaults (64 MiB), so nothing else filled them. PE 0 puts to PE 1,
  * the others wait; PE 0 counts its thread's minor faults in the 64 KiB
  * puts (only with the default threshold: a lower one may send a HELP,
- * whose own path may fault). */
+ * whose own path may fault); a few faults elsewhere are allowed, one per
+ * page of the block is not. */
 static void no_faults_after_help(unsigned char *src)
 {
     int me = shmem_my_pe();
@@ -201,11 +207,16 @@ static void no_faults_after_help(unsigned char *src)
             for (size_t o = 0; o < bytes; o += piece)
                 shmem_putmem(dst + o, src + o, piece, 1);
             getrusage(RUSAGE_THREAD, &b);
+            /* The count is the thread's, not the bytes': a sanitizer's
+             * shadow pages or an allocator's fresh block fault too (2 in
+             * the ASan build). A fault per page of the block would be
+             * 1024; the unfilled mapping took 352. */
+            long faults = b.ru_minflt - a.ru_minflt;
             if (count_faults)
-                CHECK(b.ru_minflt == a.ru_minflt,
+                CHECK(faults <= (long)(bytes / page_size() / 64),
                       "%ld page faults in 64 KiB puts to PE 1 over the %zu "
                       "bytes a put had just written (round %d)",
-                      b.ru_minflt - a.ru_minflt, bytes, r);
+                      faults, bytes, r);
         }
         shmem_barrier_all();
         if (me == 1)
