@@ -75,9 +75,16 @@ grep -q 'select: geometry 0' "$dir/run.txt" || fail "no selection logged"
 "$PAMIRUN" -n 3 --timeout 120 "$5" auto_vs_best --profile "$dir/p.json" \
     --json --reps 3 --iters 3 --max-bytes 512 --aa > "$dir/avb.json" ||
     fail "auto_vs_best"
-python3 - "$dir/avb.json" <<'PY' || fail "auto_vs_best output"
+python3 - "$dir/avb.json" "$dir/p.json" <<'PY' || fail "auto_vs_best output"
 import json, statistics, sys
 lines = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+# the profile's medians at the bench's calls (doubles summed, bytes)
+prof = {}
+for e in json.load(open(sys.argv[2]))["entries"]:
+    if "metrics" in e and e["type"] in ("double", "byte") and \
+            e["op"] in ("sum", "none") and e["shape"]["size"] == 3:
+        name = "bcast" if e["collective"] == "broadcast" else e["collective"]
+        prof[(name, e["bytes"], e["algorithm"])] = e["metrics"]["median_us"]
 colls = {l["collective"] for l in lines}
 assert {"allreduce", "bcast", "alltoall", "barrier"} <= colls, colls
 def near(a, b):
@@ -119,6 +126,11 @@ for l in lines:
     assert l["pass1_paired_ratio"] > 0, l
     assert (l["pass1_builtin_ratio"] is None) == (l["builtin_ratio"] is None), l
     assert l["cpu"] <= 1 and l["pass1_cpu"] <= 1, l
+    # the profile's own figures beside the bench's (null: no entry)
+    for k, a in (("profile_auto_us", l["auto"]), ("profile_best_us", l["best"])):
+        want = prof.get((l["collective"], l["bytes"], a))
+        assert (l[k] is None) if want is None else near(l[k], want), (k, l)
+    assert l["profile_best_us"] is not None, l  # the sweep ran every one
 PY
 
 if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then

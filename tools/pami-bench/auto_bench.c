@@ -249,6 +249,29 @@ static double of_medians(double num, double den)
     return den > 0 ? num / den : 0;
 }
 
+/* The profile's median of algorithm name at this point (the bench's
+ * call: doubles summed for reductions, bytes otherwise; the job's size,
+ * contiguous), or -1 when it has none. Beside the bench's own times it
+ * shows whether the machine ran as fast as when the profile was made:
+ * both algorithms far slower than their entries (s12, 2 tasks: 3 x at
+ * 8 B) is another state of the machine, in which the profile's order
+ * of two close algorithms need not hold. */
+static double profile_us(const coll_profile_t *p, const avb_kind_t *k,
+                         const char *name, uint64_t bytes, size_t size)
+{
+    uint8_t type = k->reduce ? PAMI_TYPE_DOUBLE : PAMI_TYPE_BYTE;
+    uint8_t op = k->reduce ? PAMI_OP_SUM : COLL_PROFILE_OP_NONE;
+    for (size_t i = 0; i < p->n; i++) {
+        const coll_prof_entry_t *e = &p->e[i];
+        if (e->kind == k->kind && !e->failed && e->bytes == bytes &&
+            e->type == type && e->op == op && e->shape.size == size &&
+            e->shape.layout == COLL_LAYOUT_CONTIGUOUS &&
+            strcmp(e->algo, name) == 0)
+            return e->median_us;
+    }
+    return -1;
+}
+
 /* `, "name": v` with 4 decimals, or null for v < 0 (no such figure). */
 static void print_opt(const char *name, double v)
 {
@@ -260,7 +283,8 @@ static void print_opt(const char *name, double v)
 
 /* au: AUTO; bi: the built-in pick when another candidate than the
  * best, else NULL; aa: the best's twin in pass 2 (--aa), else NULL. */
-static void print_point(group_t *g, const avb_kind_t *k, uint64_t bytes,
+static void print_point(group_t *g, const coll_profile_t *prof,
+                        const avb_kind_t *k, uint64_t bytes,
                         const pami_algorithm_selection_t *sel,
                         const cand_t *au, const cand_t *best,
                         const cand_t *bi, const cand_t *aa, const pass_t *p1,
@@ -307,6 +331,11 @@ static void print_point(group_t *g, const avb_kind_t *k, uint64_t bytes,
     printf(", \"paired_q1\": %.4f, \"paired_q3\": %.4f",
            paired_q(au->t, best->t, reps2, 0.25),
            paired_q(au->t, best->t, reps2, 0.75));
+    print_opt("profile_auto_us",
+              sel->name ? profile_us(prof, k, sel->name, bytes, g->size)
+                        : -1);
+    print_opt("profile_best_us",
+              profile_us(prof, k, best->name, bytes, g->size));
     if (aa != NULL) {
         printf(", \"aa_ratio\": %.4f, \"aa_paired_ratio\": %.4f",
                of_medians(median(aa->t, reps2), p2->best_us),
@@ -320,8 +349,9 @@ static void print_point(group_t *g, const avb_kind_t *k, uint64_t bytes,
     printf("}\n");
 }
 
-static void point(group_t *g, pami_geometry_t w, const avb_kind_t *k,
-                  uint64_t bytes, void *sbuf, void *rbuf)
+static void point(group_t *g, const coll_profile_t *prof, pami_geometry_t w,
+                  const avb_kind_t *k, uint64_t bytes, void *sbuf,
+                  void *rbuf)
 {
     const opts_t *o = g->opt;
     cand_t c[MAX_CAND];
@@ -454,7 +484,7 @@ static void point(group_t *g, pami_geometry_t w, const avb_kind_t *k,
         p2.builtin_us = median(c[pick[2]].t, reps2);
         p2.builtin_paired = paired(c[pick[2]].t, c[pick[1]].t, reps2);
     }
-    print_point(g, k, bytes, &sel, &c[0], &c[pick[1]],
+    print_point(g, prof, k, bytes, &sel, &c[0], &c[pick[1]],
                 n2 > 2 && pick[2] < nc && pick[2] != pick[1] ? &c[pick[2]]
                                                            : NULL,
                 aa, &p1, &p2, c[0].ops, reps2);
@@ -487,7 +517,7 @@ void auto_vs_best_run(group_t *g)
         uint64_t sizes[64];
         size_t ns = sizes_of(&p, o, kinds[i].kind, sizes, 64);
         for (size_t s = 0; s < ns; s++)
-            point(g, w, &kinds[i], sizes[s], sbuf, rbuf);
+            point(g, &p, w, &kinds[i], sizes[s], sbuf, rbuf);
     }
     free(sbuf);
     free(rbuf);
