@@ -150,6 +150,7 @@ typedef struct coll_req {
     size_t        key_n, key_r;  /* geometry size and rank it was built for */
     bool          key_node;      /* and whether it was the node's tasks */
     uint64_t      key_list;      /* and its task list's hash (node layout) */
+    bool          hidden;        /* a flow sync (coll_flow.c): not counted */
     int           online_slot;   /* an online exploration call: its turn */
     double        online_t0;     /* and when it started (us) */
 } coll_req_t;
@@ -176,6 +177,10 @@ struct pami_geometry {
     unsigned    threshold, in_use, high_water;
     uint64_t    waits, started;
     unsigned    waiters;                   /* callers waiting for a ConnID */
+    /* Flow control (coll_flow.c): what one member may receive from the
+     * free-running calls since the last sync, and syncs not complete. */
+    uint64_t    flow_msgs, flow_bytes;
+    unsigned    flow_pending;
     coll_msg_t *unexp, **unexp_tail;       /* for collectives not posted */
     uint16_t    unexp_n[PAMI_CONNID_BUFFER]; /* of those, per ConnID */
 
@@ -229,6 +234,7 @@ typedef struct coll_ctx {
     size_t           piece;   /* large messages go in pieces of this */
     size_t           piece_local; /* to a peer on this node */
     unsigned         threshold;
+    uint64_t         flow_msgs, flow_bytes; /* a window (coll_flow.c) */
     struct pami_geometry *world;
     struct pami_geometry *geoms;
     coll_msg_t      *orphans, **orphans_tail; /* for unknown geometries */
@@ -260,6 +266,7 @@ typedef struct coll_ctx {
         uint64_t cache_hits;
         uint64_t kept_dropped;   /* refused by the bound (coll_kept.c) */
         uint64_t waiting_high_water, waiting_bytes_high_water;
+        uint64_t flow_syncs, flow_waits, flow_prepended; /* coll_flow.c */
     } st;
     /* Calls per registry id (index id - 1) and AUTO's reasons
      * (pami_selected_reason_t), for the coll_select counters. */
@@ -359,6 +366,25 @@ coll_msg_t *coll_kept_keep(coll_ctx_t *cc, const coll_hdr_t *h,
 /* The message joins its collective or goes away: it no longer counts. */
 void coll_kept_release(coll_msg_t *m);
 size_t coll_kept_bytes(const coll_ctx_t *cc);
+/* The bounds: per context (messages, bytes) and per geometry id. */
+void coll_kept_limits(const coll_ctx_t *cc, size_t *ctx_n, size_t *ctx_bytes,
+                      size_t *geom_n, size_t *geom_bytes);
+
+/* coll_flow.c: how far a task may run ahead of a member in collectives
+ * that complete without it (docs/collectives.md, "Running ahead"). init
+ * sets the window from the kept bounds; before: ahead of a call of
+ * algorithm algo_id, may start (or wait for) the geometry's sync, and
+ * returns the call's weight (0: none, or prepended) for count once the
+ * call started; prepends: the call's schedule begins with a barrier;
+ * drain: waits for the geometry's syncs (PAMI_EAGAIN in a handler). */
+void coll_flow_init(coll_ctx_t *cc);
+pami_result_t coll_flow_before(struct pami_geometry *g, const pami_xfer_t *x,
+                               uint8_t algo_id, uint64_t *msgs,
+                               uint64_t *bytes);
+void coll_flow_count(struct pami_geometry *g, uint64_t msgs, uint64_t bytes);
+bool coll_flow_prepends(const coll_ctx_t *cc, const struct pami_geometry *g,
+                        const pami_xfer_t *x, uint8_t algo_id);
+pami_result_t coll_flow_drain(struct pami_geometry *g);
 size_t coll_kept_count(const coll_ctx_t *cc);
 
 /* coll_pool.c */

@@ -380,7 +380,7 @@ static bool build_is_pure(const coll_algo_t *a)
  * (the other members were told to end their instance). */
 static coll_req_t *build(coll_ctx_t *cc, struct pami_geometry *g,
                          const pami_xfer_t *x, const coll_algo_t *a,
-                         pami_result_t *rc)
+                         bool prepend, pami_result_t *rc)
 {
     coll_req_t *req = coll_req_new(g, x, (uint16_t)x->kind);
     *rc = PAMI_ENOMEM;
@@ -394,6 +394,10 @@ static coll_req_t *build(coll_ctx_t *cc, struct pami_geometry *g,
         req->key_r    = g->rank;
         req->key_node = g->on_node;
         req->key_list = g->hash;
+        if (prepend) { /* its data moves once every member posted it */
+            bld_barrier_dissemination(req);
+            sb_step(req);
+        }
         *rc = a->build(req);
         if (*rc == PAMI_SUCCESS && req->build_failed)
             *rc = PAMI_ENOMEM;
@@ -469,13 +473,23 @@ static pami_result_t collective(pami_context_t context, const pami_xfer_t *x,
             return PAMI_INVAL;
         }
     }
-    pami_result_t rc = coll_connid_acquire(g);
+    /* How far this task may run ahead (coll_flow.c): may start the
+     * geometry's sync, or wait for the one before. */
+    uint8_t  id = (uint8_t)((req != NULL ? req->algo : a) - coll_algos + 1);
+    uint64_t fmsgs, fbytes;
+    pami_result_t rc = coll_flow_before(g, x, id, &fmsgs, &fbytes);
+    bool prepend = coll_flow_prepends(cc, g, x, id);
+    if (rc == PAMI_SUCCESS)
+        rc = coll_connid_acquire(g);
     if (rc != PAMI_SUCCESS) {
         if (req != NULL)
             coll_req_free(req); /* back to the cache */
         return rc;
     }
-    if (req == NULL && (req = build(cc, g, x, a, &rc)) == NULL) {
+    if (prepend)
+        cc->st.flow_prepended++;
+    if (req == NULL && (req = build(cc, g, x, a, prepend, &rc)) == NULL) {
+        coll_flow_count(g, fmsgs, fbytes); /* the members counted it */
         coll_connid_unreserve(g);
         return rc;
     }
@@ -484,6 +498,7 @@ static pami_result_t collective(pami_context_t context, const pami_xfer_t *x,
     cc->algo_calls[req->algo_id - 1]++;
     if (g->online != NULL && is_auto)
         coll_online_commit(g, x, req->algo_id, req);
+    coll_flow_count(g, fmsgs, fbytes); /* before: done_fn may end g */
     coll_start_call(req, finish_inline);
     return PAMI_SUCCESS;
 }

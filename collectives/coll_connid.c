@@ -102,11 +102,13 @@ void coll_connid_lock(struct pami_geometry *g, coll_req_t *req,
                       bool with_unit)
 {
     coll_ctx_t *cc = g->cc;
-    if (!with_unit)
-        coll_global_take(cc->gl);
     req->seq    = g->next_seq++;
     req->connid = (uint16_t)(req->seq % PAMI_CONNID_BUFFER);
     g->slots[req->connid] = req;
+    if (req->hidden)
+        return; /* a flow sync holds its element, and counts nowhere */
+    if (!with_unit)
+        coll_global_take(cc->gl);
     g->started++;
     if (++g->in_use > g->high_water)
         g->high_water = g->in_use;
@@ -120,6 +122,8 @@ void coll_connid_release(struct pami_geometry *g, coll_req_t *req)
     if (g->slots[req->connid] != req)
         return;
     g->slots[req->connid] = NULL;
+    if (req->hidden)
+        return;
     g->in_use--;
     g->cc->st.in_use--;
     coll_global_put(g->cc->gl);

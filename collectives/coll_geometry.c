@@ -355,7 +355,12 @@ pami_result_t pami_geometry_destroy(pami_geometry_t *geometry)
         coll_warn("geometry_destroy: the world geometry stays");
         return PAMI_INVAL;
     }
-    if (g->in_use > 0 || g->waiters > 0) {
+    /* The flow sync the program never sees completes once every member
+     * started it: they all did before destroying (docs/collectives.md). */
+    pami_result_t drc = coll_flow_drain(g);
+    if (drc != PAMI_SUCCESS && drc != PAMI_EAGAIN)
+        return drc;
+    if (g->in_use > 0 || g->waiters > 0 || g->flow_pending > 0) {
         coll_warn("geometry_destroy %u: %u collectives in flight and %u "
                   "callers waiting; complete them first", g->id, g->in_use,
                   g->waiters);

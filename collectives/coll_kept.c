@@ -203,3 +203,12 @@ size_t coll_kept_count(const coll_ctx_t *cc)
 {
     return cc->kept->n;
 }
+
+void coll_kept_limits(const coll_ctx_t *cc, size_t *ctx_n, size_t *ctx_bytes,
+                      size_t *geom_n, size_t *geom_bytes)
+{
+    *ctx_n      = cc->kept->max_n;
+    *ctx_bytes  = cc->kept->max_bytes;
+    *geom_n     = cc->kept->geoms.max_n;
+    *geom_bytes = cc->kept->geoms.max_bytes;
+}

@@ -224,6 +224,7 @@ static pami_result_t coll_init(const pami_protocol_env_t *env, void **state)
         free(cc);
         return PAMI_ENOMEM;
     }
+    coll_flow_init(cc);
     cc->gl = coll_global_join(cc, (unsigned)read_setting(
                                       "PAMI_CONNID_GLOBAL_THRESHOLD",
                                       COLL_GLOBAL_THRESHOLD_DEFAULT, 1,
@@ -346,6 +347,9 @@ static size_t coll_stats(void *state, pami_protocol_stat_t *out, size_t max)
         {"connid_global_waits", g_waits},
         {"connid_global_threshold", g_thr},
         {"connid_global_overruns", g_over},
+        {"flow_syncs", cc->st.flow_syncs},
+        {"flow_waits", cc->st.flow_waits},
+        {"flow_prepended", cc->st.flow_prepended},
     };
     size_t n = sizeof(all) / sizeof(all[0]);
     for (size_t i = 0; i < n && i < max; i++)

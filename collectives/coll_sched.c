@@ -376,7 +376,7 @@ static void complete(coll_req_t *req)
     if (req->kind == COLL_KIND_CREATE)
         coll_geometry_created(req);
     coll_connid_release(req->g, req);
-    if (req->status == PAMI_SUCCESS)
+    if (req->status == PAMI_SUCCESS && !req->hidden)
         req->cc->st.completed++;
     if (req->posted)
         return; /* on_posted finishes it */
