@@ -385,6 +385,9 @@ void coll_flow_count(struct pami_geometry *g, uint64_t msgs, uint64_t bytes);
 bool coll_flow_prepends(const coll_ctx_t *cc, const struct pami_geometry *g,
                         const pami_xfer_t *x, uint8_t algo_id);
 pami_result_t coll_flow_drain(struct pami_geometry *g);
+/* A call refused here (the members that run it are told to end it):
+ * counted as they count it when what they all pass alike is valid. */
+void coll_flow_aborted(struct pami_geometry *g, const pami_xfer_t *x);
 size_t coll_kept_count(const coll_ctx_t *cc);
 
 /* coll_pool.c */

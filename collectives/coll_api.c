@@ -468,6 +468,7 @@ static pami_result_t collective(pami_context_t context, const pami_xfer_t *x,
             coll_warn("collective (kind %d) on geometry %u: %s; the other "
                       "members' instance ends with PAMI_INVAL", (int)x->kind,
                       g->id, why);
+            coll_flow_aborted(g, x);
             coll_send_abort(cc, g, g->next_seq++, (uint16_t)x->kind);
             coll_shm_poison(context, x);
             return PAMI_INVAL;

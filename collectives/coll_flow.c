@@ -213,3 +213,31 @@ pami_result_t coll_flow_drain(struct pami_geometry *g)
         return PAMI_EAGAIN;
     return wait_sync(g);
 }
+
+/* A call refused here while the other members may run it: one member's
+ * NULL buffer or bad in-place use must not shift the windows of all the
+ * calls after it. Its algorithm is the one the members choose (named, or
+ * AUTO from the inputs they pass alike); a call whose collective, type,
+ * count or root is bad is refused on every member, which all skip it. */
+void coll_flow_aborted(struct pami_geometry *g, const pami_xfer_t *x)
+{
+    bool kind = x->kind == PAMI_XFER_BROADCAST ||
+                x->kind == PAMI_XFER_SCATTER || x->kind == PAMI_XFER_GATHER ||
+                (x->kind == PAMI_XFER_REDUCE && coll_type_valid(x->dtype) &&
+                 coll_op_valid(x->dtype, x->op));
+    /* (the v-variants always begin with their barrier: in no window) */
+    if (!kind || !coll_type_valid(x->dtype) || x->count > UINT32_MAX ||
+        x->root >= g->size)
+        return;
+    pami_algorithm_t id = PAMI_ALGORITHM_AUTO;
+    if (x->field_mask & PAMI_XFER_FIELD_ALGORITHM)
+        id = x->algorithm;
+    if (id == PAMI_ALGORITHM_AUTO)
+        id = coll_auto_select(x, g, NULL, false);
+    if (id == 0 || id > coll_num_algos ||
+        (uint32_t)coll_algos[id - 1].kind != (uint32_t)x->kind)
+        return;
+    uint64_t msgs, bytes;
+    if (coll_flow_before(g, x, (uint8_t)id, &msgs, &bytes) == PAMI_SUCCESS)
+        coll_flow_count(g, msgs, bytes);
+}
