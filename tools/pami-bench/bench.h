@@ -39,6 +39,7 @@ typedef enum {
     T_ALLGATHER,
     T_ALLTOALL,
     T_REDUCE_SCATTER,
+    T_REDUCE,                  /* to root 0 */
     T_AUTO_VS_BEST,            /* AUTO against the best, from a profile */
     T_BURST_OVERSUB,           /* retry loops with more tasks than cores */
     T_FOOTPRINT,               /* peak resident memory after an alltoall */
@@ -214,7 +215,7 @@ void group_poll_pami(void *arg);
 int group_main(const opts_t *o, int *argc, char ***argv);
 
 /* ---- coll_bench.c ---- */
-/* One collective test (T_ALLREDUCE .. T_REDUCE_SCATTER): every algorithm
+/* One collective test (T_ALLREDUCE .. T_REDUCE): every algorithm
  * of the registry that can run each size, and AUTO. */
 void coll_bench_run(group_t *g, test_id_t test);
 

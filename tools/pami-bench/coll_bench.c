@@ -1,13 +1,13 @@
 /*
- * Collective group tests: allreduce, bcast, allgather, alltoall and
- * reduce_scatter over the world geometry, each with every algorithm the
+ * Collective group tests: allreduce, bcast, allgather, alltoall,
+ * reduce_scatter and reduce (to rank 0) over the world geometry, each with every algorithm the
  * registry lists for it (queried at run time, so new algorithms appear
  * without a change here) that can run the call, and with AUTO; with
  * --vs-mpi the matching Open MPI call on the same buffers and counts in
  * the same processes. docs/PERFORMANCE.md, section "Collectives".
  *
  * bytes is count * element size as in pami_xfer_t: the whole vector of
- * allreduce and bcast, one rank's block of allgather, alltoall and
+ * allreduce, bcast and reduce, one rank's block of allgather, alltoall and
  * reduce_scatter. Reductions sum doubles; the rest moves bytes.
  */
 #include <stdio.h>
@@ -38,6 +38,7 @@ static const coll_kind_t kinds[] = {
      true},
     {T_REDUCE_SCATTER, PAMI_XFER_REDUCE_SCATTER, "reduce_scatter",
      "MPI_Reduce_scatter_block", true, true},
+    {T_REDUCE, PAMI_XFER_REDUCE, "reduce", "MPI_Reduce", true, false},
 };
 
 /* 8 B, then powers of 4 from 64 B to 4 MiB. */
@@ -122,6 +123,13 @@ static long verify_output(const coll_run_t *c, size_t bytes)
     double base = (double)(n * (n + 1) / 2);
     switch (c->k->test) {
     case T_ALLREDUCE:
+        for (size_t j = 0; j < bytes / 8; j++)
+            if (d[j] != base + (double)n * (double)(j % 7))
+                return (long)j;
+        break;
+    case T_REDUCE:
+        if (me != 0)
+            break; /* only the root's rbuf holds the sum */
         for (size_t j = 0; j < bytes / 8; j++)
             if (d[j] != base + (double)n * (double)(j % 7))
                 return (long)j;

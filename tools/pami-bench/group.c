@@ -7,7 +7,7 @@
  *   barrier     pami_barrier_wait with each algorithm against MPI_Barrier
  *   svd_update  an owner's pami_svd_update_wait to 1, 4 and 7 users, 64 B,
  *               64 KiB and 4 MiB of data (no MPI counterpart)
- *   allreduce, bcast, allgather, alltoall, reduce_scatter
+ *   allreduce, bcast, allgather, alltoall, reduce_scatter, reduce
  *               every registry algorithm and AUTO (coll_bench.c)
  */
 #include <stdio.h>
@@ -241,7 +241,7 @@ int group_main(const opts_t *o, int *argc, char ***argv)
         run_barriers(&g);
     if (o->tests & (1u << T_SVD_UPDATE))
         run_svd(&g);
-    for (int t = T_ALLREDUCE; t <= T_REDUCE_SCATTER; t++)
+    for (int t = T_ALLREDUCE; t <= T_REDUCE; t++)
         if (o->tests & (1u << t))
             coll_bench_run(&g, (test_id_t)t);
     if (o->tests & (1u << T_AUTO_VS_BEST))

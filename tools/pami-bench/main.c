@@ -85,7 +85,7 @@ static void usage(FILE *f)
         "group tests (any number of tasks, named explicitly):\n"
         "  barrier     pami_barrier_wait with each algorithm\n"
         "  svd_update  pami_svd_update_wait to 1, 4, 7 users, 64 B .. 4 MiB\n"
-        "  allreduce bcast allgather alltoall reduce_scatter\n"
+        "  allreduce bcast allgather alltoall reduce_scatter reduce\n"
         "  auto_vs_best    (with --profile P) AUTO beside the best algorithm\n"
         "                  at every size of the profile, interleaved (its\n"
         "                  second pass, which it reports, runs 2 x --reps)\n"

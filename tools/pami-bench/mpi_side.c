@@ -46,6 +46,9 @@ static void mpi_coll_once(test_id_t test, const void *sbuf, void *rbuf,
         MPI_Alltoall(sbuf, count, MPI_BYTE, rbuf, count, MPI_BYTE,
                      MPI_COMM_WORLD);
         break;
+    case T_REDUCE:
+        MPI_Reduce(sbuf, rbuf, count, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+        break;
     case T_REDUCE_SCATTER:
         MPI_Reduce_scatter_block(sbuf, rbuf, count, MPI_DOUBLE, MPI_SUM,
                                  MPI_COMM_WORLD);

@@ -28,6 +28,7 @@ static const struct {
     [T_ALLGATHER] = {"allgather", METRIC_LAT_US},
     [T_ALLTOALL] = {"alltoall", METRIC_LAT_US},
     [T_REDUCE_SCATTER] = {"reduce_scatter", METRIC_LAT_US},
+    [T_REDUCE] = {"reduce", METRIC_LAT_US},
     [T_AUTO_VS_BEST] = {"auto_vs_best", METRIC_LAT_US},
     [T_BURST_OVERSUB] = {"burst_oversub", METRIC_RATE_MPS},
     [T_FOOTPRINT] = {"footprint", METRIC_LAT_US}, /* prints its own line */
