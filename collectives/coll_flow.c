@@ -82,7 +82,7 @@ static bool weigh(const struct pami_geometry *g, const pami_xfer_t *x,
     uint64_t p = g->size, b = (uint64_t)x->count * pami_type_size(x->dtype);
     uint64_t sends, data;
     switch (x->kind) {
-    case PAMI_XFER_BROADCAST: /* from its parent; the chain: 16 chunks and a rest */
+    case PAMI_XFER_BROADCAST: /* from its parent; the chain: 16 chunks + 1 */
         sends = id == chain_id ? 17 : 1;
         data  = b;
         break;
