@@ -26,8 +26,10 @@ struct tp_context {
 };
 
 /* A small message to another node over TCP, copied into one buffer (see
- * am_send_packed). */
-enum { PACK_MAX = 256, PACK_OUT_MAX = 16 };
+ * am_send_packed): up to a 1 KiB payload behind pami's headers, where
+ * one send of one buffer still cost less than UCX's sendmsg of its parts
+ * (docs/PERFORMANCE.md, "Across nodes (s13)"). */
+enum { PACK_MAX = 1088, PACK_OUT_MAX = 16 };
 
 typedef struct pack_buf {
     struct pack_buf *next;
