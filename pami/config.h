@@ -42,6 +42,11 @@
       "largest put or get to a task of this node (by CMA) that waits for "  \
       "the next advance to move with others in one kernel call; 0: each "  \
       "moves during its call")                                              \
+    X(rma_put_msg, "PAMI_RMA_PUT_MSG", size, "4096",                        \
+      "largest put to another task of this node on a region over its "     \
+      "own memory that goes as a message its owner applies in its "        \
+      "progress; unanswered after 50 us, the caller takes it back and "    \
+      "copies it by CMA; 0: every such put by CMA")                        \
     X(rma_gather, "PAMI_RMA_GATHER", bool, "1",                              \
       "1: puts of up to 4 KiB and gets through the owner wait for the "     \
       "next progress and leave to one owner in one message, and the "       \
@@ -97,6 +102,7 @@ typedef struct {
     size_t peer_timeout_ms;
     int    rma_owner;
     size_t cma_batch;
+    size_t rma_put_msg;
     int    rma_gather;
     size_t send_gather;
     size_t cma_split;

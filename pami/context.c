@@ -95,6 +95,7 @@ static void context_close(struct pami_context *ctx)
                   ctx->offset, ctx->closing ? "endpoint closes never ended"
                                             : "a task died");
     }
+    pami_rma_claims_free(ctx);
     free(ctx->peers);
     pthread_mutex_destroy(&ctx->lock);
     pthread_mutex_destroy(&ctx->post_lock);

@@ -388,6 +388,12 @@ struct pami_context {
     uint64_t              help_seq;
     uint64_t              help_served;     /* parts copied for origins */
     uint64_t              help_taken_back; /* own parts nobody claimed */
+    /* Small puts to node peers sent as messages with a claim word
+     * (rma_claim.c): NULL until the first; claims_out of them wait. */
+    struct pami_rma_claims *claims;
+    uint32_t              claims_out;
+    uint64_t              claim_puts;       /* sent so */
+    uint64_t              claim_taken_back; /* of them, copied here */
 
     pami_region_t        *regions;    /* memregion.c */
     size_t                nregions;
@@ -822,8 +828,10 @@ enum {
                               CMA put or get if you claim its token */
     PAMI_RMA_MSG_REPLIES,  /* owner -> origin: REPLY messages, each with
                               its data, back to back as the data */
-    PAMI_RMA_MSG_REQUESTS  /* origin -> owner: PUT and GET messages, each
+    PAMI_RMA_MSG_REQUESTS, /* origin -> owner: PUT and GET messages, each
                               with its data, back to back as the data */
+    PAMI_RMA_MSG_CLAIMS    /* origin -> owner on one node: the handle of
+                              the origin's page of claim words follows */
 };
 /* Payload of a PAMI_DISPATCH_RMA message (docs/protocols/rma.md). */
 typedef struct {
@@ -837,7 +845,8 @@ typedef struct {
     uint32_t reserved;
     uint64_t offset, bytes;
     uint64_t operand;     /* ATOMIC: value; REPLY: the old value */
-    uint64_t compare;     /* ATOMIC CSWAP; HELP: the token */
+    uint64_t compare;     /* ATOMIC CSWAP; HELP: the token; PUT: its
+                             claim number, 0 for none (rma_claim.c) */
 } pami_rma_msg_t;
 _Static_assert(sizeof(pami_rma_msg_t) == 64, "one-sided message layout");
 /* Pure: checks len bytes (and the data_len that came with them). */
@@ -908,6 +917,40 @@ void pami_rma_help_serve(struct pami_context *ctx, uint32_t peer,
                          uint8_t *addr);
 /* The origin takes back parts no owner claimed (a token given back). */
 void pami_rma_help_poll(struct pami_context *ctx);
+
+/* ---- small puts to node peers by message, claimed (rma_claim.c) ---- */
+/* A put of vp's region to node peer index as a claimed message;
+ * PAMI_EAGAIN when it should go by CMA instead (then the caller calls
+ * pami_rma_claims_settle first). */
+pami_result_t pami_rma_claim_put(struct pami_context *ctx, uint32_t index,
+                                 const pami_mr_view_t *vp, size_t roff,
+                                 void *local, size_t bytes,
+                                 pami_event_fn local_fn,
+                                 pami_event_fn remote_fn, void *cookie,
+                                 int32_t region);
+/* Every claimed put to peer index (UINT32_MAX: to any peer) is in the
+ * owner's memory on return: taken back and copied by CMA, or applied by
+ * the owner. Before a CMA operation or a fence to that peer. */
+void pami_rma_claims_settle(struct pami_context *ctx, uint32_t index);
+/* Claimed puts to index wait for their answer. */
+bool pami_rma_claims_to(struct pami_context *ctx, uint32_t index);
+/* A FENCE to index answered after the claimed puts before it, taken
+ * back like them; PAMI_EAGAIN when none could be sent and they were
+ * settled instead (nothing to wait for). */
+pami_result_t pami_rma_claim_fence(struct pami_context *ctx, uint32_t index,
+                                   pami_event_fn fn, void *cookie);
+/* From each poll while claims_out != 0: takes back what waited too long. */
+void pami_rma_claims_poll(struct pami_context *ctx);
+/* The owner's side: a claimed PUT's number against its claim word; true
+ * when the owner applies it (then pami_rma_claim_applied after). */
+bool pami_rma_claim_take(struct pami_context *ctx, uint32_t peer,
+                         uint64_t seq);
+void pami_rma_claim_applied(struct pami_context *ctx, uint32_t peer,
+                            uint64_t seq);
+/* The owner's side: an origin's CLAIMS message (its page's handle). */
+void pami_rma_claims_recv(struct pami_context *ctx, uint32_t peer,
+                          uint32_t task, const void *data, size_t len);
+void pami_rma_claims_free(struct pami_context *ctx);
 void pami_rma_help_fini(struct pami_context *ctx);
 void pami_rma_owner_recv(struct pami_context *ctx, uint32_t peer,
                          uint32_t origin_task, const void *buf, size_t len,
@@ -1122,6 +1165,8 @@ static inline unsigned pami_tp_poll(struct pami_context *ctx)
         pami_rma_answers_flush(ctx);
     if (unlikely(ctx->help_posted != 0))
         pami_rma_help_poll(ctx);
+    if (unlikely(ctx->claims_out != 0))
+        pami_rma_claims_poll(ctx);
     return n;
 }
 

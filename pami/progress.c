@@ -222,6 +222,10 @@ pami_result_t pami_context_wait(pami_context_t ctx, int timeout_ms)
         if (atomic_load(&ctx->post_pending) != 0)
             continue;
         ctx->stats.sleeps++;
+        /* Claimed puts an owner may never answer are taken back from a
+         * poll: one every millisecond while they wait. */
+        if (ctx->claims_out != 0 && (remaining < 0 || remaining > 1))
+            remaining = 1;
         bool live = pami_liveness_wanted(ctx);
         if (sweeping(ctx) || live) {
             if (remaining < 0 || remaining > PAMI_WATCH_MS)

@@ -222,6 +222,16 @@ static pami_result_t rma_issue(struct pami_context *ctx, rma_dir_t dir,
                                int32_t region)
 {
     pami_result_t rc;
+    if (how == ROUTE_CMA && dir == RMA_PUT) {
+        rc = pami_rma_claim_put(ctx, index, vp, roff, local, bytes, local_fn,
+                                remote_fn, cookie, region);
+        if (rc != PAMI_EAGAIN)
+            return rc;
+    }
+    /* Claimed puts to this task before it land before it (taken back when
+     * the owner has not applied them yet). */
+    if (how == ROUTE_CMA && unlikely(ctx->claims_out != 0))
+        pami_rma_claims_settle(ctx, index);
     if (how == ROUTE_CMA && bytes >= ctx->client->config.cma_split &&
         ctx->client->config.cma_split != 0) {
         pami_cma_batch_end(ctx);
@@ -552,13 +562,30 @@ static pami_result_t rmw_issue(struct pami_context *ctx, uint32_t index,
 static void fence_owner(struct pami_context *ctx, uint32_t index,
                         pami_rma_join_t *j)
 {
-    pami_rma_msg_t m = {.type = PAMI_RMA_MSG_FENCE};
-    pami_result_t  rc = pami_rma_owner_start(ctx, index, &m, NULL, NULL, 0,
-                                             pami_rma_join_part, NULL, j, -1);
+    pami_result_t rc;
+    if (!ctx->peers[index].owner_used) {
+        /* Only claimed puts went there: a FENCE the caller may take back
+         * when the owner does not progress. */
+        rc = pami_rma_claim_fence(ctx, index, pami_rma_join_part, j);
+        if (rc == PAMI_EAGAIN)
+            return; /* settled here: nothing left to wait for */
+    } else {
+        pami_rma_msg_t m = {.type = PAMI_RMA_MSG_FENCE};
+        rc = pami_rma_owner_start(ctx, index, &m, NULL, NULL, 0,
+                                  pami_rma_join_part, NULL, j, -1);
+    }
     if (rc == PAMI_SUCCESS)
         j->left++;
     else if (j->result == PAMI_SUCCESS)
         j->result = rc;
+}
+
+/* Does a fence ask the owner of endpoint i: operations went through
+ * its path (claimed puts included)? */
+static bool fence_asks(struct pami_context *ctx, uint32_t i)
+{
+    return !ctx->peers[i].failed &&
+           (ctx->peers[i].owner_used || pami_rma_claims_to(ctx, i));
 }
 
 /* fn after the transport's flush (req_issue: flush of one endpoint or of
@@ -573,7 +600,7 @@ static pami_result_t fence(struct pami_context *ctx, pami_peer_t *peer,
     bool   owner = false;
     for (size_t i = 0; i < n && !owner; i++)
         owner = (which == UINT32_MAX || i == which) &&
-                ctx->peers[i].owner_used && !ctx->peers[i].failed;
+                fence_asks(ctx, (uint32_t)i);
     if (!owner) {
         pami_request_t *req = rma_request(ctx, which, fn, cookie);
         if (req == NULL)
@@ -601,8 +628,8 @@ static pami_result_t fence(struct pami_context *ctx, pami_peer_t *peer,
     }
     j->left = 1;
     for (size_t i = 0; i < n; i++)
-        if ((which == UINT32_MAX || i == which) && ctx->peers[i].owner_used &&
-            !ctx->peers[i].failed)
+        if ((which == UINT32_MAX || i == which) &&
+            fence_asks(ctx, (uint32_t)i))
             fence_owner(ctx, (uint32_t)i, j);
     return PAMI_SUCCESS;
 }

@@ -56,6 +56,11 @@ pami_wire_check_t pami_rma_msg_decode(const void *buf, size_t len,
             out->bytes == 0 || out->compare == 0)
             return PAMI_WIRE_BAD_FIELD;
         return PAMI_WIRE_OK;
+    case PAMI_RMA_MSG_CLAIMS:
+        if (out->result != PAMI_SUCCESS || out->op != 0 || out->size != 0 ||
+            out->bytes != sizeof(pami_memregion_t))
+            return PAMI_WIRE_BAD_FIELD;
+        return data_len == out->bytes ? PAMI_WIRE_OK : PAMI_WIRE_BAD_LENGTH;
     case PAMI_RMA_MSG_REPLIES:
     case PAMI_RMA_MSG_REQUESTS:
         if (out->result != PAMI_SUCCESS || out->op != 0 || out->size != 0 ||
@@ -415,9 +420,17 @@ void pami_rma_owner_reply(struct pami_context *ctx, uint32_t peer,
 static void serve(struct pami_context *ctx, uint32_t peer, uint32_t task,
                   const pami_rma_msg_t *m, const void *data)
 {
+    /* A claimed PUT or FENCE (rma_claim.c) is served only by the side
+     * that claims it; one its origin took back is skipped, unanswered. */
+    bool claimed = m->compare != 0 && (m->type == PAMI_RMA_MSG_PUT ||
+                                       m->type == PAMI_RMA_MSG_FENCE);
+    if (claimed && !pami_rma_claim_take(ctx, peer, m->compare))
+        return;
     if (m->type == PAMI_RMA_MSG_FENCE) {
         /* Messages of one endpoint are handled in order: what came
          * before is applied. */
+        if (claimed)
+            pami_rma_claim_applied(ctx, peer, m->compare);
         reply(ctx, peer, m->cookie, PAMI_SUCCESS, 0, NULL, 0, -1);
         return;
     }
@@ -440,6 +453,8 @@ static void serve(struct pami_context *ctx, uint32_t peer, uint32_t task,
                   (unsigned long long)m->bytes,
                   (unsigned long long)m->offset, task, m->id,
                   m->generation);
+        if (claimed)
+            pami_rma_claim_applied(ctx, peer, m->compare);
         /* A part is answered only by whoever claims it. */
         if (m->type == PAMI_RMA_MSG_HELP)
             pami_rma_help_serve(ctx, peer, task, m, NULL);
@@ -455,6 +470,8 @@ static void serve(struct pami_context *ctx, uint32_t peer, uint32_t task,
     case PAMI_RMA_MSG_PUT:
         if (m->bytes > 0)
             memcpy(addr, data, m->bytes);
+        if (claimed)
+            pami_rma_claim_applied(ctx, peer, m->compare);
         if (ctx->in_tp_progress)
             put_done(ctx, peer, m->cookie);
         else
@@ -582,7 +599,7 @@ void pami_rma_owner_recv(struct pami_context *ctx, uint32_t peer,
             m.type != PAMI_RMA_MSG_PUT_DONE && m.type != PAMI_RMA_MSG_HELP &&
             m.type != PAMI_RMA_MSG_REPLIES &&
             m.type != PAMI_RMA_MSG_REQUESTS &&
-            why != PAMI_WIRE_SHORT)
+            m.type != PAMI_RMA_MSG_CLAIMS && why != PAMI_WIRE_SHORT)
             reply(ctx, peer, m.cookie, PAMI_INVAL, 0, NULL, 0, -1);
         return;
     }
@@ -593,6 +610,8 @@ void pami_rma_owner_recv(struct pami_context *ctx, uint32_t peer,
         gathered(ctx, peer, origin_task, m.type, data, data_len);
     else if (m.type == PAMI_RMA_MSG_PUT_DONE)
         puts_answered(ctx, peer, data, data_len);
+    else if (m.type == PAMI_RMA_MSG_CLAIMS)
+        pami_rma_claims_recv(ctx, peer, origin_task, data, data_len);
     else
         serve(ctx, peer, origin_task, &m, data);
 }

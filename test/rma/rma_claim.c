@@ -1,0 +1,207 @@
+/*
+ * rma_claim: small puts to a task of this node on a region over its own
+ * memory, which go as messages the owner applies in its progress, or
+ * which their origin takes back and copies by CMA when the owner does not
+ * answer (docs/protocols/rma.md, "Small puts by message"). White-box only
+ * to read the two counters (puts sent so, and taken back).
+ *
+ * Task 0 owns a region with a slice of 64 KiB per other task; each other
+ * task, keeping a shadow of what its slice must hold:
+ *  - one put of 8 B alone (the client's first CMA call);
+ *  - 64 puts of 1 B to 4 KiB at scattered offsets, one at a time, each
+ *    waited for (remote_fn), every 8th followed by a get of the whole
+ *    slice compared with the shadow;
+ *  - 16 puts in flight together to one range of 256 B, each with other
+ *    bytes, then a fence: the range must hold the last one;
+ *  - 8 puts in flight to one range, then a put of 32 KiB over it by CMA
+ *    (it must land after them), then a get, compared;
+ *  - 8 puts in flight, then a fence, and a get of the slice, compared.
+ * Every callback runs once, never inside its call, with PAMI_SUCCESS.
+ *
+ *  poll  task 0 waits in pami's progress meanwhile: puts went as messages.
+ *  busy  task 0 makes no pami call until every other task is through (a
+ *        file per task in /tmp says so): the origins took puts back, and
+ *        once task 0 progresses again it must skip every message taken
+ *        back (the slices still equal the shadows afterwards).
+ *
+ *   pamirun -n N rma_claim poll|busy     (N >= 2)
+ */
+#include "rma_util.h"
+
+#include "internal.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#define SLICE ((size_t)64 << 10)
+
+static mp_job_t job;
+
+static void flag_path(char *buf, size_t len, uint32_t task)
+{
+    const char *id = getenv("PAMI_JOB_ID");
+    snprintf(buf, len, "/tmp/rma_claim.%s.%u", id != NULL ? id : "none",
+             task);
+}
+
+static void issue(const pami_memregion_t *mr, void *local, size_t bytes,
+                  size_t off, rma_op_t *op)
+{
+    pami_rma_t p = {.dest = mp_ep(&job, 0, 0), .local = local,
+                    .bytes = bytes, .remote_mr = mr, .remote_offset = off,
+                    .local_fn = rma_on_local, .remote_fn = rma_on_remote,
+                    .cookie = op};
+    op->in_call = true;
+    pami_result_t rc = pami_put(job.ctx[0], &p);
+    op->in_call = false;
+    MP_EXPECT(rc == PAMI_SUCCESS, "%s: %s", op->what, pami_error_text(rc));
+}
+
+static void check_slice(const pami_memregion_t *mr, size_t base,
+                        const uint8_t *shadow, const char *what)
+{
+    uint8_t *back = rma_alloc(SLICE);
+    memset(back, 0xee, SLICE);
+    RMA_GET_OK(&job, 0, back, SLICE, mr, base, "get: %s", what);
+    for (size_t i = 0; i < SLICE; i++)
+        MP_EXPECT(back[i] == shadow[i], "%s: byte %zu of the slice is "
+                  "0x%02x, expected 0x%02x", what, i, back[i], shadow[i]);
+    free(back);
+}
+
+/* n puts in flight to [off, off + len), put k with salt base_salt + k;
+ * their sources stay untouched until they completed. */
+static void burst(const pami_memregion_t *mr, size_t base, uint8_t *shadow,
+                  uint8_t *src, size_t n, size_t off, size_t len,
+                  uint32_t salt, rma_op_t *ops)
+{
+    for (size_t k = 0; k < n; k++) {
+        rma_fill(src + k * len, base + off, len,
+                 rma_seed(job.me, salt + (uint32_t)k));
+        ops[k] = (rma_op_t){.what = "put in flight"};
+        issue(mr, src + k * len, len, base + off, &ops[k]);
+    }
+    memcpy(shadow + off, src + (n - 1) * len, len);
+}
+
+static void burst_wait(rma_op_t *ops, size_t n)
+{
+    for (size_t k = 0; k < n; k++)
+        rma_op_wait(&job, &ops[k], true, true);
+}
+
+static uint8_t *origin(const pami_memregion_t *mr, bool busy)
+{
+    size_t   base   = SLICE * (job.me - 1);
+    uint8_t *src    = rma_alloc(SLICE);
+    uint8_t *shadow = rma_alloc(SLICE);
+    memset(shadow, 0, SLICE);
+    rma_op_t ops[16];
+
+    rma_fill(src, base, 8, rma_seed(job.me, 1));
+    RMA_PUT_OK(&job, 0, src, 8, mr, base, "first put");
+    memcpy(shadow, src, 8);
+
+    uint64_t x = rma_seed(job.me, 2);
+    for (uint32_t i = 0; i < 64; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        size_t len = 1 + (size_t)(x >> 33) % 4096;
+        size_t off = (size_t)(x >> 13) % (SLICE - len);
+        rma_fill(src, base + off, len, rma_seed(job.me, 10 + i));
+        RMA_PUT_OK(&job, 0, src, len, mr, base + off,
+                   "put %u of %zu bytes at %zu", i, len, off);
+        memcpy(shadow + off, src, len);
+        if (i % 8 == 7)
+            check_slice(mr, base, shadow, "after the single puts");
+    }
+
+    burst(mr, base, shadow, src, 16, 512, 256, 100, ops);
+    rma_fence(&job, 0, "fence after 16 puts");
+    burst_wait(ops, 16);
+    check_slice(mr, base, shadow, "16 puts to one range, fenced");
+
+    burst(mr, base, shadow, src, 8, 1024, 2048, 200, ops);
+    uint8_t *big = rma_alloc(32768);
+    rma_fill(big, base + 1000, 32768, rma_seed(job.me, 300));
+    RMA_PUT_OK(&job, 0, big, 32768, mr, base + 1000, "32 KiB over them");
+    memcpy(shadow + 1000, big, 32768);
+    burst_wait(ops, 8);
+    check_slice(mr, base, shadow, "a CMA put after 8 in flight");
+
+    burst(mr, base, shadow, src, 8, 40000, 4096, 400, ops);
+    rma_fence(&job, 0, "fence after 8 puts");
+    burst_wait(ops, 8);
+    check_slice(mr, base, shadow, "8 puts of 4 KiB, fenced");
+
+    struct pami_context *c = job.ctx[0];
+    printf("rma_claim: task %u: %llu puts by message, %llu taken back\n",
+           job.me, (unsigned long long)c->claim_puts,
+           (unsigned long long)c->claim_taken_back);
+    MP_EXPECT(c->claim_puts > 0, "no put went as a message");
+    if (busy)
+        MP_EXPECT(c->claim_taken_back > 0, "the owner made no call, yet no "
+                  "put was taken back");
+    free(big);
+    free(src);
+    return shadow;
+}
+
+int main(int argc, char **argv)
+{
+    MP_EXPECT(argc == 2 && (strcmp(argv[1], "poll") == 0 ||
+                            strcmp(argv[1], "busy") == 0),
+              "usage: rma_claim poll|busy");
+    bool busy = strcmp(argv[1], "busy") == 0;
+    mp_init(&job, "rma_claim", &argc, argv, NULL, 1, false);
+    MP_EXPECT(job.size >= 2, "needs 2 tasks or more");
+    rma_xchg_init(&job);
+    MP_CHECK(pami_dispatch_fence(job.client));
+
+    size_t total = SLICE * (job.size - 1);
+    pami_memregion_t *mrs = calloc(job.size, sizeof(*mrs));
+    MP_EXPECT(mrs != NULL, "out of memory");
+    uint8_t *mem = job.me == 0 ? rma_alloc(total) : rma_alloc(1);
+    size_t   mine_len = job.me == 0 ? total : 1;
+    memset(mem, 0, mine_len);
+    pami_memregion_t mine;
+    MP_CHECK(pami_memregion_create(job.ctx[0], mem, mine_len, &mine));
+    rma_exchange(&job, &mine, mem, mine_len, mrs);
+    mp_sync(&job);
+
+    char     path[128];
+    uint8_t *shadow = NULL;
+    if (job.me != 0) {
+        shadow = origin(&mrs[0], busy);
+        if (busy) {
+            flag_path(path, sizeof(path), job.me);
+            int fd = open(path, O_CREAT | O_EXCL | O_WRONLY, 0600);
+            MP_EXPECT(fd >= 0, "cannot create %s", path);
+            close(fd);
+        }
+    } else if (busy) {
+        /* No pami call until every origin is through. */
+        for (uint32_t t = 1; t < job.size; t++) {
+            flag_path(path, sizeof(path), t);
+            double end = mp_now() + 120;
+            while (access(path, F_OK) != 0 && mp_now() < end)
+                usleep(10000);
+            MP_EXPECT(access(path, F_OK) == 0, "task %u did not finish "
+                      "its puts in 120 s while task 0 made no call", t);
+            unlink(path);
+        }
+    }
+    /* Task 0 took in every message before this (one queue, in order):
+     * those taken back must have been skipped. */
+    mp_sync(&job);
+    if (job.me != 0) {
+        check_slice(&mrs[0], SLICE * (job.me - 1), shadow,
+                    "after the owner's late progress");
+        free(shadow);
+    }
+    mp_sync(&job);
+    MP_CHECK(pami_memregion_destroy(job.ctx[0], &mine));
+    free(mem);
+    free(mrs);
+    mp_finish(&job);
+    return 0;
+}
