@@ -295,9 +295,13 @@ static bool take_back(struct pami_context *ctx, struct pami_rma_claims *k,
         o->seq = 0;
         if (o->bytes != 0)
             ctx->claim_taken_back++;
-        /* A dead owner may have ended it meanwhile (pami_task_failed). */
-        if (req->remote_pending)
+        /* A dead owner may have ended it meanwhile (pami_task_failed).
+         * Both callbacks get the outcome, as from an owner's answer. */
+        if (req->remote_pending) {
+            if (rc != PAMI_SUCCESS && req->result == PAMI_SUCCESS)
+                req->result = rc;
             pami_request_acked(req, rc);
+        }
         return true;
     }
 }
