@@ -30,19 +30,9 @@
 
 #include "internal.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #define SLICE ((size_t)64 << 10)
 
 static mp_job_t job;
-
-static void flag_path(char *buf, size_t len, uint32_t task)
-{
-    const char *id = getenv("PAMI_JOB_ID");
-    snprintf(buf, len, "/tmp/rma_claim.%s.%u", id != NULL ? id : "none",
-             task);
-}
 
 static void issue(const pami_memregion_t *mr, void *local, size_t bytes,
                   size_t off, rma_op_t *op)
@@ -168,27 +158,13 @@ int main(int argc, char **argv)
     rma_exchange(&job, &mine, mem, mine_len, mrs);
     mp_sync(&job);
 
-    char     path[128];
     uint8_t *shadow = NULL;
     if (job.me != 0) {
         shadow = origin(&mrs[0], busy);
-        if (busy) {
-            flag_path(path, sizeof(path), job.me);
-            int fd = open(path, O_CREAT | O_EXCL | O_WRONLY, 0600);
-            MP_EXPECT(fd >= 0, "cannot create %s", path);
-            close(fd);
-        }
+        if (busy)
+            rma_busy_done(&job, "rma_claim");
     } else if (busy) {
-        /* No pami call until every origin is through. */
-        for (uint32_t t = 1; t < job.size; t++) {
-            flag_path(path, sizeof(path), t);
-            double end = mp_now() + 120;
-            while (access(path, F_OK) != 0 && mp_now() < end)
-                usleep(10000);
-            MP_EXPECT(access(path, F_OK) == 0, "task %u did not finish "
-                      "its puts in 120 s while task 0 made no call", t);
-            unlink(path);
-        }
+        rma_busy_wait(&job, "rma_claim");
     }
     /* Task 0 took in every message before this (one queue, in order):
      * those taken back must have been skipped. */

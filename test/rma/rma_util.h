@@ -380,6 +380,44 @@ static inline void rma_fence(mp_job_t *job, pami_task_t dest,
     rma_op_wait(job, &op, true, false);
 }
 
+/* ---- an owner that makes no pami call meanwhile ---- */
+
+#include <fcntl.h>
+#include <unistd.h>
+
+static inline void rma_busy_path(char *buf, size_t len, const char *test,
+                                 uint32_t task)
+{
+    const char *id = getenv("PAMI_JOB_ID");
+    snprintf(buf, len, "/tmp/%s.%s.%u", test, id != NULL ? id : "none", task);
+}
+
+/* An origin says it is through, by a file (no pami call of task 0's
+ * would see a message). */
+static inline void rma_busy_done(mp_job_t *job, const char *test)
+{
+    char path[128];
+    rma_busy_path(path, sizeof(path), test, job->me);
+    int fd = open(path, O_CREAT | O_EXCL | O_WRONLY, 0600);
+    MP_EXPECT(fd >= 0, "cannot create %s", path);
+    close(fd);
+}
+
+/* Task 0 makes no pami call until every other task is through. */
+static inline void rma_busy_wait(mp_job_t *job, const char *test)
+{
+    char path[128];
+    for (uint32_t t = 1; t < job->size; t++) {
+        rma_busy_path(path, sizeof(path), test, t);
+        double end = mp_now() + 120;
+        while (access(path, F_OK) != 0 && mp_now() < end)
+            usleep(10000);
+        MP_EXPECT(access(path, F_OK) == 0, "task %u did not finish its "
+                  "operations in 120 s while task 0 made no call", t);
+        unlink(path);
+    }
+}
+
 static inline void *rma_alloc(size_t bytes)
 {
     void *p = malloc(bytes ? bytes : 1);

@@ -4,7 +4,9 @@
  * accepts and refuses, the PUT_DONE that answers several puts at
  * once (1 to PAMI_RMA_PUT_DONE_MAX cookies as its data, nothing else),
  * the REPLIES that carries other answers back to back and the REQUESTS
- * that carries small puts and gets (pami_rma_gathered_next walks both).
+ * that carries small puts and gets (pami_rma_gathered_next walks both),
+ * and the CLAIMS that carries an origin's page of claim words (a region
+ * handle, "Small puts by message").
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -177,6 +179,34 @@ static void test_requests(void **state)
                      PAMI_WIRE_BAD_LENGTH);
 }
 
+static void test_claims(void **state)
+{
+    (void)state;
+    const size_t   h = sizeof(pami_memregion_t);
+    pami_rma_msg_t m = msg(PAMI_RMA_MSG_CLAIMS, h);
+    m.cookie = 0;
+    assert_int_equal(decode(&m, h), PAMI_WIRE_OK);
+    /* The payload is exactly one handle. */
+    assert_int_equal(decode(&m, h - 1), PAMI_WIRE_BAD_LENGTH);
+    m.bytes = h + 8;
+    assert_int_equal(decode(&m, h + 8), PAMI_WIRE_BAD_FIELD);
+    m.bytes = h;
+    m.op    = 1;
+    assert_int_equal(decode(&m, h), PAMI_WIRE_BAD_FIELD);
+    m.op     = 0;
+    m.result = PAMI_INVAL;
+    assert_int_equal(decode(&m, h), PAMI_WIRE_BAD_FIELD);
+    /* A claimed PUT or FENCE is a PUT or FENCE with compare set. */
+    m = msg(PAMI_RMA_MSG_PUT, 8);
+    m.compare = 3;
+    assert_int_equal(decode(&m, 8), PAMI_WIRE_OK);
+    m = msg(PAMI_RMA_MSG_FENCE, 0);
+    m.compare = 4;
+    assert_int_equal(decode(&m, 0), PAMI_WIRE_OK);
+    m = msg(PAMI_RMA_MSG_CLAIMS + 1, 0);
+    assert_int_equal(decode(&m, 0), PAMI_WIRE_BAD_FIELD);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -184,6 +214,7 @@ int main(void)
         cmocka_unit_test(test_put_done),
         cmocka_unit_test(test_replies),
         cmocka_unit_test(test_requests),
+        cmocka_unit_test(test_claims),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
