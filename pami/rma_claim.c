@@ -253,22 +253,24 @@ pami_result_t pami_rma_claim_fence(struct pami_context *ctx, uint32_t index,
     return PAMI_SUCCESS;
 }
 
-/* Waits (yielding) while the word shows the other side's copy. */
-static uint64_t not_busy(uint64_t *w, uint32_t task)
+/* Waits (yielding) while the word shows the other side's copy; false
+ * when that copy has lasted a second (a stopped or dead task: the caller
+ * leaves this operation alone). */
+static bool not_busy(uint64_t *w, uint32_t task, uint64_t *cur)
 {
-    uint64_t cur = __atomic_load_n(w, __ATOMIC_ACQUIRE);
-    if (!(cur & CLAIM_BUSY))
-        return cur;
+    *cur = __atomic_load_n(w, __ATOMIC_ACQUIRE);
+    if (!(*cur & CLAIM_BUSY))
+        return true;
     uint64_t start = pami_time_ns();
-    while ((cur = __atomic_load_n(w, __ATOMIC_ACQUIRE)) & CLAIM_BUSY) {
+    while ((*cur = __atomic_load_n(w, __ATOMIC_ACQUIRE)) & CLAIM_BUSY) {
         if (pami_time_ns() - start > CLAIM_SPIN_NS) {
-            pami_warn("rma", "task %u has copied a put for more than a "
-                             "second; going on without it", task);
-            return cur & ~CLAIM_BUSY;
+            pami_warn("rma", "task %u has been copying a put for more than "
+                             "a second; leaving it", task);
+            return false;
         }
         sched_yield();
     }
-    return cur;
+    return true;
 }
 
 /* Takes o back unless the owner has it; true when it was taken back. */
@@ -279,9 +281,9 @@ static bool take_back(struct pami_context *ctx, struct pami_rma_claims *k,
     uint32_t            task = o->peer / (uint32_t)c->num_contexts;
     uint64_t           *w    = &k->page[o->peer];
     for (;;) {
-        uint64_t cur = not_busy(w, task);
-        if (cur >= o->seq)
-            return false; /* applied by the owner: its answer ends it */
+        uint64_t cur;
+        if (!not_busy(w, task, &cur) || cur >= o->seq)
+            return false; /* the owner has it: its answer ends it */
         if (!__atomic_compare_exchange_n(w, &cur, o->seq | CLAIM_BUSY, false,
                                          __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
             continue;
@@ -388,9 +390,9 @@ bool pami_rma_claim_take(struct pami_context *ctx, uint32_t peer,
     uint64_t *w    = k->in[peer];
     uint32_t  task = peer / (uint32_t)ctx->client->num_contexts;
     for (;;) {
-        uint64_t cur = not_busy(w, task);
-        if (cur >= seq)
-            return false; /* taken back, and copied: skip it */
+        uint64_t cur;
+        if (!not_busy(w, task, &cur) || cur >= seq)
+            return false; /* taken back (and copied): skip it */
         if (__atomic_compare_exchange_n(w, &cur, seq | CLAIM_BUSY, false,
                                         __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
             return true;
