@@ -82,6 +82,10 @@
       "longer than an entry, or no room for 1/16 of the start lap); "      \
       "entries up to a quarter of it, "                                     \
       "at most 65520 bytes (a power of two, PAMI_SHM_QUEUE_LINES..65536)")  \
+    X(shm_read_min, "PAMI_SHM_READ_MIN", size, "8192",                      \
+      "data bytes from which a pami_send to a node peer's queue carries "   \
+      "a reference the receiver reads with process_vm_readv instead of "   \
+      "the data (up to 128 KiB); 0: never")                                 \
     X(shm_membarrier, "PAMI_SHM_MEMBARRIER", bool, "1",                      \
       "1: a task about to sleep calls membarrier(GLOBAL_EXPEDITED), so "    \
       "its queues' senders need no full fence per message; 0 or a kernel " \
@@ -111,6 +115,7 @@ typedef struct {
     int    shm_fastpath;
     size_t shm_queue_lines;
     size_t shm_entry_max;
+    size_t shm_read_min;
     size_t shm_queue_grow;
     int    shm_membarrier;
     char   protocols[4096];

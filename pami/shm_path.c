@@ -57,6 +57,7 @@ void pami_shm_params(const pami_client_impl_t *c, size_t num_contexts,
     wp->shm_start_lines = (uint32_t)lines;
     wp->shm_start_entry_lines = (uint32_t)entry;
     wp->shm_max_queues  = (uint32_t)queues;
+    wp->shm_read_min    = cfg->shm_read_min;
     /* Every message pami sends, its own bulk ones too (chunks of a
      * rendezvous through the origin, puts through the owner), goes by
      * queue: the owner's fence relies on their order. The receiver's

@@ -24,6 +24,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -33,7 +34,7 @@
 
 #define SHM_ADDR_MAGIC 0x70616d73u /* "pams" */
 #define SHM_SEG_MAGIC  0x70616d692d73686dull
-#define SHM_VERSION    2
+#define SHM_VERSION    3 /* 3: entries may be references */
 #define SHM_PAGE       4096
 #define SHM_CLAIM_OFF  64   /* the claim counter's line */
 #define SHM_SLEEP_OFF  128  /* the sleeping flag's line */
@@ -50,6 +51,9 @@
 #define SHM_BULK       ((size_t)128 * 1024)
 #define SHM_UCX_HOT    1024 /* ... but every turn for this many after UCX
                                had work or was given some */
+/* The longest data a reference carries (PAMI_SHM_READ_MIN): a receiver
+ * reads it into a buffer of its own, which grows to this at most. */
+#define SHM_REF_MAX    SHM_BULK
 
 typedef struct {
     uint64_t magic;
@@ -84,6 +88,9 @@ typedef struct shm_pending {
     size_t      hdr_len, data_len, off;
     unsigned    flags;
     bool        bulk;   /* goes by UCX once the queue is empty */
+    bool        ref;    /* goes as a reference (shmq_put_ref) */
+    uint64_t    end;    /* a reference in the queue: done when the
+                           consumer's head reaches this */
 } shm_pending_t;
 
 typedef struct shm_ep   shm_ep_t;
@@ -103,6 +110,10 @@ typedef struct shm_worker {
     shmq_cons_t *cons;
     int         *prod_efd;  /* per queue: its producer's eventfd, -1 none
                                yet, -2 none to be had */
+    int32_t     *prod_pid;  /* per queue: its producer, 0 not read yet */
+    uint8_t     *ref_buf;   /* where references are read to */
+    size_t       ref_cap;
+    size_t       read_min;  /* PAMI_SHM_READ_MIN: 0 no references */
     uint32_t     ncons;
     uint8_t     *scratch;
     bool         armed, ucx_busy;
@@ -137,6 +148,9 @@ struct shm_ep {
     bool          light_wake; /* the peer's membarrier fences us */
     int           peer_efd;
     shm_pending_t *pend_head, **pend_tail;
+    /* References in the queue whose data the consumer has not read yet
+     * (their sends complete when its head passes them), in order. */
+    shm_pending_t *ref_head, **ref_tail;
     shm_ep_t     *next_pending;
     tp_req_t     *close_req; /* a close waiting for pending sends */
 };
@@ -253,10 +267,12 @@ static int inbox_create(shm_worker_t *w, const tp_worker_params_t *p)
     w->sleeping = (_Atomic uint32_t *)(w->seg + SHM_SLEEP_OFF);
     w->cons     = calloc(w->max_queues, sizeof(*w->cons));
     w->prod_efd = malloc(w->max_queues * sizeof(*w->prod_efd));
+    w->prod_pid = calloc(w->max_queues, sizeof(*w->prod_pid));
+    w->read_min = p->shm_read_min;
     w->scratch  = malloc(shmq_frag_max(w->max_lines));
     w->efd      = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (w->cons == NULL || w->prod_efd == NULL || w->scratch == NULL ||
-        w->efd < 0)
+    if (w->cons == NULL || w->prod_efd == NULL || w->prod_pid == NULL ||
+        w->scratch == NULL || w->efd < 0)
         return -ENOMEM;
     for (uint32_t i = 0; i < w->max_queues; i++)
         w->prod_efd[i] = -1;
@@ -287,6 +303,8 @@ static void inbox_destroy(shm_worker_t *w)
             if (w->prod_efd[i] >= 0)
                 close(w->prod_efd[i]);
     free(w->prod_efd);
+    free(w->prod_pid);
+    free(w->ref_buf);
     free(w->scratch);
     if (w->seg != NULL)
         munmap(w->seg, w->seg_bytes);
@@ -481,6 +499,7 @@ static int shm_ep_create(tp_worker_t *tw, const void *addr, unsigned flags,
     e->w         = w;
     e->peer_efd  = -1;
     e->pend_tail = &e->pend_head;
+    e->ref_tail  = &e->ref_head;
     int rc = tp_ucx_ops.ep_create(w->ucx, (const uint8_t *)addr + sizeof(*a),
                                   flags, err_fn, err_arg, &e->ucx);
     if (rc != 0) {
@@ -628,6 +647,60 @@ static void pending_list_add(shm_ep_t *e)
     e->w->pending_eps = e;
 }
 
+/* Data of PAMI_SHM_READ_MIN bytes and more stays in the sender's buffer:
+ * the queue carries a reference, the receiver reads the data with
+ * process_vm_readv (one copy, by the kernel, on the receiver's core,
+ * instead of one into the ring and one out of it), and the send
+ * completes when the consumer's head passes the reference. */
+static inline bool wants_ref(const shm_ep_t *e, size_t hdr_len,
+                             size_t data_len)
+{
+    return e->w->read_min != 0 && data_len >= e->w->read_min &&
+           data_len <= SHM_REF_MAX &&
+           hdr_len + sizeof(shmq_ref_t) <= shmq_frag_max(e->prod.max_lines);
+}
+
+/* Puts the reference p in the queue; it then waits in the endpoint's
+ * list of references until the consumer has read it. False: no room
+ * (p unchanged). */
+static bool ref_put(shm_ep_t *e, shm_pending_t *p)
+{
+    shmq_ref_t r = {.addr = (uint64_t)(uintptr_t)p->data,
+                    .len  = p->data_len};
+    if (shmq_put_ref(&e->prod, (uint16_t)p->hdr_len, p->hdr, &r) != 0)
+        return false;
+    p->end       = e->prod.tail;
+    p->next      = NULL;
+    *e->ref_tail = p;
+    e->ref_tail  = &p->next;
+    e->w->stats.shm_sent++;
+    return true;
+}
+
+/* The references the consumer has read (its head passed them) complete,
+ * in order; returns how many. */
+static unsigned refs_done(shm_ep_t *e)
+{
+    if (e->ref_head == NULL)
+        return 0;
+    uint64_t head = atomic_load_explicit(&e->prod.ctl->head,
+                                         memory_order_acquire);
+    if (head > e->prod.tail)
+        return 0; /* a head that cannot be: nothing was read */
+    unsigned n = 0;
+    while (e->ref_head != NULL && e->ref_head->end <= head) {
+        shm_pending_t *p = e->ref_head;
+        e->ref_head = p->next;
+        if (e->ref_head == NULL)
+            e->ref_tail = &e->ref_head;
+        tp_req_t *req = p->req;
+        free(p);
+        req->fn(req, 0);
+        n++;
+    }
+    return n;
+}
+
 static int shm_am_send(tp_ep_t *te, const void *hdr, size_t hdr_len,
                        const void *data, size_t data_len, unsigned flags,
                        tp_req_t *req)
@@ -652,6 +725,23 @@ static int shm_am_send(tp_ep_t *te, const void *hdr, size_t hdr_len,
         e->w->ucx_hot = SHM_UCX_HOT;
         return tp_ucx_ops.am_send(e->ucx, hdr, hdr_len, data, data_len, flags,
                                   req);
+    }
+    if (!bulk && wants_ref(e, hdr_len, data_len)) {
+        shm_pending_t *p = malloc(sizeof(*p));
+        if (p == NULL)
+            return -ENOMEM;
+        *p = (shm_pending_t){.req = req, .hdr = hdr, .data = data,
+                             .hdr_len = hdr_len, .data_len = data_len,
+                             .flags = flags, .ref = true};
+        if (e->pend_head == NULL && ref_put(e, p))
+            wake(e);
+        else {
+            *e->pend_tail = p;
+            e->pend_tail  = &p->next;
+            e->w->stats.shm_full++;
+        }
+        pending_list_add(e);
+        return 1;
     }
     size_t off = 0;
     if (e->pend_head == NULL && !bulk) {
@@ -694,7 +784,8 @@ static void close_now(shm_ep_t *e)
         req->fn(req, 0);
 }
 
-/* Sends what waited for room, in order; returns the messages done. */
+/* Sends what waited for room, in order, and completes the references
+ * the consumer has read; returns the messages done. */
 static unsigned pending_drain(shm_worker_t *w)
 {
     unsigned   n = 0;
@@ -702,6 +793,11 @@ static unsigned pending_drain(shm_worker_t *w)
     while (*link != NULL) {
         shm_ep_t *e = *link;
         bool      moved = false;
+        unsigned  read = refs_done(e);
+        if (read > 0) {
+            n += read;
+            w->pend_moved_ns = now_ns();
+        }
         while (e->pend_head != NULL) {
             shm_pending_t *p = e->pend_head;
             if (p->bulk && !e->ucx_only) {
@@ -727,6 +823,16 @@ static unsigned pending_drain(shm_worker_t *w)
                 moved = true;
                 continue;
             }
+            if (p->ref) {
+                shm_pending_t *next = p->next;
+                if (!ref_put(e, p))
+                    break;
+                e->pend_head = next;
+                if (next == NULL)
+                    e->pend_tail = &e->pend_head;
+                moved = true;
+                continue;
+            }
             size_t off = put_some(e, p->hdr, p->hdr_len, p->data, p->data_len,
                                   p->off);
             moved |= off != p->off;
@@ -746,7 +852,7 @@ static unsigned pending_drain(shm_worker_t *w)
             wake(e);
             w->pend_moved_ns = now_ns();
         }
-        if (e->pend_head == NULL) {
+        if (e->pend_head == NULL && e->ref_head == NULL) {
             *link      = e->next_pending;
             e->on_list = false;
             if (e->close_req != NULL)
@@ -761,16 +867,22 @@ static int shm_ep_close(tp_ep_t *te, int force, tp_req_t *req)
 {
     shm_ep_t     *e = E(te);
     shm_worker_t *w = e->w;
-    if (e->pend_head != NULL && !force) {
+    if ((e->pend_head != NULL || e->ref_head != NULL) && !force) {
         e->close_req = req;
         return 1;
     }
+    /* Their callbacks run from the next progress, as UCX's would. */
     if (e->pend_head != NULL) {
-        /* Their callbacks run from the next progress, as UCX's would. */
         *e->pend_tail  = w->cancel_head;
         w->cancel_head = e->pend_head;
         e->pend_head   = NULL;
         e->pend_tail   = &e->pend_head;
+    }
+    if (e->ref_head != NULL) {
+        *e->ref_tail   = w->cancel_head;
+        w->cancel_head = e->ref_head;
+        e->ref_head    = NULL;
+        e->ref_tail    = &e->ref_head;
     }
     if (e->on_list) {
         for (shm_ep_t **l = &w->pending_eps; *l != NULL;
@@ -795,6 +907,41 @@ static void deliver(void *arg, const uint8_t *hdr, size_t hdr_len,
     shm_worker_t *w = arg;
     w->stats.shm_received++;
     w->am_fn(w->am_arg, hdr, hdr_len, data, data_len, NULL);
+}
+
+/* A reference's data, read from its producer's memory into this
+ * worker's buffer (valid until the next reference is read). */
+static const char *fetch(void *arg, shmq_cons_t *q, const shmq_ref_t *ref,
+                         uint8_t **data)
+{
+    shm_worker_t *w = arg;
+    size_t        i = (size_t)(q - w->cons);
+    if (ref->len == 0 || ref->len > SHM_REF_MAX)
+        return "a reference of no data or of more than 128 KiB";
+    if (ref->len > w->ref_cap) {
+        uint8_t *b = realloc(w->ref_buf, ref->len);
+        if (b == NULL)
+            return "a reference too long to read (no memory)";
+        w->ref_buf = b;
+        w->ref_cap = ref->len;
+    }
+    /* Written by the producer before its first entry; read once. */
+    if (w->prod_pid[i] == 0)
+        w->prod_pid[i] = q->ctl->pid > 0 ? q->ctl->pid : -1;
+    if (w->prod_pid[i] < 0)
+        return "a reference from a producer without a process id";
+    struct iovec local  = {.iov_base = w->ref_buf, .iov_len = ref->len};
+    struct iovec remote = {.iov_base = (void *)(uintptr_t)ref->addr,
+                           .iov_len  = ref->len};
+    ssize_t n = process_vm_readv(w->prod_pid[i], &local, 1, &remote, 1, 0);
+    if (n != (ssize_t)ref->len) {
+        pami_debug("shm", "process_vm_readv of %llu bytes from pid %d: %s",
+                   (unsigned long long)ref->len, (int)w->prod_pid[i],
+                   n < 0 ? strerror(errno) : "short read");
+        return "a reference whose data cannot be read";
+    }
+    *data = w->ref_buf;
+    return NULL;
 }
 
 static void drop(void *arg, const char *why)
@@ -837,6 +984,7 @@ static uint32_t queues_seen(shm_worker_t *w)
         q->max_lines = w->max_lines;
         q->msg_max   = w->msg_max;
         q->registered = asym_registered;
+        q->fetch     = fetch;
     }
     if (n > w->ncons)
         w->ncons = n;
@@ -994,6 +1142,25 @@ static int ucx_arm_watched(shm_worker_t *w)
     return rc == 0 ? tp_ucx_ops.arm(w->ucx) : rc;
 }
 
+/* Whether an endpoint's waiting sends could move now: the consumer read
+ * its oldest reference, or its next send fits (or, bound for UCX, the
+ * queue is empty). */
+static bool pend_moves(shm_ep_t *e)
+{
+    if (e->ref_head != NULL &&
+        atomic_load_explicit(&e->prod.ctl->head, memory_order_acquire) >=
+            e->ref_head->end)
+        return true;
+    const shm_pending_t *p = e->pend_head;
+    if (p == NULL)
+        return false;
+    if (p->bulk)
+        return shmq_empty(&e->prod);
+    if (p->ref)
+        return shmq_can_put(&e->prod, p->hdr_len + sizeof(shmq_ref_t), 0);
+    return shmq_can_put(&e->prod, p->hdr_len + p->data_len, p->off);
+}
+
 static int shm_arm(tp_worker_t *tw)
 {
     shm_worker_t *w = W(tw);
@@ -1027,12 +1194,7 @@ static int shm_arm(tp_worker_t *tw)
     }
     for (shm_ep_t *e = w->pending_eps; e != NULL && rc == 0;
          e = e->next_pending)
-        if (e->close_req != NULL || e->ucx_only ||
-            (e->pend_head->bulk
-                 ? shmq_empty(&e->prod)
-                 : shmq_can_put(&e->prod, e->pend_head->hdr_len +
-                                              e->pend_head->data_len,
-                                e->pend_head->off)))
+        if (e->close_req != NULL || e->ucx_only || pend_moves(e))
             rc = -EAGAIN;
     uint32_t nq = queues_seen(w);
     for (uint32_t i = 0; i < nq && rc == 0; i++)

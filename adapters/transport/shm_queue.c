@@ -198,11 +198,10 @@ static inline void gather(uint8_t *dst, const uint8_t *a, size_t alen,
         memcpy(dst, b + (off - alen), n);
 }
 
-long shmq_put_frag(shmq_prod_t *q, uint16_t hdr_len, size_t total,
-                   const void *a, size_t alen, const void *b, size_t blen,
-                   size_t off)
+static long put_frag(shmq_prod_t *q, uint16_t hdr_len, size_t total,
+                     const void *a, size_t alen, const void *b, size_t off,
+                     uint8_t flags)
 {
-    (void)blen;
     frag_place_t f;
     if (!frag_place(q, total, off, &f))
         return -1;
@@ -230,7 +229,7 @@ long shmq_put_frag(shmq_prod_t *q, uint16_t hdr_len, size_t total,
     e->nlines   = (uint16_t)need;
     e->kind     = SHMQ_KIND_MSG;
     e->flags    = (uint8_t)((off == 0 ? SHMQ_FIRST : 0) |
-                            (off + frag == total ? SHMQ_LAST : 0));
+                            (off + frag == total ? SHMQ_LAST : 0) | flags);
     e->hdr_len  = hdr_len;
     e->frag_len = (uint16_t)frag;
     e->total    = (uint32_t)total;
@@ -243,6 +242,24 @@ long shmq_put_frag(shmq_prod_t *q, uint16_t hdr_len, size_t total,
                           memory_order_release);
     q->tail += need;
     return (long)frag;
+}
+
+long shmq_put_frag(shmq_prod_t *q, uint16_t hdr_len, size_t total,
+                   const void *a, size_t alen, const void *b, size_t blen,
+                   size_t off)
+{
+    (void)blen;
+    return put_frag(q, hdr_len, total, a, alen, b, off, 0);
+}
+
+int shmq_put_ref(shmq_prod_t *q, uint16_t hdr_len, const void *hdr,
+                 const shmq_ref_t *ref)
+{
+    size_t total = (size_t)hdr_len + sizeof(*ref);
+    if (total > shmq_frag_max(q->max_lines))
+        return -1;
+    return put_frag(q, hdr_len, total, hdr, hdr_len, ref, 0, SHMQ_REF) < 0
+               ? -1 : 0;
 }
 
 /* shmq_entry_check's body, inlined into the consumer's loop. */
@@ -266,8 +283,12 @@ static inline const char *entry_check(const shmq_entry_t *e, uint32_t nlines,
     if (lines_of(e->frag_len) != e->nlines)
         return "an entry whose length does not match its lines";
     bool first = e->flags & SHMQ_FIRST, last = e->flags & SHMQ_LAST;
-    if (e->flags & ~(SHMQ_FIRST | SHMQ_LAST))
+    if (e->flags & ~(SHMQ_FIRST | SHMQ_LAST | SHMQ_REF))
         return "an entry with unknown flags";
+    if ((e->flags & SHMQ_REF) &&
+        (!first || !last || e->hdr_len > e->total ||
+         e->total - e->hdr_len != sizeof(shmq_ref_t)))
+        return "a reference that is not one entry of a header and 16 bytes";
     if (first) {
         if (in_message)
             return "a new message before the last one ended";
@@ -354,6 +375,22 @@ unsigned shmq_poll(shmq_cons_t *q, unsigned max, uint8_t *scratch,
         const char *why = entry_check(&e, q->nlines, q->max_lines, q->head,
                                       q->msg_max, in_message, q->asm_len,
                                       q->asm_total);
+        /* A reference's data is read before the head passes its entry
+         * (its producer reuses the buffer once it does). */
+        uint8_t *fetched = NULL;
+        if (why == NULL && e.kind == SHMQ_KIND_MSG && (e.flags & SHMQ_REF)) {
+            shmq_ref_t ref;
+            memcpy(scratch, line + SHMQ_ENTRY_HDR, e.frag_len);
+            memcpy(&ref, scratch + e.hdr_len, sizeof(ref));
+            why = q->fetch == NULL ? "a reference this consumer does not take"
+                                   : q->fetch(arg, q, &ref, &fetched);
+            if (why == NULL) {
+                q->head += e.nlines;
+                taken++;
+                deliver(arg, scratch, e.hdr_len, fetched, ref.len);
+                continue;
+            }
+        }
         if (why == NULL && e.kind == SHMQ_KIND_MSG &&
             (e.flags & (SHMQ_FIRST | SHMQ_LAST)) != (SHMQ_FIRST | SHMQ_LAST)) {
             size_t done  = (e.flags & SHMQ_FIRST) ? 0 : q->asm_len;

@@ -22,7 +22,16 @@
 #define SHMQ_ENTRY_HDR 16
 
 enum { SHMQ_KIND_MSG = 1, SHMQ_KIND_PAD = 2 };
-enum { SHMQ_FIRST = 1u << 0, SHMQ_LAST = 1u << 1 };
+/* SHMQ_REF: a whole message (FIRST and LAST) whose payload is its header
+ * followed by a shmq_ref_t: the data stays in the producer's memory and
+ * the consumer reads it from there (shm-queue.md, "References"). */
+enum { SHMQ_FIRST = 1u << 0, SHMQ_LAST = 1u << 1, SHMQ_REF = 1u << 2 };
+
+/* Where a reference's data lies in the producer's address space. */
+typedef struct {
+    uint64_t addr;
+    uint64_t len;
+} shmq_ref_t;
 /* Control line flag: the producer calls membarrier(GLOBAL_EXPEDITED)
  * between storing want_room and looking for room. */
 enum { SHMQ_CTL_MEMBARRIER = 1u << 0 };
@@ -183,9 +192,23 @@ long shmq_put_frag(shmq_prod_t *q, uint16_t hdr_len, size_t total,
                      const void *a, size_t alen, const void *b, size_t blen,
                      size_t off);
 
+/* Writes a reference: one entry of the header and *ref (hdr_len + 16
+ * bytes, at most one entry of the producer). Returns 0, -1 when no room.
+ * The data must stay as it is until the consumer's head passes the
+ * entry (q->tail after this call): it reads the data before it stores
+ * such a head. */
+int shmq_put_ref(shmq_prod_t *q, uint16_t hdr_len, const void *hdr,
+                 const shmq_ref_t *ref);
+
 /* The consumer's private state for one queue: nothing in it is read from
  * shared memory except through shmq_poll's checks. */
-typedef struct {
+typedef struct shmq_cons shmq_cons_t;
+/* Reads a reference's data into private memory; NULL and *data set, or
+ * why it cannot (the queue is then read no more). */
+typedef const char *(*shmq_fetch_fn)(void *arg, shmq_cons_t *q,
+                                     const shmq_ref_t *ref, uint8_t **data);
+
+struct shmq_cons {
     shmq_ctl_t *ctl;
     uint8_t    *ring;
     uint64_t    head;
@@ -198,7 +221,8 @@ typedef struct {
     uint8_t    *asm_buf;    /* a message of several entries, being built */
     size_t      asm_cap, asm_len, asm_total;
     uint16_t    asm_hdr;
-} shmq_cons_t;
+    shmq_fetch_fn fetch;    /* NULL: references are refused */
+};
 
 /* A message: its header part (hdr_len bytes, private memory: scratch or
  * the assembly buffer) and its data part, which for a message of one
@@ -219,7 +243,8 @@ const char *shmq_entry_check(const shmq_entry_t *e, uint32_t nlines,
  * entry with its header copied to scratch (of shmq_frag_max(max_lines)
  * bytes) and its data in place, the whole copied to scratch when it has
  * no header part (everything in its data), one of several entries from
- * the assembly buffer. A malformed
+ * the assembly buffer, a reference with its data where q->fetch read
+ * it (before the head passes the entry). A malformed
  * entry is reported through drop and the queue is read no more. Returns
  * the entries taken. */
 unsigned shmq_poll(shmq_cons_t *q, unsigned max, uint8_t *scratch,

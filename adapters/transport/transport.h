@@ -66,6 +66,9 @@ typedef struct {
     uint32_t   shm_start_lines, shm_start_entry_lines;
     uint32_t   shm_max_queues;  /* senders a worker takes by queue */
     size_t     shm_msg_max;     /* longest message (header + data) */
+    /* Data from which am_send sends a reference the receiver reads with
+     * process_vm_readv (shm-queue.md, "References"); 0: never. */
+    size_t     shm_read_min;
     int        shm_membarrier;  /* asymmetric fences where the kernel can */
     tp_drop_fn drop_fn;         /* called with am_arg */
 } tp_worker_params_t;
