@@ -31,6 +31,12 @@
  * that leave payload in lines it comes back to, through pads and laps;
  * where it does not apply it writes nothing. The consumer's lean path
  * (shmq_take_line, inside shmq_poll) hands every message over whole.
+ *
+ * references: a reference (shmq_put_ref) is delivered with its header
+ * and the data its consumer's fetch read, in order among messages,
+ * and the head passes it only after the fetch; a consumer without a
+ * fetch, a failed fetch, or a reference entry of the wrong length
+ * breaks that queue without delivering it.
  */
 #include <stdarg.h>
 #include <stdbool.h>
@@ -473,6 +479,148 @@ static void put_line_as_put_frag(void **state)
     assert_true(lean > 1000); /* the lean path did most one-line sends */
 }
 
+/* The references test's consumer: reads the referenced bytes of this
+ * process, or fails when told to. */
+typedef struct {
+    sink_t   sink;
+    bool     fail;
+    unsigned fetched;
+    uint64_t head_at_fetch;
+    uint8_t  buf[64];
+    uint8_t  hdr[8], data[64];
+    size_t   hdr_len, data_len;
+} ref_sink_t;
+
+static const char *ref_fetch(void *arg, shmq_cons_t *q, const shmq_ref_t *ref,
+                             uint8_t **data)
+{
+    ref_sink_t *r = arg;
+    r->head_at_fetch = atomic_load(&q->ctl->head);
+    if (r->fail || ref->len > sizeof(r->buf))
+        return "fetch refused";
+    memcpy(r->buf, (const void *)(uintptr_t)ref->addr, ref->len);
+    r->fetched++;
+    *data = r->buf;
+    return NULL;
+}
+
+static void ref_deliver(void *arg, const uint8_t *hdr, size_t hdr_len,
+                        uint8_t *data, size_t data_len)
+{
+    ref_sink_t *r = arg;
+    r->sink.delivered++;
+    r->hdr_len  = hdr_len;
+    r->data_len = data_len;
+    memcpy(r->hdr, hdr, hdr_len < sizeof(r->hdr) ? hdr_len : sizeof(r->hdr));
+    memcpy(r->data, data,
+           data_len < sizeof(r->data) ? data_len : sizeof(r->data));
+}
+
+static void ref_drop(void *arg, const char *why)
+{
+    (void)why;
+    ((ref_sink_t *)arg)->sink.dropped++;
+}
+
+static void references(void **state)
+{
+    (void)state;
+    _Alignas(64) static uint8_t ring[NLINES * SHMQ_LINE];
+    static shmq_ctl_t ctl;
+    uint8_t scratch[MAXL * SHMQ_LINE];
+    memset(ring, 0, sizeof(ring));
+    memset(&ctl, 0, sizeof(ctl));
+    shmq_prod_t p;
+    assert_true(shmq_prod_init(&p, &ctl, ring, NLINES, MAXL, 0));
+    shmq_cons_t c = {.ctl = &ctl, .ring = ring, .nlines = NLINES,
+                     .max_lines = MAXL, .msg_max = 4096, .fetch = ref_fetch};
+    ref_sink_t r = {0};
+    uint8_t hdr[4] = {9, 8, 7, 6}, data[40];
+    for (unsigned i = 0; i < sizeof(data); i++)
+        data[i] = (uint8_t)(i * 3 + 1);
+    shmq_ref_t ref = {.addr = (uint64_t)(uintptr_t)data, .len = sizeof(data)};
+
+    /* A message, a reference, a message: three deliveries in order; the
+     * reference with its header and the fetched bytes. */
+    uint8_t small[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    assert_int_equal(shmq_put_frag(&p, 0, sizeof(small), small,
+                                   sizeof(small), NULL, 0, 0), 8);
+    assert_int_equal(shmq_put_ref(&p, sizeof(hdr), hdr, &ref), 0);
+    uint64_t ref_end = p.tail;
+    assert_int_equal(shmq_put_frag(&p, 0, sizeof(small), small,
+                                   sizeof(small), NULL, 0, 0), 8);
+    assert_int_equal(shmq_poll(&c, 16, scratch, ref_deliver, ref_drop, &r),
+                     3);
+    assert_int_equal(r.sink.delivered, 3);
+    assert_int_equal(r.fetched, 1);
+    /* The head passed the reference only after its fetch. */
+    assert_true(r.head_at_fetch < ref_end);
+    assert_true(atomic_load(&ctl.head) >= ref_end);
+    assert_int_equal(r.sink.dropped, 0);
+
+    /* Alone, to look at what was delivered. */
+    assert_int_equal(shmq_put_ref(&p, sizeof(hdr), hdr, &ref), 0);
+    assert_int_equal(shmq_poll(&c, 16, scratch, ref_deliver, ref_drop, &r),
+                     1);
+    assert_int_equal(r.hdr_len, sizeof(hdr));
+    assert_memory_equal(r.hdr, hdr, sizeof(hdr));
+    assert_int_equal(r.data_len, sizeof(data));
+    assert_memory_equal(r.data, data, sizeof(data));
+
+    /* A header that leaves no room for the reference in one entry. */
+    uint8_t long_hdr[MAXL * SHMQ_LINE];
+    memset(long_hdr, 1, sizeof(long_hdr));
+    assert_int_equal(shmq_put_ref(&p, (uint16_t)(shmq_frag_max(MAXL) - 15),
+                                  long_hdr, &ref), -1);
+
+    /* A failed fetch: dropped, the queue read no more, nothing handed. */
+    r.fail = true;
+    unsigned before = r.sink.delivered;
+    uint64_t head   = c.head;
+    assert_int_equal(shmq_put_ref(&p, sizeof(hdr), hdr, &ref), 0);
+    assert_int_equal(shmq_poll(&c, 16, scratch, ref_deliver, ref_drop, &r),
+                     0);
+    assert_int_equal(r.sink.dropped, 1);
+    assert_true(c.broken);
+    assert_int_equal(c.head, head);
+    assert_int_equal(r.sink.delivered, before);
+    shmq_cons_fini(&c);
+    shmq_prod_fini(&p);
+
+    /* A consumer without a fetch refuses references. */
+    memset(ring, 0, sizeof(ring));
+    memset(&ctl, 0, sizeof(ctl));
+    assert_true(shmq_prod_init(&p, &ctl, ring, NLINES, MAXL, 0));
+    shmq_cons_t plain = {.ctl = &ctl, .ring = ring, .nlines = NLINES,
+                         .max_lines = MAXL, .msg_max = 4096};
+    ref_sink_t  r2 = {0};
+    assert_int_equal(shmq_put_ref(&p, sizeof(hdr), hdr, &ref), 0);
+    assert_int_equal(shmq_poll(&plain, 16, scratch, ref_deliver, ref_drop,
+                               &r2), 0);
+    assert_int_equal(r2.sink.dropped, 1);
+    assert_int_equal(r2.sink.delivered, 0);
+    shmq_cons_fini(&plain);
+    shmq_prod_fini(&p);
+
+    /* A reference entry whose payload is not a header and 16 bytes. */
+    memset(ring, 0, sizeof(ring));
+    memset(&ctl, 0, sizeof(ctl));
+    assert_true(shmq_prod_init(&p, &ctl, ring, NLINES, MAXL, 0));
+    shmq_cons_t c3 = {.ctl = &ctl, .ring = ring, .nlines = NLINES,
+                      .max_lines = MAXL, .msg_max = 4096, .fetch = ref_fetch};
+    ref_sink_t  r3 = {0};
+    assert_int_equal(shmq_put_ref(&p, sizeof(hdr), hdr, &ref), 0);
+    shmq_entry_t *e = (shmq_entry_t *)ring;
+    e->total    = sizeof(hdr) + 20; /* 20 bytes after the header */
+    e->frag_len = sizeof(hdr) + 20;
+    assert_int_equal(shmq_poll(&c3, 16, scratch, ref_deliver, ref_drop, &r3),
+                     0);
+    assert_int_equal(r3.sink.dropped, 1);
+    assert_int_equal(r3.fetched, 0);
+    shmq_cons_fini(&c3);
+    shmq_prod_fini(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -482,6 +630,7 @@ int main(void)
         cmocka_unit_test(short_lap_then_grow),
         cmocka_unit_test(hostile_pads),
         cmocka_unit_test(put_line_as_put_frag),
+        cmocka_unit_test(references),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
