@@ -909,35 +909,42 @@ static void deliver(void *arg, const uint8_t *hdr, size_t hdr_len,
     w->am_fn(w->am_arg, hdr, hdr_len, data, data_len, NULL);
 }
 
-/* A reference's data, read from its producer's memory into this
- * worker's buffer (valid until the next reference is read). */
-static const char *fetch(void *arg, shmq_cons_t *q, const shmq_ref_t *ref,
-                         uint8_t **data)
+/* The data of n references, read from their producer's memory with one
+ * process_vm_readv into this worker's buffer, one after the other (valid
+ * until the next read). */
+static const char *fetch(void *arg, shmq_cons_t *q, const shmq_ref_t *refs,
+                         unsigned n, uint8_t **data)
 {
     shm_worker_t *w = arg;
-    size_t        i = (size_t)(q - w->cons);
-    if (ref->len == 0 || ref->len > SHM_REF_MAX)
-        return "a reference of no data or of more than 128 KiB";
-    if (ref->len > w->ref_cap) {
-        uint8_t *b = realloc(w->ref_buf, ref->len);
+    size_t        i = (size_t)(q - w->cons), total = 0;
+    struct iovec  remote[SHMQ_REF_BATCH];
+    if (n == 0 || n > SHMQ_REF_BATCH)
+        return "a batch of references of a size out of range";
+    for (unsigned k = 0; k < n; k++) {
+        if (refs[k].len == 0 || refs[k].len > SHM_REF_MAX)
+            return "a reference of no data or of more than 128 KiB";
+        remote[k] = (struct iovec){.iov_base = (void *)(uintptr_t)refs[k].addr,
+                                   .iov_len  = refs[k].len};
+        total += refs[k].len;
+    }
+    if (total > w->ref_cap) {
+        uint8_t *b = realloc(w->ref_buf, total);
         if (b == NULL)
-            return "a reference too long to read (no memory)";
+            return "references too long to read (no memory)";
         w->ref_buf = b;
-        w->ref_cap = ref->len;
+        w->ref_cap = total;
     }
     /* Written by the producer before its first entry; read once. */
     if (w->prod_pid[i] == 0)
         w->prod_pid[i] = q->ctl->pid > 0 ? q->ctl->pid : -1;
     if (w->prod_pid[i] < 0)
         return "a reference from a producer without a process id";
-    struct iovec local  = {.iov_base = w->ref_buf, .iov_len = ref->len};
-    struct iovec remote = {.iov_base = (void *)(uintptr_t)ref->addr,
-                           .iov_len  = ref->len};
-    ssize_t n = process_vm_readv(w->prod_pid[i], &local, 1, &remote, 1, 0);
-    if (n != (ssize_t)ref->len) {
-        pami_debug("shm", "process_vm_readv of %llu bytes from pid %d: %s",
-                   (unsigned long long)ref->len, (int)w->prod_pid[i],
-                   n < 0 ? strerror(errno) : "short read");
+    struct iovec local = {.iov_base = w->ref_buf, .iov_len = total};
+    ssize_t got = process_vm_readv(w->prod_pid[i], &local, 1, remote, n, 0);
+    if (got != (ssize_t)total) {
+        pami_debug("shm", "process_vm_readv of %zu bytes from pid %d: %s",
+                   total, (int)w->prod_pid[i],
+                   got < 0 ? strerror(errno) : "short read");
         return "a reference whose data cannot be read";
     }
     *data = w->ref_buf;

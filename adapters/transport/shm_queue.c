@@ -336,6 +336,72 @@ static bool asm_reserve(shmq_cons_t *q, size_t need, size_t total)
     return true;
 }
 
+/* The reference e at the head, and the references of one line ready
+ * right behind it (up to SHMQ_REF_BATCH of them, max in all, their data
+ * up to SHMQ_REF_BATCH_BYTES after the first): their data is read in
+ * one fetch, before the head passes any of them (the producer reuses a
+ * buffer once it does), then each is delivered in order. NULL, or why
+ * they cannot be read (nothing delivered). */
+static const char *take_refs(shmq_cons_t *q, const shmq_entry_t *e,
+                             const uint8_t *line, unsigned max,
+                             uint8_t *scratch, shmq_deliver_fn deliver,
+                             void *arg, unsigned *taken)
+{
+    enum { ONE = SHMQ_LINE - SHMQ_ENTRY_HDR };
+    shmq_ref_t refs[SHMQ_REF_BATCH];
+    uint8_t    hdrs[SHMQ_REF_BATCH - 1][ONE];
+    uint16_t   hl[SHMQ_REF_BATCH];
+    unsigned   n = 1;
+    /* The first may be longer than a line: its header goes to scratch. */
+    memcpy(scratch, line + SHMQ_ENTRY_HDR, e->frag_len);
+    memcpy(&refs[0], scratch + e->hdr_len, sizeof(refs[0]));
+    hl[0] = e->hdr_len;
+    uint64_t pos   = q->head + e->nlines;
+    size_t   bytes = 0;
+    while (n < SHMQ_REF_BATCH && n < max) {
+        const uint8_t *l = q->ring + (size_t)(pos & (q->nlines - 1)) *
+                                         SHMQ_LINE;
+        shmq_entry_t  *se = (shmq_entry_t *)l;
+        if (atomic_load_explicit(&se->stamp, memory_order_acquire) !=
+            (uint32_t)(pos + 1))
+            break;
+        shmq_entry_t f;
+        f.nlines   = se->nlines;
+        f.kind     = se->kind;
+        f.flags    = se->flags;
+        f.hdr_len  = se->hdr_len;
+        f.frag_len = se->frag_len;
+        f.total    = se->total;
+        /* Anything else, or a reference that fails its check, is left
+         * for the loop to take (or refuse) on its own. */
+        if (f.kind != SHMQ_KIND_MSG || !(f.flags & SHMQ_REF) ||
+            f.nlines != 1 ||
+            entry_check(&f, q->nlines, q->max_lines, pos, q->msg_max, false,
+                        0, 0) != NULL)
+            break;
+        memcpy(hdrs[n - 1], l + SHMQ_ENTRY_HDR, f.frag_len);
+        memcpy(&refs[n], hdrs[n - 1] + f.hdr_len, sizeof(refs[n]));
+        if (refs[n].len > SHMQ_REF_BATCH_BYTES - bytes)
+            break;
+        bytes += refs[n].len;
+        hl[n] = f.hdr_len;
+        n++;
+        pos++;
+    }
+    uint8_t    *data = NULL;
+    const char *why  = q->fetch(arg, q, refs, n, &data);
+    if (why != NULL)
+        return why;
+    for (unsigned i = 0; i < n; i++) {
+        q->head += i == 0 ? e->nlines : 1;
+        (*taken)++;
+        deliver(arg, i == 0 ? scratch : hdrs[i - 1], hl[i], data,
+                refs[i].len);
+        data += refs[i].len;
+    }
+    return NULL;
+}
+
 unsigned shmq_poll(shmq_cons_t *q, unsigned max, uint8_t *scratch,
                    shmq_deliver_fn deliver, shmq_drop_fn drop, void *arg)
 {
@@ -375,21 +441,12 @@ unsigned shmq_poll(shmq_cons_t *q, unsigned max, uint8_t *scratch,
         const char *why = entry_check(&e, q->nlines, q->max_lines, q->head,
                                       q->msg_max, in_message, q->asm_len,
                                       q->asm_total);
-        /* A reference's data is read before the head passes its entry
-         * (its producer reuses the buffer once it does). */
-        uint8_t *fetched = NULL;
         if (why == NULL && e.kind == SHMQ_KIND_MSG && (e.flags & SHMQ_REF)) {
-            shmq_ref_t ref;
-            memcpy(scratch, line + SHMQ_ENTRY_HDR, e.frag_len);
-            memcpy(&ref, scratch + e.hdr_len, sizeof(ref));
             why = q->fetch == NULL ? "a reference this consumer does not take"
-                                   : q->fetch(arg, q, &ref, &fetched);
-            if (why == NULL) {
-                q->head += e.nlines;
-                taken++;
-                deliver(arg, scratch, e.hdr_len, fetched, ref.len);
+                                   : take_refs(q, &e, line, max - taken,
+                                               scratch, deliver, arg, &taken);
+            if (why == NULL)
                 continue;
-            }
         }
         if (why == NULL && e.kind == SHMQ_KIND_MSG &&
             (e.flags & (SHMQ_FIRST | SHMQ_LAST)) != (SHMQ_FIRST | SHMQ_LAST)) {

@@ -203,10 +203,17 @@ int shmq_put_ref(shmq_prod_t *q, uint16_t hdr_len, const void *hdr,
 /* The consumer's private state for one queue: nothing in it is read from
  * shared memory except through shmq_poll's checks. */
 typedef struct shmq_cons shmq_cons_t;
-/* Reads a reference's data into private memory; NULL and *data set, or
+/* Reads the data of n references (consecutive entries of q), one after
+ * the other, into private memory; NULL and *data set to the first, or
  * why it cannot (the queue is then read no more). */
 typedef const char *(*shmq_fetch_fn)(void *arg, shmq_cons_t *q,
-                                     const shmq_ref_t *ref, uint8_t **data);
+                                     const shmq_ref_t *refs, unsigned n,
+                                     uint8_t **data);
+/* References read in one fetch: at most this many, and their data after
+ * the first's at most this many bytes (one system call for a window of
+ * sends, not one per send). */
+#define SHMQ_REF_BATCH       16
+#define SHMQ_REF_BATCH_BYTES ((size_t)256 * 1024)
 
 struct shmq_cons {
     shmq_ctl_t *ctl;

@@ -484,22 +484,29 @@ static void put_line_as_put_frag(void **state)
 typedef struct {
     sink_t   sink;
     bool     fail;
-    unsigned fetched;
+    unsigned fetched, batches;
     uint64_t head_at_fetch;
-    uint8_t  buf[64];
+    uint8_t  buf[128];
     uint8_t  hdr[8], data[64];
     size_t   hdr_len, data_len;
 } ref_sink_t;
 
-static const char *ref_fetch(void *arg, shmq_cons_t *q, const shmq_ref_t *ref,
+static const char *ref_fetch(void *arg, shmq_cons_t *q,
+                             const shmq_ref_t *refs, unsigned n,
                              uint8_t **data)
 {
     ref_sink_t *r = arg;
     r->head_at_fetch = atomic_load(&q->ctl->head);
-    if (r->fail || ref->len > sizeof(r->buf))
-        return "fetch refused";
-    memcpy(r->buf, (const void *)(uintptr_t)ref->addr, ref->len);
-    r->fetched++;
+    size_t off = 0;
+    for (unsigned k = 0; k < n; k++) {
+        if (r->fail || refs[k].len > sizeof(r->buf) - off)
+            return "fetch refused";
+        memcpy(r->buf + off, (const void *)(uintptr_t)refs[k].addr,
+               refs[k].len);
+        off += refs[k].len;
+        r->fetched++;
+        r->batches += k == 0;
+    }
     *data = r->buf;
     return NULL;
 }
@@ -565,6 +572,16 @@ static void references(void **state)
     assert_int_equal(r.hdr_len, sizeof(hdr));
     assert_memory_equal(r.hdr, hdr, sizeof(hdr));
     assert_int_equal(r.data_len, sizeof(data));
+    assert_memory_equal(r.data, data, sizeof(data));
+
+    /* Two references back to back: one fetch, two deliveries. */
+    unsigned b0 = r.batches, d0 = r.sink.delivered;
+    assert_int_equal(shmq_put_ref(&p, sizeof(hdr), hdr, &ref), 0);
+    assert_int_equal(shmq_put_ref(&p, sizeof(hdr), hdr, &ref), 0);
+    assert_int_equal(shmq_poll(&c, 16, scratch, ref_deliver, ref_drop, &r),
+                     2);
+    assert_int_equal(r.batches, b0 + 1);
+    assert_int_equal(r.sink.delivered, d0 + 2);
     assert_memory_equal(r.data, data, sizeof(data));
 
     /* A header that leaves no room for the reference in one entry. */
