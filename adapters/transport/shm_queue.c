@@ -336,6 +336,20 @@ static bool asm_reserve(shmq_cons_t *q, size_t need, size_t total)
     return true;
 }
 
+/* An entry header's fields, copied once out of shared memory (after its
+ * stamp was read) and checked on the copy only. */
+static inline shmq_entry_t entry_copy(const shmq_entry_t *se)
+{
+    shmq_entry_t e;
+    e.nlines   = se->nlines;
+    e.kind     = se->kind;
+    e.flags    = se->flags;
+    e.hdr_len  = se->hdr_len;
+    e.frag_len = se->frag_len;
+    e.total    = se->total;
+    return e;
+}
+
 /* The reference e at the head, and the references of one line ready
  * right behind it (up to SHMQ_REF_BATCH of them, max in all, their data
  * up to SHMQ_REF_BATCH_BYTES after the first): their data is read in
@@ -365,13 +379,7 @@ static const char *take_refs(shmq_cons_t *q, const shmq_entry_t *e,
         if (atomic_load_explicit(&se->stamp, memory_order_acquire) !=
             (uint32_t)(pos + 1))
             break;
-        shmq_entry_t f;
-        f.nlines   = se->nlines;
-        f.kind     = se->kind;
-        f.flags    = se->flags;
-        f.hdr_len  = se->hdr_len;
-        f.frag_len = se->frag_len;
-        f.total    = se->total;
+        shmq_entry_t f = entry_copy(se);
         /* Anything else, or a reference that fails its check, is left
          * for the loop to take (or refuse) on its own. */
         if (f.kind != SHMQ_KIND_MSG || !(f.flags & SHMQ_REF) ||
@@ -430,13 +438,7 @@ unsigned shmq_poll(shmq_cons_t *q, unsigned max, uint8_t *scratch,
         uint8_t      *line = q->ring +
                         (size_t)(q->head & (q->nlines - 1)) * SHMQ_LINE;
         shmq_entry_t *se   = (shmq_entry_t *)line;
-        shmq_entry_t e;
-        e.nlines   = se->nlines;
-        e.kind     = se->kind;
-        e.flags    = se->flags;
-        e.hdr_len  = se->hdr_len;
-        e.frag_len = se->frag_len;
-        e.total    = se->total;
+        shmq_entry_t  e    = entry_copy(se);
         bool in_message = q->asm_total > 0;
         const char *why = entry_check(&e, q->nlines, q->max_lines, q->head,
                                       q->msg_max, in_message, q->asm_len,

@@ -529,18 +529,26 @@ static void ref_drop(void *arg, const char *why)
     ((ref_sink_t *)arg)->sink.dropped++;
 }
 
+/* An empty ring, its producer, and a consumer that fetches with f. */
+static void ref_queue(uint8_t *ring, shmq_ctl_t *ctl, shmq_prod_t *p,
+                      shmq_cons_t *c, shmq_fetch_fn f)
+{
+    memset(ring, 0, NLINES * SHMQ_LINE);
+    memset(ctl, 0, sizeof(*ctl));
+    assert_true(shmq_prod_init(p, ctl, ring, NLINES, MAXL, 0));
+    *c = (shmq_cons_t){.ctl = ctl, .ring = ring, .nlines = NLINES,
+                       .max_lines = MAXL, .msg_max = 4096, .fetch = f};
+}
+
 static void references(void **state)
 {
     (void)state;
     _Alignas(64) static uint8_t ring[NLINES * SHMQ_LINE];
     static shmq_ctl_t ctl;
     uint8_t scratch[MAXL * SHMQ_LINE];
-    memset(ring, 0, sizeof(ring));
-    memset(&ctl, 0, sizeof(ctl));
     shmq_prod_t p;
-    assert_true(shmq_prod_init(&p, &ctl, ring, NLINES, MAXL, 0));
-    shmq_cons_t c = {.ctl = &ctl, .ring = ring, .nlines = NLINES,
-                     .max_lines = MAXL, .msg_max = 4096, .fetch = ref_fetch};
+    shmq_cons_t c;
+    ref_queue(ring, &ctl, &p, &c, ref_fetch);
     ref_sink_t r = {0};
     uint8_t hdr[4] = {9, 8, 7, 6}, data[40];
     for (unsigned i = 0; i < sizeof(data); i++)
@@ -605,11 +613,8 @@ static void references(void **state)
     shmq_prod_fini(&p);
 
     /* A consumer without a fetch refuses references. */
-    memset(ring, 0, sizeof(ring));
-    memset(&ctl, 0, sizeof(ctl));
-    assert_true(shmq_prod_init(&p, &ctl, ring, NLINES, MAXL, 0));
-    shmq_cons_t plain = {.ctl = &ctl, .ring = ring, .nlines = NLINES,
-                         .max_lines = MAXL, .msg_max = 4096};
+    shmq_cons_t plain;
+    ref_queue(ring, &ctl, &p, &plain, NULL);
     ref_sink_t  r2 = {0};
     assert_int_equal(shmq_put_ref(&p, sizeof(hdr), hdr, &ref), 0);
     assert_int_equal(shmq_poll(&plain, 16, scratch, ref_deliver, ref_drop,
@@ -620,11 +625,8 @@ static void references(void **state)
     shmq_prod_fini(&p);
 
     /* A reference entry whose payload is not a header and 16 bytes. */
-    memset(ring, 0, sizeof(ring));
-    memset(&ctl, 0, sizeof(ctl));
-    assert_true(shmq_prod_init(&p, &ctl, ring, NLINES, MAXL, 0));
-    shmq_cons_t c3 = {.ctl = &ctl, .ring = ring, .nlines = NLINES,
-                      .max_lines = MAXL, .msg_max = 4096, .fetch = ref_fetch};
+    shmq_cons_t c3;
+    ref_queue(ring, &ctl, &p, &c3, ref_fetch);
     ref_sink_t  r3 = {0};
     assert_int_equal(shmq_put_ref(&p, sizeof(hdr), hdr, &ref), 0);
     shmq_entry_t *e = (shmq_entry_t *)ring;
