@@ -336,6 +336,9 @@ void coll_connid_unreserve(struct pami_geometry *g);
  * as acquire would, and reserves nothing. */
 pami_result_t coll_connid_pass(struct pami_geometry *g);
 void coll_connid_release(struct pami_geometry *g, coll_req_t *req);
+/* One wait of a caller waiting for its turn: PAMI_SUCCESS to look again
+ * (a timeout too), PAMI_EAGAIN in a handler (counted), else the error. */
+pami_result_t coll_wait_once(coll_ctx_t *cc, int timeout_ms);
 void coll_deliver(struct pami_geometry *g, const coll_hdr_t *h,
                   pami_task_t origin, const void *data, size_t len,
                   pami_recv_t *recv);

@@ -66,18 +66,22 @@ pami_result_t coll_connid_acquire(struct pami_geometry *g)
          * client: maybe by other contexts, whose progress does. */
         if (mine)
             coll_global_progress_others(cc);
-        rc = pami_context_wait(cc->ctx, mine ? 1 : 100);
-        if (rc == PAMI_IN_HANDLER) {
-            cc->st.eagain++;
-            rc = PAMI_EAGAIN;
+        rc = coll_wait_once(cc, mine ? 1 : 100);
+        if (rc != PAMI_SUCCESS)
             break;
-        }
-        if (rc != PAMI_SUCCESS && rc != PAMI_TIMEOUT)
-            break;
-        rc = PAMI_SUCCESS;
     }
     g->waiters--;
     return rc;
+}
+
+pami_result_t coll_wait_once(coll_ctx_t *cc, int timeout_ms)
+{
+    pami_result_t rc = pami_context_wait(cc->ctx, timeout_ms);
+    if (rc == PAMI_IN_HANDLER) {
+        cc->st.eagain++;
+        return PAMI_EAGAIN;
+    }
+    return rc == PAMI_TIMEOUT ? PAMI_SUCCESS : rc;
 }
 
 void coll_connid_unreserve(struct pami_geometry *g)

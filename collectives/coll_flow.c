@@ -131,17 +131,8 @@ static pami_result_t wait_sync(struct pami_geometry *g)
     cc->st.flow_waits++;
     g->waiters++;
     pami_result_t rc = PAMI_SUCCESS;
-    while (g->flow_pending > 0) {
-        rc = pami_context_wait(cc->ctx, 1);
-        if (rc == PAMI_IN_HANDLER) {
-            cc->st.eagain++;
-            rc = PAMI_EAGAIN;
-            break;
-        }
-        if (rc != PAMI_SUCCESS && rc != PAMI_TIMEOUT)
-            break;
-        rc = PAMI_SUCCESS;
-    }
+    while (g->flow_pending > 0 && rc == PAMI_SUCCESS)
+        rc = coll_wait_once(cc, 1);
     g->waiters--;
     return rc;
 }
