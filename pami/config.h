@@ -45,7 +45,7 @@
     X(rma_put_msg, "PAMI_RMA_PUT_MSG", size, "4096",                        \
       "largest put to another task of this node on a region over its "     \
       "own memory that goes as a message its owner applies in its "        \
-      "progress; unanswered after 50 us, the caller takes it back and "    \
+      "progress; unanswered after 200 us, the caller takes it back and "    \
       "copies it by CMA; 0: every such put by CMA")                        \
     X(rma_gather, "PAMI_RMA_GATHER", bool, "1",                              \
       "1: puts of up to 4 KiB and gets through the owner wait for the "     \

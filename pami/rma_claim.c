@@ -24,8 +24,16 @@
 #include "internal.h"
 
 #define CLAIM_RING    256             /* claimed puts waiting, per context */
-#define CLAIM_WAIT_NS 50000ull        /* unanswered this long: taken back */
-#define CLAIM_COOL_NS 10000000ull     /* then puts to that peer by CMA */
+/* Unanswered this long: taken back. An owner asleep in
+ * pami_context_wait is woken by the message; on a loaded VM that took
+ * more than 50 us now and then, and each take-back then sent the puts
+ * of the cool-down by CMA, during which the owner fell asleep again. */
+#define CLAIM_WAIT_NS 200000ull
+/* After a take-back, puts to that peer go by CMA for a span that starts
+ * at 1 ms and doubles with each take-back in a row, up to 128 ms; an
+ * answer from the owner ends the row. */
+#define CLAIM_COOL_NS 1000000ull
+#define CLAIM_COOL_MAX_NS 128000000ull
 #define CLAIM_SPIN_NS 1000000000ull   /* the other side's copy, at most */
 #define CLAIM_BUSY    ((uint64_t)1 << 63)
 
@@ -47,6 +55,7 @@ struct pami_rma_claims {
     uint32_t         head, tail;
     uint64_t        *seq;      /* per peer index: last number given */
     uint64_t        *cool;     /* per peer index: CMA until then (ns) */
+    uint64_t        *span;     /* per peer index: the last cool-down */
     uint8_t         *sent;     /* per peer index: the handle went out */
     uint64_t       **in;       /* owner: the word in that origin's page */
     uint8_t         *in_state; /* owner: 0 not heard, 1 mapped, 2 refused */
@@ -62,10 +71,12 @@ static struct pami_rma_claims *claims_get(struct pami_context *ctx)
         return NULL;
     k->seq      = calloc(n, sizeof(*k->seq));
     k->cool     = calloc(n, sizeof(*k->cool));
+    k->span     = calloc(n, sizeof(*k->span));
     k->sent     = calloc(n, 1);
     k->in       = calloc(n, sizeof(*k->in));
     k->in_state = calloc(n, 1);
-    if (k->seq == NULL || k->cool == NULL || k->sent == NULL ||
+    if (k->seq == NULL || k->cool == NULL || k->span == NULL ||
+        k->sent == NULL ||
         k->in == NULL || k->in_state == NULL) {
         ctx->claims = k;
         pami_rma_claims_free(ctx);
@@ -80,9 +91,14 @@ void pami_rma_claims_free(struct pami_context *ctx)
     struct pami_rma_claims *k = ctx->claims;
     if (k == NULL)
         return;
+    if (ctx->claim_puts != 0)
+        pami_log(PAMI_LOG_DEBUG, "rma", "%llu small puts by message, %llu "
+                 "of them taken back", (unsigned long long)ctx->claim_puts,
+                 (unsigned long long)ctx->claim_taken_back);
     /* The page is a region of the context: its table frees it. */
     free(k->seq);
     free(k->cool);
+    free(k->span);
     free(k->sent);
     free(k->in);
     free(k->in_state);
@@ -140,6 +156,8 @@ static void reap(struct pami_context *ctx, struct pami_rma_claims *k)
                                   : pami_request_by_cookie(ctx, o->cookie);
         if (req != NULL && req->rma_owner && req->remote_pending)
             break;
+        if (o->seq != 0)
+            k->span[o->peer] = 0; /* the owner answered it */
         k->head++;
         ctx->claims_out--;
     }
@@ -324,7 +342,12 @@ static void settle(struct pami_context *ctx, struct pami_rma_claims *k,
         }
         if (take_back(ctx, k, o, req)) {
             took = true;
-            k->cool[o->peer] = pami_time_ns() + CLAIM_COOL_NS;
+            uint64_t *span = &k->span[o->peer];
+            *span = *span == 0 ? CLAIM_COOL_NS
+                               : *span * 2 > CLAIM_COOL_MAX_NS
+                                     ? CLAIM_COOL_MAX_NS
+                                     : *span * 2;
+            k->cool[o->peer] = pami_time_ns() + *span;
         }
     }
     if (took)
