@@ -69,9 +69,13 @@ static void part_taken_back(struct pami_context *ctx, uint32_t s)
     pami_result_t rc = PAMI_SUCCESS;
     if (err != 0)
         rc = pami_cma_failed(ctx, h->task, h->put, h->bytes, h->raddr, err);
-    /* A dead owner ended it already (pami_task_failed). */
-    if (req->remote_pending)
+    /* A dead owner ended it already (pami_task_failed). Both callbacks
+     * get the outcome, as from an owner's answer (rma_owner.c). */
+    if (req->remote_pending) {
+        if (rc != PAMI_SUCCESS && req->result == PAMI_SUCCESS)
+            req->result = rc;
         pami_request_acked(req, rc);
+    }
 }
 
 /* A free slot with its eventfd made and empty; -1 when none. */
