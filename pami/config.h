@@ -42,7 +42,7 @@
       "largest put or get to a task of this node (by CMA) that waits for "  \
       "the next advance to move with others in one kernel call; 0: each "  \
       "moves during its call")                                              \
-    X(rma_put_msg, "PAMI_RMA_PUT_MSG", size, "4096",                        \
+    X(rma_put_msg, "PAMI_RMA_PUT_MSG", size, "1024",                        \
       "largest put to another task of this node on a region over its "     \
       "own memory that goes as a message its owner applies in its "        \
       "progress; unanswered after 200 us, the caller takes it back and "    \
