@@ -148,19 +148,12 @@ int main(int argc, char **argv)
     MP_CHECK(pami_dispatch_fence(job.client));
 
     size_t total = SLICE * (job.size - 1);
-    pami_memregion_t *mrs = calloc(job.size, sizeof(*mrs));
-    MP_EXPECT(mrs != NULL, "out of memory");
-    uint8_t *mem = job.me == 0 ? rma_alloc(total) : rma_alloc(1);
-    size_t   mine_len = job.me == 0 ? total : 1;
-    memset(mem, 0, mine_len);
-    pami_memregion_t mine;
-    MP_CHECK(pami_memregion_create(job.ctx[0], mem, mine_len, &mine));
-    rma_exchange(&job, &mine, mem, mine_len, mrs);
-    mp_sync(&job);
+    rma_to0_t r;
+    rma_to0_init(&job, total, &r);
 
     uint8_t *shadow = NULL;
     if (job.me != 0) {
-        shadow = origin(&mrs[0], busy);
+        shadow = origin(&r.owner[0], busy);
         if (busy)
             rma_busy_done(&job, "rma_claim");
     } else if (busy) {
@@ -170,14 +163,12 @@ int main(int argc, char **argv)
      * those taken back must have been skipped. */
     mp_sync(&job);
     if (job.me != 0) {
-        check_slice(&mrs[0], SLICE * (job.me - 1), shadow,
+        check_slice(&r.owner[0], SLICE * (job.me - 1), shadow,
                     "after the owner's late progress");
         free(shadow);
     }
     mp_sync(&job);
-    MP_CHECK(pami_memregion_destroy(job.ctx[0], &mine));
-    free(mem);
-    free(mrs);
+    rma_to0_fini(&job, &r);
     mp_finish(&job);
     return 0;
 }

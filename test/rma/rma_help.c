@@ -135,18 +135,11 @@ int main(int argc, char **argv)
 
     size_t slice = 6 * split;
     size_t total = slice * (job.size - 1);
-    pami_memregion_t *mrs = calloc(job.size, sizeof(*mrs));
-    MP_EXPECT(mrs != NULL, "out of memory");
-    uint8_t *mem = job.me == 0 ? rma_alloc(total) : rma_alloc(1);
-    size_t   mine_len = job.me == 0 ? total : 1;
-    memset(mem, 0, mine_len);
-    pami_memregion_t mine;
-    MP_CHECK(pami_memregion_create(job.ctx[0], mem, mine_len, &mine));
-    rma_exchange(&job, &mine, mem, mine_len, mrs);
-    mp_sync(&job);
+    rma_to0_t r;
+    rma_to0_init(&job, total, &r);
 
     if (job.me != 0) {
-        origin(&mrs[0], slice, busy);
+        origin(&r.owner[0], slice, busy);
         if (busy)
             rma_busy_done(&job, "rma_help");
     } else if (busy) {
@@ -162,9 +155,7 @@ int main(int argc, char **argv)
                (unsigned long long)job.ctx[0]->help_served);
     }
     mp_sync(&job);
-    MP_CHECK(pami_memregion_destroy(job.ctx[0], &mine));
-    free(mem);
-    free(mrs);
+    rma_to0_fini(&job, &r);
     mp_finish(&job);
     return 0;
 }

@@ -425,4 +425,32 @@ static inline void *rma_alloc(size_t bytes)
     return p;
 }
 
+/* Task 0's region of `total` zeroed bytes (every other task's of one
+ * byte), made on context 0 and exchanged: owner[t] is task t's. For the
+ * tests where every task puts to or gets from task 0. */
+typedef struct {
+    uint8_t         *mem;
+    pami_memregion_t mine;
+    pami_memregion_t *owner;
+} rma_to0_t;
+
+static inline void rma_to0_init(mp_job_t *job, size_t total, rma_to0_t *r)
+{
+    size_t len = job->me == 0 ? total : 1;
+    r->owner   = calloc(job->size, sizeof(*r->owner));
+    MP_EXPECT(r->owner != NULL, "out of memory");
+    r->mem = rma_alloc(len);
+    memset(r->mem, 0, len);
+    MP_CHECK(pami_memregion_create(job->ctx[0], r->mem, len, &r->mine));
+    rma_exchange(job, &r->mine, r->mem, len, r->owner);
+    mp_sync(job);
+}
+
+static inline void rma_to0_fini(mp_job_t *job, rma_to0_t *r)
+{
+    MP_CHECK(pami_memregion_destroy(job->ctx[0], &r->mine));
+    free(r->mem);
+    free(r->owner);
+}
+
 #endif
