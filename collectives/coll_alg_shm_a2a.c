@@ -86,10 +86,11 @@ static pami_result_t read_block(cshm_t *s, size_t j, const a2a_line_t *l)
                            m - got};
         ssize_t r = process_vm_readv((pid_t)l->pid, &lo, 1, &re, 1, 0);
         if (r <= 0) {
-            pami_result_t rc = cshm_cma_result(r, errno);
+            int           err = errno;
+            pami_result_t rc  = cshm_cma_result(s, r, err);
             cshm_log(PAMI_PROTOCOL_LOG_WARN, "alltoall_shm_cma: "
                      "process_vm_readv from rank %zu: %s: %s here", j,
-                     r < 0 ? strerror(errno) : "no data",
+                     r < 0 ? strerror(err) : "no data",
                      rc == PAMI_INVAL ? "PAMI_INVAL" : "PAMI_PEER_FAILED");
             return rc;
         }

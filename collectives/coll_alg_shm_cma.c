@@ -35,6 +35,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -110,6 +111,23 @@ bool cshm_cma_setup(cshm_t *s, size_t algo_id)
     return true;
 }
 
+pami_result_t cshm_cma_result(const cshm_t *s, ssize_t r, int err)
+{
+    if (r < 0 && err == ESRCH)
+        return PAMI_PEER_FAILED;
+    if (r >= 0 || err != EFAULT)
+        return PAMI_INVAL;
+    for (size_t i = 0; i < s->nlocal; i++) {
+        uint64_t pid = *(const uint64_t *)((const unsigned char *)cshm_ctl(
+                                               s, i, s->phase & 1) +
+                                           CSHM_TINY_OFF);
+        if (i != s->my_index && pid != 0 && kill((pid_t)pid, 0) != 0 &&
+            errno == ESRCH)
+            return PAMI_PEER_FAILED;
+    }
+    return PAMI_INVAL;
+}
+
 /* len bytes at addr in rank's process into dst. */
 static pami_result_t cma_get(cshm_t *s, size_t rank, const cma_line_t *l,
                              void *dst, uint64_t addr, size_t len)
@@ -120,10 +138,11 @@ static pami_result_t cma_get(cshm_t *s, size_t rank, const cma_line_t *l,
         struct iovec re = {(void *)(uintptr_t)(addr + got), len - got};
         ssize_t r = process_vm_readv((pid_t)l->pid, &lo, 1, &re, 1, 0);
         if (r <= 0) {
-            pami_result_t rc = cshm_cma_result(r, errno);
+            int           err = errno;
+            pami_result_t rc  = cshm_cma_result(s, r, err);
             cshm_log(PAMI_PROTOCOL_LOG_WARN, "%s: process_vm_readv from "
                      "rank %zu: %s: %s here", kind_name(s->op.kind), rank,
-                     r < 0 ? strerror(errno) : "no data",
+                     r < 0 ? strerror(err) : "no data",
                      rc == PAMI_INVAL ? "PAMI_INVAL" : "PAMI_PEER_FAILED");
             return rc;
         }

@@ -15,11 +15,6 @@
 #define CSHM_SUBSYS "coll_shm"
 #define cshm_log(level, ...) pami_protocol_log(level, CSHM_SUBSYS, __VA_ARGS__)
 
-/* A failed process_vm_readv from a rank's memory: ESRCH means its process
- * is gone (it died in the call), which the caller reports as the peer's
- * failure, not as a bad argument. */
-#define cshm_cma_result(r, err)                                            \
-    ((r) < 0 && (err) == ESRCH ? PAMI_PEER_FAILED : PAMI_INVAL)
 
 #define CSHM_MAGIC   0x316d6873696d6170ull /* "pamishm1" */
 #define CSHM_VERSION 6 /* 4: the ring's dense entries; 5: claims apart;
@@ -360,6 +355,15 @@ static inline unsigned char *cshm_slot(const cshm_t *s, size_t i, uint32_t p)
 {
     return s->seg + s->hdr_bytes + (2 * i + p) * s->slot;
 }
+
+/* The result of a failed process_vm_readv (r, errno err) from a member's
+ * memory (coll_alg_shm_cma.c): PAMI_PEER_FAILED when that member's
+ * process is gone (ESRCH: it died in the call), or when the address is
+ * refused (EFAULT) while a member of the node has died: the member read
+ * from may have seen that death first and left the call, its buffers
+ * with it; PAMI_INVAL otherwise. Every _cma call's control line begins
+ * with its task's pid. */
+pami_result_t cshm_cma_result(const cshm_t *s, ssize_t r, int err);
 
 static inline _Atomic uint32_t *cshm_ctl(const cshm_t *s, size_t i,
                                          uint32_t p)
