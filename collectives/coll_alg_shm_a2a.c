@@ -31,6 +31,7 @@
  * counts itself at every source; its readers fail with PAMI_INVAL.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <sched.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -45,6 +46,7 @@ typedef struct {
 } a2a_line_t;
 
 _Static_assert(sizeof(a2a_line_t) <= CSHM_TINY, "fits a control line");
+_Static_assert(offsetof(a2a_line_t, pid) == 0, "pid first (cshm_cma_result)");
 
 static a2a_line_t *a2a_line(const cshm_t *s, size_t local, uint32_t p)
 {

@@ -34,6 +34,7 @@
  * task with PAMI_INVAL and a log line; the barriers stay aligned.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -56,6 +57,7 @@ typedef struct {
 } cma_line_t;
 
 _Static_assert(sizeof(cma_line_t) <= CSHM_TINY, "fits a control line");
+_Static_assert(offsetof(cma_line_t, pid) == 0, "pid first (cshm_cma_result)");
 
 static size_t         ar_id, bc_id, rs_id, ag_id;
 static pthread_once_t ids_once = PTHREAD_ONCE_INIT;
