@@ -13,7 +13,7 @@
  * alltoall on one node (basic linear, ob1 and vader's CMA get) has no
  * barrier either; without the two register barriers this call had,
  * it took 1-12 % less time in 18 of 20 paired turns at 8 tasks on 2 CPUs
- * (docs/PERFORMANCE.md, "Collectives (s12)").
+ * (docs/performance-log.md, "Collectives (s12)").
  *
  * Why the lines stay valid: task r leaves round k only when every other
  * task read its block, so every task had entered round k; r's next use

@@ -60,7 +60,7 @@ static uint64_t copies_helped; /* chunks targets took (SHMEM_DEBUG) */
  * put or get there pays a page fault per page (about 1 us here; 16 for a
  * 64 KiB put that copies in 6.5); which chunks the target takes depends
  * on when it wakes, so a program's later speed would vary by run
- * (docs/PERFORMANCE.md, "OSU put_mr 64 KiB (s11)"). Only touched under
+ * (docs/performance-log.md, "OSU put_mr 64 KiB (s11)"). Only touched under
  * help_busy. */
 #define SHMEMI_FILL_GRANULE ((size_t)64 * 1024)
 static uint8_t **filled[SHMEMI_SEG_COUNT]; /* n_pes bitmaps or NULL */

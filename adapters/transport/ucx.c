@@ -28,7 +28,7 @@ struct tp_context {
 /* A small message to another node over TCP, copied into one buffer (see
  * am_send_packed): up to a 1 KiB payload behind pami's headers, where
  * one send of one buffer still cost less than UCX's sendmsg of its parts
- * (docs/PERFORMANCE.md, "Across nodes (s13)"). */
+ * (docs/performance-log.md, "Across nodes (s13)"). */
 enum { PACK_MAX = 1088, PACK_OUT_MAX = 16 };
 
 typedef struct pack_buf {
@@ -445,7 +445,7 @@ static void pack_done(void *request, ucs_status_t status, void *user_data)
  * iovec (its header, the data, pami's header), where its own emulated
  * atomics and gets pack one buffer and call send: measured between two
  * simulated nodes, an 85-byte sendmsg of 3 parts took 0.22-0.30 us more
- * than send of the same bytes (docs/PERFORMANCE.md, "Across nodes (s12)").
+ * than send of the same bytes (docs/performance-log.md, "Across nodes (s12)").
  * A data type that is not contiguous makes UCX take that packing path
  * (am_bcopy): the message is copied into one of the worker's buffers and
  * described by one iov. When UCX cannot send it at once it keeps the

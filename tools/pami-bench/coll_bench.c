@@ -4,7 +4,7 @@
  * registry lists for it (queried at run time, so new algorithms appear
  * without a change here) that can run the call, and with AUTO; with
  * --vs-mpi the matching Open MPI call on the same buffers and counts in
- * the same processes. docs/PERFORMANCE.md, section "Collectives".
+ * the same processes. docs/performance-log.md, section "Collectives".
  *
  * bytes is count * element size as in pami_xfer_t: the whole vector of
  * allreduce, bcast and reduce, one rank's block of allgather, alltoall and

@@ -3,7 +3,7 @@
  * descriptor, so pami's socket and the bench's own UCP socket in one
  * process can be compared under load: medians of a call's own time do
  * not move much when other processes take the cores, where the bench's
- * mean round trip does (docs/PERFORMANCE.md, "Across nodes (s10)").
+ * mean round trip does (docs/performance-log.md, "Across nodes (s10)").
  *
  * Per descriptor with at least 1000 sends it prints, at exit, to stderr:
  *   send   the median time of one send call (sendmsg, sendto, send);
