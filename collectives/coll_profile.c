@@ -226,10 +226,44 @@ static bool read_shape(perr_t *e, json_object *o, coll_shape_t *s)
     return true;
 }
 
-static bool read_entry(perr_t *e, json_object *o, coll_prof_entry_t *pe)
+/* A floor in microseconds, optional (0: unknown). */
+static bool get_floor(perr_t *e, json_object *o, const char *key, double *out)
+{
+    *out = 0;
+    return field(o, key) == NULL || get_time(e, o, key, out);
+}
+
+/* "rounds": optional in format 1 (one round), required in 2. */
+static bool read_rounds(perr_t *e, json_object *top, uint32_t version,
+                        coll_profile_t *p)
+{
+    json_object *arr = field(top, "rounds");
+    if (arr == NULL)
+        return version < 2 ? true : fail(e, "\"rounds\" is missing");
+    if (!json_object_is_type(arr, json_type_array))
+        return fail(e, "\"rounds\" is not an array");
+    size_t n = json_object_array_length(arr);
+    if (n == 0 || n > COLL_PROFILE_MAX_ROUNDS)
+        return fail(e, "%zu rounds, not in 1..%d", n, COLL_PROFILE_MAX_ROUNDS);
+    for (size_t i = 0; i < n; i++) {
+        json_object *r = json_object_array_get_idx(arr, i);
+        coll_round_t *d = &p->rounds[i];
+        if (!json_object_is_type(r, json_type_object))
+            return fail(e, "rounds[%zu] is not an object", i);
+        if (!get_floor(e, r, "floor_lat_us", &d->floor_us) ||
+            !get_floor(e, r, "floor_lat_end_us", &d->floor_end_us) ||
+            !get_str(e, r, "started", d->started, sizeof(d->started), false))
+            return false;
+    }
+    p->nrounds = (uint32_t)n;
+    return true;
+}
+
+static bool read_entry(perr_t *e, json_object *o, uint32_t nrounds,
+                       coll_prof_entry_t *pe)
 {
     char name[32], type[16] = "byte", op[16] = "none";
-    uint64_t bytes = 0, count = 0;
+    uint64_t bytes = 0, count = 0, round = 0;
     if (!json_object_is_type(o, json_type_object))
         return fail(e, "not an object");
     if (!get_str(e, o, "collective", name, sizeof(name), true))
@@ -242,8 +276,10 @@ static bool read_entry(perr_t *e, json_object *o, coll_prof_entry_t *pe)
         !read_shape(e, o, &pe->shape) ||
         !get_str(e, o, "type", type, sizeof(type), false) ||
         !get_str(e, o, "op", op, sizeof(op), false) ||
-        !get_uint(e, o, "bytes", 0, COLL_PROFILE_MAX_BYTES, true, &bytes))
+        !get_uint(e, o, "bytes", 0, COLL_PROFILE_MAX_BYTES, true, &bytes) ||
+        !get_uint(e, o, "round", 0, nrounds - 1, false, &round))
         return false;
+    pe->round = (uint8_t)round;
     int t = coll_type_by_name(type), p = coll_op_by_name(op);
     if (t < 0)
         return fail(e, "unknown type \"%s\"", type);
@@ -299,6 +335,7 @@ static int key_cmp(const void *a, const void *b)
     CMP_(type);
     CMP_(op);
     CMP_(bytes);
+    CMP_(round);
 #undef CMP_
     return 0;
 }
@@ -335,8 +372,39 @@ coll_prof_entry_t *coll_profile_find(coll_profile_t *p,
     return NULL;
 }
 
+uint32_t coll_profile_rounds(const coll_profile_t *p)
+{
+    return p->nrounds > 0 ? p->nrounds : 1;
+}
+
+bool coll_profile_add_rounds(coll_profile_t *dst, const coll_profile_t *src)
+{
+    uint32_t base = dst->n > 0 || dst->nrounds > 0 ? coll_profile_rounds(dst)
+                                                   : 0;
+    uint32_t add = coll_profile_rounds(src);
+    if (base + add > COLL_PROFILE_MAX_ROUNDS)
+        return false;
+    for (uint32_t i = 0; i < add; i++)
+        dst->rounds[base + i] = i < src->nrounds ? src->rounds[i]
+                                                 : (coll_round_t){0};
+    dst->nrounds = base + add;
+    for (size_t i = 0; i < src->n; i++) {
+        coll_prof_entry_t e = src->e[i];
+        e.round = (uint8_t)(e.round + base);
+        if (!coll_profile_add(dst, &e))
+            return false;
+    }
+    return true;
+}
+
 bool coll_profile_merge(coll_profile_t *dst, const coll_profile_t *src)
 {
+    /* Round k of src is round k of dst: one-round files merge as before
+     * rounds existed; a round src records describes the round. */
+    for (uint32_t i = 0; i < src->nrounds; i++)
+        dst->rounds[i] = src->rounds[i];
+    if (src->nrounds > dst->nrounds)
+        dst->nrounds = src->nrounds;
     for (size_t i = 0; i < src->n; i++) {
         coll_prof_entry_t *old = coll_profile_find(dst, &src->e[i]);
         if (old != NULL)
@@ -362,12 +430,13 @@ static bool parse_top(perr_t *e, json_object *top, coll_profile_known_fn known,
         return fail(e, "the top level is not an object");
     if (!get_uint(e, top, "format_version", 1, UINT32_MAX, true, &v))
         return false;
-    if (v != COLL_PROFILE_FORMAT)
-        return fail(e, "format_version %llu; this pami reads %d",
+    if (v > COLL_PROFILE_FORMAT)
+        return fail(e, "format_version %llu; this pami reads 1..%d",
                     (unsigned long long)v, COLL_PROFILE_FORMAT);
     p->format_version = (uint32_t)v;
     if (!get_str(e, top, "producer", p->producer, sizeof(p->producer), true) ||
-        !read_machine(e, top, &p->machine))
+        !read_machine(e, top, &p->machine) ||
+        !read_rounds(e, top, p->format_version, p))
         return false;
     json_object *arr = field(top, "entries");
     if (arr == NULL)
@@ -382,7 +451,8 @@ static bool parse_top(perr_t *e, json_object *top, coll_profile_known_fn known,
         coll_prof_entry_t pe;
         memset(&pe, 0, sizeof(pe));
         e->entry = i + 1;
-        if (!read_entry(e, json_object_array_get_idx(arr, i), &pe))
+        if (!read_entry(e, json_object_array_get_idx(arr, i),
+                        coll_profile_rounds(p), &pe))
             return false;
         if (known != NULL && !known(pe.algo, pe.kind)) {
             if (*skipped == 0 && skip_why != NULL)
@@ -406,9 +476,9 @@ static bool parse_top(perr_t *e, json_object *top, coll_profile_known_fn known,
         for (size_t i = 1; i < p->n; i++)
             if (same_key(&s[i - 1], &s[i])) {
                 fail(e, "two entries for %s %s at %llu bytes on %u tasks "
-                     "(%s, %s)", kind_names[s[i].kind], s[i].algo,
+                     "(%s, %s, round %u)", kind_names[s[i].kind], s[i].algo,
                      (unsigned long long)s[i].bytes, s[i].shape.size,
-                     type_names[s[i].type], op_names[s[i].op]);
+                     type_names[s[i].type], op_names[s[i].op], s[i].round);
                 free(s);
                 return false;
             }
@@ -523,6 +593,8 @@ static json_object *entry_json(const coll_prof_entry_t *e)
                            json_object_new_string(type_names[e->type]));
     json_object_object_add(o, "op", json_object_new_string(op_names[e->op]));
     json_object_object_add(o, "bytes", json_object_new_int64((int64_t)e->bytes));
+    if (e->round > 0)
+        json_object_object_add(o, "round", json_object_new_int64(e->round));
     if (e->failed) {
         json_object_object_add(o, "failed", json_object_new_string(e->why));
     } else {
@@ -539,8 +611,40 @@ static json_object *entry_json(const coll_prof_entry_t *e)
     return o;
 }
 
+/* n rounds: those recorded, unknown ones after them. */
+static json_object *rounds_json(const coll_profile_t *p, uint32_t n)
+{
+    json_object *a = json_object_new_array();
+    for (uint32_t i = 0; i < n; i++) {
+        coll_round_t none = {0};
+        const coll_round_t *r = i < p->nrounds ? &p->rounds[i] : &none;
+        json_object *o = json_object_new_object();
+        if (r->floor_us > 0)
+            json_object_object_add(o, "floor_lat_us",
+                                   json_object_new_double(r->floor_us));
+        if (r->floor_end_us > 0)
+            json_object_object_add(o, "floor_lat_end_us",
+                                   json_object_new_double(r->floor_end_us));
+        if (r->started[0] != '\0')
+            json_object_object_add(o, "started",
+                                   json_object_new_string(r->started));
+        json_object_array_add(a, o);
+    }
+    return a;
+}
+
 int coll_profile_write(const coll_profile_t *p, FILE *f)
 {
+    /* 1 while every entry is of round 0, so that older readers load it
+     * ("rounds" is a field they ignore). */
+    int version = 1;
+    uint32_t nr = p->nrounds;
+    for (size_t i = 0; i < p->n; i++) {
+        if (p->e[i].round > 0)
+            version = 2;
+        if (p->e[i].round >= nr)
+            nr = p->e[i].round + 1u;
+    }
     json_object *prod = json_object_new_string(p->producer);
     json_object *m = json_object_new_object();
     json_object_object_add(m, "cpu", json_object_new_string(p->machine.cpu));
@@ -552,11 +656,18 @@ int coll_profile_write(const coll_profile_t *p, FILE *f)
     json_object_object_add(m, "transports",
                            json_object_new_string(p->machine.transports));
     fprintf(f, "{\n  \"format_version\": %d,\n  \"producer\": %s,\n"
-            "  \"machine\": %s,\n  \"entries\": [", COLL_PROFILE_FORMAT,
+            "  \"machine\": %s,\n", version,
             json_object_to_json_string_ext(prod, JSON_C_TO_STRING_PLAIN),
             json_object_to_json_string_ext(m, JSON_C_TO_STRING_SPACED));
     json_object_put(prod);
     json_object_put(m);
+    if (p->nrounds > 0 || version > 1) {
+        json_object *r = rounds_json(p, nr);
+        fprintf(f, "  \"rounds\": %s,\n",
+                json_object_to_json_string_ext(r, JSON_C_TO_STRING_SPACED));
+        json_object_put(r);
+    }
+    fprintf(f, "  \"entries\": [");
     for (size_t i = 0; i < p->n; i++) {
         json_object *o = entry_json(&p->e[i]);
         fprintf(f, "%s\n    %s", i ? "," : "",

@@ -15,7 +15,12 @@
 
 #include "pami_collectives.h"
 
-#define COLL_PROFILE_FORMAT 1          /* format_version this code reads */
+/* The newest format_version this code reads; it writes 1 when every
+ * entry is of round 0 (readers of 1 load such files) and 2 otherwise
+ * (the same key in several rounds, which a reader of 1 would reject as
+ * duplicates). docs/tuning.md. */
+#define COLL_PROFILE_FORMAT 2
+#define COLL_PROFILE_MAX_ROUNDS 64     /* rounds of measurement in a file */
 #define COLL_PROFILE_NAME_MAX 64       /* algorithm names, with the NUL */
 #define COLL_PROFILE_MAX_BYTES ((uint64_t)1 << 40) /* bytes of one point */
 #define COLL_PROFILE_MAX_TASKS ((uint64_t)1 << 24)
@@ -48,7 +53,19 @@ typedef struct {
     double       cpu;   /* the smallest share of the repetitions a member
                            was not kept waiting for a CPU; 0: unknown */
     char         why[48]; /* failed: what happened */
+    uint8_t      round; /* the round of measurement (coll_round_t) */
 } coll_prof_entry_t;
+
+/* A round of measurement: a sweep made at one time, in one state of the
+ * machine. The floor is the half round trip of a cache line between two
+ * tasks of a node (pami-bench's floor_lat), measured by pami-tune at the
+ * round's start and end: on a VM it moves several-fold with where the
+ * host puts the CPUs, and with it the order of close algorithms. */
+typedef struct {
+    double floor_us;     /* at the start; 0: unknown */
+    double floor_end_us; /* at the end; 0: unknown */
+    char   started[24];  /* UTC, "2026-11-28T22:41:41Z"; "": unknown */
+} coll_round_t;
 
 typedef struct {
     char     cpu[128];
@@ -61,6 +78,8 @@ typedef struct {
     uint32_t          format_version;
     char              producer[64];
     coll_machine_t    machine;
+    uint32_t          nrounds; /* rounds[] in use; 0: one, unrecorded */
+    coll_round_t      rounds[COLL_PROFILE_MAX_ROUNDS];
     coll_prof_entry_t *e;
     size_t            n, cap;
 } coll_profile_t;
@@ -93,12 +112,20 @@ int coll_profile_save(const coll_profile_t *p, const char *path);
 
 /* Appends a copy of e; false without memory or room. */
 bool coll_profile_add(coll_profile_t *p, const coll_prof_entry_t *e);
-/* Entry with the same key as e (kind, algo, shape, type, op, bytes), or
- * NULL. Linear. */
+/* Entry with the same key as e (kind, algo, shape, type, op, bytes,
+ * round), or NULL. Linear. */
 coll_prof_entry_t *coll_profile_find(coll_profile_t *p,
                                      const coll_prof_entry_t *e);
-/* Entries of src replace those of dst with the same key, or are added. */
+/* Later files override earlier ones (PAMI_COLL_PROFILE): entries of src
+ * replace those of dst with the same key (round included), or are
+ * added; round k of src is round k of dst. */
 bool coll_profile_merge(coll_profile_t *dst, const coll_profile_t *src);
+/* Sweeps made at other times (pami-tune --merge): every entry of src is
+ * kept, its rounds added after dst's. False without memory or room for
+ * the rounds (COLL_PROFILE_MAX_ROUNDS); dst is then partly merged. */
+bool coll_profile_add_rounds(coll_profile_t *dst, const coll_profile_t *src);
+/* Rounds of p as its entries may use them: nrounds, at least 1. */
+uint32_t coll_profile_rounds(const coll_profile_t *p);
 void coll_profile_free(coll_profile_t *p);
 
 /* Stable names of the file. NULL / -1 for unknown ones. */

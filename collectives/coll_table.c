@@ -1,7 +1,9 @@
 /*
  * A profile filtered for one geometry shape: per collective and type
- * class, rows "from lo bytes: algorithm", the best measured algorithm of
- * each measured size that the geometry can run (docs/tuning.md). Pure:
+ * class, rows "from lo bytes: algorithm", at each measured size the
+ * algorithm the geometry can run whose worst ratio to the fastest over
+ * the profile's rounds is smallest: the fastest when there is one round
+ * (docs/tuning.md). Pure:
  * the same profile and shape give the same table (and hash) anywhere.
  */
 #include <math.h>
@@ -81,6 +83,7 @@ typedef struct {
     double   sum;
     unsigned n;
     uint8_t  algo;
+    uint8_t  round;
 } agg_t;
 
 static int agg_cmp(const void *a, const void *b)
@@ -88,7 +91,9 @@ static int agg_cmp(const void *a, const void *b)
     const agg_t *x = a, *y = b;
     if (x->bytes != y->bytes)
         return x->bytes < y->bytes ? -1 : 1;
-    return (int)x->algo - (int)y->algo;
+    if (x->algo != y->algo)
+        return (int)x->algo - (int)y->algo;
+    return (int)x->round - (int)y->round;
 }
 
 /* v's bytes least significant first, so every host hashes alike. */
@@ -100,16 +105,59 @@ static uint64_t fnv(uint64_t h, uint64_t v)
     return pami_fnv1a(h, b, sizeof(b));
 }
 
-/* The fastest of the entries of agg[i]'s size (sorted by size), and
- * in *end the index after them. */
-static size_t fastest_of(const agg_t *agg, size_t i, size_t na, size_t *end)
+/* An algorithm at one size: in how many of the rounds that measured the
+ * size it was measured, and its worst ratio to the best of a round. */
+typedef struct {
+    uint8_t  algo;
+    unsigned cover;
+    double   worst;
+} score_t;
+
+static bool score_better(const score_t *a, const score_t *b)
 {
-    size_t best = i, j = i;
-    for (; j < na && agg[j].bytes == agg[i].bytes; j++)
-        if (agg[j].sum / agg[j].n < agg[best].sum / agg[best].n)
-            best = j;
+    if (a->cover != b->cover)
+        return a->cover > b->cover;
+    if (a->worst != b->worst)
+        return a->worst < b->worst;
+    return a->algo < b->algo;
+}
+
+/* The choice at agg[i]'s size (agg sorted by size, algorithm, round),
+ * in *end the index after the size's entries, and in *prev_s the score
+ * of algorithm prev (cover 0 when it was not measured there). Minimax
+ * regret over the rounds (docs/tuning.md): the algorithm whose worst
+ * ratio to the fastest of a round is smallest, among those measured in
+ * the most rounds. With one round it is the fastest. */
+static score_t choose(const agg_t *agg, size_t i, size_t na, size_t *end,
+                      unsigned prev, score_t *prev_s)
+{
+    double best[COLL_PROFILE_MAX_ROUNDS];
+    for (size_t r = 0; r < COLL_PROFILE_MAX_ROUNDS; r++)
+        best[r] = -1;
+    size_t j = i;
+    for (; j < na && agg[j].bytes == agg[i].bytes; j++) {
+        double t = agg[j].sum / agg[j].n;
+        if (best[agg[j].round] < 0 || t < best[agg[j].round])
+            best[agg[j].round] = t;
+    }
     *end = j;
-    return best;
+    score_t win = {0};
+    *prev_s = (score_t){0};
+    for (size_t k = i; k < j;) {
+        score_t s = {.algo = agg[k].algo};
+        for (; k < j && agg[k].algo == s.algo; k++) {
+            double b = best[agg[k].round], t = agg[k].sum / agg[k].n;
+            double ratio = b > 0 ? t / b : t > 0 ? INFINITY : 1;
+            s.cover++;
+            if (ratio > s.worst)
+                s.worst = ratio;
+        }
+        if (win.cover == 0 || score_better(&s, &win))
+            win = s;
+        if (s.algo == prev)
+            *prev_s = s;
+    }
+    return win;
 }
 
 /* Rows of (kind, class) into t->rules from t->nrules on; agg has room
@@ -129,12 +177,15 @@ static void build_span(const coll_profile_t *p, coll_table_t *t,
         unsigned id = runnable(arg, e->algo, kind, cls);
         if (id == 0 || id > UINT8_MAX)
             continue;
-        /* Several types or ops of one class at one size: their mean. */
+        /* Several types or ops of one class at one size and round: their
+         * mean. */
         size_t j = 0;
-        while (j < na && !(agg[j].bytes == e->bytes && agg[j].algo == id))
+        while (j < na && !(agg[j].bytes == e->bytes && agg[j].algo == id &&
+                           agg[j].round == e->round))
             j++;
         if (j == na)
-            agg[na++] = (agg_t){.bytes = e->bytes, .algo = (uint8_t)id};
+            agg[na++] = (agg_t){.bytes = e->bytes, .algo = (uint8_t)id,
+                                .round = e->round};
         agg[j].sum += e->median_us;
         agg[j].n++;
     }
@@ -145,25 +196,23 @@ static void build_span(const coll_profile_t *p, coll_table_t *t,
     uint64_t prev = 0;
     unsigned prev_algo = 0;
     for (size_t i = 0; i < na;) {
-        size_t end = i, best = fastest_of(agg, i, na, &end), kept = na;
-        for (size_t j = i; j < end; j++)
-            if (agg[j].algo == prev_algo)
-                kept = j;
+        size_t end = i, next_end;
+        score_t kept, unused;
+        score_t best = choose(agg, i, na, &end, prev_algo, &kept);
         /* A size alone between two that agree keeps their algorithm:
-         * the previous size's stays first within COLL_TABLE_STICKY of
-         * the fastest when the next size's fastest is it again
-         * (coll_profile.h). Where the next size agrees with this one
-         * (a crossover) or there is none, the fastest: keeping the
-         * previous there spent the bench's whole 5 % (4 tasks,
+         * the previous size's stays first while its worst ratio is
+         * within COLL_TABLE_STICKY of the choice's (with one round: it
+         * is within that of the fastest) when the next size's choice is
+         * it again (coll_profile.h). Where the next size agrees with
+         * this one (a crossover) or there is none, the choice: keeping
+         * the previous there spent the bench's whole 5 % (4 tasks,
          * reduce_scatter 256 KiB: _shm_cma kept 0.3 % behind in the
          * profile, 9 % behind in auto_vs_best). */
-        size_t next_end = end;
-        if (kept < na && end < na &&
-            agg[fastest_of(agg, end, na, &next_end)].algo == prev_algo &&
-            agg[kept].sum / agg[kept].n <=
-                COLL_TABLE_STICKY * agg[best].sum / agg[best].n)
+        if (kept.cover > 0 && kept.cover == best.cover && end < na &&
+            choose(agg, end, na, &next_end, 0, &unused).algo == prev_algo &&
+            kept.worst <= COLL_TABLE_STICKY * best.worst)
             best = kept;
-        prev_algo = agg[best].algo;
+        prev_algo = best.algo;
         uint64_t b = agg[i].bytes, lo;
         if (sp->n == 0)
             lo = b / 2;
@@ -172,7 +221,7 @@ static void build_span(const coll_profile_t *p, coll_table_t *t,
         else
             lo = (uint64_t)floor(sqrt((double)prev * (double)b)) + 1;
         t->rules[t->nrules++] = (coll_rule_t){.lo = lo, .point = b,
-                                              .algo = agg[best].algo};
+                                              .algo = best.algo};
         sp->n++;
         prev = b;
         i = end;

@@ -6,15 +6,19 @@ table of AUTO's built-in rules (coll_builtin.c reads it; docs/tuning.md,
   gen_builtin_rules.py -o OUT.c --sticky-from coll_profile.h PROFILE.json...
 
 Per shape (size, nodes, tasks per node), collective and type class: one
-row per measured size, "from lo bytes: these algorithms, fastest first"
-(the mean of the medians of the class's types and ops at that size;
-the previous size's first stays first when within COLL_TABLE_STICKY of
-the fastest and the next size's fastest is it again, read from
-coll_profile.h so that a profile's tables and the
-built-in rules follow one rule), the
-row bounds as coll_table.c draws them (the nearest measured size in log
-scale, half the first size, twice the last). Failed points are left out.
-Later files replace earlier ones' points with the same key.
+row per measured size, "from lo bytes: these algorithms, best first",
+as coll_table.c chooses: per round of measurement the mean of the
+medians of the class's types and ops at that size, each algorithm's
+worst ratio to the fastest of a round, and the smallest worst ratio
+first among those measured in the most rounds (minimax regret; with one
+round: fastest first); the previous size's first stays first when its
+worst ratio is within COLL_TABLE_STICKY of the first's and the next
+size's first is it again, read from coll_profile.h so that a profile's
+tables and the built-in rules follow one rule. The row bounds as
+coll_table.c draws them (the nearest measured size in log scale, half
+the first size, twice the last). Failed points are left out. A later
+file's points replace earlier files' points with the same key and round
+(coll_profile_merge).
 """
 import json
 import math
@@ -44,13 +48,15 @@ def tclass(kind, typ, op):
 
 
 def load(paths):
+    """{(shape..., collective, type, op, bytes, algorithm): {round: us}}"""
     points = {}
     for path in paths:
         with open(path, encoding="utf-8") as f:
             prof = json.load(f)
-        if prof.get("format_version") != 1:
-            sys.exit("%s: format_version %r is not 1" %
+        if prof.get("format_version") not in (1, 2):
+            sys.exit("%s: format_version %r is not 1 or 2" %
                      (path, prof.get("format_version")))
+        nrounds = max(1, len(prof.get("rounds", [])))
         for e in prof["entries"]:
             if "metrics" not in e or e.get("failed"):
                 continue
@@ -60,7 +66,11 @@ def load(paths):
             key = (s["size"], s["nodes"], s["tasks_per_node"], s["layout"],
                    e["collective"], e["type"], e["op"], e["bytes"],
                    e["algorithm"])
-            points[key] = float(e["metrics"]["median_us"])
+            rnd = e.get("round", 0)
+            if not isinstance(rnd, int) or not 0 <= rnd < nrounds:
+                sys.exit("%s: round %r of %r" % (path, rnd, e))
+            us = float(e["metrics"]["median_us"])
+            points.setdefault(key, {})[rnd] = us
     return points
 
 
@@ -78,36 +88,55 @@ def rows_of(points, sticky):
     """{(size, nodes, ppn, kind, class): [(bytes, [algo...])]} for the
     contiguous layout (the world's and the built-in rules' shape)."""
     agg = {}
-    for (size, nodes, ppn, layout, kind, typ, op, nbytes, algo), us in \
-            points.items():
+    for (size, nodes, ppn, layout, kind, typ, op, nbytes, algo), by_round \
+            in points.items():
         if layout != "contiguous" or kind in HAND_SET:
             continue
         span = (size, nodes, ppn, kind, tclass(kind, typ, op))
         cell = agg.setdefault(span, {}).setdefault(nbytes, {})
-        tot, n = cell.get(algo, (0.0, 0))
-        cell[algo] = (tot + us, n + 1)
+        for rnd, us in by_round.items():
+            tot, n = cell.get((algo, rnd), (0.0, 0))
+            cell[(algo, rnd)] = (tot + us, n + 1)
     out = {}
     for span, by_bytes in agg.items():
         rows, prev = [], None
         sizes = sorted(by_bytes)
-        means = [{a: t / n for a, (t, n) in by_bytes[b].items()}
-                 for b in sizes]
+        scores = [score(by_bytes[b]) for b in sizes]
         for i, nbytes in enumerate(sizes):
-            mean = means[i]
-            order = sorted(mean, key=lambda a: (mean[a], a))
-            nxt = min(means[i + 1], key=lambda a: (means[i + 1][a], a)) \
+            sc = scores[i]
+            order = sorted(sc, key=lambda a: (-sc[a][0], sc[a][1], a))
+            nxt = min(scores[i + 1],
+                      key=lambda a: (-scores[i + 1][a][0],
+                                     scores[i + 1][a][1], a)) \
                 if i + 1 < len(sizes) else None
             # Noise must not flip the choice at one size between two
             # that agree: the previous size's first stays first within
-            # sticky when the next size's fastest is it again (not at a
+            # sticky when the next size's first is it again (not at a
             # crossover, nor at the last size: coll_table.c).
-            if prev in mean and prev != order[0] and prev == nxt and \
-                    mean[prev] <= sticky * mean[order[0]]:
+            if prev in sc and prev != order[0] and prev == nxt and \
+                    sc[prev][0] == sc[order[0]][0] and \
+                    sc[prev][1] <= sticky * sc[order[0]][1]:
                 order.remove(prev)
                 order.insert(0, prev)
             prev = order[0]
             rows.append((nbytes, order[:MAX_ALGOS]))
         out[span] = rows
+    return out
+
+
+def score(cell):
+    """{algo: (rounds measured, worst ratio to a round's fastest)} of one
+    size, from {(algo, round): (sum, n)}: coll_table.c's choose()."""
+    mean = {k: t / n for k, (t, n) in cell.items()}
+    best = {}
+    for (algo, rnd), us in mean.items():
+        best[rnd] = min(best.get(rnd, us), us)
+    out = {}
+    for (algo, rnd), us in mean.items():
+        b = best[rnd]
+        ratio = us / b if b > 0 else (math.inf if us > 0 else 1.0)
+        cover, worst = out.get(algo, (0, 0.0))
+        out[algo] = (cover + 1, max(worst, ratio))
     return out
 
 

@@ -3,8 +3,9 @@
 exactly the expected one (rows, bounds, order of the algorithms, the 5 %
 stickiness of a size alone between two that agree, read from
 coll_profile.h, none at a crossover, type classes averaged, strided and
-failed points left out), and a profile of another format_version or a
-header without COLL_TABLE_STICKY is refused.
+failed points left out), a profile of two rounds ordered by minimax
+regret, and a profile of another format_version or a header without
+COLL_TABLE_STICKY is refused.
 
   builtin_gen_test.py GEN_BUILTIN_RULES.py COLL_PROFILE.H
 """
@@ -81,13 +82,16 @@ EXPECTED = {
 }
 
 
-def write(path, version=1, entries=None):
+def write(path, version=1, entries=None, rounds=None):
+    prof = {"format_version": version, "producer": "test",
+            "machine": {"cpu": "x", "cores": 2, "nodes": 1,
+                        "tasks_per_node": 4},
+            "entries": entries if entries is not None
+            else ENTRIES + [FAILED]}
+    if rounds is not None:
+        prof["rounds"] = rounds
     with open(path, "w", encoding="utf-8") as f:
-        json.dump({"format_version": version, "producer": "test",
-                   "machine": {"cpu": "x", "cores": 2, "nodes": 1,
-                               "tasks_per_node": 4},
-                   "entries": entries if entries is not None
-                   else ENTRIES + [FAILED]}, f)
+        json.dump(prof, f)
 
 
 def parse(text):
@@ -133,11 +137,30 @@ def main():
         if spans[("ALLTOALL", 0, 4, 1, 4)][0][0][2][0] != \
                 "alltoall_pairwise":
             sys.exit("FAIL: the later profile's point did not win")
-        write(prof, version=2)
+        # Two rounds (two states of the machine): minimax regret first,
+        # neither round's fastest nor the mean's (test_rounds.c).
+        two = os.path.join(d, "two.json")
+        A2A = ["alltoall_pairwise", "alltoall_shm_cma", "alltoall_shm"]
+        rounds = []
+        for rnd, times in enumerate([(13, 10, 30), (130, 200, 100)]):
+            for algo, us in zip(A2A, times):
+                e = entry("alltoall", algo, 4, "byte", "none", 65536, us)
+                e["round"] = rnd
+                rounds.append(e)
+        write(two, version=2, entries=rounds,
+              rounds=[{"floor_lat_us": 0.04}, {"floor_lat_us": 0.2}])
+        subprocess.run([sys.executable, gen, "-o", out] + sticky + [two],
+                       check=True)
+        with open(out, encoding="utf-8") as f:
+            spans, _ = parse(f.read())
+        got = spans[("ALLTOALL", 0, 4, 1, 4)][0][0][2]
+        if got != A2A:
+            sys.exit("FAIL: two rounds ordered %r, want %r" % (got, A2A))
+        write(prof, version=3)
         r = subprocess.run([sys.executable, gen, "-o", out] + sticky + [prof],
                            capture_output=True, text=True)
         if r.returncode == 0 or "format_version" not in r.stderr:
-            sys.exit("FAIL: format_version 2 accepted: %r" % r.stderr)
+            sys.exit("FAIL: format_version 3 accepted: %r" % r.stderr)
         write(prof)
         bare = os.path.join(d, "bare.h")
         with open(bare, "w", encoding="utf-8") as f:
