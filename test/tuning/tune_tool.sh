@@ -1,8 +1,8 @@
 #!/bin/sh
 # pami-tune end to end: a quick sweep as a job, --table and pami-info
 # --coll-profile read it, a stopped sweep (SIGTERM to pamirun) leaves a
-# valid partial profile that --resume completes, AUTO runs from the
-# profile, and --plot draws when matplotlib is there.
+# valid partial profile that --resume completes, rounds and --merge,
+# AUTO runs from the profile, and --plot draws when matplotlib is there.
 #   tune_tool.sh PAMIRUN PAMI_TUNE PAMI_INFO TUNE_SELECT PAMI_BENCH
 set -eu
 PAMIRUN=$1 TUNE=$2 INFO=$3
@@ -37,6 +37,43 @@ grep -q 'allreduce (int32 and smaller), from the profile.s 3 tasks' \
     "$dir/info.txt" || fail "pami-info: no allreduce table"
 "$INFO" --coll-profile "$dir/p.json" --shape 5x2 | grep -q 'nearest shape' ||
     fail "pami-info: 5x2 is not the nearest shape"
+
+# Rounds (docs/tuning.md): --rounds 2 records two rounds, each with its
+# start time and floor (a number; unknown is 0 when the machine is too
+# busy), the entries of round 1 beside those of round 0 (format 2);
+# --table shows each round; --merge of two one-round files makes a
+# two-round file; a file with one round stays format 1.
+"$PAMIRUN" -n 2 --timeout 120 "$TUNE" --quick --no-progress --batch-us 500 \
+    --collectives alltoall --sizes 8:64 --rounds 2 -o "$dir/r.json" ||
+    fail "--rounds 2"
+"$PAMIRUN" -n 2 --timeout 120 "$TUNE" --quick --no-progress --batch-us 500 \
+    --collectives alltoall --sizes 8:64 -o "$dir/r1.json" || fail "one round"
+"$TUNE" --merge "$dir/r1.json" "$dir/r1.json" -o "$dir/m.json" \
+    > /dev/null || fail "--merge"
+python3 - "$dir/r.json" "$dir/r1.json" "$dir/m.json" <<'PY' || fail "rounds"
+import json, sys
+two, one, merged = (json.load(open(p)) for p in sys.argv[1:])
+assert two["format_version"] == 2 and len(two["rounds"]) == 2, two["rounds"]
+for r in two["rounds"]:
+    assert r["started"].endswith("Z"), r
+    assert r.get("floor_lat_us", 0) >= 0, r
+keys = {}
+for e in two["entries"]:
+    k = (e["algorithm"], e["bytes"])
+    keys.setdefault(k, set()).add(e.get("round", 0))
+assert keys and all(v == {0, 1} for v in keys.values()), keys
+assert one["format_version"] == 1 and len(one["rounds"]) == 1, one
+assert all("round" not in e for e in one["entries"])
+assert merged["format_version"] == 2 and len(merged["rounds"]) == 2
+assert len(merged["entries"]) == 2 * len(one["entries"])
+PY
+"$TUNE" --table "$dir/r.json" > "$dir/rt.txt" || fail "--table of rounds"
+grep -q '^round 1: started' "$dir/rt.txt" || fail "--table: no round 1"
+grep -q 'round 1 (floor .* us): fastest alltoall_' "$dir/rt.txt" ||
+    fail "--table: no fastest of round 1"
+"$TUNE" --merge "$dir/r1.json" "$dir/missing.json" -o "$dir/x.json" \
+    2> /dev/null && fail "--merge of a missing file"
+[ ! -e "$dir/x.json" ] || fail "--merge wrote after a failure"
 
 # Stopped half way: the file on disk is a valid profile at any time.
 # --reps 40: the first point (every allreduce algorithm, a second look

@@ -4,6 +4,7 @@
  *   pamirun -n N pami-tune [options] -o PROFILE.json   measure (a job)
  *   pami-tune --table PROFILE.json                     print, by hand
  *   pami-tune --plot PROFILE.json -o DIR               draw (matplotlib)
+ *   pami-tune --merge A.json B.json... -o C.json       rounds of A, B, ...
  */
 #include <errno.h>
 #include <signal.h>
@@ -20,6 +21,8 @@ static void usage(FILE *f)
 "usage: pamirun -n N pami-tune [options] -o PROFILE.json\n"
 "       pami-tune --table PROFILE.json\n"
 "       pami-tune --plot PROFILE.json -o DIR\n"
+"       pami-tune --merge A.json B.json... -o OUT.json  (the files' rounds\n"
+"                         one after another: sweeps of other times)\n"
 "options of a measurement:\n"
 "  --sizes MIN:MAX        bytes per rank, powers of two (default 8:4M; K, M)\n"
 "  --collectives LIST     comma-separated names (default: every collective\n"
@@ -36,6 +39,10 @@ static void usage(FILE *f)
 "                         long (default 5000; 1: one call)\n"
 "  --quick                8 B - 32 KiB by x8, world only, int32 and double,\n"
 "                         5 repetitions\n"
+"  --rounds N             N sweeps, each a round of the profile with the\n"
+"                         machine's floor at its start and end (default 1;\n"
+"                         at most 64)\n"
+"  --round-gap MINUTES    wait this long between rounds\n"
 "  --resume PROFILE.json  keep its measured points, measure the rest\n"
 "                         (-o defaults to it)\n"
 "  --no-progress          no progress output\n");
@@ -138,11 +145,13 @@ int main(int argc, char **argv)
     tune_opts_t o = {.min_bytes = 8, .max_bytes = 4u << 20,
                      .shapes = 0x1f, .all_types = true, .reps = 20,
                      .deadline_s = 2, .batch_us = 5000,
-                     .progress = true};
+                     .progress = true, .rounds = 1};
     for (unsigned k = 0; k < PAMI_XFER_COUNT; k++)
         o.kinds[k] = k != PAMI_XFER_GATHERV && k != PAMI_XFER_SCATTERV &&
                      k != PAMI_XFER_ALLTOALLV;
     const char *table = NULL, *plot_in = NULL;
+    const char **merge_in = NULL;
+    size_t nmerge = 0;
     bool sizes_set = false, shapes_set = false, reps_set = false,
          types_set = false;
     for (int i = 1; i < argc; i++) {
@@ -165,6 +174,21 @@ int main(int argc, char **argv)
             table = v;
         } else if (strcmp(a, "--plot") == 0) {
             plot_in = v;
+        } else if (strcmp(a, "--merge") == 0) {
+            /* The files up to the next option. */
+            merge_in = (const char **)&argv[i + 1];
+            while (i + 1 + (int)nmerge < argc &&
+                   argv[i + 1 + nmerge][0] != '-')
+                nmerge++;
+            ok = nmerge > 0;
+            i += (int)nmerge - 1;
+        } else if (strcmp(a, "--rounds") == 0) {
+            char *end;
+            long n = strtol(v, &end, 10);
+            ok = *end == '\0' && n >= 1 && n <= COLL_PROFILE_MAX_ROUNDS;
+            o.rounds = (unsigned)n;
+        } else if (strcmp(a, "--round-gap") == 0) {
+            ok = (o.gap_s = minutes(v)) > 0;
         } else if (strcmp(a, "--resume") == 0) {
             o.resume = v;
         } else if (strcmp(a, "--sizes") == 0) {
@@ -219,6 +243,13 @@ int main(int argc, char **argv)
     }
     if (table != NULL)
         return tune_table(table);
+    if (merge_in != NULL) {
+        if (o.out == NULL) {
+            fprintf(stderr, "pami-tune: --merge needs -o OUT.json\n");
+            return 2;
+        }
+        return tune_merge(merge_in, nmerge, o.out);
+    }
     if (plot_in != NULL) {
         if (o.out == NULL) {
             fprintf(stderr, "pami-tune: --plot needs -o DIR\n");

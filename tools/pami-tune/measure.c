@@ -70,6 +70,7 @@ typedef struct {
     size_t            *vc, *vd; /* v collectives: counts, displacements */
     double            *times;
     size_t             cap_times;
+    uint8_t            round;   /* the round being measured */
 } run_t;
 
 static void user_sum(void *inout, const void *in, size_t count, void *cookie)
@@ -283,6 +284,7 @@ typedef struct {
     unsigned         op;
     uint64_t         bytes;
     coll_shape_t     key;
+    uint8_t          round;
 } point_t;
 
 static pami_xfer_t xfer_of(run_t *r, const point_t *p)
@@ -316,7 +318,7 @@ static coll_prof_entry_t entry_of(const point_t *p)
 {
     coll_prof_entry_t e = {.kind = (uint8_t)p->kind, .type = (uint8_t)p->type,
                            .op = (uint8_t)p->op, .bytes = p->bytes,
-                           .shape = p->key};
+                           .shape = p->key, .round = p->round};
     snprintf(e.algo, sizeof(e.algo), "%s", p->md->name);
     return e;
 }
@@ -688,7 +690,8 @@ static size_t sweep(run_t *r, const shape_t *s, bool run)
                     point_t p = {.g = s->g, .n = a.size, .kind = k,
                                  .id = id[ai], .md = &md[ai],
                                  .type = types[ti], .op = ops[ti],
-                                 .bytes = sizes[bi], .key = s->key};
+                                 .bytes = sizes[bi], .key = s->key,
+                                 .round = r->round};
                     size_t es = pami_type_size(p.type);
                     if (k != PAMI_XFER_BARRIER && p.bytes < es)
                         continue;
@@ -729,6 +732,49 @@ static size_t sweep(run_t *r, const shape_t *s, bool run)
         }
     }
     return points;
+}
+
+/* Round k begins: its time and the machine's floor (docs/tuning.md).
+ * A resumed round keeps what its file recorded of its start. */
+static void round_start(run_t *r, unsigned k)
+{
+    double fl = tune_floor(r->client, r->ctx);
+    if (r->me != 0)
+        return;
+    coll_round_t *d = &r->prof->rounds[k];
+    if (k >= r->prof->nrounds) {
+        *d = (coll_round_t){0};
+        r->prof->nrounds = k + 1;
+    }
+    if (d->floor_us <= 0)
+        d->floor_us = fl;
+    if (d->started[0] == '\0') {
+        time_t now = time(NULL);
+        struct tm tm;
+        if (gmtime_r(&now, &tm) != NULL)
+            strftime(d->started, sizeof(d->started), "%Y-%m-%dT%H:%M:%SZ",
+                     &tm);
+    }
+    if (r->o->progress && r->o->rounds > 1)
+        fprintf(stderr, "pami-tune: round %u of %u, floor %.3f us\n", k + 1,
+                r->o->rounds, fl);
+}
+
+/* --round-gap: every task sleeps, then all agree to go on (false: a
+ * signal or the time limit stopped the sweep). */
+static bool gap(run_t *r, pami_geometry_t world)
+{
+    double end = tune_now() + r->o->gap_s;
+    while (tune_now() < end && !tune_stop_signal &&
+           !(r->o->limit_s > 0 && tune_now() - r->t0 > r->o->limit_s)) {
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    double stop = tune_stop_signal != 0 ||
+                  (r->o->limit_s > 0 && tune_now() - r->t0 > r->o->limit_s);
+    if (!agree_max(r, world, &stop, 1) || stop != 0)
+        r->stop = true;
+    return !r->stop;
 }
 
 int tune_run(pami_client_t client, pami_context_t ctx, const tune_opts_t *o,
@@ -795,18 +841,30 @@ int tune_run(pami_client_t client, pami_context_t ctx, const tune_opts_t *o,
     if (r.me != 0)
         total = 0;
     agree_max(&r, world, &total, 1);
-    r.total = (size_t)total;
+    unsigned nrounds = o->rounds > 0 ? o->rounds : 1;
+    r.total = (size_t)total * nrounds;
     if (o->budget_s > 0 && r.total > 0)
         r.point_s = o->budget_s / (double)r.total;
     if (r.me == 0)
         tune_progress_start(r.total, o->progress);
-    for (size_t i = 0; i < ns; i++) {
-        if (!r.stop)
-            sweep(&r, &shapes[i], true);
-        /* Non-members and members meet here and agree to go on. */
-        double stop = r.stop;
-        agree_max(&r, world, &stop, 1);
-        r.stop = stop != 0;
+    for (unsigned k = 0; k < nrounds && !r.stop; k++) {
+        if (k > 0 && !gap(&r, world))
+            break;
+        r.round = (uint8_t)k;
+        round_start(&r, k);
+        for (size_t i = 0; i < ns; i++) {
+            if (!r.stop)
+                sweep(&r, &shapes[i], true);
+            /* Non-members and members meet here and agree to go on. */
+            double stop = r.stop;
+            agree_max(&r, world, &stop, 1);
+            r.stop = stop != 0;
+        }
+        /* The end's floor also of a stopped round: it says what the
+         * round's points saw. */
+        double fl = tune_floor(r.client, r.ctx);
+        if (r.me == 0)
+            r.prof->rounds[k].floor_end_us = fl;
     }
     if (r.me == 0)
         tune_progress_end(r.ndone, r.stop);

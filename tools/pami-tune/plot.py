@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """pami-tune --plot: per collective, shape, type and op of a profile, the
-median time of every algorithm against the size (log-log), with the best
-one at each size (the envelope AUTO takes from this profile) marked.
+median time of every algorithm against the size (log-log), with the
+algorithm AUTO takes from this profile at each size marked (the fastest;
+with several rounds, the smallest worst ratio to a round's fastest, its
+times in every round, docs/tuning.md). A profile of several rounds draws
+each round's lines in its own style (r0 solid, r1 dashed, ...).
 One PNG per group in DIR, and DIR/index.txt listing them."""
 import json
 import os
@@ -11,6 +14,25 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+
+
+def choices(series):
+    """{bytes: algorithm} as coll_table.c chooses (without its stickiness):
+    the fewest-missing, smallest worst ratio to a round's fastest."""
+    best, cell = {}, {}
+    for (algo, rnd), pts in series.items():
+        for b, us in pts:
+            cell.setdefault(b, {})[(algo, rnd)] = us
+            best[(b, rnd)] = min(best.get((b, rnd), us), us)
+    out = {}
+    for b, c in cell.items():
+        score = {}
+        for (algo, rnd), us in c.items():
+            ratio = us / best[(b, rnd)] if best[(b, rnd)] > 0 else 1.0
+            cover, worst = score.get(algo, (0, 0.0))
+            score[algo] = (cover + 1, max(worst, ratio))
+        out[b] = min(score, key=lambda a: (-score[a][0], score[a][1], a))
+    return out
 
 
 def main():
@@ -34,21 +56,26 @@ def main():
         coll, size, nodes, ppn, layout, typ, op = key
         series = {}
         for e in groups[key]:
-            series.setdefault(e["algorithm"], []).append(
+            series.setdefault((e["algorithm"], e.get("round", 0)), []).append(
                 (max(e["bytes"], 1), e["metrics"]["median_us"]))
-        best = {}
-        for algo, pts in series.items():
-            for b, us in pts:
-                if b not in best or us < best[b][1]:
-                    best[b] = (algo, us)
+        rounds = sorted({r for _, r in series})
         fig, ax = plt.subplots(figsize=(8, 5))
-        for algo in sorted(series):
-            pts = sorted(series[algo])
+        styles = ["-", "--", ":", "-."]
+        for algo, rnd in sorted(series):
+            pts = sorted(series[(algo, rnd)])
+            label = algo if len(rounds) == 1 else f"{algo} r{rnd}"
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=".",
-                    linewidth=1, label=algo)
-        env = sorted(best.items())
-        ax.plot([b for b, _ in env], [v[1] for _, v in env], color="black",
-                linewidth=3, alpha=0.25, label="best (chosen)")
+                    linewidth=1, label=label,
+                    linestyle=styles[rnd % len(styles)])
+        chosen = choices(series)
+        for rnd in rounds:
+            env = sorted((b, us) for b, us in
+                         ((b, dict(series.get((a, rnd), [])).get(b))
+                          for b, a in chosen.items()) if us is not None)
+            ax.plot([b for b, _ in env], [us for _, us in env],
+                    color="black", linewidth=3, alpha=0.25,
+                    linestyle=styles[rnd % len(styles)],
+                    label="chosen" if rnd == rounds[0] else None)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel("bytes per rank")

@@ -1,7 +1,8 @@
 /*
  * pami-tune: measures every algorithm of the collectives and writes a
  * profile (docs/tuning.md). main.c: options and the job; measure.c: the
- * sweep; progress.c: the progress bar; table.c: --table.
+ * sweep; floor.c: the machine's state per round; progress.c: the
+ * progress bar; table.c: --table; merge.c: --merge.
  */
 #ifndef PAMI_TUNE_H
 #define PAMI_TUNE_H
@@ -30,6 +31,8 @@ typedef struct {
     double      batch_us;     /* --batch-us: calls of one repetition */
     bool        quick;
     bool        progress;     /* --no-progress clears */
+    unsigned    rounds;       /* --rounds: sweeps, each its own round */
+    double      gap_s;        /* --round-gap: seconds between rounds */
 } tune_opts_t;
 
 enum {
@@ -47,6 +50,14 @@ extern volatile sig_atomic_t tune_stop_signal;
  * (signal or time limit) with a valid partial profile, -1 error. */
 int tune_run(pami_client_t client, pami_context_t ctx, const tune_opts_t *o,
              coll_profile_t *prof);
+
+/* floor.c: the half round trip of a cache line between tasks 0 and 1
+ * (microseconds), agreed by every task of the world (a collective call);
+ * 0 when unknown (one task, two nodes, no shared mapping, over time). */
+double tune_floor(pami_client_t client, pami_context_t ctx);
+
+/* merge.c: --merge: the files' rounds one after another into out. */
+int tune_merge(const char *const *in, size_t n, const char *out);
 
 /* progress.c */
 /* Seconds on the monotonic clock. */
