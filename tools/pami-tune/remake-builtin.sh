@@ -1,7 +1,7 @@
 #!/bin/sh
 # Measures the built-in rules' profiles again (docs/tuning.md, "Built-in
 # rules"), from a build directory, on a quiet machine:
-#   cd build && ../tools/pami-tune/remake-builtin.sh [MIN_CPU]
+#   cd build && ../tools/pami-tune/remake-builtin.sh [MIN_CPU [add]]
 # The three sweeps go to a temporary directory first; their cpu lines
 # (pami-tune --table) are printed, and the files replace
 # docs/profiles/builtin-{2,4,8}x1.json only when the 2-task sweep's mean
@@ -14,10 +14,15 @@
 # tasks (pami-bench's floor_lat, docs/PERFORMANCE.md): on a VM whose
 # CPUs the host places as it likes, the cost of a cache line between
 # two cores moves (0.045-0.19 us within an hour here), and with it the
-# order of close algorithms; the profiles hold the state they were made
-# in, which these lines record for the commit.
+# order of close algorithms. pami-tune records its own floor per round
+# in the files (docs/tuning.md, "Rounds and the machine's state").
+# With "add", the sweeps become a further round of the committed
+# profiles (pami-tune --merge) instead of replacing them: run it again
+# when the floor shows the other state, and the tables take per size
+# the algorithm never far behind in any round. Exit 0 then: added.
 set -eu
 min=${1:-0.9}
+add=${2:-}
 src=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d /tmp/pami-remake.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
@@ -45,6 +50,18 @@ if [ -z "$mean" ] || ! awk -v m="$mean" -v t="$min" 'BEGIN { exit !(m >= t) }'; 
     echo "remake-builtin: the 2-task sweep's mean cpu is ${mean:-unknown}," \
          "below $min: the machine was busy; docs/profiles left alone" >&2
     exit 1
+fi
+if [ "$add" = add ]; then
+    for n in 2 4 8; do
+        tools/pami-tune/pami-tune --merge \
+            "$src/docs/profiles/builtin-${n}x1.json" \
+            "$tmp/builtin-${n}x1.json" -o "$tmp/merged-${n}x1.json"
+    done
+    for n in 2 4 8; do
+        cp "$tmp/merged-${n}x1.json" "$src/docs/profiles/builtin-${n}x1.json"
+    done
+    echo "remake-builtin: a round added to docs/profiles/builtin-{2,4,8}x1.json; run ninja"
+    exit 0
 fi
 cp "$tmp"/builtin-2x1.json "$tmp"/builtin-4x1.json "$tmp"/builtin-8x1.json \
     "$src/docs/profiles/"
