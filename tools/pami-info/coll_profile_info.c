@@ -103,6 +103,9 @@ int coll_profile_info(pami_context_t ctx, const char *path,
                              .ppn = (uint32_t)ppn};
     printf("profile %s: %zu points by %s on %s\n", path, p.n, p.producer,
            p.machine.cpu);
+    if (coll_profile_rounds(&p) > 1) /* docs/tuning.md */
+        printf("%u rounds: per size the smallest worst ratio to a round's "
+               "fastest\n", coll_profile_rounds(&p));
     printf("decision table of a geometry of %u tasks on %u node(s), at most "
            "%u per node:\n", a.shape.size, a.shape.nodes, a.shape.ppn);
     coll_table_t *t = coll_table_build(&p, &a.shape, runnable, &a);
