@@ -110,8 +110,10 @@ pami_result_t pami_rma_help_start(struct pami_context *ctx, uint32_t index,
     if (bytes < 2 * 4096 || task == c->task || !c->cma_worked)
         return PAMI_EAGAIN;
     int s = slot_get(ctx);
-    if (s < 0)
+    if (s < 0) {
+        ctx->help_no_slot++;
         return PAMI_EAGAIN;
+    }
     __typeof__(ctx->help[0]) *h = &ctx->help[s];
     size_t   first = (bytes / 2) & ~(size_t)4095;
     uint64_t token = TOKEN_BIT | (++ctx->help_seq & TOKEN_SEQ);
@@ -142,6 +144,7 @@ pami_result_t pami_rma_help_start(struct pami_context *ctx, uint32_t index,
     h->bytes  = bytes - first;
     h->task   = task;
     ctx->help_posted++;
+    ctx->help_offered++;
 
     pid_t pid = c->tasks[task].pid;
     int   err = put ? pami_cma_write(pid, raddr, local, first)
@@ -178,6 +181,15 @@ void pami_rma_help_poll(struct pami_context *ctx)
 
 void pami_rma_help_fini(struct pami_context *ctx)
 {
+    /* How the parts went, for reading a put_bw or get_bw line. */
+    if (ctx->help_offered + ctx->help_no_slot + ctx->help_served != 0)
+        pami_log(PAMI_LOG_DEBUG, "rma", "large CMA operations: %llu parts "
+                 "offered (%llu taken back), %llu moved alone for want of "
+                 "a slot; %llu parts copied for origins",
+                 (unsigned long long)ctx->help_offered,
+                 (unsigned long long)ctx->help_taken_back,
+                 (unsigned long long)ctx->help_no_slot,
+                 (unsigned long long)ctx->help_served);
     for (uint32_t s = 0; s < PAMI_RMA_HELP_SLOTS; s++) {
         if (ctx->help[s].fd >= 0)
             close(ctx->help[s].fd);
