@@ -13,12 +13,21 @@
 
 #include "internal.h"
 
-/* Chunk the target asks for, and how many it keeps in flight: a window of
- * 2 MiB keeps a TCP link busy (docs/PERFORMANCE.md). */
+/* What the target asks for in one FETCH, and the pieces the origin
+ * answers it in: a piece behind pami's headers fits one of UCX's TCP
+ * pieces (68 KiB, adapters/transport/ucx.c), which UCX sends straight
+ * from the origin's buffer and hands over straight from its receive
+ * buffer, where a 256 KiB message costs a copy into UCX's send buffers
+ * at the origin and one more to join its pieces at the target
+ * (docs/performance-log.md, s14). The target counts in pieces and keeps
+ * a window of 2 MiB asked for, which keeps a TCP link busy. */
 #define CHUNK  RNDV_MSG_CHUNK
-#define WINDOW 8u
+#define PIECE  RNDV_MSG_PIECE
+#define PER    (CHUNK / PIECE)
+#define WINDOW (8u * PER)
 
 _Static_assert(CHUNK <= RNDV_CHUNK_MAX, "a chunk the origin accepts");
+_Static_assert(CHUNK % PIECE == 0, "a chunk is whole pieces");
 _Static_assert(WINDOW <= 64, "the window fits rndv_got");
 
 bool pami_rndv_msg_wanted(struct pami_context *ctx, uint32_t task)
@@ -29,9 +38,9 @@ bool pami_rndv_msg_wanted(struct pami_context *ctx, uint32_t task)
     return !c->tasks[task].local && !pami_client_has_rdma(c);
 }
 
-static uint64_t nchunks(uint64_t bytes)
+static uint64_t npieces(uint64_t bytes)
 {
-    return bytes / CHUNK + (bytes % CHUNK != 0);
+    return bytes / PIECE + (bytes % PIECE != 0);
 }
 
 /* Sends one chunk message to endpoint peer for transfer src; data (DATA
@@ -67,12 +76,17 @@ static void finish(pami_request_t *req, pami_result_t rc)
     pami_request_done(req, rc);
 }
 
-/* Keeps WINDOW chunks asked for. */
+/* Keeps up to WINDOW pieces asked for, a chunk per FETCH: one is asked
+ * for only when the window has room for all of it, so pieces that come
+ * one by one do not each cost a FETCH. */
 static void fetch_more(struct pami_context *ctx, pami_request_t *req)
 {
-    uint64_t n = nchunks(req->data_len);
-    while (req->rndv_next < n && req->rndv_next - req->rndv_lo < WINDOW) {
-        uint64_t          off = req->rndv_next * CHUNK;
+    uint64_t n = npieces(req->data_len);
+    while (req->rndv_next < n) {
+        uint64_t k = n - req->rndv_next < PER ? n - req->rndv_next : PER;
+        if (req->rndv_next - req->rndv_lo + k > WINDOW)
+            break;
+        uint64_t          off = req->rndv_next * PIECE;
         uint64_t          len = req->data_len - off;
         pami_rndv_chunk_t m   = {.version     = RNDV_VERSION,
                                  .type        = RNDV_CHUNK_FETCH,
@@ -84,7 +98,7 @@ static void fetch_more(struct pami_context *ctx, pami_request_t *req)
             finish(req, PAMI_ENOMEM);
             return;
         }
-        req->rndv_next++;
+        req->rndv_next += k;
     }
 }
 
@@ -96,11 +110,12 @@ uint64_t pami_rndv_msg_first(uint64_t bytes)
 void pami_rndv_msg_start(struct pami_context *ctx, pami_request_t *req)
 {
     /* The first chunk came with the RTS (rndv.c copied it). */
-    req->rndv_next = req->rndv_first ? 1 : 0;
+    uint64_t n     = npieces(req->data_len);
+    req->rndv_next = req->rndv_first ? (n < PER ? n : PER) : 0;
     req->rndv_lo   = req->rndv_next;
     req->rndv_got  = 0;
     pami_request_local_start(req);
-    if (req->rndv_lo == nchunks(req->data_len))
+    if (req->rndv_lo == n)
         finish(req, PAMI_SUCCESS);
     else
         fetch_more(ctx, req);
@@ -137,13 +152,27 @@ static void serve(struct pami_context *ctx, uint32_t peer, uint32_t task,
         a.result = PAMI_INVAL;
         req = NULL;
     }
-    const void *data = req != NULL ? (const uint8_t *)(uintptr_t)
-                                         req->rndv_base + m->offset
-                                   : NULL;
-    if (chunk_send(ctx, peer, req, REQ_ACK_SEND, &a, data) != 0)
-        pami_warn("rndv", "no request for a chunk to task %u; its transfer "
-                          "fails when the task is found dead or the context "
-                          "is destroyed", task);
+    if (req == NULL) {
+        if (chunk_send(ctx, peer, NULL, REQ_ACK_SEND, &a, NULL) != 0)
+            pami_warn("rndv", "no request for a refusal to task %u; its "
+                              "transfer fails when the task is found dead or "
+                              "the context is destroyed", task);
+        return;
+    }
+    /* In pieces, each one message of UCX's: see PIECE. */
+    const uint8_t *base = (const uint8_t *)(uintptr_t)req->rndv_base;
+    for (uint64_t off = 0; off < m->bytes; off += PIECE) {
+        uint64_t left = m->bytes - off;
+        a.offset = m->offset + off;
+        a.bytes  = left < PIECE ? left : PIECE;
+        if (chunk_send(ctx, peer, req, REQ_ACK_SEND, &a,
+                       base + a.offset) != 0) {
+            pami_warn("rndv", "no request for a chunk to task %u; its "
+                              "transfer fails when the task is found dead "
+                              "or the context is destroyed", task);
+            return;
+        }
+    }
 }
 
 /* The target: a DATA for one of its transfers. */
@@ -166,9 +195,9 @@ static void take(struct pami_context *ctx, uint32_t peer, uint32_t task,
         finish(req, (pami_result_t)m->result);
         return;
     }
-    /* It must be a chunk asked for and not yet here, whole. */
+    /* It must be a piece asked for and not yet here, whole. */
     uint64_t k;
-    if (!pami_rndv_chunk_wanted(req->data_len, CHUNK, req->rndv_lo,
+    if (!pami_rndv_chunk_wanted(req->data_len, PIECE, req->rndv_lo,
                                 req->rndv_next, req->rndv_got, m->offset,
                                 m->bytes, &k)) {
         pami_drop_malformed(ctx, "rndv",
@@ -186,7 +215,7 @@ static void take(struct pami_context *ctx, uint32_t peer, uint32_t task,
         req->rndv_got >>= 1;
         req->rndv_lo++;
     }
-    if (req->rndv_lo == nchunks(req->data_len))
+    if (req->rndv_lo == npieces(req->data_len))
         finish(req, PAMI_SUCCESS);
     else
         fetch_more(ctx, req);

@@ -213,8 +213,11 @@ pami_wire_check_t pami_sends_check(const uint8_t *buf, size_t len,
  * not wait for the ACK (its buffer is free once the RTS left), so the
  * target sends none: one message per send, as an eager one. */
 #define RNDV_FLAG_NOACK 0x8u
-/* The chunks of the origin-served transfer (rndv_msg.c). */
+/* The chunks of the origin-served transfer (rndv_msg.c): the first one
+ * comes with the RTS, a FETCH asks for one, and the origin answers a
+ * FETCH in DATA messages of one piece each (the last one shorter). */
 #define RNDV_MSG_CHUNK (256u * 1024)
+#define RNDV_MSG_PIECE (64u * 1024)
 
 /* The rendezvous request (RTS), after the AM header and ack cookie. */
 typedef struct {
