@@ -14,21 +14,30 @@
 #include "internal.h"
 
 /* What the target asks for in one FETCH, and the pieces the origin
- * answers it in: a piece behind pami's headers fits one of UCX's TCP
- * pieces (68 KiB, adapters/transport/ucx.c), which UCX sends straight
- * from the origin's buffer and hands over straight from its receive
- * buffer, where a 256 KiB message costs a copy into UCX's send buffers
- * at the origin and one more to join its pieces at the target
- * (docs/performance-log.md, s14). The target counts in pieces and keeps
- * a window of 2 MiB asked for, which keeps a TCP link busy. */
+ * answers it in. To another node a piece behind pami's headers fits one
+ * of UCX's TCP pieces (68 KiB, adapters/transport/ucx.c), which UCX
+ * sends straight from the origin's buffer and hands over straight from
+ * its receive buffer, where a 256 KiB message costs a copy into UCX's
+ * send buffers at the origin and one more to join its pieces at the
+ * target (docs/performance-log.md, s14). On this node (only with
+ * PAMI_RNDV_VIA_ORIGIN=1) a chunk goes whole, as before: the shared-
+ * memory path sends it by reference, without UCX's copies. The
+ * target counts in pieces and keeps a window of 2 MiB asked for, which
+ * keeps a TCP link busy. */
 #define CHUNK  RNDV_MSG_CHUNK
-#define PIECE  RNDV_MSG_PIECE
-#define PER    (CHUNK / PIECE)
-#define WINDOW (8u * PER)
+#define WINDOW_BYTES (8u * CHUNK)
 
 _Static_assert(CHUNK <= RNDV_CHUNK_MAX, "a chunk the origin accepts");
-_Static_assert(CHUNK % PIECE == 0, "a chunk is whole pieces");
-_Static_assert(WINDOW <= 64, "the window fits rndv_got");
+_Static_assert(CHUNK % RNDV_MSG_PIECE == 0, "a chunk is whole pieces");
+_Static_assert(WINDOW_BYTES / RNDV_MSG_PIECE <= 64,
+               "the window fits rndv_got");
+
+/* Both ends of a transfer know whether they share a node. */
+static uint64_t piece(struct pami_context *ctx, uint32_t peer)
+{
+    uint32_t task = peer / (uint32_t)ctx->client->num_contexts;
+    return ctx->client->tasks[task].local ? CHUNK : RNDV_MSG_PIECE;
+}
 
 bool pami_rndv_msg_wanted(struct pami_context *ctx, uint32_t task)
 {
@@ -38,9 +47,9 @@ bool pami_rndv_msg_wanted(struct pami_context *ctx, uint32_t task)
     return !c->tasks[task].local && !pami_client_has_rdma(c);
 }
 
-static uint64_t npieces(uint64_t bytes)
+static uint64_t npieces(uint64_t bytes, uint64_t unit)
 {
-    return bytes / PIECE + (bytes % PIECE != 0);
+    return bytes / unit + (bytes % unit != 0);
 }
 
 /* Sends one chunk message to endpoint peer for transfer src; data (DATA
@@ -76,17 +85,18 @@ static void finish(pami_request_t *req, pami_result_t rc)
     pami_request_done(req, rc);
 }
 
-/* Keeps up to WINDOW pieces asked for, a chunk per FETCH: one is asked
+/* Keeps up to WINDOW_BYTES asked for, a chunk per FETCH: one is asked
  * for only when the window has room for all of it, so pieces that come
  * one by one do not each cost a FETCH. */
 static void fetch_more(struct pami_context *ctx, pami_request_t *req)
 {
-    uint64_t n = npieces(req->data_len);
+    uint64_t unit = piece(ctx, req->peer), per = CHUNK / unit;
+    uint64_t n    = npieces(req->data_len, unit);
     while (req->rndv_next < n) {
-        uint64_t k = n - req->rndv_next < PER ? n - req->rndv_next : PER;
-        if (req->rndv_next - req->rndv_lo + k > WINDOW)
+        uint64_t k = n - req->rndv_next < per ? n - req->rndv_next : per;
+        if (req->rndv_next - req->rndv_lo + k > WINDOW_BYTES / unit)
             break;
-        uint64_t          off = req->rndv_next * PIECE;
+        uint64_t          off = req->rndv_next * unit;
         uint64_t          len = req->data_len - off;
         pami_rndv_chunk_t m   = {.version     = RNDV_VERSION,
                                  .type        = RNDV_CHUNK_FETCH,
@@ -110,8 +120,9 @@ uint64_t pami_rndv_msg_first(uint64_t bytes)
 void pami_rndv_msg_start(struct pami_context *ctx, pami_request_t *req)
 {
     /* The first chunk came with the RTS (rndv.c copied it). */
-    uint64_t n     = npieces(req->data_len);
-    req->rndv_next = req->rndv_first ? (n < PER ? n : PER) : 0;
+    uint64_t unit  = piece(ctx, req->peer), per = CHUNK / unit;
+    uint64_t n     = npieces(req->data_len, unit);
+    req->rndv_next = req->rndv_first ? (n < per ? n : per) : 0;
     req->rndv_lo   = req->rndv_next;
     req->rndv_got  = 0;
     pami_request_local_start(req);
@@ -159,12 +170,13 @@ static void serve(struct pami_context *ctx, uint32_t peer, uint32_t task,
                               "the context is destroyed", task);
         return;
     }
-    /* In pieces, each one message of UCX's: see PIECE. */
+    /* In pieces, to another node each one message of UCX's (piece()). */
     const uint8_t *base = (const uint8_t *)(uintptr_t)req->rndv_base;
-    for (uint64_t off = 0; off < m->bytes; off += PIECE) {
+    uint64_t       unit = piece(ctx, peer);
+    for (uint64_t off = 0; off < m->bytes; off += unit) {
         uint64_t left = m->bytes - off;
         a.offset = m->offset + off;
-        a.bytes  = left < PIECE ? left : PIECE;
+        a.bytes  = left < unit ? left : unit;
         if (chunk_send(ctx, peer, req, REQ_ACK_SEND, &a,
                        base + a.offset) != 0) {
             pami_warn("rndv", "no request for a chunk to task %u; its "
@@ -197,7 +209,8 @@ static void take(struct pami_context *ctx, uint32_t peer, uint32_t task,
     }
     /* It must be a piece asked for and not yet here, whole. */
     uint64_t k;
-    if (!pami_rndv_chunk_wanted(req->data_len, PIECE, req->rndv_lo,
+    uint64_t unit = piece(ctx, peer);
+    if (!pami_rndv_chunk_wanted(req->data_len, unit, req->rndv_lo,
                                 req->rndv_next, req->rndv_got, m->offset,
                                 m->bytes, &k)) {
         pami_drop_malformed(ctx, "rndv",
@@ -215,7 +228,7 @@ static void take(struct pami_context *ctx, uint32_t peer, uint32_t task,
         req->rndv_got >>= 1;
         req->rndv_lo++;
     }
-    if (req->rndv_lo == npieces(req->data_len))
+    if (req->rndv_lo == npieces(req->data_len, unit))
         finish(req, PAMI_SUCCESS);
     else
         fetch_more(ctx, req);
