@@ -376,7 +376,8 @@ PAMI_PARAMS_LAYOUTS(stats_layouts, pami_context_stats_t,
                     PAMI_PARAMS_PREFIX(pami_context_stats_t, shm_peers),
                     PAMI_PARAMS_PREFIX(pami_context_stats_t, shm_sent),
                     PAMI_PARAMS_PREFIX(pami_context_stats_t, shm_received),
-                    PAMI_PARAMS_PREFIX(pami_context_stats_t, shm_full));
+                    PAMI_PARAMS_PREFIX(pami_context_stats_t, shm_full),
+                    PAMI_PARAMS_PREFIX(pami_context_stats_t, shm_wakeups));
 
 pami_result_t pami_context_stats_sized(pami_context_t ctx,
                                        pami_context_stats_t *stats,

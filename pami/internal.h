@@ -397,9 +397,7 @@ struct pami_context {
     /* Small puts to node peers sent as messages with a claim word
      * (rma_claim.c): NULL until the first; claims_out of them wait. */
     struct pami_rma_claims *claims;
-    uint32_t              claims_out;
-    uint64_t              claim_puts;       /* sent so */
-    uint64_t              claim_taken_back; /* of them, copied here */
+    uint32_t              claims_out; /* (their counters: stats.claim_*) */
 
     pami_region_t        *regions;    /* memregion.c */
     size_t                nregions;

@@ -309,6 +309,13 @@ typedef struct {
     uint64_t shm_received;      /* messages taken from queues */
     uint64_t shm_full;          /* sends that found their queue full */
     uint64_t shm_wakeups;       /* sleeping peers woken */
+    /* Small puts to node peers as claimed messages (docs/protocols/rma.md,
+     * "Small puts by message"). */
+    uint64_t claim_puts;        /* sent so by this context */
+    uint64_t claim_applied;     /* of its peers', applied here (owner) */
+    uint64_t claim_taken_back;  /* of its own, copied here by CMA */
+    uint64_t claim_cooldowns;   /* take-backs that sent a peer's small
+                                   puts by CMA for a while */
 } pami_context_stats_t;
 
 PAMI_EXPORT

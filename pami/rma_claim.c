@@ -43,6 +43,7 @@ typedef struct {
     uint64_t    raddr;
     uint64_t    t0;
     const void *local;
+    bool        stuck;  /* the word stayed busy: left to the owner */
     size_t      bytes;
     uint32_t    peer;
 } claim_op_t;
@@ -91,10 +92,11 @@ void pami_rma_claims_free(struct pami_context *ctx)
     struct pami_rma_claims *k = ctx->claims;
     if (k == NULL)
         return;
-    if (ctx->claim_puts != 0)
+    if (ctx->stats.claim_puts != 0)
         pami_log(PAMI_LOG_DEBUG, "rma", "%llu small puts by message, %llu "
-                 "of them taken back", (unsigned long long)ctx->claim_puts,
-                 (unsigned long long)ctx->claim_taken_back);
+                 "of them taken back",
+                 (unsigned long long)ctx->stats.claim_puts,
+                 (unsigned long long)ctx->stats.claim_taken_back);
     /* The page is a region of the context: its table frees it. */
     free(k->seq);
     free(k->cool);
@@ -229,7 +231,7 @@ pami_result_t pami_rma_claim_put(struct pami_context *ctx, uint32_t index,
     if (rc != PAMI_SUCCESS)
         return rc;
     record(ctx, k, req, index, vp->base + roff, local, bytes);
-    ctx->claim_puts++;
+    ctx->stats.claim_puts++;
     return PAMI_SUCCESS;
 }
 
@@ -300,7 +302,14 @@ static bool take_back(struct pami_context *ctx, struct pami_rma_claims *k,
     uint64_t           *w    = &k->page[o->peer];
     for (;;) {
         uint64_t cur;
-        if (!not_busy(w, task, &cur) || cur >= o->seq)
+        if (!not_busy(w, task, &cur)) {
+            /* A dead owner (its death ends the request) or one that
+             * scribbles on the word: never spin on it again, or every
+             * progress call would wait a second. */
+            o->stuck = true;
+            return false;
+        }
+        if (cur >= o->seq)
             return false; /* the owner has it: its answer ends it */
         if (!__atomic_compare_exchange_n(w, &cur, o->seq | CLAIM_BUSY, false,
                                          __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
@@ -314,7 +323,7 @@ static bool take_back(struct pami_context *ctx, struct pami_rma_claims *k,
             rc = pami_cma_failed(ctx, task, true, o->bytes, o->raddr, err);
         o->seq = 0;
         if (o->bytes != 0)
-            ctx->claim_taken_back++;
+            ctx->stats.claim_taken_back++;
         /* A dead owner may have ended it meanwhile (pami_task_failed).
          * Both callbacks get the outcome, as from an owner's answer. */
         if (req->remote_pending) {
@@ -333,7 +342,8 @@ static void settle(struct pami_context *ctx, struct pami_rma_claims *k,
     bool took = false;
     for (uint32_t i = k->head; i != k->tail; i++) {
         claim_op_t *o = &k->ring[i % CLAIM_RING];
-        if (o->seq == 0 || (index != UINT32_MAX && o->peer != index))
+        if (o->seq == 0 || o->stuck ||
+            (index != UINT32_MAX && o->peer != index))
             continue;
         pami_request_t *req = pami_request_by_cookie(ctx, o->cookie);
         if (req == NULL || !req->rma_owner || !req->remote_pending) {
@@ -348,6 +358,7 @@ static void settle(struct pami_context *ctx, struct pami_rma_claims *k,
                                      ? CLAIM_COOL_MAX_NS
                                      : *span * 2;
             k->cool[o->peer] = pami_time_ns() + *span;
+            ctx->stats.claim_cooldowns++;
         }
     }
     if (took)
@@ -368,7 +379,7 @@ void pami_rma_claims_poll(struct pami_context *ctx)
         return;
     /* An owner in its progress answers within microseconds. */
     const claim_op_t *o = &k->ring[k->head % CLAIM_RING];
-    if (pami_time_ns() - o->t0 >= CLAIM_WAIT_NS)
+    if (!o->stuck && pami_time_ns() - o->t0 >= CLAIM_WAIT_NS)
         settle(ctx, k, o->peer);
 }
 
@@ -388,7 +399,8 @@ void pami_rma_claims_recv(struct pami_context *ctx, uint32_t peer,
         pami_mr_decode(ctx, &mr, &v) != PAMI_SUCCESS ||
         v.owner_task != task || !(v.flags & PAMI_MR_FLAG_SHM) ||
         v.bytes < ((uint64_t)me + 1) * sizeof(uint64_t) ||
-        pami_shm_map_view(ctx, &v, &base) != PAMI_SUCCESS) {
+        pami_shm_map_view(ctx, &v, &base) != PAMI_SUCCESS ||
+        (uintptr_t)base % sizeof(uint64_t) != 0) {
         k->in_state[peer] = 2;
         ctx->stats.dropped_malformed++;
         pami_warn("rma", "refused the claim words of task %u; its small "
@@ -414,11 +426,24 @@ bool pami_rma_claim_take(struct pami_context *ctx, uint32_t peer,
     uint32_t  task = peer / (uint32_t)ctx->client->num_contexts;
     for (;;) {
         uint64_t cur;
-        if (!not_busy(w, task, &cur) || cur >= seq)
+        if (!not_busy(w, task, &cur)) {
+            /* Its origin died in a take-back, or writes the word at
+             * will: refused from now on, so that each of its queued
+             * puts does not cost this task another second. */
+            k->in_state[peer] = 2;
+            pami_drop_malformed(ctx, "rma",
+                                "dropped a claimed put from task %u and "
+                                "refuse its claim words: the word stayed "
+                                "busy", task);
+            return false;
+        }
+        if (cur >= seq)
             return false; /* taken back (and copied): skip it */
         if (__atomic_compare_exchange_n(w, &cur, seq | CLAIM_BUSY, false,
-                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            ctx->stats.claim_applied++;
             return true;
+        }
     }
 }
 

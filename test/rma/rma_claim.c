@@ -123,14 +123,25 @@ static uint8_t *origin(const pami_memregion_t *mr, bool busy)
     burst_wait(ops, 8);
     check_slice(mr, base, shadow, "8 puts of 4 KiB, fenced");
 
-    struct pami_context *c = job.ctx[0];
-    printf("rma_claim: task %u: %llu puts by message, %llu taken back\n",
-           job.me, (unsigned long long)c->claim_puts,
-           (unsigned long long)c->claim_taken_back);
-    MP_EXPECT(c->claim_puts > 0, "no put went as a message");
+    /* The counters of pami_context_stats (docs/api.md). */
+    pami_context_stats_t st;
+    MP_CHECK(pami_context_stats(job.ctx[0], &st));
+    printf("rma_claim: task %u: %llu puts by message, %llu taken back, "
+           "%llu cool-downs\n",
+           job.me, (unsigned long long)st.claim_puts,
+           (unsigned long long)st.claim_taken_back,
+           (unsigned long long)st.claim_cooldowns);
+    MP_EXPECT(st.claim_puts > 0, "no put went as a message");
+    MP_EXPECT(st.claim_taken_back <= st.claim_puts,
+              "%llu puts taken back of %llu sent",
+              (unsigned long long)st.claim_taken_back,
+              (unsigned long long)st.claim_puts);
     if (busy)
-        MP_EXPECT(c->claim_taken_back > 0, "the owner made no call, yet no "
-                  "put was taken back");
+        MP_EXPECT(st.claim_taken_back > 0 && st.claim_cooldowns > 0,
+                  "the owner made no call, yet no put was taken back "
+                  "(%llu) or no cool-down began (%llu)",
+                  (unsigned long long)st.claim_taken_back,
+                  (unsigned long long)st.claim_cooldowns);
     free(big);
     free(src);
     return shadow;
@@ -162,6 +173,14 @@ int main(int argc, char **argv)
     /* Task 0 took in every message before this (one queue, in order):
      * those taken back must have been skipped. */
     mp_sync(&job);
+    if (job.me == 0) {
+        pami_context_stats_t st;
+        MP_CHECK(pami_context_stats(job.ctx[0], &st));
+        printf("rma_claim: task 0: %llu claimed puts applied here\n",
+               (unsigned long long)st.claim_applied);
+        MP_EXPECT(st.claim_puts == 0, "the owner sent %llu claimed puts",
+                  (unsigned long long)st.claim_puts);
+    }
     if (job.me != 0) {
         check_slice(&r.owner[0], SLICE * (job.me - 1), shadow,
                     "after the owner's late progress");
