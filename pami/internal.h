@@ -955,6 +955,11 @@ void pami_rma_claim_applied(struct pami_context *ctx, uint32_t peer,
 void pami_rma_claims_recv(struct pami_context *ctx, uint32_t peer,
                           uint32_t task, const void *data, size_t len);
 void pami_rma_claims_free(struct pami_context *ctx);
+/* For fault tests: the claim word of owner endpoint index in this
+ * context's page (mine), or of origin endpoint index in its page as
+ * mapped here; NULL when there is none yet. */
+uint64_t *pami_rma_claim_word(struct pami_context *ctx, uint32_t index,
+                              bool mine);
 void pami_rma_help_fini(struct pami_context *ctx);
 void pami_rma_owner_recv(struct pami_context *ctx, uint32_t peer,
                          uint32_t origin_task, const void *buf, size_t len,

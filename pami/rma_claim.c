@@ -452,3 +452,14 @@ void pami_rma_claim_applied(struct pami_context *ctx, uint32_t peer,
 {
     __atomic_store_n(ctx->claims->in[peer], seq, __ATOMIC_RELEASE);
 }
+
+uint64_t *pami_rma_claim_word(struct pami_context *ctx, uint32_t index,
+                              bool mine)
+{
+    struct pami_rma_claims *k = ctx->claims;
+    if (k == NULL)
+        return NULL;
+    if (mine)
+        return k->page != NULL ? &k->page[index] : NULL;
+    return k->in_state[index] == 1 ? k->in[index] : NULL;
+}
