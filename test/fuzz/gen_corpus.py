@@ -666,6 +666,19 @@ def shmq_msg(hdr, data, grow=False):
     return u8(3 if grow else 1) + u16(hdr) + u16(data)
 
 
+def shmq_ref_msg(hdr, data, batch=False):
+    # kind 9 (bit 3, odd): by reference; bit 4: no poll after it
+    return u8(9 | (16 if batch else 0)) + u16(hdr) + u16(data)
+
+
+def shmq_raw_ref(hdr=8, damage=0, offset=0, length=100, addr=None):
+    b = u8(2) + u8(hdr) + u8(damage | (16 if addr is not None else 0))
+    b += u32(offset & 0xffffffff)
+    if addr is not None:
+        b += u32(addr >> 32) + u32(addr & 0xffffffff)
+    return b + u32(length)
+
+
 def shmq_seeds():
     """test/fuzz/fuzz_shmq.c: ring of 64 lines, entries of 32, 64 KiB,
     the producer's lap the whole ring (or 16 lines and entries of 8 until
@@ -688,6 +701,31 @@ def shmq_seeds():
     yield "continuation-alone", head + shmq_raw(1, 1, 2, 0, 10, 0, 1)
     yield "header-past-total", head + shmq_raw(1, 1, 3, 30, 18, 18, 1)
     yield "huge-total", head + shmq_raw(1, 1, 1, 8, 40, 0xffffffff, 1)
+    # references (version 3): round trips alone and in batches of up to
+    # 16, then as a hostile producer writes them
+    yield "ref-round-trip", head + b"".join(
+        shmq_ref_msg(h, d) for h, d in [(8, 9000), (8, 1), (30, 20000)] * 3)
+    yield "ref-batch", head + b"".join(
+        shmq_ref_msg(8, 8192, True) for _ in range(20)) + shmq_msg(8, 10)
+    yield "ref-mixed", head + shmq_ref_msg(8, 100, True) + \
+        shmq_msg(8, 10) + shmq_ref_msg(8, 200, True) + shmq_msg(8, 3000)
+    yield "ref-raw-inside", head + shmq_raw_ref(offset=64, length=4096)
+    yield "ref-raw-batch", head + b"".join(
+        shmq_raw_ref(offset=64 * i, length=1000) for i in range(18))
+    yield "ref-raw-zero", head + shmq_raw_ref(length=0)
+    yield "ref-raw-huge", head + shmq_raw_ref(length=(128 << 10) + 1)
+    yield "ref-raw-before", head + shmq_raw_ref(offset=-(1 << 31))
+    yield "ref-raw-unmapped", head + shmq_raw_ref(addr=0x10)
+    yield "ref-raw-kernel", head + shmq_raw_ref(addr=0xffffffff00000000)
+    yield "ref-raw-not-first", head + shmq_raw_ref(damage=1)
+    yield "ref-raw-not-last", head + shmq_raw_ref(damage=2)
+    yield "ref-raw-total", head + shmq_raw_ref(damage=4)
+    yield "ref-raw-lines", head + shmq_raw_ref(damage=8)
+    yield "ref-refused", u8(0) + u8(31) + u8(63) + u8(4) + \
+        shmq_raw_ref(offset=64, length=100)
+    yield "ref-batch-then-bad", head + b"".join(
+        shmq_raw_ref(offset=64 * i, length=1000) for i in range(5)) + \
+        shmq_raw_ref(addr=0x10) + shmq_raw_ref(offset=0, length=10)
 
 
 # ---- OpenSHMEM's HELP (openshmem/shmem_help_wire.h) ----
