@@ -181,6 +181,10 @@ struct pami_geometry {
      * free-running calls since the last sync, and syncs not complete. */
     uint64_t    flow_msgs, flow_bytes;
     unsigned    flow_pending;
+    /* A sync that failed (a member died, or sent an abort for it): the
+     * windows hold no more, and every later window's call fails so. */
+    pami_result_t flow_rc;
+    uint32_t      flow_seq; /* the number of the last sync */
     coll_msg_t *unexp, **unexp_tail;       /* for collectives not posted */
     uint16_t    unexp_n[PAMI_CONNID_BUFFER]; /* of those, per ConnID */
 

@@ -479,6 +479,13 @@ static pami_result_t collective(pami_context_t context, const pami_xfer_t *x,
     uint8_t  id = (uint8_t)((req != NULL ? req->algo : a) - coll_algos + 1);
     uint64_t fmsgs, fbytes;
     pami_result_t rc = coll_flow_before(g, x, id, &fmsgs, &fbytes);
+    if (rc != PAMI_SUCCESS && rc == g->flow_rc) {
+        /* A failed sync (coll_flow.c): the call ends on every member. */
+        coll_send_abort(cc, g, g->next_seq++, (uint16_t)x->kind);
+        if (req != NULL)
+            coll_req_free(req);
+        return rc;
+    }
     bool prepend = coll_flow_prepends(cc, g, x, id);
     if (rc == PAMI_SUCCESS)
         rc = coll_connid_acquire(g);

@@ -117,9 +117,22 @@ bool coll_flow_prepends(const coll_ctx_t *cc, const struct pami_geometry *g,
 static void on_sync_done(pami_context_t ctx, void *cookie, pami_result_t rc)
 {
     (void)ctx;
-    (void)rc; /* a failed sync (a member died) fails the calls that wait */
     struct pami_geometry *g = cookie;
     g->flow_pending--;
+    /* A failed sync (a member died, or a member's abort for it, which
+     * no member of a sound job sends) bounds nothing: running on would
+     * let this task pass the others' bounds for kept messages, and a
+     * call that lost one there would never end. */
+    if (rc != PAMI_SUCCESS && rc != PAMI_SHUTDOWN &&
+        g->flow_rc == PAMI_SUCCESS) {
+        g->flow_rc = rc;
+        coll_warn("geometry %u: its flow control's sync failed (%s); its "
+                  "calls that may run ahead fail so from the next window "
+                  "on", g->id, pami_error_text(rc));
+        /* The other members' sync fails too (they may wait for this
+         * task's part of it), so all of them stop at the same window. */
+        coll_send_abort(g->cc, g, g->flow_seq, (uint16_t)PAMI_XFER_BARRIER);
+    }
 }
 
 /* Waits, progressing, until the geometry's sync completed. */
@@ -143,6 +156,13 @@ static pami_result_t start_sync(struct pami_geometry *g)
 {
     coll_ctx_t *cc = g->cc;
     pami_result_t rc = wait_sync(g);
+    if (rc == PAMI_SUCCESS && g->flow_rc != PAMI_SUCCESS) {
+        /* A sync failed: no next window. The members take a number for
+         * this sync; it ends on them too (and the caller's call after
+         * it), so their numbers stay those of this task. */
+        coll_send_abort(cc, g, g->next_seq++, (uint16_t)PAMI_XFER_BARRIER);
+        return g->flow_rc;
+    }
     if (rc == PAMI_SUCCESS)
         rc = coll_connid_pass(g); /* its element free */
     if (rc != PAMI_SUCCESS)
@@ -166,6 +186,7 @@ static pami_result_t start_sync(struct pami_geometry *g)
     g->flow_msgs = g->flow_bytes = 0;
     cc->st.flow_syncs++;
     coll_connid_lock(g, req, false);
+    g->flow_seq = req->seq;
     coll_claim_unexpected(req);
     coll_start_call(req, true);
     return PAMI_SUCCESS;
