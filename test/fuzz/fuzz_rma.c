@@ -1,7 +1,7 @@
 /*
  * libFuzzer target: the messages of one-sided operations through the
  * owner (pami_rma_msg_decode, docs/protocols/rma.md), as the owner gets
- * PUT, GET, ATOMIC, FENCE, HELP and REQUESTS and the origin REPLY,
+ * PUT, GET, ATOMIC, FENCE, HELP, CLAIMS and REQUESTS and the origin REPLY,
  * PUT_DONE and REPLIES (the two gathered kinds walked with
  * pami_rma_gathered_next) after the AM header, over TCP from any peer.
  *
@@ -65,6 +65,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size)
             if (dlen != 0 || m.op > 1 || m.size != 0 || m.result < 0 ||
                 m.bytes == 0 || m.compare == 0)
                 abort();
+            break;
+        case PAMI_RMA_MSG_CLAIMS:
+            /* The origin's page of claim words: exactly one region's
+             * handle, which the owner then checks as any copy. */
+            if (m.result != PAMI_SUCCESS || m.op != 0 || m.size != 0 ||
+                m.bytes != sizeof(pami_memregion_t) || dlen != m.bytes)
+                abort();
+            fz_touch(buf + mlen, dlen);
             break;
         case PAMI_RMA_MSG_REPLIES:
         case PAMI_RMA_MSG_REQUESTS: {

@@ -28,7 +28,8 @@
  *    2 set the message fits one line (header below 49 bytes, data up to
  *    what is left of 48) and goes by shmq_put_line where that applies;
  *    with bit 3 set (and bit 2 clear) the data goes by reference
- *    (shmq_put_ref, the data in the reference buffer), read in batches;
+ *    (shmq_put_ref, the data in the reference buffer) to a consumer
+ *    that takes them, read in batches (bit 4: no poll after it);
  * with a poll of the consumer after each step. Whatever it delivers must
  * lie inside what the entry announced (read in full: ASan checks).
  */
@@ -228,8 +229,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size)
             uint64_t seq = st.sent_seq;
             for (size_t i = 0; i < total; i++)
                 msg[i] = (uint8_t)(seq * 31 + i);
-            if ((kind & 12) == 8 && dl > 0 &&
-                hl + sizeof(shmq_ref_t) <= shmq_frag_max(p.max_lines)) {
+            /* (the entry, header and reference, is a message too: within
+             * the consumer's limit, as pami's always are) */
+            if ((kind & 12) == 8 && dl > 0 && c.fetch != NULL &&
+                hl + sizeof(shmq_ref_t) <= shmq_frag_max(p.max_lines) &&
+                hl + sizeof(shmq_ref_t) <= msg_max) {
                 /* By reference: the data in the producer's memory. */
                 if (refoff + dl > sizeof(fz_refmem)) {
                     /* The consumer reads what waits before it is reused. */

@@ -223,6 +223,16 @@ def rma_seeds():
     yield "help-no-token", u8(0) + rma_msg(7, op=0, result=5)
     yield "help-bad-fd", u8(0) + rma_msg(7, op=1, result=-1, compare=1)
     yield "help-with-data", u8(1) + rma_msg(7, result=5, compare=1) + b"h" * 8
+    # CLAIMS (type 10): the handle of the origin's page of claim words
+    yield "claims", u8(1) + rma_msg(10, nbytes=256) + b"m" * 256
+    yield "claims-short", u8(1) + rma_msg(10, nbytes=256) + b"m" * 255
+    yield "claims-bytes", u8(1) + rma_msg(10, nbytes=255) + b"m" * 255
+    yield "claims-op", u8(1) + rma_msg(10, op=1, nbytes=256) + b"m" * 256
+    yield "claims-result", u8(1) + rma_msg(10, result=3, nbytes=256) + \
+        b"m" * 256
+    # a claimed PUT and FENCE carry their claim number in compare
+    yield "put-claimed", u8(1) + rma_msg(compare=7) + b"p" * 8
+    yield "fence-claimed", u8(0) + rma_msg(5, nbytes=0, compare=(1 << 63) | 3)
     # REPLIES: REPLY messages, each with its data, back to back.
     two = (rma_msg(4, nbytes=8) + b"a" * 8 +
            rma_msg(4, cookie=0x0000000300000008, nbytes=0, operand=7))
