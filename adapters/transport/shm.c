@@ -942,10 +942,14 @@ static const char *fetch(void *arg, shmq_cons_t *q, const shmq_ref_t *refs,
     struct iovec local = {.iov_base = w->ref_buf, .iov_len = total};
     ssize_t got = process_vm_readv(w->prod_pid[i], &local, 1, remote, n, 0);
     if (got != (ssize_t)total) {
+        int err = got < 0 ? errno : 0;
         pami_debug("shm", "process_vm_readv of %zu bytes from pid %d: %s",
                    total, (int)w->prod_pid[i],
-                   got < 0 ? strerror(errno) : "short read");
-        return "a reference whose data cannot be read";
+                   err != 0 ? strerror(err) : "short read");
+        /* A producer that died is not a malformed one: say so, the
+         * liveness sweep then fails its operations. */
+        return err == ESRCH ? "a reference from a producer that is gone"
+                            : "a reference whose data cannot be read";
     }
     *data = w->ref_buf;
     return NULL;
