@@ -187,6 +187,10 @@ static void write_round(cshm_t *s, uint32_t p, bool ghost)
                                               : op->chunk;
     op->stage = 0;
     cshm_count(s, CSHM_STAT_rounds);
+    if (op->ll) {
+        cshm_ll_write(s, p, ghost);
+        return;
+    }
     if (ghost)
         return;
     if (op->kind == CSHM_AR_CMA || op->kind == CSHM_BC_CMA ||
@@ -274,7 +278,7 @@ void cshm_ring_setup(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
  * shared-memory calls without `rep stos`"). A field
  * added to cshm_op_t is added here (the size check). */
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(cshm_op_t) == 136, "op_start stores each field");
+_Static_assert(sizeof(cshm_op_t) == 144, "op_start stores each field");
 #endif
 static inline void op_start(cshm_op_t *op, coll_req_t *req,
                             const pami_xfer_t *x, struct pami_geometry *g,
@@ -302,6 +306,8 @@ static inline void op_start(cshm_op_t *op, coll_req_t *req,
     op->flag     = false;
     op->poison   = false;
     op->ring     = ring;
+    op->ll       = false;
+    op->ll_read  = false;
     op->ring_k   = 0;
     op->stage    = 0;
     op->cma_rc   = PAMI_SUCCESS;
@@ -371,6 +377,7 @@ void cshm_op_setup(cshm_t *s, coll_req_t *req, const pami_xfer_t *x,
                              op->total <= op->chunk &&
                              op->kind != CSHM_AR_LARGE &&
                              op->kind != CSHM_RED_LARGE));
+    op->ll = cshm_ll_fits(op);
     uint32_t p = s->phase & 1;
     atomic_store_explicit(cshm_ctl(s, s->my_index, p), op->sig,
                           memory_order_relaxed);
@@ -490,7 +497,13 @@ pami_result_t cshm_flag_round_inline(cshm_t *s)
 {
     bool done;
     cshm_count(s, CSHM_STAT_flag_rounds);
-    pami_result_t rc = flag_wait_inline(s);
+    pami_result_t rc = PAMI_SUCCESS;
+    /* Numbered lines read whole on their own: every member's signature
+     * was in them, so the control lines' comparison is skipped. */
+    if (s->op.ll && cshm_ll_fast(s))
+        s->op.first = false;
+    else
+        rc = flag_wait_inline(s);
     if (rc != PAMI_SUCCESS)
         return rc;
     rc = cshm_op_next(s, &done); /* one round: ends here */
@@ -993,8 +1006,13 @@ pami_result_t cshm_op_next(cshm_t *s, bool *done)
         break;
     case CSHM_ALLTOALL:
     case CSHM_REDSCAT:
-        if (!ghost)
+        if (op->ll && !ghost && !op->ll_read) {
+            pami_result_t rc = cshm_ll_read(s, p);
+            if (rc != PAMI_SUCCESS)
+                return rc;
+        } else if (!op->ll && !ghost) {
             cshm_blocks_read(s, p);
+        }
         break;
     case CSHM_A2A_CMA: /* no barrier (a2a_engine) */
         break;
@@ -1006,7 +1024,12 @@ pami_result_t cshm_op_next(cshm_t *s, bool *done)
             return barrier(s, CSHM_ST_OP);
         break;
     case CSHM_ALLGATHER:
-        for (size_t r = 0; r < op->n && !ghost; r++) {
+        if (op->ll && !ghost && !op->ll_read) {
+            pami_result_t rc = cshm_ll_read(s, p);
+            if (rc != PAMI_SUCCESS)
+                return rc;
+        }
+        for (size_t r = 0; r < op->n && !ghost && !op->ll; r++) {
             if (r == op->rank && op->in_place)
                 continue;
             memcpy(op->out + r * op->total + op->pos, cshm_slot_of(s, r, p),

@@ -17,8 +17,9 @@
 
 
 #define CSHM_MAGIC   0x316d6873696d6170ull /* "pamishm1" */
-#define CSHM_VERSION 6 /* 4: the ring's dense entries; 5: claims apart;
-                          6: alltoall_shm_cma's lines, no barriers */
+#define CSHM_VERSION 7 /* 4: the ring's dense entries; 5: claims apart;
+                          6: alltoall_shm_cma's lines, no barriers;
+                          7: the numbered lines' areas (CSHM_LL_*) */
 #define CSHM_LINE    64   /* one control line per task and parity */
 #define CSHM_CTL_OFF 256  /* control lines start here in the header */
 #define CSHM_SEQ_OFF 8    /* the round's number + 1, in its control line */
@@ -67,6 +68,16 @@ enum { CSHM_CMD_NONE, CSHM_CMD_WAIT, CSHM_CMD_RING, CSHM_CMD_STOP };
 #define CSHM_RING_SMALL 288
 #define CSHM_RING_DENSE (CSHM_RING_DATA + CSHM_RING_SMALL)
 #define CSHM_RING_BYTES (CSHM_RING * (CSHM_RING_DENSE + CSHM_RING_MAX + 8))
+
+/* The numbered lines of small allgather and alltoall flag rounds
+ * (coll_alg_shm_ll.c), after the ring: an area of CSHM_LL_BYTES per
+ * task and parity, lines of a number (8 bytes), the signature (4) and
+ * CSHM_LL_DATA bytes of data; used when the data a task writes is at
+ * most CSHM_LL_MAX bytes and its lines fit the area. */
+#define CSHM_LL_BYTES 4096
+#define CSHM_LL_LINES (CSHM_LL_BYTES / CSHM_LINE)
+#define CSHM_LL_DATA  (CSHM_LINE - 12)
+#define CSHM_LL_MAX   2048
 
 #include "coll_shm_check.h"
 
@@ -125,6 +136,8 @@ typedef struct {
     bool                 flag;    /* a flag round: no register barrier */
     bool                 poison;  /* a call that failed here: one round */
     bool                 ring;    /* an eager broadcast through the ring */
+    bool                 ll;      /* a flag round through numbered lines */
+    bool                 ll_read; /* ... whose lines were read already */
     uint64_t             ring_k;  /* its call number on the ring */
     int                  stage;   /* large reductions: 0 parts, 1 copy-out */
     pami_result_t        cma_rc;  /* the _shm_cma kinds: how their reads went */
@@ -279,6 +292,18 @@ pami_result_t cshm_a2a_run_inline(cshm_t *s);
 bool cshm_cma_setup(cshm_t *s, size_t algo_id);
 bool cshm_cma_step(cshm_t *s, uint32_t p, bool ghost);
 
+/* coll_alg_shm_ll.c: flag rounds of allgather and alltoall through
+ * numbered lines. Whether op runs one (after op->flag and op->tiny are
+ * set: from the call and the node alone); this task's lines of parity
+ * p (a ghost numbers them without data); the reads once every control
+ * line shows the round (PAMI_ERROR: a line differs from them); the
+ * blocking call's wait and reads on the lines alone (false: wait for the
+ * control lines and read after them as usual). */
+bool cshm_ll_fits(const cshm_op_t *op);
+void cshm_ll_write(cshm_t *s, uint32_t p, bool ghost);
+pami_result_t cshm_ll_read(cshm_t *s, uint32_t p);
+bool cshm_ll_fast(cshm_t *s);
+
 /* coll_alg_shm.c: a flag round of the blocking call, inline;
  * PAMI_INVAL after the barrier that keeps a mismatch aligned. */
 pami_result_t cshm_flag_round_inline(cshm_t *s);
@@ -410,6 +435,14 @@ static inline unsigned char *cshm_ring_data(const cshm_t *s, uint64_t k,
         return (unsigned char *)cshm_ring_entry(s, k) + CSHM_RING_DATA;
     return s->seg + s->ring_off + s->nlocal * CSHM_LINE +
            CSHM_RING * CSHM_RING_DENSE + (k % CSHM_RING) * CSHM_RING_MAX;
+}
+
+/* The numbered lines' area of local task i, parity p. */
+static inline unsigned char *cshm_ll_area(const cshm_t *s, size_t i,
+                                          uint32_t p)
+{
+    return s->seg + s->ring_off + s->nlocal * CSHM_LINE + CSHM_RING_BYTES +
+           (2 * i + p) * CSHM_LL_BYTES;
 }
 
 static inline cshm_hdr_t *cshm_hdr(const cshm_t *s)

@@ -12,7 +12,8 @@
 #include <stdint.h>
 
 /* The layout of a segment for nlocal tasks and slots of slot bytes:
- * where the slots start, where the eager ring starts, and its size.
+ * where the slots start, where the eager ring starts, and its size
+ * (the numbered lines' areas follow the ring).
  * False when it does not fit a size_t (a forged or absurd header). */
 static inline bool cshm_layout(uint64_t nlocal, uint64_t slot,
                                size_t *hdr_bytes, size_t *ring_off,
@@ -25,7 +26,8 @@ static inline bool cshm_layout(uint64_t nlocal, uint64_t slot,
     size_t r = h + 2 * nlocal * slot;
     *hdr_bytes = h;
     *ring_off  = r;
-    *bytes     = r + nlocal * CSHM_LINE + CSHM_RING_BYTES;
+    *bytes     = r + nlocal * CSHM_LINE + CSHM_RING_BYTES +
+                 2 * nlocal * CSHM_LL_BYTES;
     return true;
 }
 
