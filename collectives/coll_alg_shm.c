@@ -188,6 +188,7 @@ static void write_round(cshm_t *s, uint32_t p, bool ghost)
     op->stage = 0;
     cshm_count(s, CSHM_STAT_rounds);
     if (op->ll) {
+        cshm_count(s, CSHM_STAT_line_rounds);
         cshm_ll_write(s, p, ghost);
         return;
     }

@@ -149,6 +149,7 @@ enum { CSHM_STAT_ops, CSHM_STAT_register_barriers, CSHM_STAT_rounds,
        CSHM_STAT_flag_rounds, CSHM_STAT_flag_sleeps, CSHM_STAT_ring_calls,
        CSHM_STAT_ring_waits, CSHM_STAT_ring_sleeps,
        CSHM_STAT_segment_bad, /* what was read failed its check */
+       CSHM_STAT_line_rounds, /* flag rounds through numbered lines */
        CSHM_NUM_STATS };
 
 /* The last ring call's signature and its root's local index, kept for

@@ -486,7 +486,7 @@ static size_t cshm_stats(void *state, pami_protocol_stat_t *out, size_t max)
         "ops", "register_barriers", "rounds", "barriers", "queued",
         "queue_high_water", "mismatches", "failed", "setups", "inline",
         "flag_rounds", "flag_sleeps", "ring_calls", "ring_waits",
-        "ring_sleeps", "segment_bad"};
+        "ring_sleeps", "segment_bad", "line_rounds"};
     cshm_t *s = state;
     for (size_t i = 0; i < CSHM_NUM_STATS && i < max; i++)
         out[i] = (pami_protocol_stat_t){.name = names[i],

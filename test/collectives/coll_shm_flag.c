@@ -6,14 +6,18 @@
  *
  *   coll_shm_flag loop N    N iterations: tiny allreduce and broadcast
  *                           (blocking, AUTO and named, every root), every
- *                           5th also 56 B .. 8 KiB ones (slots), every
- *                           8th also non-blocking tiny allreduce, reduce,
- *                           allgather and barrier_shm in flight together,
+ *                           5th also 56 B .. 8 KiB ones (slots) and an
+ *                           allgather and alltoall of up to 2 KiB a task
+ *                           (numbered lines above 48 B), every 8th also
+ *                           non-blocking tiny allreduce, reduce, an
+ *                           allgather of up to 1600 B and barrier_shm in
+ *                           flight together,
  *                           every 97th a register-round allreduce and
  *                           broadcast; the counters show which rounds ran
  *   coll_shm_flag mismatch  counts and roots that differ between tasks,
  *                           tiny against tiny and tiny against a register
- *                           round, blocking and not: PAMI_INVAL on every
+ *                           round, numbered lines against lines, tiny
+ *                           and slots, blocking and not: PAMI_INVAL on every
  *                           task, then a correct call
  *   coll_shm_flag dead      the last task leaves in a loop of tiny calls:
  *                           the others get PAMI_PEER_FAILED, no hang
@@ -84,6 +88,41 @@ static void bcast(size_t i, size_t bytes, size_t root, bool named)
     MP_EXPECT(buf[bytes] == 0x5A, "iteration %zu: broadcast wrote past", i);
 }
 
+/* Blocking allgather (named or AUTO) and alltoall_shm (in place every
+ * other time) of bytes a task. */
+static void gather_all(size_t i, size_t bytes, bool named)
+{
+    static uint8_t in[2048 * 64 + 1], out[2048 * 64 + 1];
+    size_t total = bytes * n;
+    for (size_t j = 0; j < bytes; j++)
+        in[j] = (uint8_t)(me * 31 + i + j);
+    out[total] = 0x5A;
+    pami_xfer_t x = xfer(PAMI_XFER_ALLGATHER, named ? "allgather_shm" : NULL,
+                         in, out, bytes, PAMI_TYPE_BYTE, 0);
+    MP_CHECK(pami_collective_wait(job.ctx[0], &x));
+    for (size_t r = 0; r < n; r++)
+        for (size_t j = 0; j < bytes; j++)
+            if (out[r * bytes + j] != (uint8_t)(r * 31 + i + j))
+                mp_fail("iteration %zu: allgather %zu B: block %zu byte %zu",
+                        i, bytes, r, j);
+    MP_EXPECT(out[total] == 0x5A, "iteration %zu: allgather wrote past", i);
+    bool inplace = i % 2 == 1;
+    uint8_t *src = inplace ? out : in;
+    for (size_t r = 0; r < n; r++)
+        for (size_t j = 0; j < bytes; j++)
+            src[r * bytes + j] = (uint8_t)(me * 7 + r * 13 + i + j);
+    pami_xfer_t y = xfer(PAMI_XFER_ALLTOALL, "alltoall_shm",
+                         inplace ? PAMI_IN_PLACE : (void *)in, out, bytes,
+                         PAMI_TYPE_BYTE, 0);
+    MP_CHECK(pami_collective_wait(job.ctx[0], &y));
+    for (size_t r = 0; r < n; r++)
+        for (size_t j = 0; j < bytes; j++)
+            if (out[r * bytes + j] != (uint8_t)(r * 7 + me * 13 + i + j))
+                mp_fail("iteration %zu: alltoall %zu B%s: block %zu byte %zu",
+                        i, bytes, inplace ? " in place" : "", r, j);
+    MP_EXPECT(out[total] == 0x5A, "iteration %zu: alltoall wrote past", i);
+}
+
 static void wait_done(unsigned want)
 {
     ct_wait_done(job.ctx[0], want);
@@ -99,10 +138,11 @@ static void wait_done(unsigned want)
 static void nonblocking(size_t i)
 {
     int64_t ar_in[2], ar_out[2], rd_in[3], rd_out[3] = {-7, -7, -7};
-    int32_t ag_in[12], ag_out[12 * 64];
+    static int32_t ag_in[400], ag_out[400 * 64];
     static int64_t big_in[BIG], big_out[BIG];
     static uint8_t bc[BC];
-    size_t  agc = 1 + i % 12; /* up to 48 B a task: a flag round */
+    /* Up to 1600 B a task: a flag round (numbered lines above 48 B). */
+    size_t  agc = 1 + i * 7 % 400;
     size_t  root = (i / 3) % n, broot = (i + 1) % n;
     bool    big = i % 97 == 0;
     for (size_t j = 0; j < 2; j++)
@@ -165,7 +205,7 @@ static void nonblocking(size_t i)
 
 static void mode_loop(size_t iters)
 {
-    uint64_t flags0 = stat_of("flag_rounds");
+    uint64_t flags0 = stat_of("flag_rounds"), lines0 = stat_of("line_rounds");
     for (size_t i = 0; i < iters; i++) {
         allreduce_sum(i, 1 + i % 6, i % 2 == 0);
         bcast(i, 1 + i % 48, i % n, i % 4 < 2);
@@ -173,6 +213,7 @@ static void mode_loop(size_t iters)
         if (i % 5 == 0) {
             allreduce_sum(i, 7 + i % 1017, i % 2 == 1);
             bcast(i, 49 + i % 8144, (i + 1) % n, true);
+            gather_all(i, 1 + i * 13 % 2048, i % 10 == 0);
         }
         if (i % 8 == 0)
             nonblocking(i);
@@ -188,12 +229,17 @@ static void mode_loop(size_t iters)
                             job.size <= ncpus();
     /* At least the allreduces (AUTO picks shared memory for them; for a
      * broadcast only with no more tasks than CPUs). */
+    uint64_t lines = stat_of("line_rounds") - lines0;
+    /* Every 5th iteration's allgather and alltoall above 48 B a task;
+     * the non-blocking allgathers above 48 B (agc above 12) too. */
     if (expect)
-        MP_EXPECT(flags >= iters, "%llu flag rounds in %zu iterations",
-                  (unsigned long long)flags, iters);
+        MP_EXPECT(flags >= iters && lines >= iters / 5,
+                  "%llu flag rounds, %llu through lines in %zu iterations",
+                  (unsigned long long)flags, (unsigned long long)lines,
+                  iters);
     else
-        MP_EXPECT(flags == 0, "%llu flag rounds, expected none",
-                  (unsigned long long)flags);
+        MP_EXPECT(flags == 0 && lines == 0, "%llu flag rounds, expected "
+                  "none", (unsigned long long)flags);
     if (me == 0)
         printf("coll_shm_flag loop: %zu tasks, %zu iterations, %llu flag "
                "rounds, %llu slept\n", n, iters, (unsigned long long)flags,
@@ -258,6 +304,26 @@ static void mode_mismatch(void)
         expect_inval(&y, blocking, "broadcast with roots 0 and 1");
         cases++;
         bcast(form, 8, 1 % n, true);
+        /* Numbered lines against lines (100 or 200 B), against a tiny
+         * call (8 B) and against the slots (3000 B). */
+        static uint8_t g_in[100 * 64 + 3000], g_out[3000 * 64];
+        size_t gc = form == 0 ? 100 + 100 * (me % 2)
+                    : form == 1 ? (me % 2 ? 8 : 200)
+                                : (me % 2 ? 3000 : 300);
+        pami_xfer_t z = xfer(PAMI_XFER_ALLGATHER, "allgather_shm", g_in,
+                             g_out, gc, PAMI_TYPE_BYTE, 0);
+        expect_inval(&z, blocking, form == 0   ? "allgather 100 B against 200"
+                                   : form == 1 ? "allgather 200 B against 8"
+                                               : "allgather 300 B against 3000");
+        cases++;
+        gather_all(form, 200, true);
+        /* 100 B blocks against 20 B ones: lines against a tiny call at
+         * 2 tasks, against lines above. */
+        size_t ac = me % 2 ? 100 : 20;
+        pami_xfer_t w = xfer(PAMI_XFER_ALLTOALL, "alltoall_shm", g_in, g_out,
+                             ac, PAMI_TYPE_BYTE, 0);
+        expect_inval(&w, blocking, "alltoall of two sizes");
+        cases++;
     }
     /* Every task saw every mismatch (the odd pairs with a register round
      * too: the flag side reads the other's line). */
