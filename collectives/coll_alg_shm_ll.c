@@ -60,12 +60,16 @@ bool cshm_ll_fits(const cshm_op_t *op)
 static void put_lines(cshm_t *s, uint32_t p, size_t first,
                       const unsigned char *src, size_t bytes, bool ghost)
 {
-    uint64_t k1 = s->phase + 1;
-    for (size_t l = 0, at = 0; at < bytes; l++, at += CSHM_LL_DATA) {
-        ll_line_t *d = ll_line(s, s->my_index, p, first + l);
-        size_t     c = bytes - at < CSHM_LL_DATA ? bytes - at : CSHM_LL_DATA;
-        if (!ghost) /* a ghost numbers its lines, as it takes part */
-            memcpy(d->data, src + at, c);
+    uint64_t   k1 = s->phase + 1;
+    ll_line_t *d  = ll_line(s, s->my_index, p, first);
+    for (size_t at = 0; at < bytes; at += CSHM_LL_DATA, d++) {
+        /* A whole line's copy of a constant size is inlined. */
+        if (ghost) /* a ghost numbers its lines, as it takes part */
+            ;
+        else if (bytes - at >= CSHM_LL_DATA)
+            memcpy(d->data, src + at, CSHM_LL_DATA);
+        else
+            memcpy(d->data, src + at, bytes - at);
         d->sig = s->op.sig;
         atomic_store_explicit(&d->seq, k1, memory_order_release);
     }
@@ -85,39 +89,39 @@ void cshm_ll_write(cshm_t *s, uint32_t p, bool ghost)
                       ghost);
 }
 
-/* Where the reader's lines come from and go: rank r's lines from
- * *first, into dst (NULL: rank r is this task). */
-static unsigned char *ll_dst(const cshm_op_t *op, size_t r, size_t *first)
-{
-    *first = op->kind == CSHM_ALLTOALL ? op->rank * lines_for(op->total) : 0;
-    return r == op->rank ? NULL : op->out + r * op->total;
-}
+/* Where read_lines stopped: rank r's line l. */
+typedef struct {
+    size_t r, l;
+} ll_cur_t;
 
-/* Copies the other ranks' lines of round p from where *cur (rank * lines
- * + line) stopped: 1 all copied, 0 a line not numbered yet (*cur is
- * it), -1 a line of another call or round. */
-static int read_lines(cshm_t *s, uint32_t p, size_t *cur)
+/* Copies the other ranks' lines of round p (alltoall: this rank's block
+ * of each) from where *c stopped: 1 all copied, 0 a line not numbered
+ * yet (*c is it), -1 a line of another call or round. */
+static int read_lines(cshm_t *s, uint32_t p, ll_cur_t *c)
 {
-    cshm_op_t *op = &s->op;
-    size_t per = lines_for(op->total);
+    const cshm_op_t *op = &s->op;
+    size_t   m = op->total, per = lines_for(m),
+             first = op->kind == CSHM_ALLTOALL ? op->rank * per : 0;
     uint64_t k1 = s->phase + 1;
-    for (; *cur < op->n * per; (*cur)++) {
-        size_t r = *cur / per, l = *cur % per, first;
-        unsigned char *dst = ll_dst(op, r, &first);
-        if (dst == NULL) {
-            *cur = (r + 1) * per - 1; /* the loop's step goes to r + 1 */
+    for (; c->r < op->n; c->r++, c->l = 0) {
+        if (c->r == op->rank)
             continue;
+        const ll_line_t *src = ll_line(s, s->idx[c->r], p, first);
+        unsigned char   *dst = op->out + c->r * m;
+        for (; c->l < per; c->l++) {
+            const ll_line_t *ln = src + c->l;
+            uint64_t seq = atomic_load_explicit(&ln->seq,
+                                                memory_order_acquire);
+            if (seq != k1)
+                return cshm_line_state(seq, k1) == 0 ? 0 : -1;
+            if (ln->sig != op->sig)
+                return -1;
+            size_t at = c->l * CSHM_LL_DATA;
+            if (m - at >= CSHM_LL_DATA)
+                memcpy(dst + at, ln->data, CSHM_LL_DATA);
+            else
+                memcpy(dst + at, ln->data, m - at);
         }
-        const ll_line_t *src = ll_line(s, s->idx[r], p, first + l);
-        uint64_t seq = atomic_load_explicit(&src->seq, memory_order_acquire);
-        if (seq != k1)
-            return cshm_line_state(seq, k1) == 0 ? 0 : -1;
-        if (src->sig != op->sig)
-            return -1;
-        size_t at = l * CSHM_LL_DATA,
-               c  = op->total - at < CSHM_LL_DATA ? op->total - at
-                                                  : CSHM_LL_DATA;
-        memcpy(dst + at, src->data, c);
     }
     return 1;
 }
@@ -134,7 +138,7 @@ static void own_block(cshm_op_t *op)
 
 pami_result_t cshm_ll_read(cshm_t *s, uint32_t p)
 {
-    size_t cur = 0;
+    ll_cur_t cur = {0, 0};
     if (read_lines(s, p, &cur) != 1) {
         cshm_count(s, CSHM_STAT_segment_bad);
         cshm_log(PAMI_PROTOCOL_LOG_WARN, "round %llu: a data line differs "
@@ -155,7 +159,7 @@ pami_result_t cshm_ll_read(cshm_t *s, uint32_t p)
 bool cshm_ll_fast(cshm_t *s)
 {
     uint32_t p = s->phase & 1;
-    size_t   cur = 0;
+    ll_cur_t cur = {0, 0};
     uint64_t start = 0;
     for (unsigned i = 1;; i++) {
         int st = read_lines(s, p, &cur);
