@@ -457,12 +457,15 @@ static pami_result_t flags_ahead(cshm_t *s)
  * sleep halves the next poll (down to 1 us), one that did not doubles
  * it back (up to spin_ns): when other programs hold the CPUs the task
  * waited for is not running, and polling only keeps it from the CPU;
- * with a CPU each the waits end within the poll and it stays whole. */
+ * with a CPU each the waits end within the poll and it stays whole.
+ * polled: the poll was spent on the numbered lines (cshm_ll_fast): one
+ * look at the control lines, then the sleeps. */
 #define CSHM_SPIN_MIN_NS 1000
-static pami_result_t flag_wait_inline(cshm_t *s)
+static pami_result_t flag_wait_inline(cshm_t *s, bool polled)
 {
     uint64_t target = s->phase + 1;
-    int done = poll_flags(s, target, s->spin_cur);
+    int done = polled ? cshm_flags_at(s, target)
+                      : poll_flags(s, target, s->spin_cur);
     if (done == 0) {
         cshm_count(s, CSHM_STAT_flag_sleeps);
         s->spin_cur = s->spin_cur / 2 > CSHM_SPIN_MIN_NS ? s->spin_cur / 2
@@ -501,10 +504,11 @@ pami_result_t cshm_flag_round_inline(cshm_t *s)
     pami_result_t rc = PAMI_SUCCESS;
     /* Numbered lines read whole on their own: every member's signature
      * was in them, so the control lines' comparison is skipped. */
-    if (s->op.ll && cshm_ll_fast(s))
+    int ll = s->op.ll ? cshm_ll_fast(s) : -1;
+    if (ll == 1)
         s->op.first = false;
     else
-        rc = flag_wait_inline(s);
+        rc = flag_wait_inline(s, ll == 0);
     if (rc != PAMI_SUCCESS)
         return rc;
     rc = cshm_op_next(s, &done); /* one round: ends here */

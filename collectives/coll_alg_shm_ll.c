@@ -150,13 +150,16 @@ pami_result_t cshm_ll_read(cshm_t *s, uint32_t p)
     return PAMI_SUCCESS;
 }
 
-/* The blocking call polls the lines for up to half its poll, and looks
- * at the control lines every 64 polls: once they all show the round
- * (or one is ahead), the lines say nothing more (a member's call
- * differs, or it ran a poison round) and the ordinary wait, which
- * returns at once, decides. Each look at a control line takes it from
- * its writer, so the fast case reads none. */
-bool cshm_ll_fast(cshm_t *s)
+/* The blocking call polls the lines instead of the control lines, for
+ * as long as it would have polled those (spin_cur), and looks at the
+ * control lines every 64 polls: once they all show the round (or one is
+ * ahead), the lines say nothing more (a member's call differs, or it
+ * ran a poison round) and the ordinary wait, which returns at once,
+ * decides (-1). Each look at a control line takes it from its writer,
+ * so the fast case reads none. 0: the poll is spent (the ordinary wait
+ * goes on to its sleeps: polling longer than it would keeps the task
+ * waited for from a CPU it may share). */
+int cshm_ll_fast(cshm_t *s)
 {
     uint32_t p = s->phase & 1;
     ll_cur_t cur = {0, 0};
@@ -166,16 +169,16 @@ bool cshm_ll_fast(cshm_t *s)
         if (st == 1)
             break;
         if (st < 0)
-            return false;
+            return -1;
         pami_protocol_cpu_relax();
         if ((i & 63) == 0) {
             if (cshm_flags_at(s, s->phase + 1) != 0)
-                return false;
+                return -1;
             uint64_t now = cshm_now_ns();
             if (start == 0)
                 start = now;
-            else if (now - start >= s->spin_cur / 2)
-                return false;
+            else if (now - start >= s->spin_cur)
+                return 0;
         }
     }
     own_block(&s->op);
@@ -184,5 +187,5 @@ bool cshm_ll_fast(cshm_t *s)
     if (s->spin_cur < s->spin_ns)
         s->spin_cur = s->spin_cur * 2 < s->spin_ns ? s->spin_cur * 2
                                                    : s->spin_ns;
-    return true;
+    return 1;
 }

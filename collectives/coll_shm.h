@@ -298,12 +298,13 @@ bool cshm_cma_step(cshm_t *s, uint32_t p, bool ghost);
  * set: from the call and the node alone); this task's lines of parity
  * p (a ghost numbers them without data); the reads once every control
  * line shows the round (PAMI_ERROR: a line differs from them); the
- * blocking call's wait and reads on the lines alone (false: wait for the
- * control lines and read after them as usual). */
+ * blocking call's poll and reads on the lines alone (1: read; else wait
+ * for the control lines and read after them as usual, 0: without
+ * polling them first, the poll was spent). */
 bool cshm_ll_fits(const cshm_op_t *op);
 void cshm_ll_write(cshm_t *s, uint32_t p, bool ghost);
 pami_result_t cshm_ll_read(cshm_t *s, uint32_t p);
-bool cshm_ll_fast(cshm_t *s);
+int cshm_ll_fast(cshm_t *s);
 
 /* coll_alg_shm.c: a flag round of the blocking call, inline;
  * PAMI_INVAL after the barrier that keeps a mismatch aligned. */
