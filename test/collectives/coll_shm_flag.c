@@ -8,7 +8,7 @@
  *                           (blocking, AUTO and named, every root), every
  *                           5th also 56 B .. 8 KiB ones (slots) and an
  *                           allgather and alltoall of up to 2 KiB a task
- *                           (numbered lines above 48 B), every 8th also
+ *                           (numbered lines from 49 to 512 B), every 8th also
  *                           non-blocking tiny allreduce, reduce, an
  *                           allgather of up to 1600 B and barrier_shm in
  *                           flight together,
@@ -141,7 +141,8 @@ static void nonblocking(size_t i)
     static int32_t ag_in[400], ag_out[400 * 64];
     static int64_t big_in[BIG], big_out[BIG];
     static uint8_t bc[BC];
-    /* Up to 1600 B a task: a flag round (numbered lines above 48 B). */
+    /* Up to 1600 B a task: a flag round (numbered lines from 49 to
+     * 512 B). */
     size_t  agc = 1 + i * 7 % 400;
     size_t  root = (i / 3) % n, broot = (i + 1) % n;
     bool    big = i % 97 == 0;
@@ -230,10 +231,10 @@ static void mode_loop(size_t iters)
     /* At least the allreduces (AUTO picks shared memory for them; for a
      * broadcast only with no more tasks than CPUs). */
     uint64_t lines = stat_of("line_rounds") - lines0;
-    /* Every 5th iteration's allgather and alltoall above 48 B a task;
-     * the non-blocking allgathers above 48 B (agc above 12) too. */
+    /* Some of every 5th iteration's allgathers and alltoalls and of the
+     * non-blocking allgathers (how many is incidental). */
     if (expect)
-        MP_EXPECT(flags >= iters && lines >= iters / 5,
+        MP_EXPECT(flags >= iters && lines > 0,
                   "%llu flag rounds, %llu through lines in %zu iterations",
                   (unsigned long long)flags, (unsigned long long)lines,
                   iters);
