@@ -200,8 +200,8 @@ pami_result_t pami_rma_claim_put(struct pami_context *ctx, uint32_t index,
     if (k == NULL)
         return PAMI_EAGAIN;
     if (k->cool[index] != 0) {
-        if (pami_time_ns() < k->cool[index])
-            return PAMI_EAGAIN;
+        if (k->cool[index] == UINT64_MAX || pami_time_ns() < k->cool[index])
+            return PAMI_EAGAIN; /* UINT64_MAX: its word stayed busy */
         k->cool[index] = 0;
     }
     if (k->tail - k->head == CLAIM_RING) {
@@ -304,9 +304,16 @@ static bool take_back(struct pami_context *ctx, struct pami_rma_claims *k,
         uint64_t cur;
         if (!not_busy(w, task, &cur)) {
             /* A dead owner (its death ends the request) or one that
-             * scribbles on the word: never spin on it again, or every
-             * progress call would wait a second. */
-            o->stuck = true;
+             * scribbles on the word: never spin on that word again, for
+             * this operation or any other toward it (else every queued
+             * put would wait its own second), and claim no more puts
+             * through it: they go by CMA. */
+            for (uint32_t i = k->head; i != k->tail; i++) {
+                claim_op_t *p = &k->ring[i % CLAIM_RING];
+                if (p->seq != 0 && p->peer == o->peer)
+                    p->stuck = true;
+            }
+            k->cool[o->peer] = UINT64_MAX;
             return false;
         }
         if (cur >= o->seq)
