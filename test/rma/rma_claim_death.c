@@ -43,26 +43,7 @@
 
 static int step_fd;
 
-typedef struct {
-    int           local, remote;
-    pami_result_t local_rc, remote_rc;
-} op_t;
-
-static void on_local(pami_context_t ctx, void *cookie, pami_result_t rc)
-{
-    (void)ctx;
-    op_t *o = cookie;
-    o->local++;
-    o->local_rc = rc;
-}
-
-static void on_remote(pami_context_t ctx, void *cookie, pami_result_t rc)
-{
-    (void)ctx;
-    op_t *o = cookie;
-    o->remote++;
-    o->remote_rc = rc;
-}
+#include "death_ops.h"
 
 /* One operation, waited for (30 s at most); its callbacks' results. */
 static void op_wait(pami_context_t ctx, op_t *o, bool remote)

@@ -45,26 +45,7 @@
 static int  step_fd; /* the second socketpair: the region and the start */
 static bool only_gets;
 
-typedef struct {
-    int           local, remote;
-    pami_result_t local_rc, remote_rc;
-} op_t;
-
-static void on_local(pami_context_t ctx, void *cookie, pami_result_t rc)
-{
-    (void)ctx;
-    op_t *o = cookie;
-    o->local++;
-    o->local_rc = rc;
-}
-
-static void on_remote(pami_context_t ctx, void *cookie, pami_result_t rc)
-{
-    (void)ctx;
-    op_t *o = cookie;
-    o->remote++;
-    o->remote_rc = rc;
-}
+#include "death_ops.h"
 
 /* SIGKILLs this process 5-64 ms after it starts, varying by pid: one
  * part of 16 MiB takes a few ms to copy. */
