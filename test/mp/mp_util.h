@@ -10,6 +10,7 @@
 
 #include <pami.h>
 #include <pami_test.h>
+#include <pami_protocol.h>
 
 #include <sched.h>
 #include <stdarg.h>
@@ -562,6 +563,18 @@ static inline void mp_sync_ctx(mp_job_t *job, size_t i)
 static inline void mp_sync(mp_job_t *job)
 {
     mp_sync_ctx(job, 0);
+}
+
+/* The first dispatch id of a protocol of pami's (pami_protocol_query),
+ * for the tests that forge its packets; fails the test without it. */
+static inline size_t mp_protocol_base(mp_job_t *job, const char *name)
+{
+    pami_protocol_info_t info;
+    for (size_t i = 0; pami_protocol_query(job->client, i, &info) ==
+                       PAMI_SUCCESS; i++)
+        if (strcmp(info.name, name) == 0)
+            return info.dispatch_base;
+    mp_fail("no %s protocol", name);
 }
 
 static inline void mp_finish(mp_job_t *job)

@@ -57,16 +57,6 @@ static unsigned long rss_kb(void)
     return kb;
 }
 
-static size_t coll_base(void)
-{
-    pami_protocol_info_t info;
-    for (size_t i = 0; pami_protocol_query(job.client, i, &info) ==
-                       PAMI_SUCCESS; i++)
-        if (strcmp(info.name, "collectives") == 0)
-            return info.dispatch_base;
-    mp_fail("no collectives protocol");
-}
-
 static pami_geometry_t create(uint32_t id, const pami_task_t *tasks,
                               size_t n)
 {
@@ -101,7 +91,7 @@ static void flood(unsigned long n)
     pami_geometry_t g5 = create(5, pair, 2);
     pami_client_attr_t a = {.field_mask = PAMI_CLIENT_ATTR_IMMEDIATE_MAX};
     MP_CHECK(pami_client_query(job.client, &a));
-    size_t base = coll_base();
+    size_t base = mp_protocol_base(&job, "collectives");
     /* Before the sync: a task may leave it first and send while another
      * is still inside it, whose progress takes the packets there. */
     uint64_t drop0 = stat("kept_dropped");

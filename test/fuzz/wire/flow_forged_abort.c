@@ -31,16 +31,6 @@
 static mp_job_t job;
 #define CTX (job.ctx[0])
 
-static size_t coll_base(void)
-{
-    pami_protocol_info_t info;
-    for (size_t i = 0; pami_protocol_query(job.client, i, &info) ==
-                       PAMI_SUCCESS; i++)
-        if (strcmp(info.name, "collectives") == 0)
-            return info.dispatch_base;
-    mp_fail("no collectives protocol");
-}
-
 static pami_result_t bcast(pami_geometry_t g, pami_algorithm_t bin,
                            int64_t *v)
 {
@@ -76,7 +66,7 @@ int main(int argc, char **argv)
                           .kind = PAMI_XFER_BARRIER, .geom_id = g->id,
                           .seq = seq, .src_rank = 1};
         pami_send_immediate_t s = {.dest = mp_ep(&job, 0, 0),
-                                   .dispatch = coll_base(), .header = &h,
+                                   .dispatch = mp_protocol_base(&job, "collectives"), .header = &h,
                                    .header_len = sizeof(h)};
         mp_inject_imm(&job, CTX, &s);
     }
