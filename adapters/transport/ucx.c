@@ -19,6 +19,37 @@
  * header, so unknown ids can be counted instead of dropped inside UCX. */
 #define TP_UCX_AM_ID 7
 
+/* What pami holds of UCX, process-wide (remote keys carry no context).
+ * LeakSanitizer cannot tell whose a UCX object is: UCX is built without
+ * frame pointers, so every allocation of its own shows only ucs_malloc.
+ * These counts tell instead whether pami gave back each endpoint, remote
+ * key and registration it took, checked when the last UCP context goes. */
+enum { HELD_CONTEXTS, HELD_EPS, HELD_RKEYS, HELD_MEMS, HELD_KINDS };
+static long held[HELD_KINDS];
+
+static inline void hold(int kind, long n)
+{
+    __atomic_add_fetch(&held[kind], n, __ATOMIC_RELAXED);
+}
+
+/* Anything still held when the last context goes is pami's leak (the
+ * paths that leave a worker to UCX on purpose never come here): an error
+ * line always, and in a sanitizer build an abort, as LeakSanitizer's own
+ * report would be. */
+static void check_held(void)
+{
+    long eps   = __atomic_load_n(&held[HELD_EPS], __ATOMIC_RELAXED);
+    long rkeys = __atomic_load_n(&held[HELD_RKEYS], __ATOMIC_RELAXED);
+    long mems  = __atomic_load_n(&held[HELD_MEMS], __ATOMIC_RELAXED);
+    if (eps == 0 && rkeys == 0 && mems == 0)
+        return;
+    pami_error("ucx", "UCX objects never released: %ld endpoints, %ld "
+                      "remote keys, %ld registrations", eps, rkeys, mems);
+#if defined(__SANITIZE_ADDRESS__)
+    abort();
+#endif
+}
+
 struct tp_context {
     ucp_context_h ucp;
     int           thread_shared;
@@ -218,6 +249,7 @@ static int ucx_init(const tp_params_t *params, tp_context_t **out)
         return status_to_errno(status);
     }
     ctx->thread_shared = params->thread_shared;
+    hold(HELD_CONTEXTS, 1);
     *out = ctx;
     return 0;
 }
@@ -228,6 +260,8 @@ static void ucx_fini(tp_context_t *ctx)
         return;
     ucp_cleanup(ctx->ucp);
     free(ctx);
+    if (__atomic_sub_fetch(&held[HELD_CONTEXTS], 1, __ATOMIC_RELAXED) == 0)
+        check_held();
 }
 
 /* UCX prints its transports only through a FILE; read them back from it. */
@@ -394,6 +428,7 @@ static int ucx_ep_create(tp_worker_t *w, const void *addr, unsigned flags,
         free(e);
         return status_to_errno(status);
     }
+    hold(HELD_EPS, 1);
     *out = e;
     return 0;
 }
@@ -428,6 +463,7 @@ static int ucx_ep_close(tp_ep_t *e, int force, tp_req_t *req)
     int rc = ptr_result(ucp_ep_close_nbx(e->ucp, &p));
     /* The UCP endpoint is gone once the close started; ours goes with it. */
     free(e);
+    hold(HELD_EPS, -1);
     return rc < 0 ? 0 : rc;
 }
 
@@ -599,6 +635,7 @@ static int ucx_mem_reg(tp_context_t *ctx, void *addr, size_t len,
     memcpy(rkey, packed, packed_len);
     *rkey_len = packed_len;
     ucp_rkey_buffer_release(packed);
+    hold(HELD_MEMS, 1);
     *out = m;
     return 0;
 }
@@ -607,6 +644,7 @@ static void ucx_mem_dereg(tp_context_t *ctx, tp_mem_t *m)
 {
     ucp_mem_unmap(ctx->ucp, m->memh);
     free(m);
+    hold(HELD_MEMS, -1);
 }
 
 static int ucx_rkey_unpack(tp_ep_t *e, const void *rkey, tp_rkey_t **out)
@@ -618,6 +656,7 @@ static int ucx_rkey_unpack(tp_ep_t *e, const void *rkey, tp_rkey_t **out)
                   ucs_status_string(status));
         return status_to_errno(status);
     }
+    hold(HELD_RKEYS, 1);
     *out = (tp_rkey_t *)rk;
     return 0;
 }
@@ -625,6 +664,7 @@ static int ucx_rkey_unpack(tp_ep_t *e, const void *rkey, tp_rkey_t **out)
 static void ucx_rkey_destroy(tp_rkey_t *rkey)
 {
     ucp_rkey_destroy((ucp_rkey_h)rkey);
+    hold(HELD_RKEYS, -1);
 }
 
 static inline ucp_request_param_t rma_param(tp_req_t *req)
