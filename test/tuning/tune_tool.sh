@@ -78,20 +78,21 @@ grep -q 'round 1 (floor .* us): fastest alltoall_' "$dir/rt.txt" ||
 # Stopped half way: the file on disk is a valid profile at any time.
 # --reps 40: the first point (every allreduce algorithm, a second look
 # for those tied, each repetition a round) must end, and the file be
-# saved, within the 60 s below also at a load average of 20-30.
+# saved, within the 110 s below also at a load average of 20-30 (60 s
+# were not enough once at 27, s15).
 "$PAMIRUN" -n 2 --timeout 120 "$TUNE" --no-progress --batch-us 500 --reps 40 \
     --collectives allreduce,alltoall --sizes 8:64K -o "$dir/s.json" &
 pid=$!
 # Stopped once it saved (every 5 s): a signal before pami-tune set its
 # handler would end the ranks with nothing to resume.
 i=0
-while [ ! -s "$dir/s.json" ] && [ $i -lt 600 ] && kill -0 $pid 2>/dev/null; do
+while [ ! -s "$dir/s.json" ] && [ $i -lt 1100 ] && kill -0 $pid 2>/dev/null; do
     sleep 0.1
     i=$((i + 1))
 done
 kill -TERM $pid 2>/dev/null || true
 wait $pid || true
-[ -s "$dir/s.json" ] || fail "stop: no profile saved within 60 s"
+[ -s "$dir/s.json" ] || fail "stop: no profile saved within 110 s"
 before=$(grep -c '"collective"' "$dir/s.json" || true)
 "$TUNE" --table "$dir/s.json" > /dev/null || fail "partial profile unreadable"
 "$PAMIRUN" -n 2 --timeout 120 "$TUNE" --no-progress --batch-us 500 --reps 3 \
