@@ -1,12 +1,14 @@
 /*
  * The oob bootstrap of two processes joined by a socketpair: the
  * program's own allgather, as pami_client_params_t takes it. Shared by
- * the tests that fork a pair of tasks without a launcher.
+ * the tests that fork a pair of tasks without a launcher, with what
+ * their death tests share.
  */
 #ifndef OOB_PAIR_H
 #define OOB_PAIR_H
 
 #include <pami.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -91,6 +93,34 @@ static inline double oob_survivor_end(pami_context_t ctx,
     double took = now() - t0;
     CHECK(took < 15, "destroy took %.1f s", took);
     return took;
+}
+
+static inline void *oob_killer(void *arg)
+{
+    (void)arg;
+    struct timespec ts = {.tv_nsec = (5 + getpid() % 60) * 1000000L};
+    nanosleep(&ts, NULL);
+    raise(SIGKILL);
+    return NULL;
+}
+
+/* SIGKILLs this process 5-64 ms from now, varying by pid, from a thread:
+ * the death falls at a different point of the work from run to run
+ * (one part of 16 MiB, or a few sends, take a few ms). */
+static inline void die_soon(void)
+{
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, oob_killer, NULL) == 0,
+          "pthread_create");
+}
+
+/* A survivor's operation ends well or with its peer's death (noted in
+ * *failed). */
+static inline bool ok_or_failed(pami_result_t rc, bool *failed)
+{
+    if (rc == PAMI_PEER_FAILED)
+        *failed = true;
+    return rc == PAMI_SUCCESS || rc == PAMI_PEER_FAILED;
 }
 
 /* The pair: task 1 forked, task 0 here, each run(rank, its end of the

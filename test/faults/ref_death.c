@@ -33,7 +33,6 @@
 #include <pami.h>
 
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -47,7 +46,9 @@
 #define OOB_PROG "ref_death"
 #include "oob_pair.h"
 
-#include "cb_count.h"
+/* A callback inside the call that started its send fails the task. */
+#define CB_COUNT_IN_CALL(c, which) CHECK(false, "%s ran inside its call", which)
+#include "../cb_count.h"
 
 #define ID_MSG  5
 #define REF     ((size_t)32 << 10) /* a reference: 8 KiB <= REF < 64 KiB */
@@ -252,23 +253,6 @@ static void consumer_fixed(pami_context_t ctx, pami_endpoint_t peer,
 
 /* ---- the stream ---- */
 
-/* SIGKILLs this process 5-64 ms after it starts, varying by pid. */
-static void *killer(void *arg)
-{
-    (void)arg;
-    struct timespec ts = {.tv_nsec = (5 + getpid() % 60) * 1000000L};
-    nanosleep(&ts, NULL);
-    raise(SIGKILL);
-    return NULL;
-}
-
-static bool ok_or_failed(pami_result_t rc, bool *failed)
-{
-    if (rc == PAMI_PEER_FAILED)
-        *failed = true;
-    return rc == PAMI_SUCCESS || rc == PAMI_PEER_FAILED;
-}
-
 /* Streams until a send is refused or a callback says the peer failed;
  * then every callback has run once. */
 static void producer_stream(pami_context_t ctx, pami_endpoint_t peer)
@@ -384,9 +368,7 @@ static void run(int rank, int fd, bool producer_dies)
             consumer_fixed(ctx, peer, dies);
     } else {
         if (dies) {
-            pthread_t t;
-            CHECK(pthread_create(&t, NULL, killer, NULL) == 0,
-                  "pthread_create");
+            die_soon();
         }
         if (is_producer)
             producer_stream(ctx, peer);

@@ -315,14 +315,14 @@ static void fetch_add_round(size_t size)
 static void add_round(void)
 {
     pami_context_t ctx = job.ctx[0];
-    rma_op_t op[100];
+    cb_count_t op[100];
     memset(op, 0, sizeof(op));
     for (int i = 0; i < 100; i++) {
         op[i].what = "PAMI_RMW_ADD";
         pami_rmw_t r = {.dest = mp_ep(&job, 0, 0), .remote_mr = &mrs[0],
                         .remote_offset = OFF_C64, .op = PAMI_RMW_ADD,
                         .size = 8, .value = 3, .result = NULL,
-                        .done_fn = rma_on_local, .cookie = &op[i]};
+                        .done_fn = cb_count_local, .cookie = &op[i]};
         MP_CHECK(pami_rmw(ctx, &r));
     }
     for (int i = 0; i < 100; i++)
@@ -371,10 +371,10 @@ static void lock_rounds(void)
          * find it taken. */
         if (r % 4 == 0)
             sched_yield();
-        rma_op_t put = {.what = "put of the shared counter"};
+        cb_count_t put = {.what = "put of the shared counter"};
         pami_rma_t p = {.dest = mp_ep(&job, 0, 0), .local = &v, .bytes = 8,
                         .remote_mr = &mrs[0], .remote_offset = OFF_SHARED,
-                        .local_fn = rma_on_local, .cookie = &put};
+                        .local_fn = cb_count_local, .cookie = &put};
         MP_CHECK(pami_put(ctx, &p));
         rma_fence(&job, 0, "fence before the release");
         rma_op_wait(&job, &put, true, false);

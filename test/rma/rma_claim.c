@@ -35,11 +35,11 @@
 static mp_job_t job;
 
 static void issue(const pami_memregion_t *mr, void *local, size_t bytes,
-                  size_t off, rma_op_t *op)
+                  size_t off, cb_count_t *op)
 {
     pami_rma_t p = {.dest = mp_ep(&job, 0, 0), .local = local,
                     .bytes = bytes, .remote_mr = mr, .remote_offset = off,
-                    .local_fn = rma_on_local, .remote_fn = rma_on_remote,
+                    .local_fn = cb_count_local, .remote_fn = cb_count_remote,
                     .cookie = op};
     op->in_call = true;
     pami_result_t rc = pami_put(job.ctx[0], &p);
@@ -63,18 +63,18 @@ static void check_slice(const pami_memregion_t *mr, size_t base,
  * their sources stay untouched until they completed. */
 static void burst(const pami_memregion_t *mr, size_t base, uint8_t *shadow,
                   uint8_t *src, size_t n, size_t off, size_t len,
-                  uint32_t salt, rma_op_t *ops)
+                  uint32_t salt, cb_count_t *ops)
 {
     for (size_t k = 0; k < n; k++) {
         rma_fill(src + k * len, base + off, len,
                  rma_seed(job.me, salt + (uint32_t)k));
-        ops[k] = (rma_op_t){.what = "put in flight"};
+        ops[k] = (cb_count_t){.what = "put in flight"};
         issue(mr, src + k * len, len, base + off, &ops[k]);
     }
     memcpy(shadow + off, src + (n - 1) * len, len);
 }
 
-static void burst_wait(rma_op_t *ops, size_t n)
+static void burst_wait(cb_count_t *ops, size_t n)
 {
     for (size_t k = 0; k < n; k++)
         rma_op_wait(&job, &ops[k], true, true);
@@ -86,7 +86,7 @@ static uint8_t *origin(const pami_memregion_t *mr, bool busy)
     uint8_t *src    = rma_alloc(SLICE);
     uint8_t *shadow = rma_alloc(SLICE);
     memset(shadow, 0, SLICE);
-    rma_op_t ops[16];
+    cb_count_t ops[16];
 
     rma_fill(src, base, 8, rma_seed(job.me, 1));
     RMA_PUT_OK(&job, 0, src, 8, mr, base, "first put");

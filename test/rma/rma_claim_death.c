@@ -43,10 +43,10 @@
 
 static int step_fd;
 
-#include "death_ops.h"
+#include "../cb_count.h"
 
 /* One operation, waited for (30 s at most); its callbacks' results. */
-static void op_wait(pami_context_t ctx, op_t *o, bool remote)
+static void op_wait(pami_context_t ctx, cb_count_t *o, bool remote)
 {
     double end = now() + 30;
     while ((o->local == 0 || (remote && o->remote == 0)) && now() < end)
@@ -54,17 +54,17 @@ static void op_wait(pami_context_t ctx, op_t *o, bool remote)
     for (int k = 0; k < 8; k++)
         pami_context_advance(ctx, 8);
     CHECK(o->local == 1 && o->remote == (remote ? 1 : 0),
-          "local_fn %d times, remote_fn %d times", o->local, o->remote);
+          "local_fn %u times, remote_fn %u times", o->local, o->remote);
 }
 
 static pami_result_t xfer(pami_context_t ctx, pami_endpoint_t peer,
                           const pami_memregion_t *mr, void *buf,
-                          size_t bytes, size_t off, bool put, op_t *o)
+                          size_t bytes, size_t off, bool put, cb_count_t *o)
 {
     pami_rma_t r = {.dest = peer, .local = buf, .bytes = bytes,
                     .remote_mr = mr, .remote_offset = off,
-                    .local_fn = on_local,
-                    .remote_fn = put ? on_remote : NULL, .cookie = o};
+                    .local_fn = cb_count_local,
+                    .remote_fn = put ? cb_count_remote : NULL, .cookie = o};
     return put ? pami_put(ctx, &r) : pami_get(ctx, &r);
 }
 
@@ -74,7 +74,7 @@ static pami_result_t xfer(pami_context_t ctx, pami_endpoint_t peer,
 static void claims_begin(pami_context_t ctx, pami_endpoint_t peer,
                          const pami_memregion_t *mr, uint8_t *buf)
 {
-    op_t o = {0};
+    cb_count_t o = {0};
     CHECK(xfer(ctx, peer, mr, buf, 4096, 0, false, &o) == PAMI_SUCCESS,
           "first get");
     op_wait(ctx, &o, false);
@@ -82,7 +82,7 @@ static void claims_begin(pami_context_t ctx, pami_endpoint_t peer,
           pami_error_text(o.local_rc));
     pami_context_stats_t st = {0};
     for (int i = 0; i < 100 && st.claim_puts == 0; i++) {
-        op_t p = {0};
+        cb_count_t p = {0};
         memset(buf, FILLED, 8);
         CHECK(xfer(ctx, peer, mr, buf, 8, 0, true, &p) == PAMI_SUCCESS,
               "put %d", i);
@@ -157,7 +157,7 @@ static void origin_dies(pami_context_t ctx, pami_endpoint_t peer,
     CHECK(w != NULL, "no claim word for task 0");
     __atomic_store_n(w, __atomic_load_n(w, __ATOMIC_ACQUIRE) | BUSY,
                      __ATOMIC_RELEASE);
-    static op_t ops[PUTS];
+    static cb_count_t ops[PUTS];
     memset(buf, 0xee, BYTES);
     pami_context_stats_t s0, s1;
     pami_context_stats(ctx, &s0);
@@ -233,7 +233,7 @@ static void origin_survives(pami_context_t ctx, pami_endpoint_t peer,
     unsigned i  = 0;
     for (bool failed = false; !failed; i++) {
         CHECK(now() < end, "no put failed in 60 s (%u puts)", i);
-        op_t          o  = {0};
+        cb_count_t    o  = {0};
         pami_result_t rc = xfer(ctx, peer, mr, buf, 8, 64, true, &o);
         if (rc == PAMI_PEER_FAILED)
             break; /* known dead at the call */

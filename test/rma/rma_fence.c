@@ -176,8 +176,8 @@ static void writer(void)
     fence(~0u, ~0u);
     MP_WAIT(&job, ctx, fences_done == rounds + 2, MP_WAIT_S,
             "idle fence_all");
-    rma_op_t op = {.what = "fence to PAMI_ENDPOINT_NULL"};
-    MP_CHECK_RC(pami_fence_endpoint(ctx, PAMI_ENDPOINT_NULL, rma_on_local,
+    cb_count_t op = {.what = "fence to PAMI_ENDPOINT_NULL"};
+    MP_CHECK_RC(pami_fence_endpoint(ctx, PAMI_ENDPOINT_NULL, cb_count_local,
                                     &op), PAMI_INVAL);
     rma_op_none(&job, &op);
     for (int i = 0; i < 4; i++)

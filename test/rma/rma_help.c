@@ -34,12 +34,12 @@ static mp_job_t job;
 static size_t   split;
 
 static void issue(bool put, const pami_memregion_t *mr, void *local,
-                  size_t bytes, size_t off, rma_op_t *op)
+                  size_t bytes, size_t off, cb_count_t *op)
 {
     pami_rma_t p = {.dest = mp_ep(&job, 0, 0), .local = local,
                     .bytes = bytes, .remote_mr = mr, .remote_offset = off,
-                    .local_fn = rma_on_local,
-                    .remote_fn = put ? rma_on_remote : NULL, .cookie = op};
+                    .local_fn = cb_count_local,
+                    .remote_fn = put ? cb_count_remote : NULL, .cookie = op};
     op->in_call = true;
     pami_result_t rc = put ? pami_put(job.ctx[0], &p)
                            : pami_get(job.ctx[0], &p);
@@ -79,7 +79,7 @@ static void origin(const pami_memregion_t *mr, size_t slice, bool busy)
         compare(back, shadow, 0, slice, what);
     }
 
-    rma_op_t puts[NB] = {{0}}, gets[NB] = {{0}};
+    cb_count_t puts[NB] = {{0}}, gets[NB] = {{0}};
     size_t   len      = split + 1;
     for (int k = 0; k < NB; k++) {
         rma_fill(src + k * len, base + k * len, len,

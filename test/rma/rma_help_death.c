@@ -26,7 +26,6 @@
 #include <pami.h>
 
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -45,31 +44,7 @@
 static int  step_fd; /* the second socketpair: the region and the start */
 static bool only_gets;
 
-#include "death_ops.h"
-
-/* SIGKILLs this process 5-64 ms after it starts, varying by pid: one
- * part of 16 MiB takes a few ms to copy. */
-static void *killer(void *arg)
-{
-    (void)arg;
-    struct timespec ts = {.tv_nsec = (5 + getpid() % 60) * 1000000L};
-    nanosleep(&ts, NULL);
-    raise(SIGKILL);
-    return NULL;
-}
-
-static void die_soon(void)
-{
-    pthread_t t;
-    CHECK(pthread_create(&t, NULL, killer, NULL) == 0, "pthread_create");
-}
-
-static bool ok_or_failed(pami_result_t rc, bool *failed)
-{
-    if (rc == PAMI_PEER_FAILED)
-        *failed = true;
-    return rc == PAMI_SUCCESS || rc == PAMI_PEER_FAILED;
-}
+#include "../cb_count.h"
 
 static void run_origin(pami_context_t ctx, pami_endpoint_t peer,
                        const pami_memregion_t *mr, bool dies)
@@ -79,9 +54,9 @@ static void run_origin(pami_context_t ctx, pami_endpoint_t peer,
     memset(buf, 0x5a, BYTES);
     /* A first small get: the client's first CMA call moves alone, the
      * large ones after it are offered. */
-    op_t       w  = {0};
+    cb_count_t w  = {0};
     pami_rma_t wr = {.dest = peer, .local = buf, .bytes = 4096,
-                     .remote_mr = mr, .local_fn = on_local, .cookie = &w};
+                     .remote_mr = mr, .local_fn = cb_count_local, .cookie = &w};
     CHECK(pami_get(ctx, &wr) == PAMI_SUCCESS, "first get");
     while (w.local == 0)
         pami_context_wait(ctx, 100);
@@ -97,10 +72,11 @@ static void run_origin(pami_context_t ctx, pami_endpoint_t peer,
     for (; !failed; i++) {
         CHECK(now() < end, "no failure seen in 60 s (%u operations)", i);
         bool       put = !only_gets && i % 2 == 0;
-        op_t       o   = {0};
+        cb_count_t o   = {0};
         pami_rma_t r   = {.dest = peer, .local = buf, .bytes = BYTES,
-                          .remote_mr = mr, .local_fn = on_local,
-                          .remote_fn = put ? on_remote : NULL, .cookie = &o};
+                          .remote_mr = mr, .local_fn = cb_count_local,
+                          .remote_fn = put ? cb_count_remote : NULL,
+                          .cookie = &o};
         pami_result_t rc = put ? pami_put(ctx, &r) : pami_get(ctx, &r);
         if (rc == PAMI_PEER_FAILED)
             break; /* refused at the call: known dead already */
@@ -112,7 +88,7 @@ static void run_origin(pami_context_t ctx, pami_endpoint_t peer,
         for (int k = 0; k < 8; k++)
             pami_context_advance(ctx, 8);
         CHECK(o.local == 1 && o.remote == (put ? 1 : 0),
-              "operation %u: local_fn %d times, remote_fn %d times", i,
+              "operation %u: local_fn %u times, remote_fn %u times", i,
               o.local, o.remote);
         CHECK(ok_or_failed(o.local_rc, &failed) &&
                   (!put || ok_or_failed(o.remote_rc, &failed)),

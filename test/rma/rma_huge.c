@@ -20,7 +20,7 @@ static mp_job_t job;
 static size_t   bytes = (size_t)1 << 30;
 static uint8_t *rbuf;
 static bool     received, whole;
-static rma_op_t sent = {.what = "1 GiB send"};
+static cb_count_t sent = {.what = "1 GiB send"};
 static double   t_recv;
 
 static void *map(size_t n)
@@ -86,8 +86,8 @@ int main(int argc, char **argv)
         pami_send_t s = {.send = {.dest = mp_ep(&job, 1, 0),
                                   .dispatch = ID_HUGE, .data = buf,
                                   .data_len = bytes},
-                         .local_fn = rma_on_local, .remote_fn = rma_on_remote,
-                         .cookie = &sent};
+                         .local_fn = cb_count_local,
+                         .remote_fn = cb_count_remote, .cookie = &sent};
         sent.in_call = true;
         MP_CHECK(pami_send(ctx, &s));
         sent.in_call = false;

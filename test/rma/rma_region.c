@@ -190,7 +190,7 @@ static void test_destroyed_local(void)
 
 /* ---- destroy while in use ---- */
 
-static rma_op_t  busy_op;
+static cb_count_t  busy_op;
 static uint8_t  *busy_buf;
 static pami_memregion_t busy_mr;
 static int       handler_destroy_rc = -1;
@@ -205,7 +205,7 @@ static void start_busy_rget(pami_context_t ctx, const char *what)
     pami_rrma_t p = {.dest = mp_ep(&job, next, 0), .local_mr = &busy_mr,
                      .local_offset = 0, .remote_mr = &bigs[next],
                      .remote_offset = 0, .bytes = BIG,
-                     .local_fn = rma_on_local, .cookie = &busy_op};
+                     .local_fn = cb_count_local, .cookie = &busy_op};
     busy_op.in_call = true;
     MP_CHECK(pami_rget(ctx, &p));
     busy_op.in_call = false;
@@ -247,11 +247,11 @@ static void test_destroy_busy(void)
 
     /* rput from a region, then destroy: the local side completes first. */
     MP_CHECK(pami_memregion_create(ctx, busy_buf, BIG, &busy_mr));
-    rma_op_t put_op = {.what = "rput of 32 MiB, then destroy"};
+    cb_count_t put_op = {.what = "rput of 32 MiB, then destroy"};
     rma_fill(busy_buf, 0, BIG, rma_seed(job.me, 2));
     pami_rrma_t p = {.dest = mp_ep(&job, next, 0), .local_mr = &busy_mr,
                      .remote_mr = &bigs[next], .bytes = BIG,
-                     .local_fn = rma_on_local, .remote_fn = rma_on_remote,
+                     .local_fn = cb_count_local, .remote_fn = cb_count_remote,
                      .cookie = &put_op};
     MP_CHECK(pami_rput(ctx, &p));
     MP_CHECK(pami_memregion_destroy(ctx, &busy_mr));
@@ -309,7 +309,7 @@ static unsigned         extra_n;
 
 static void on_rget_create(pami_context_t ctx, void *cookie, pami_result_t rc)
 {
-    rma_on_local(ctx, cookie, rc);
+    cb_count_local(ctx, cookie, rc);
     for (unsigned i = 0; i < EXTRA; i++)
         MP_CHECK(pami_memregion_create(ctx, small_buf + i, 64 + i,
                                        &extra[i]));
@@ -335,7 +335,7 @@ static void test_destroy_grow(void)
     pami_memregion_t lmr, keep;
     MP_CHECK(pami_memregion_create(ctx, buf, BIG, &lmr));
     keep = lmr;
-    rma_op_t op = {.what = "rget whose local_fn creates regions"};
+    cb_count_t op = {.what = "rget whose local_fn creates regions"};
     pami_rrma_t p = {.dest = mp_ep(&job, next, 0), .local_mr = &lmr,
                      .remote_mr = &bigs[next], .bytes = BIG,
                      .local_fn = on_rget_create, .cookie = &op};
@@ -395,10 +395,10 @@ static void test_destroy_race(void)
     pami_memregion_t lmr, keep;
     MP_CHECK(pami_memregion_create(ctx, buf, BIG, &lmr));
     keep = race_copy = lmr;
-    rma_op_t op = {.what = "rget into a region destroyed twice"};
+    cb_count_t op = {.what = "rget into a region destroyed twice"};
     pami_rrma_t p = {.dest = mp_ep(&job, next, 0), .local_mr = &lmr,
                      .remote_mr = &bigs[next], .bytes = BIG,
-                     .local_fn = rma_on_local, .cookie = &op};
+                     .local_fn = cb_count_local, .cookie = &op};
     MP_CHECK(pami_rget(ctx, &p));
     MP_CHECK(pami_context_post(ctx, &race_work, race_destroy, NULL));
     pami_result_t outer = pami_memregion_destroy(ctx, &lmr);
@@ -445,10 +445,10 @@ static void test_destroy_remote(void)
     MP_CHECK(pami_memregion_create(ctx, mem, BIG, &stale_mr));
     rma_exchange(&job, &stale_mr, mem, BIG, all);
     rma_fill(src, 0, BIG, rma_seed(job.me, 3));
-    rma_op_t op = {.what = "put of 32 MiB into a region its owner destroys"};
+    cb_count_t op = {.what = "put of 32 MiB into a region its owner destroys"};
     pami_rma_t p = {.dest = mp_ep(&job, next, 0), .local = src, .bytes = BIG,
-                    .remote_mr = &all[next], .local_fn = rma_on_local,
-                    .remote_fn = rma_on_remote, .cookie = &op};
+                    .remote_mr = &all[next], .local_fn = cb_count_local,
+                    .remote_fn = cb_count_remote, .cookie = &op};
     MP_CHECK(pami_put(ctx, &p));
     pami_send_immediate_t s = {.dest = mp_ep(&job, next, 0),
                                .dispatch = ID_STALE};

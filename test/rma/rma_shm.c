@@ -151,10 +151,10 @@ static void completed_at_return(const pami_memregion_t *shm_all,
     size_t      off = WORD + 64 + 8 * job.me; /* our word in t's region */
     uint64_t    v   = 0xc0ffee00ull + job.me, back = 0;
     int         done = -1;
-    rma_op_t    op  = {.in_call = true, .what = "put with completed"};
+    cb_count_t  op  = {.in_call = true, .what = "put with completed"};
     pami_rma_t  r   = {.dest = mp_ep(&job, t, 0), .local = &v, .bytes = 8,
                        .remote_mr = &shm_all[t], .remote_offset = off,
-                       .local_fn = rma_on_local, .remote_fn = rma_on_remote,
+                       .local_fn = cb_count_local, .remote_fn = cb_count_remote,
                        .cookie = &op, .completed = &done};
     MP_CHECK(pami_put(job.ctx[0], &r));
     MP_EXPECT(done == 1, "put through a mapping: completed %d", done);
@@ -164,10 +164,10 @@ static void completed_at_return(const pami_memregion_t *shm_all,
     rma_op_none(&job, &op);
 
     done = -1;
-    op   = (rma_op_t){.in_call = true, .what = "get with completed"};
+    op   = (cb_count_t){.in_call = true, .what = "get with completed"};
     r    = (pami_rma_t){.dest = mp_ep(&job, t, 0), .local = &back, .bytes = 8,
                         .remote_mr = &shm_all[t], .remote_offset = off,
-                        .local_fn = rma_on_local, .cookie = &op,
+                        .local_fn = cb_count_local, .cookie = &op,
                         .completed = &done};
     MP_CHECK(pami_get(job.ctx[0], &r));
     MP_EXPECT(done == 1 && back == v, "get through a mapping: completed "
@@ -177,11 +177,11 @@ static void completed_at_return(const pami_memregion_t *shm_all,
 
     /* rput from a local region: not left in use (destroy would wait) */
     done = -1;
-    op   = (rma_op_t){.in_call = true, .what = "rput with completed"};
+    op   = (cb_count_t){.in_call = true, .what = "rput with completed"};
     pami_rrma_t rr = {.dest = mp_ep(&job, t, 0), .local_mr = priv_mr,
                       .local_offset = job.me * SLOT, .remote_mr = &shm_all[t],
                       .remote_offset = off, .bytes = 8,
-                      .local_fn = rma_on_local, .remote_fn = rma_on_remote,
+                      .local_fn = cb_count_local, .remote_fn = cb_count_remote,
                       .cookie = &op, .completed = &done};
     MP_CHECK(pami_rput(job.ctx[0], &rr));
     MP_EXPECT(done == 1, "rput through a mapping: completed %d", done);
@@ -190,12 +190,12 @@ static void completed_at_return(const pami_memregion_t *shm_all,
 
     uint64_t old = ~0ull;
     done = -1;
-    op   = (rma_op_t){.in_call = true, .what = "rmw with completed"};
+    op   = (cb_count_t){.in_call = true, .what = "rmw with completed"};
     uint64_t before = *(volatile uint64_t *)(peer[t] + off);
     pami_rmw_t m = {.dest = mp_ep(&job, t, 0), .remote_mr = &shm_all[t],
                     .remote_offset = off, .op = PAMI_RMW_FETCH_ADD,
                     .size = 8, .value = 5, .result = &old,
-                    .done_fn = rma_on_local, .cookie = &op,
+                    .done_fn = cb_count_local, .cookie = &op,
                     .completed = &done};
     MP_CHECK(pami_rmw(job.ctx[0], &m));
     MP_EXPECT(done == 1 && old == before &&
@@ -207,7 +207,7 @@ static void completed_at_return(const pami_memregion_t *shm_all,
 
     /* rget back into the local region, and a 4-byte compare-and-swap. */
     done = -1;
-    op   = (rma_op_t){.in_call = true, .what = "rget with completed"};
+    op   = (cb_count_t){.in_call = true, .what = "rget with completed"};
     pami_rrma_t rg = rr;
     rg.local_offset = job.me * SLOT + 8;
     rg.remote_fn    = NULL;
@@ -219,11 +219,11 @@ static void completed_at_return(const pami_memregion_t *shm_all,
     uint32_t old32 = 0, cur32;
     memcpy(&cur32, peer[t] + off, 4);
     done = -1;
-    op   = (rma_op_t){.in_call = true, .what = "cswap with completed"};
+    op   = (cb_count_t){.in_call = true, .what = "cswap with completed"};
     pami_rmw_t cs = {.dest = mp_ep(&job, t, 0), .remote_mr = &shm_all[t],
                      .remote_offset = off, .op = PAMI_RMW_CSWAP, .size = 4,
                      .value = 0x5eed, .compare = cur32, .result = &old32,
-                     .done_fn = rma_on_local, .cookie = &op,
+                     .done_fn = cb_count_local, .cookie = &op,
                      .completed = &done};
     MP_CHECK(pami_rmw(job.ctx[0], &cs));
     uint32_t now32;
@@ -236,17 +236,18 @@ static void completed_at_return(const pami_memregion_t *shm_all,
 
     /* A private region: CMA or UCX, reported from advance as always. */
     done = -1;
-    op   = (rma_op_t){.in_call = true, .what = "private put with completed"};
+    op   = (cb_count_t){.in_call = true, .what = "private put with completed"};
     r    = (pami_rma_t){.dest = mp_ep(&job, t, 0), .local = &v, .bytes = 8,
                         .remote_mr = &priv_all[t], .remote_offset = off,
-                        .local_fn = rma_on_local, .remote_fn = rma_on_remote,
-                        .cookie = &op, .completed = &done};
+                        .local_fn = cb_count_local,
+                        .remote_fn = cb_count_remote, .cookie = &op,
+                        .completed = &done};
     MP_CHECK(pami_put(job.ctx[0], &r));
     MP_EXPECT(done == 0, "put to a private region: completed %d", done);
     op.in_call = false;
     rma_op_wait(&job, &op, true, true);
     done = -1;
-    op   = (rma_op_t){.in_call = true, .what = "private rmw with completed"};
+    op   = (cb_count_t){.in_call = true, .what = "private rmw with completed"};
     m.remote_mr = &priv_all[t];
     m.cookie    = &op;
     MP_CHECK(pami_rmw(job.ctx[0], &m));
@@ -256,10 +257,10 @@ static void completed_at_return(const pami_memregion_t *shm_all,
 
     /* Refused (outside the region): not written, no callback. */
     done = 42;
-    op   = (rma_op_t){.what = "refused put with completed"};
+    op   = (cb_count_t){.what = "refused put with completed"};
     r    = (pami_rma_t){.dest = mp_ep(&job, t, 0), .local = &v, .bytes = 8,
                         .remote_mr = &shm_all[t], .remote_offset = BYTES,
-                        .remote_fn = rma_on_remote, .cookie = &op,
+                        .remote_fn = cb_count_remote, .cookie = &op,
                         .completed = &done};
     MP_CHECK_RC(pami_put(job.ctx[0], &r), PAMI_INVAL);
     MP_EXPECT(done == 42, "a refused put wrote completed = %d", done);
@@ -280,7 +281,7 @@ static void completed_at_return(const pami_memregion_t *shm_all,
     m    = (pami_rmw_t){.dest = mp_ep(&job, t, 0), .remote_mr = &shm_all[t],
                         .remote_offset = off + 2, .op = PAMI_RMW_SWAP,
                         .size = 4, .value = 1, .result = &res32,
-                        .done_fn = rma_on_local, .cookie = &op,
+                        .done_fn = cb_count_local, .cookie = &op,
                         .completed = &done};
     MP_CHECK_RC(pami_rmw(job.ctx[0], &m), PAMI_INVAL);
     r.local = NULL;
@@ -295,10 +296,10 @@ static void completed_at_return(const pami_memregion_t *shm_all,
     rma_op_none(&job, &op);
 
     /* A program built before the field: its callbacks, as before. */
-    op = (rma_op_t){.in_call = true, .what = "old-layout put"};
+    op = (cb_count_t){.in_call = true, .what = "old-layout put"};
     r  = (pami_rma_t){.dest = mp_ep(&job, t, 0), .local = &v, .bytes = 8,
                       .remote_mr = &shm_all[t], .remote_offset = off,
-                      .remote_fn = rma_on_remote, .cookie = &op};
+                      .remote_fn = cb_count_remote, .cookie = &op};
     MP_CHECK(pami_put_sized(job.ctx[0], &r, offsetof(pami_rma_t, completed)));
     op.in_call = false;
     rma_op_wait(&job, &op, false, true);

@@ -200,37 +200,16 @@ static inline void rma_exchange(mp_job_t *job, const pami_memregion_t *mine,
 
 /* ---- operations that wait for their callbacks ---- */
 
-typedef struct {
-    unsigned      local, remote;
-    pami_result_t local_rc, remote_rc;
-    bool          in_call;   /* a callback must not run inside the call */
-    const char   *what;
-} rma_op_t;
-
-static inline void rma_on_local(pami_context_t ctx, void *cookie,
-                                pami_result_t rc)
-{
-    (void)ctx;
-    rma_op_t *op = cookie;
-    MP_EXPECT(!op->in_call, "%s: local_fn ran inside the call", op->what);
-    op->local++;
-    op->local_rc = rc;
-}
-
-static inline void rma_on_remote(pami_context_t ctx, void *cookie,
-                                 pami_result_t rc)
-{
-    (void)ctx;
-    rma_op_t *op = cookie;
-    MP_EXPECT(!op->in_call, "%s: remote_fn ran inside the call", op->what);
-    op->remote++;
-    op->remote_rc = rc;
-}
+/* A callback inside the call that started its operation fails the task
+ * at once (cb_count.h). */
+#define CB_COUNT_IN_CALL(c, which)                                          \
+    MP_EXPECT(false, "%s: %s ran inside the call", (c)->what, which)
+#include "../cb_count.h"
 
 /* Waits until the op's callbacks ran (want_local, want_remote: 0 or 1),
  * then checks they ran once with SUCCESS. A little more progress follows,
  * so a second run would be seen. */
-static inline void rma_op_wait(mp_job_t *job, rma_op_t *op, bool want_local,
+static inline void rma_op_wait(mp_job_t *job, cb_count_t *op, bool want_local,
                                bool want_remote)
 {
     pami_context_t ctx = job->ctx[0];
@@ -253,7 +232,7 @@ static inline void rma_op_wait(mp_job_t *job, rma_op_t *op, bool want_local,
 }
 
 /* After a call that must have been refused: no callback may ever run. */
-static inline void rma_op_none(mp_job_t *job, rma_op_t *op)
+static inline void rma_op_none(mp_job_t *job, cb_count_t *op)
 {
     for (int i = 0; i < 8; i++)
         pami_context_advance(job->ctx[0], 8);
@@ -274,11 +253,11 @@ static inline pami_result_t rma_xfer(mp_job_t *job, int kind,
                                      size_t off, const char *what)
 {
     pami_context_t ctx = job->ctx[0];
-    rma_op_t op = {.what = what};
+    cb_count_t op = {.what = what};
     pami_rma_t p = {.dest = mp_ep(job, dest, 0), .local = local,
                     .bytes = bytes, .remote_mr = mr, .remote_offset = off,
-                    .local_fn = rma_on_local,
-                    .remote_fn = kind == RMA_PUT ? rma_on_remote : NULL,
+                    .local_fn = cb_count_local,
+                    .remote_fn = kind == RMA_PUT ? cb_count_remote : NULL,
                     .cookie = &op};
     op.in_call = true;
     pami_result_t rc = kind == RMA_PUT ? pami_put(ctx, &p) : pami_get(ctx, &p);
@@ -299,12 +278,12 @@ static inline pami_result_t rma_rxfer(mp_job_t *job, int kind,
                                       const char *what)
 {
     pami_context_t ctx = job->ctx[0];
-    rma_op_t op = {.what = what};
+    cb_count_t op = {.what = what};
     pami_rrma_t p = {.dest = mp_ep(job, dest, 0), .local_mr = lmr,
                      .local_offset = loff, .remote_mr = rmr,
                      .remote_offset = roff, .bytes = bytes,
-                     .local_fn = rma_on_local,
-                     .remote_fn = kind == RMA_PUT ? rma_on_remote : NULL,
+                     .local_fn = cb_count_local,
+                     .remote_fn = kind == RMA_PUT ? cb_count_remote : NULL,
                      .cookie = &op};
     op.in_call = true;
     pami_result_t rc = kind == RMA_PUT ? pami_rput(ctx, &p)
@@ -349,11 +328,11 @@ static inline pami_result_t rma_rmw(mp_job_t *job, pami_task_t dest,
                                     void *result, const char *what)
 {
     pami_context_t ctx = job->ctx[0];
-    rma_op_t op = {.what = what};
+    cb_count_t op = {.what = what};
     pami_rmw_t r = {.dest = mp_ep(job, dest, 0), .remote_mr = mr,
                     .remote_offset = off, .op = kind, .size = size,
                     .value = value, .compare = compare, .result = result,
-                    .done_fn = rma_on_local, .cookie = &op};
+                    .done_fn = cb_count_local, .cookie = &op};
     op.in_call = true;
     pami_result_t rc = pami_rmw(ctx, &r);
     op.in_call = false;
@@ -369,12 +348,12 @@ static inline void rma_fence(mp_job_t *job, pami_task_t dest,
                              const char *what)
 {
     pami_context_t ctx = job->ctx[0];
-    rma_op_t op = {.what = what};
+    cb_count_t op = {.what = what};
     op.in_call = true;
     pami_result_t rc =
-        dest == ~0u ? pami_fence_all(ctx, rma_on_local, &op)
+        dest == ~0u ? pami_fence_all(ctx, cb_count_local, &op)
                     : pami_fence_endpoint(ctx, mp_ep(job, dest, 0),
-                                          rma_on_local, &op);
+                                          cb_count_local, &op);
     op.in_call = false;
     MP_EXPECT(rc == PAMI_SUCCESS, "%s: %s", what, pami_error_text(rc));
     rma_op_wait(job, &op, true, false);

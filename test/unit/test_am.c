@@ -171,7 +171,7 @@ static void test_dispatch_unknown_remote_fn(void **state)
     static const size_t sizes[] = {0, 64, 65536, 1 << 20};
     enum { NSIZES = sizeof(sizes) / sizeof(sizes[0]) };
     static char payload[1 << 20];
-    calls_t calls[NSIZES];
+    cb_count_t calls[NSIZES];
     memset(calls, 0, sizeof(calls));
     uint64_t dropped = dropped_unknown(w, 1);
 
@@ -180,8 +180,8 @@ static void test_dispatch_unknown_remote_fn(void **state)
             .send      = {.dest = endpoint(w, 1), .dispatch = 17,
                           .header = &i, .header_len = sizeof(i),
                           .data = payload, .data_len = sizes[i]},
-            .local_fn  = on_local,
-            .remote_fn = on_remote,
+            .local_fn  = cb_count_local,
+            .remote_fn = cb_count_remote,
             .cookie    = &calls[i],
         };
         assert_int_equal(pami_send(w->ctx[0], &s), PAMI_SUCCESS);
@@ -192,20 +192,20 @@ static void test_dispatch_unknown_remote_fn(void **state)
         advance_all(w);
         all = true;
         for (size_t i = 0; i < NSIZES; i++)
-            all = all && calls[i].remote_calls > 0 &&
-                  calls[i].local_calls > 0;
+            all = all && calls[i].remote > 0 &&
+                  calls[i].local > 0;
     }
     progress_for(w, QUIET_MS);
     for (size_t i = 0; i < NSIZES; i++) {
-        if (calls[i].remote_calls != 1 || calls[i].local_calls != 1)
+        if (calls[i].remote != 1 || calls[i].local != 1)
             fail_msg("%zu bytes to an unknown id: remote_fn ran %d times, "
                      "local_fn %d times; want once each", sizes[i],
-                     calls[i].remote_calls, calls[i].local_calls);
-        if (calls[i].remote_result != PAMI_NOT_FOUND)
+                     calls[i].remote, calls[i].local);
+        if (calls[i].remote_rc != PAMI_NOT_FOUND)
             fail_msg("%zu bytes to an unknown id: remote_fn got %s, want "
                      "PAMI_NOT_FOUND", sizes[i],
-                     pami_error_text(calls[i].remote_result));
-        assert_int_equal(calls[i].local_result, PAMI_SUCCESS);
+                     pami_error_text(calls[i].remote_rc));
+        assert_int_equal(calls[i].local_rc, PAMI_SUCCESS);
     }
     assert_int_equal(dropped_unknown(w, 1), dropped + NSIZES);
     world_down(w);
@@ -239,7 +239,7 @@ typedef struct {
     int     received;   /* handler calls */
     int     data_ok;    /* payload verified (in the handler or recv) */
     int     recv_calls; /* recv->local_fn calls */
-    calls_t calls;      /* origin callbacks of pami_send */
+    cb_count_t calls;      /* origin callbacks of pami_send */
     int     remote_before_data;
     uint8_t *send_buf;
 } msg_t;
@@ -359,7 +359,7 @@ static void mesh_remote(pami_context_t ctx, void *cookie,
                         pami_result_t result)
 {
     msg_t *msg = cookie;
-    on_remote(ctx, &msg->calls, result);
+    cb_count_remote(ctx, &msg->calls, result);
     /* remote_fn means the target's receive completed. */
     if (msg->data_ok == 0)
         msg->remote_before_data++;
@@ -368,7 +368,7 @@ static void mesh_remote(pami_context_t ctx, void *cookie,
 static void mesh_local(pami_context_t ctx, void *cookie, pami_result_t result)
 {
     msg_t *msg = cookie;
-    on_local(ctx, &msg->calls, result);
+    cb_count_local(ctx, &msg->calls, result);
 }
 
 static bool mesh_done(mesh_t *m)
@@ -380,8 +380,8 @@ static bool mesh_done(mesh_t *m)
                 if (msg->received == 0 || msg->data_ok == 0)
                     return false;
                 if (!m->cases[k].immediate &&
-                    (msg->calls.local_calls == 0 ||
-                     msg->calls.remote_calls == 0))
+                    (msg->calls.local == 0 ||
+                     msg->calls.remote == 0))
                     return false;
             }
     return true;
@@ -486,19 +486,19 @@ static void test_all_to_all(void **state)
                     fail_msg("%zu -> %zu case %zu: recv local_fn ran %d "
                              "times", o, t, k, msg->recv_calls);
                 if (c->immediate) {
-                    assert_int_equal(msg->calls.local_calls, 0);
-                    assert_int_equal(msg->calls.remote_calls, 0);
-                } else if (msg->calls.local_calls != 1 ||
-                           msg->calls.remote_calls != 1 ||
-                           msg->calls.local_result != PAMI_SUCCESS ||
-                           msg->calls.remote_result != PAMI_SUCCESS) {
+                    assert_int_equal(msg->calls.local, 0);
+                    assert_int_equal(msg->calls.remote, 0);
+                } else if (msg->calls.local != 1 ||
+                           msg->calls.remote != 1 ||
+                           msg->calls.local_rc != PAMI_SUCCESS ||
+                           msg->calls.remote_rc != PAMI_SUCCESS) {
                     fail_msg("%zu -> %zu case %zu (header %zu, data %zu): "
                              "local_fn %d times (%s), remote_fn %d times "
                              "(%s); want once each, success", o, t, k,
-                             c->hdr, c->data, msg->calls.local_calls,
-                             pami_error_text(msg->calls.local_result),
-                             msg->calls.remote_calls,
-                             pami_error_text(msg->calls.remote_result));
+                             c->hdr, c->data, msg->calls.local,
+                             pami_error_text(msg->calls.local_rc),
+                             msg->calls.remote,
+                             pami_error_text(msg->calls.remote_rc));
                 }
                 assert_int_equal(msg->remote_before_data, 0);
             }
@@ -732,7 +732,7 @@ typedef struct {
     pami_result_t destroy_rc;
     pami_result_t reply_imm_rc;
     pami_result_t reply_send_rc;
-    calls_t       reply_calls;
+    cb_count_t    reply_calls;
     int           pong_imm;
     int           pong_send;
     int           pong_bad;
@@ -759,8 +759,8 @@ static void ping_handler(pami_context_t ctx, void *cookie, const void *hdr,
                                .header_len = sizeof(pong_text)};
     r->reply_imm_rc = pami_send_immediate(ctx, &p);
     p.dispatch = ID_PONG_SEND;
-    pami_send_t s = {.send = p, .local_fn = on_local,
-                     .remote_fn = on_remote, .cookie = &r->reply_calls};
+    pami_send_t s = {.send = p, .local_fn = cb_count_local,
+                     .remote_fn = cb_count_remote, .cookie = &r->reply_calls};
     r->reply_send_rc = pami_send(ctx, &s);
 }
 
@@ -833,7 +833,7 @@ static void test_handler_rules(void **state)
                      .local_fn = cb_advances, .cookie = &r};
     assert_int_equal(pami_send(w->ctx[0], &s), PAMI_SUCCESS);
     PROGRESS_UNTIL(w, r.pings == 1 && r.pong_imm == 1 && r.pong_send == 1 &&
-                          r.reply_calls.remote_calls == 1 &&
+                          r.reply_calls.remote == 1 &&
                           r.cb_calls == 1);
     progress_for(w, QUIET_MS);
 
@@ -853,9 +853,9 @@ static void test_handler_rules(void **state)
     assert_int_equal(r.pong_bad, 0);
     assert_int_equal(r.pong_imm, 1);
     assert_int_equal(r.pong_send, 1);
-    assert_int_equal(r.reply_calls.local_calls, 1);
-    assert_int_equal(r.reply_calls.remote_calls, 1);
-    assert_int_equal(r.reply_calls.remote_result, PAMI_SUCCESS);
+    assert_int_equal(r.reply_calls.local, 1);
+    assert_int_equal(r.reply_calls.remote, 1);
+    assert_int_equal(r.reply_calls.remote_rc, PAMI_SUCCESS);
 
     assert_int_equal(r.cb_calls, 1);
     assert_int_equal(r.cb_advance_rc, PAMI_IN_HANDLER);

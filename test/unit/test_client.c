@@ -160,9 +160,9 @@ static void expect_rejected(world_t *w, const pami_send_immediate_t *p,
         fail_msg("send_immediate with %s: got %s, want %s", what,
                  pami_error_text(rc), pami_error_text(want));
 
-    calls_t calls = {0};
-    pami_send_t s = {.send = *p, .local_fn = on_local,
-                     .remote_fn = on_remote, .cookie = &calls};
+    cb_count_t calls = {0};
+    pami_send_t s = {.send = *p, .local_fn = cb_count_local,
+                     .remote_fn = cb_count_remote, .cookie = &calls};
     rc = pami_send(w->ctx[0], &s);
     if (rc != want)
         fail_msg("send with %s: got %s, want %s", what, pami_error_text(rc),
@@ -170,8 +170,8 @@ static void expect_rejected(world_t *w, const pami_send_immediate_t *p,
 
     for (int i = 0; i < 20; i++)
         advance_all(w);
-    assert_int_equal(calls.local_calls, 0);
-    assert_int_equal(calls.remote_calls, 0);
+    assert_int_equal(calls.local, 0);
+    assert_int_equal(calls.remote, 0);
     assert_int_equal(pami_context_stats(w->ctx[0], &after), PAMI_SUCCESS);
     assert_int_equal(after.sends, before.sends);
 }
@@ -532,7 +532,7 @@ static void test_destroy_with_pending(void **state)
     static char payload[1 << 20];
     memset(payload, 0x3c, sizeof(payload));
     static const size_t sizes[PENDING] = {0, 1, 100, 4096, 65536, 1 << 20};
-    calls_t calls[PENDING];
+    cb_count_t calls[PENDING];
     memset(calls, 0, sizeof(calls));
     pami_endpoint_t dest = endpoint(w, 1);
     for (size_t i = 0; i < PENDING; i++) {
@@ -540,16 +540,16 @@ static void test_destroy_with_pending(void **state)
             .send      = {.dest = dest, .dispatch = 0, .header = &i,
                           .header_len = sizeof(i), .data = payload,
                           .data_len = sizes[i]},
-            .local_fn  = on_local,
-            .remote_fn = on_remote,
+            .local_fn  = cb_count_local,
+            .remote_fn = cb_count_remote,
             .cookie    = &calls[i],
         };
         assert_int_equal(pami_send(w->ctx[0], &s), PAMI_SUCCESS);
     }
     /* A message to a dispatch id the target never registered, too. */
-    calls_t unknown = {0};
+    cb_count_t unknown = {0};
     pami_send_t s = {.send = {.dest = dest, .dispatch = 9},
-                     .local_fn = on_local, .remote_fn = on_remote,
+                     .local_fn = cb_count_local, .remote_fn = cb_count_remote,
                      .cookie = &unknown};
     assert_int_equal(pami_send(w->ctx[0], &s), PAMI_SUCCESS);
 
@@ -562,14 +562,14 @@ static void test_destroy_with_pending(void **state)
     w->n = 0;
 
     for (size_t i = 0; i < PENDING; i++) {
-        if (calls[i].local_calls != 1 || calls[i].remote_calls != 1)
+        if (calls[i].local != 1 || calls[i].remote != 1)
             fail_msg("send %zu (%zu bytes): local_fn ran %d times, remote_fn "
                      "%d times; want once each", i, sizes[i],
-                     calls[i].local_calls, calls[i].remote_calls);
+                     calls[i].local, calls[i].remote);
     }
-    assert_int_equal(unknown.local_calls, 1);
-    assert_int_equal(unknown.remote_calls, 1);
-    assert_int_not_equal(unknown.remote_result, PAMI_SUCCESS);
+    assert_int_equal(unknown.local, 1);
+    assert_int_equal(unknown.remote, 1);
+    assert_int_not_equal(unknown.remote_rc, PAMI_SUCCESS);
     assert_int_equal(target.recv_done, target.recv_started);
 
     /* The client is still usable: new contexts, a message between them. */
@@ -579,23 +579,23 @@ static void test_destroy_with_pending(void **state)
     assert_int_equal(pami_dispatch_set(w->ctx[1], 0, count_handler, NULL,
                                        NULL), PAMI_SUCCESS);
     handled = 0;
-    calls_t after = {0};
+    cb_count_t after = {0};
     s = (pami_send_t){.send = {.dest = endpoint(w, 1), .dispatch = 0},
-                      .remote_fn = on_remote, .cookie = &after};
+                      .remote_fn = cb_count_remote, .cookie = &after};
     assert_int_equal(pami_send(w->ctx[0], &s), PAMI_SUCCESS);
     uint64_t end = now_ms() + WAIT_MS;
-    while (after.remote_calls == 0 && now_ms() < end)
+    while (after.remote == 0 && now_ms() < end)
         advance_all(w);
     assert_int_equal(handled, 1);
-    assert_int_equal(after.remote_calls, 1);
-    assert_int_equal(after.remote_result, PAMI_SUCCESS);
+    assert_int_equal(after.remote, 1);
+    assert_int_equal(after.remote_rc, PAMI_SUCCESS);
 
     /* Destroy with pending work from the client's destroy, too. */
-    calls_t last = {0};
+    cb_count_t last = {0};
     s.cookie = &last;
     assert_int_equal(pami_send(w->ctx[0], &s), PAMI_SUCCESS);
     assert_int_equal(pami_client_destroy(&w->client), PAMI_SUCCESS);
-    assert_int_equal(last.remote_calls, 1);
+    assert_int_equal(last.remote, 1);
     free(w);
 }
 

@@ -173,7 +173,7 @@ typedef struct {
     world_t       *w;
     pami_endpoint_t to;
     uint8_t       *buf[SEQ_MAX];
-    calls_t        calls[SEQ_MAX];
+    cb_count_t     calls[SEQ_MAX];
     got_t          got;
 } gather_t;
 
@@ -190,8 +190,8 @@ static void send_one(gather_t *t, uint32_t k, size_t bytes, bool immediate,
         assert_int_equal(pami_send_immediate(t->w->ctx[0], &s), PAMI_SUCCESS);
         return;
     }
-    pami_send_t p = {.send = s, .local_fn = on_local,
-                     .remote_fn = remote ? on_remote : NULL,
+    pami_send_t p = {.send = s, .local_fn = cb_count_local,
+                     .remote_fn = remote ? cb_count_remote : NULL,
                      .cookie = &t->calls[k]};
     assert_int_equal(pami_send(t->w->ctx[0], &p), PAMI_SUCCESS);
 }
@@ -243,7 +243,7 @@ static void test_gather(void **state)
     assert_int_equal(listed(&t), 4);
 
     uint64_t deadline = now_ms() + 5000;
-    while ((t.got.n < 14 || t.calls[3].remote_calls == 0 ||
+    while ((t.got.n < 14 || t.calls[3].remote == 0 ||
             large_landing == NULL) && now_ms() < deadline)
         advance_all(t.w);
     for (int i = 0; i < 100; i++)
@@ -257,12 +257,12 @@ static void test_gather(void **state)
             fail_msg("rendezvous payload wrong at %zu", i);
     for (uint32_t k = 0; k < 14; k++) {
         bool imm = k == 0 || k == 2 || k == 6 || k == 9;
-        assert_int_equal(t.calls[k].local_calls, imm ? 0 : 1);
+        assert_int_equal(t.calls[k].local, imm ? 0 : 1);
         if (!imm)
-            assert_int_equal(t.calls[k].local_result, PAMI_SUCCESS);
+            assert_int_equal(t.calls[k].local_rc, PAMI_SUCCESS);
     }
-    assert_int_equal(t.calls[3].remote_calls, 1);
-    assert_int_equal(t.calls[3].remote_result, PAMI_SUCCESS);
+    assert_int_equal(t.calls[3].remote, 1);
+    assert_int_equal(t.calls[3].remote_rc, PAMI_SUCCESS);
 
     /* Forged: a record with a core id among good ones drops the whole
      * message, no handler runs; a good one runs its records in order. */

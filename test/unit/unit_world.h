@@ -74,31 +74,7 @@ static inline void advance_all(world_t *w)
     }
 }
 
-/* How often, and with what, a send's callbacks ran. */
-typedef struct {
-    int           local_calls;
-    int           remote_calls;
-    pami_result_t local_result;
-    pami_result_t remote_result;
-} calls_t;
-
-static inline void on_local(pami_context_t ctx, void *cookie,
-                            pami_result_t result)
-{
-    (void)ctx;
-    calls_t *c = cookie;
-    c->local_calls++;
-    c->local_result = result;
-}
-
-static inline void on_remote(pami_context_t ctx, void *cookie,
-                             pami_result_t result)
-{
-    (void)ctx;
-    calls_t *c = cookie;
-    c->remote_calls++;
-    c->remote_result = result;
-}
+#include "../cb_count.h"
 
 /* Runs this program again as "--child <name>" in a fresh process, so a
  * crash or a UCX abort there fails one test instead of ending the group.

@@ -377,7 +377,7 @@ static void test_reserved_ids_refused(void **state)
                 a.dispatch_max);
 
     seen_t before = seen(w);
-    calls_t calls = {0};
+    cb_count_t calls = {0};
     uint8_t hdr[8] = {1, 2, 3, 4, 5, 6, 7, 8};
     size_t  n = 0;
     for (size_t id = a.dispatch_max; id < 2 * a.dispatch_max + 64; id++) {
@@ -386,8 +386,8 @@ static void test_reserved_ids_refused(void **state)
         pami_result_t rc = pami_send_immediate(w->ctx[0], &p);
         if (rc != PAMI_INVAL)
             fail_msg("send_immediate to id %zu: %s", id, pami_error_text(rc));
-        pami_send_t s = {.send = p, .local_fn = on_local,
-                         .remote_fn = on_remote, .cookie = &calls};
+        pami_send_t s = {.send = p, .local_fn = cb_count_local,
+                         .remote_fn = cb_count_remote, .cookie = &calls};
         rc = pami_send(w->ctx[0], &s);
         if (rc != PAMI_INVAL)
             fail_msg("send to id %zu: %s", id, pami_error_text(rc));
@@ -407,8 +407,8 @@ static void test_reserved_ids_refused(void **state)
     assert_int_equal(after.ctx.dropped_unknown, before.ctx.dropped_unknown);
     assert_int_equal(after.ctx.dropped_malformed,
                      before.ctx.dropped_malformed);
-    assert_int_equal(calls.local_calls, 0);
-    assert_int_equal(calls.remote_calls, 0);
+    assert_int_equal(calls.local, 0);
+    assert_int_equal(calls.remote, 0);
     world_down(w);
 }
 
@@ -456,23 +456,23 @@ static void test_protocol_send(void **state)
                                 .data = data, .data_len = 3};
     assert_int_equal(pami_protocol_send_immediate(&b0->env, &p), PAMI_SUCCESS);
     /* pami_protocol_send, with both callbacks, on a's last index. */
-    calls_t calls = {0};
+    cb_count_t calls = {0};
     s = (pami_send_t){.send = {.dest = endpoint(w, 1), .dispatch = 3,
                                .data = data, .data_len = sizeof(data)},
-                      .local_fn = on_local, .remote_fn = on_remote,
+                      .local_fn = cb_count_local, .remote_fn = cb_count_remote,
                       .cookie = &calls};
     assert_int_equal(pami_protocol_send(&a0->env, &s), PAMI_SUCCESS);
     uint64_t deadline = now_ms() + 5000;
-    while ((b1->received < 1 || a1->received < 1 || calls.remote_calls < 1) &&
+    while ((b1->received < 1 || a1->received < 1 || calls.remote < 1) &&
            now_ms() < deadline)
         advance_all(w);
     assert_int_equal(b1->received, 1);
     assert_int_equal(b1->last_len, 3);
     assert_int_equal(a1->received, 1);
     assert_int_equal(a1->last_len, sizeof(data));
-    assert_int_equal(calls.local_calls, 1);
-    assert_int_equal(calls.remote_calls, 1);
-    assert_int_equal(calls.remote_result, PAMI_SUCCESS);
+    assert_int_equal(calls.local, 1);
+    assert_int_equal(calls.remote, 1);
+    assert_int_equal(calls.remote_rc, PAMI_SUCCESS);
     world_down(w);
 }
 
