@@ -229,6 +229,8 @@ static void consumer_fixed(pami_context_t ctx, pami_endpoint_t peer,
                            bool dies)
 {
     /* Not progressing: what the producer sends stays in the queue. */
+    pami_context_stats_t before, after;
+    pami_context_stats(ctx, &before);
     step_wait('s');
     if (dies) {
         step_send('k');
@@ -246,6 +248,12 @@ static void consumer_fixed(pami_context_t ctx, pami_endpoint_t peer,
     /* 0 was the first contact, 1 stood before the references. */
     CHECK(next_seq == 2, "handlers ran up to message %u; 1 was the last "
           "one before the references", next_seq - 1);
+    /* One reference could not be read; the queue was read no more. */
+    pami_context_stats(ctx, &after);
+    CHECK(after.dropped_malformed - before.dropped_malformed == 1,
+          "%llu messages dropped, not the one unreadable reference",
+          (unsigned long long)(after.dropped_malformed -
+                               before.dropped_malformed));
     printf("ref_death: the producer died; the consumer delivered what "
            "stood before its references and found it dead in %.3f s\n",
            took);
