@@ -22,6 +22,7 @@
 #define SHMB_REGION_CLOSED    3 /* the leader left: do not attach */
 #define SHMB_REGION_READY     4 /* every local task attached: set-up done */
 #define SHMB_REGION_FAILED    5 /* the leader gave up: set-up failed */
+#define SHMB_REGION_DEAD      6 /* failed because a local task died */
 
 /* The region: created by the leader, watched by the followers. */
 typedef struct {

@@ -129,7 +129,7 @@ static pami_result_t region_check(shmb_state_t *st, const shmb_region_t *r,
     if (r->offset != st->offset)
         return bad_region(st, "context offset", r->offset, st->offset);
     uint32_t s = atomic_load(&r->state);
-    if (s < SHMB_REGION_CREATED || s > SHMB_REGION_FAILED)
+    if (s < SHMB_REGION_CREATED || s > SHMB_REGION_DEAD)
         return bad_region(st, "state", s, SHMB_REGION_PUBLISHED);
     uint32_t a = atomic_load(&r->attached);
     if (a < 1 || a > st->nlocal)

@@ -72,8 +72,11 @@ static pami_result_t leader(shmb_state_t *st, uint64_t deadline)
         if ((rc = give_up(st, deadline, "the local tasks to attach")) !=
             PAMI_SUCCESS) {
             /* Followers already attached, or attaching now, must not
-             * believe in a set-up the leader gave up on. */
-            atomic_store(&r->state, SHMB_REGION_FAILED);
+             * believe in a set-up the leader gave up on, and learn why:
+             * one may see this before its own news of the death. */
+            atomic_store(&r->state, rc == PAMI_PEER_FAILED
+                                        ? SHMB_REGION_DEAD
+                                        : SHMB_REGION_FAILED);
             shmb_futex_wake(&r->state);
             return rc;
         }
@@ -85,8 +88,14 @@ static pami_result_t leader(shmb_state_t *st, uint64_t deadline)
     return PAMI_SUCCESS;
 }
 
-static pami_result_t leader_failed(shmb_state_t *st)
+static pami_result_t leader_failed(shmb_state_t *st, uint32_t state)
 {
+    if (state == SHMB_REGION_DEAD) {
+        pami_protocol_log(PAMI_PROTOCOL_LOG_WARN, SHMB_SUBSYS,
+                          "task %" PRIu32 ": %s: a task of the node died "
+                          "during the set-up", st->me, st->region_name);
+        return PAMI_PEER_FAILED;
+    }
     pami_protocol_log(PAMI_PROTOCOL_LOG_ERROR, SHMB_SUBSYS,
                       "task %" PRIu32 ": %s: the leader gave up on the "
                       "set-up", st->me, st->region_name);
@@ -119,8 +128,8 @@ static pami_result_t follower_region(shmb_state_t *st, uint64_t deadline)
             shmb_nap(st, 1);
             return PAMI_EAGAIN;
         }
-        if (s == SHMB_REGION_FAILED)
-            return leader_failed(st);
+        if (s == SHMB_REGION_FAILED || s == SHMB_REGION_DEAD)
+            return leader_failed(st, s);
         if (s != SHMB_REGION_CREATED)
             break;
         if ((rc = give_up(st, deadline, "the register's id")) !=
@@ -181,8 +190,9 @@ static pami_result_t follower(shmb_state_t *st, uint64_t deadline)
         uint32_t s = atomic_load(&r->state);
         if (s == SHMB_REGION_READY)
             return PAMI_SUCCESS;
-        if (s == SHMB_REGION_FAILED || s == SHMB_REGION_CLOSED)
-            return leader_failed(st); /* closed: its fini came first */
+        if (s == SHMB_REGION_FAILED || s == SHMB_REGION_DEAD ||
+            s == SHMB_REGION_CLOSED)
+            return leader_failed(st, s); /* closed: its fini came first */
         if (s != SHMB_REGION_PUBLISHED) {
             shmb_count(st, SHMB_STAT_bad_region);
             pami_protocol_log(PAMI_PROTOCOL_LOG_WARN, SHMB_SUBSYS,
