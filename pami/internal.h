@@ -852,6 +852,9 @@ typedef struct {
     uint64_t compare;     /* ATOMIC CSWAP; HELP: the token; PUT: its
                              claim number, 0 for none (rma_claim.c) */
 } pami_rma_msg_t;
+/* A claimed PUT's op: the owner sends no answer; the origin learns from
+ * the claim word that it was applied (a put without callbacks). */
+#define PAMI_RMA_PUT_QUIET 1
 _Static_assert(sizeof(pami_rma_msg_t) == 64, "one-sided message layout");
 /* Pure: checks len bytes (and the data_len that came with them). */
 pami_wire_check_t pami_rma_msg_decode(const void *buf, size_t len,
@@ -900,6 +903,11 @@ pami_result_t pami_rma_owner_begin(struct pami_context *ctx, uint32_t index,
                                    pami_event_fn local_fn,
                                    pami_event_fn remote_fn, void *cookie,
                                    int32_t region, pami_request_t **out);
+/* Sends a quiet claimed PUT m (no request: nothing waits for an
+ * answer) gathered or at once; false when the transport did not take it
+ * (nothing sent). */
+bool pami_rma_owner_quiet(struct pami_context *ctx, uint32_t index,
+                          const pami_rma_msg_t *m, const void *src);
 /* Answers the origin's request named by cookie (rma_owner.c). */
 void pami_rma_owner_reply(struct pami_context *ctx, uint32_t peer,
                           uint64_t cookie, pami_result_t result);

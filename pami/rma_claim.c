@@ -38,7 +38,7 @@
 #define CLAIM_BUSY    ((uint64_t)1 << 63)
 
 typedef struct {
-    uint64_t    cookie; /* the waiting request */
+    uint64_t    cookie; /* the waiting request; 0: a quiet put (none) */
     uint64_t    seq;    /* 0: done */
     uint64_t    raddr;
     uint64_t    t0;
@@ -148,15 +148,41 @@ static bool page_sent(struct pami_context *ctx, struct pami_rma_claims *k,
     return true;
 }
 
-/* Drops finished operations from the front of the ring. */
-static void reap(struct pami_context *ctx, struct pami_rma_claims *k)
+/* A quiet put (no request) is applied once the owner stored its number
+ * or a later one in the word; BUSY with its own number: being copied. */
+static bool word_passed(const struct pami_rma_claims *k, const claim_op_t *o)
+{
+    uint64_t w = __atomic_load_n(&k->page[o->peer], __ATOMIC_ACQUIRE);
+    return (w & CLAIM_BUSY) ? (w & ~CLAIM_BUSY) > o->seq : w >= o->seq;
+}
+
+/* Whether o still waits: for its owner's answer, or (quiet) for its
+ * word, which is read only when look says so; a quiet one whose word
+ * stayed busy waits until its owner is found dead (nobody else is told
+ * of it). */
+static bool waiting(struct pami_context *ctx, const struct pami_rma_claims *k,
+                    const claim_op_t *o, bool look)
+{
+    if (o->seq == 0)
+        return false;
+    if (o->cookie == 0)
+        return !look || (!word_passed(k, o) &&
+                         !(o->stuck && ctx->peers[o->peer].failed));
+    pami_request_t *req = pami_request_by_cookie(ctx, o->cookie);
+    return req != NULL && req->rma_owner && req->remote_pending;
+}
+
+/* Drops finished operations from the front of the ring; look: read the
+ * words of quiet puts. Nobody waits for a quiet put, so a poll reads
+ * them only when the ring is half full (or its oldest entry is old, in
+ * settle): the owner's stores to the word then do not meet a copy of
+ * its line in this core's cache after each poll. */
+static void reap(struct pami_context *ctx, struct pami_rma_claims *k,
+                 bool look)
 {
     while (k->head != k->tail) {
-        claim_op_t     *o   = &k->ring[k->head % CLAIM_RING];
-        pami_request_t *req = o->seq == 0
-                                  ? NULL
-                                  : pami_request_by_cookie(ctx, o->cookie);
-        if (req != NULL && req->rma_owner && req->remote_pending)
+        claim_op_t *o = &k->ring[k->head % CLAIM_RING];
+        if (waiting(ctx, k, o, look))
             break;
         if (o->seq != 0)
             k->span[o->peer] = 0; /* the owner answered it */
@@ -168,11 +194,11 @@ static void reap(struct pami_context *ctx, struct pami_rma_claims *k)
 /* The request just begun with number k->seq[index] + 1 waits in the
  * ring (bytes 0: a FENCE). */
 static void record(struct pami_context *ctx, struct pami_rma_claims *k,
-                   pami_request_t *req, uint32_t index, uint64_t raddr,
+                   uint64_t cookie, uint32_t index, uint64_t raddr,
                    const void *local, size_t bytes)
 {
     claim_op_t *o = &k->ring[k->tail % CLAIM_RING];
-    *o = (claim_op_t){.cookie = pami_request_cookie(req),
+    *o = (claim_op_t){.cookie = cookie,
                       .seq    = ++k->seq[index],
                       .raddr  = raddr,
                       .t0     = pami_time_ns(),
@@ -205,7 +231,7 @@ pami_result_t pami_rma_claim_put(struct pami_context *ctx, uint32_t index,
         k->cool[index] = 0;
     }
     if (k->tail - k->head == CLAIM_RING) {
-        reap(ctx, k);
+        reap(ctx, k, true);
         if (k->tail - k->head == CLAIM_RING)
             return PAMI_EAGAIN;
     }
@@ -220,6 +246,18 @@ pami_result_t pami_rma_claim_put(struct pami_context *ctx, uint32_t index,
                         .offset     = roff,
                         .bytes      = bytes,
                         .compare    = k->seq[index] + 1};
+    /* A put without callbacks streams: no request, no answer; the owner's
+     * store of its number in the word says it was applied, and a fence
+     * after it is answered after it. */
+    if (local_fn == NULL && remote_fn == NULL && region < 0) {
+        m.op = PAMI_RMA_PUT_QUIET;
+        if (pami_rma_owner_quiet(ctx, index, &m, local)) {
+            record(ctx, k, 0, index, vp->base + roff, local, bytes);
+            ctx->stats.claim_puts++;
+            return PAMI_SUCCESS;
+        }
+        m.op = 0; /* not taken: with a request, as any */
+    }
     /* Fences settle these themselves (pami_rma_claims_settle): a FENCE
      * message would wait for an owner that may never progress. */
     bool            used = ctx->peers[index].owner_used;
@@ -230,7 +268,8 @@ pami_result_t pami_rma_claim_put(struct pami_context *ctx, uint32_t index,
     ctx->peers[index].owner_used = used;
     if (rc != PAMI_SUCCESS)
         return rc;
-    record(ctx, k, req, index, vp->base + roff, local, bytes);
+    record(ctx, k, pami_request_cookie(req), index, vp->base + roff, local,
+           bytes);
     ctx->stats.claim_puts++;
     return PAMI_SUCCESS;
 }
@@ -255,7 +294,7 @@ pami_result_t pami_rma_claim_fence(struct pami_context *ctx, uint32_t index,
                                    pami_event_fn fn, void *cookie)
 {
     struct pami_rma_claims *k = ctx->claims;
-    reap(ctx, k);
+    reap(ctx, k, true);
     pami_request_t *req = NULL;
     pami_rma_msg_t  m   = {.type    = PAMI_RMA_MSG_FENCE,
                            .compare = k->seq[index] + 1};
@@ -269,7 +308,7 @@ pami_result_t pami_rma_claim_fence(struct pami_context *ctx, uint32_t index,
         settle(ctx, k, index);
         return PAMI_EAGAIN;
     }
-    record(ctx, k, req, index, 0, NULL, 0);
+    record(ctx, k, pami_request_cookie(req), index, 0, NULL, 0);
     return PAMI_SUCCESS;
 }
 
@@ -293,7 +332,8 @@ static bool not_busy(uint64_t *w, uint32_t task, uint64_t *cur)
     return true;
 }
 
-/* Takes o back unless the owner has it; true when it was taken back. */
+/* Takes o back unless the owner has it (a quiet one is then done); true
+ * when it was taken back. req: o's request, NULL for a quiet put. */
 static bool take_back(struct pami_context *ctx, struct pami_rma_claims *k,
                       claim_op_t *o, pami_request_t *req)
 {
@@ -316,8 +356,13 @@ static bool take_back(struct pami_context *ctx, struct pami_rma_claims *k,
             k->cool[o->peer] = UINT64_MAX;
             return false;
         }
-        if (cur >= o->seq)
-            return false; /* the owner has it: its answer ends it */
+        if (cur >= o->seq) {
+            /* The owner has it: its answer ends it; a quiet one is
+             * applied (not busy any more). */
+            if (req == NULL)
+                o->seq = 0;
+            return false;
+        }
         if (!__atomic_compare_exchange_n(w, &cur, o->seq | CLAIM_BUSY, false,
                                          __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
             continue;
@@ -333,7 +378,7 @@ static bool take_back(struct pami_context *ctx, struct pami_rma_claims *k,
             ctx->stats.claim_taken_back++;
         /* A dead owner may have ended it meanwhile (pami_task_failed).
          * Both callbacks get the outcome, as from an owner's answer. */
-        if (req->remote_pending) {
+        if (req != NULL && req->remote_pending) {
             if (rc != PAMI_SUCCESS && req->result == PAMI_SUCCESS)
                 req->result = rc;
             pami_request_acked(req, rc);
@@ -352,9 +397,15 @@ static void settle(struct pami_context *ctx, struct pami_rma_claims *k,
         if (o->seq == 0 || o->stuck ||
             (index != UINT32_MAX && o->peer != index))
             continue;
-        pami_request_t *req = pami_request_by_cookie(ctx, o->cookie);
-        if (req == NULL || !req->rma_owner || !req->remote_pending) {
-            o->seq = 0;
+        pami_request_t *req = NULL;
+        if (o->cookie != 0) {
+            req = pami_request_by_cookie(ctx, o->cookie);
+            if (req == NULL || !req->rma_owner || !req->remote_pending) {
+                o->seq = 0;
+                continue;
+            }
+        } else if (word_passed(k, o)) {
+            o->seq = 0; /* a quiet put the owner applied */
             continue;
         }
         if (take_back(ctx, k, o, req)) {
@@ -369,7 +420,7 @@ static void settle(struct pami_context *ctx, struct pami_rma_claims *k,
         }
     }
     if (took)
-        reap(ctx, k);
+        reap(ctx, k, false);
 }
 
 void pami_rma_claims_settle(struct pami_context *ctx, uint32_t index)
@@ -381,13 +432,15 @@ void pami_rma_claims_settle(struct pami_context *ctx, uint32_t index)
 void pami_rma_claims_poll(struct pami_context *ctx)
 {
     struct pami_rma_claims *k = ctx->claims;
-    reap(ctx, k);
+    reap(ctx, k, k->tail - k->head >= CLAIM_RING / 2);
     if (k->head == k->tail)
         return;
     /* An owner in its progress answers within microseconds. */
     const claim_op_t *o = &k->ring[k->head % CLAIM_RING];
-    if (!o->stuck && pami_time_ns() - o->t0 >= CLAIM_WAIT_NS)
+    if (!o->stuck && pami_time_ns() - o->t0 >= CLAIM_WAIT_NS) {
         settle(ctx, k, o->peer);
+        reap(ctx, k, false); /* what settle found applied */
+    }
 }
 
 void pami_rma_claims_recv(struct pami_context *ctx, uint32_t peer,

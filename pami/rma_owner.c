@@ -28,6 +28,10 @@ pami_wire_check_t pami_rma_msg_decode(const void *buf, size_t len,
         return PAMI_WIRE_BAD_FIELD;
     switch (out->type) {
     case PAMI_RMA_MSG_PUT:
+        /* Only a claimed put can go unanswered: its word answers. */
+        if (out->op > PAMI_RMA_PUT_QUIET ||
+            (out->op == PAMI_RMA_PUT_QUIET && out->compare == 0))
+            return PAMI_WIRE_BAD_FIELD;
         return data_len == out->bytes ? PAMI_WIRE_OK : PAMI_WIRE_BAD_LENGTH;
     case PAMI_RMA_MSG_GET:
         return data_len == 0 ? PAMI_WIRE_OK : PAMI_WIRE_BAD_LENGTH;
@@ -169,6 +173,22 @@ pami_result_t pami_rma_owner_begin(struct pami_context *ctx, uint32_t index,
     pami_request_core_header(req, PAMI_DISPATCH_RMA, &msg, sizeof(msg));
     pami_submit(ctx, req);
     return PAMI_SUCCESS;
+}
+
+bool pami_rma_owner_quiet(struct pami_context *ctx, uint32_t index,
+                          const pami_rma_msg_t *m, const void *src)
+{
+    pami_rma_msg_t msg = *m;
+    msg.version = PAMI_RMA_MSG_VERSION;
+    if (requests_add(ctx, index, &msg, src, msg.bytes))
+        return true;
+    if (ctx->requests.n != 0)
+        pami_rma_requests_flush(ctx);
+    if (pami_send_core_now(ctx, index, PAMI_DISPATCH_RMA, &msg, sizeof(msg),
+                           src, msg.bytes) != PAMI_SUCCESS)
+        return false;
+    pami_live_sent(ctx, index);
+    return true;
 }
 
 /* What the transport did not take at once leaves through a request whose
@@ -473,10 +493,11 @@ static void serve(struct pami_context *ctx, uint32_t peer, uint32_t task,
                   m->generation);
         if (claimed)
             pami_rma_claim_applied(ctx, peer, m->compare);
-        /* A part is answered only by whoever claims it. */
+        /* A part is answered only by whoever claims it; a quiet put
+         * has nobody waiting for an answer (the warning stays). */
         if (m->type == PAMI_RMA_MSG_HELP)
             pami_rma_help_serve(ctx, peer, task, m, NULL);
-        else
+        else if (m->type != PAMI_RMA_MSG_PUT || m->op != PAMI_RMA_PUT_QUIET)
             reply(ctx, peer, m->cookie, PAMI_INVAL, 0, NULL, 0, -1);
         return;
     }
@@ -490,6 +511,8 @@ static void serve(struct pami_context *ctx, uint32_t peer, uint32_t task,
             memcpy(addr, data, m->bytes);
         if (claimed)
             pami_rma_claim_applied(ctx, peer, m->compare);
+        if (m->op == PAMI_RMA_PUT_QUIET)
+            break; /* the word just stored is its answer */
         if (ctx->in_tp_progress)
             put_done(ctx, peer, m->cookie);
         else

@@ -29,7 +29,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size)
             abort();
         switch (m.type) {
         case PAMI_RMA_MSG_PUT:
-            if (dlen != m.bytes)
+            /* Unanswered (quiet) only when claimed: its word answers. */
+            if (dlen != m.bytes || m.op > PAMI_RMA_PUT_QUIET ||
+                (m.op == PAMI_RMA_PUT_QUIET && m.compare == 0))
                 abort();
             break;
         case PAMI_RMA_MSG_GET:

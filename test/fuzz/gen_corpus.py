@@ -232,6 +232,13 @@ def rma_seeds():
         b"m" * 256
     # a claimed PUT and FENCE carry their claim number in compare
     yield "put-claimed", u8(1) + rma_msg(compare=7) + b"p" * 8
+    # a quiet PUT (op 1): claimed, never answered; unclaimed or another
+    # op is refused
+    yield "put-quiet", u8(1) + rma_msg(op=1, cookie=0, compare=8) + b"q" * 8
+    yield "put-quiet-unclaimed", u8(1) + rma_msg(op=1, cookie=0) + b"q" * 8
+    yield "put-bad-op", u8(1) + rma_msg(op=2, compare=9) + b"q" * 8
+    quiet = rma_msg(1, op=1, cookie=0, nbytes=4, compare=10) + b"d" * 4
+    yield "requests-quiet", u8(1) + rma_msg(9, nbytes=len(quiet)) + quiet
     yield "fence-claimed", u8(0) + rma_msg(5, nbytes=0, compare=(1 << 63) | 3)
     # REPLIES: REPLY messages, each with its data, back to back.
     two = (rma_msg(4, nbytes=8) + b"a" * 8 +

@@ -15,7 +15,12 @@
  *    bytes, then a fence: the range must hold the last one;
  *  - 8 puts in flight to one range, then a put of 32 KiB over it by CMA
  *    (it must land after them), then a get, compared;
- *  - 8 puts in flight, then a fence, and a get of the slice, compared.
+ *  - 8 puts in flight, then a fence, and a get of the slice, compared;
+ *  - quiet puts (no callbacks: no request, no answer, the claim word
+ *    says when each was applied): 32 of 1 KiB side by side and 8 of
+ *    256 B to one range (the last must hold it), then a fence, a get,
+ *    compared; 16 more, then a put of 32 KiB over them by CMA (it must
+ *    land after them), a fence, a get, compared.
  * Every callback runs once, never inside its call, with PAMI_SUCCESS.
  *
  *  poll  task 0 waits in pami's progress meanwhile: puts went as messages.
@@ -74,6 +79,27 @@ static void burst(const pami_memregion_t *mr, size_t base, uint8_t *shadow,
     memcpy(shadow + off, src + (n - 1) * len, len);
 }
 
+/* n puts without callbacks, put k of len bytes at off + k * step with
+ * salt base_salt + k (step 0: all to one range, the last one wins);
+ * their sources stay untouched until a fence completed. */
+static void quiet(const pami_memregion_t *mr, size_t base, uint8_t *shadow,
+                  uint8_t *src, size_t n, size_t off, size_t len,
+                  size_t step, uint32_t salt)
+{
+    for (size_t k = 0; k < n; k++) {
+        size_t at = off + k * step;
+        rma_fill(src + k * len, base + at, len,
+                 rma_seed(job.me, salt + (uint32_t)k));
+        pami_rma_t p = {.dest = mp_ep(&job, 0, 0), .local = src + k * len,
+                        .bytes = len, .remote_mr = mr,
+                        .remote_offset = base + at};
+        pami_result_t rc = pami_put(job.ctx[0], &p);
+        MP_EXPECT(rc == PAMI_SUCCESS, "quiet put %zu: %s", k,
+                  pami_error_text(rc));
+        memcpy(shadow + at, src + k * len, len);
+    }
+}
+
 static void burst_wait(cb_count_t *ops, size_t n)
 {
     for (size_t k = 0; k < n; k++)
@@ -122,6 +148,19 @@ static uint8_t *origin(const pami_memregion_t *mr, bool busy)
     rma_fence(&job, 0, "fence after 8 puts");
     burst_wait(ops, 8);
     check_slice(mr, base, shadow, "8 puts of 4 KiB, fenced");
+
+    quiet(mr, base, shadow, src, 32, 0, 1024, 1024, 500);
+    quiet(mr, base, shadow, src + 32768, 8, 50000, 256, 0, 600);
+    rma_fence(&job, 0, "fence after 40 quiet puts");
+    check_slice(mr, base, shadow, "quiet puts, fenced");
+
+    quiet(mr, base, shadow, src, 16, 2000, 512, 700, 700);
+    rma_fill(big, base + 4000, 32768, rma_seed(job.me, 800));
+    RMA_PUT_OK(&job, 0, big, 32768, mr, base + 4000,
+               "32 KiB over quiet puts");
+    memcpy(shadow + 4000, big, 32768);
+    rma_fence(&job, 0, "fence after quiet puts and a CMA put");
+    check_slice(mr, base, shadow, "a CMA put after 16 quiet puts");
 
     /* The counters of pami_context_stats (docs/api.md). */
     pami_context_stats_t st;

@@ -15,6 +15,12 @@
  *                            task 0, the origin, keeps putting 8 bytes
  *                            until a put ends with PAMI_PEER_FAILED, each
  *                            put's callbacks once, with PAMI_SUCCESS or,
+ *                            from the death on, PAMI_PEER_FAILED;
+ *   ... origin-quiet, owner-quiet   the same with puts without callbacks
+ *                            (quiet: no request, no answer; the claim
+ *                            word alone says they were applied), each
+ *                            of the surviving origin's followed by a
+ *                            fence, which ends with PAMI_SUCCESS or,
  *                            from the death on, PAMI_PEER_FAILED.
  *
  * Two processes on the oob bootstrap (no launcher kills the survivor);
@@ -41,7 +47,8 @@
 #define BUSY   ((uint64_t)1 << 63)
 #define FILLED 0xa5
 
-static int step_fd;
+static int  step_fd;
+static bool quiet; /* the tested puts have no callbacks */
 
 #include "../cb_count.h"
 
@@ -65,6 +72,10 @@ static pami_result_t xfer(pami_context_t ctx, pami_endpoint_t peer,
                     .remote_mr = mr, .remote_offset = off,
                     .local_fn = cb_count_local,
                     .remote_fn = put ? cb_count_remote : NULL, .cookie = o};
+    if (put && quiet && o == NULL) {
+        r.local_fn  = NULL; /* a quiet put */
+        r.remote_fn = NULL;
+    }
     return put ? pami_put(ctx, &r) : pami_get(ctx, &r);
 }
 
@@ -163,7 +174,8 @@ static void origin_dies(pami_context_t ctx, pami_endpoint_t peer,
     pami_context_stats(ctx, &s0);
     for (int i = 0; i < PUTS; i++)
         CHECK(xfer(ctx, peer, mr, buf + 64 * (i + 1), 8, 64 * (size_t)(i + 1),
-                   true, &ops[i]) == PAMI_SUCCESS, "put %d", i);
+                   true, quiet ? NULL : &ops[i]) == PAMI_SUCCESS, "put %d",
+              i);
     pami_context_stats(ctx, &s1);
     CHECK(s1.claim_puts - s0.claim_puts == PUTS,
           "%llu of %d puts went as claimed messages",
@@ -220,6 +232,28 @@ static void owner_dies(pami_context_t ctx)
     raise(SIGKILL);
 }
 
+/* A quiet put, then a fence waited for (30 s at most): the fence's
+ * result in o (remote_rc). */
+static pami_result_t quiet_put(pami_context_t ctx, pami_endpoint_t peer,
+                               const pami_memregion_t *mr, void *buf,
+                               cb_count_t *o)
+{
+    pami_result_t rc = xfer(ctx, peer, mr, buf, 8, 64, true, NULL);
+    if (rc == PAMI_SUCCESS)
+        rc = pami_fence_endpoint(ctx, peer, cb_count_remote, o);
+    if (rc != PAMI_SUCCESS)
+        return rc;
+    double end = now() + 30;
+    while (o->remote == 0 && now() < end)
+        pami_context_wait(ctx, 100);
+    for (int k = 0; k < 8; k++)
+        pami_context_advance(ctx, 8);
+    CHECK(o->remote == 1, "the fence ran %d times", o->remote);
+    o->local    = 1;
+    o->local_rc = o->remote_rc;
+    return PAMI_SUCCESS;
+}
+
 /* Task 0, the origin: puts until one ends with PAMI_PEER_FAILED. */
 static void origin_survives(pami_context_t ctx, pami_endpoint_t peer,
                             const pami_memregion_t *mr)
@@ -234,11 +268,13 @@ static void origin_survives(pami_context_t ctx, pami_endpoint_t peer,
     for (bool failed = false; !failed; i++) {
         CHECK(now() < end, "no put failed in 60 s (%u puts)", i);
         cb_count_t    o  = {0};
-        pami_result_t rc = xfer(ctx, peer, mr, buf, 8, 64, true, &o);
+        pami_result_t rc = quiet ? quiet_put(ctx, peer, mr, buf, &o)
+                                 : xfer(ctx, peer, mr, buf, 8, 64, true, &o);
         if (rc == PAMI_PEER_FAILED)
             break; /* known dead at the call */
         CHECK(rc == PAMI_SUCCESS, "put %u: %s", i, pami_error_text(rc));
-        op_wait(ctx, &o, true);
+        if (!quiet)
+            op_wait(ctx, &o, true);
         CHECK((o.local_rc == PAMI_SUCCESS || o.local_rc == PAMI_PEER_FAILED) &&
                   (o.remote_rc == PAMI_SUCCESS ||
                    o.remote_rc == PAMI_PEER_FAILED),
@@ -296,9 +332,10 @@ static void run(int rank, int fd, bool origin_is_dying)
 
 int main(int argc, char **argv)
 {
-    CHECK(argc == 2 && (strcmp(argv[1], "owner") == 0 ||
-                        strcmp(argv[1], "origin") == 0),
-          "usage: rma_claim_death owner|origin");
-    oob_pair_run_killed(run, &step_fd, strcmp(argv[1], "origin") == 0);
+    CHECK(argc == 2 && (strncmp(argv[1], "owner", 5) == 0 ||
+                        strncmp(argv[1], "origin", 6) == 0),
+          "usage: rma_claim_death owner|origin|owner-quiet|origin-quiet");
+    quiet = strstr(argv[1], "-quiet") != NULL;
+    oob_pair_run_killed(run, &step_fd, strncmp(argv[1], "origin", 6) == 0);
     return 0;
 }
