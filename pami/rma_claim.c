@@ -41,7 +41,7 @@ typedef struct {
     uint64_t    cookie; /* the waiting request; 0: a quiet put (none) */
     uint64_t    seq;    /* 0: done */
     uint64_t    raddr;
-    uint64_t    t0;
+    uint64_t    t0;     /* the first poll that found it; 0: none yet */
     const void *local;
     bool        stuck;  /* the word stayed busy: left to the owner */
     size_t      bytes;
@@ -201,7 +201,6 @@ static void record(struct pami_context *ctx, struct pami_rma_claims *k,
     *o = (claim_op_t){.cookie = cookie,
                       .seq    = ++k->seq[index],
                       .raddr  = raddr,
-                      .t0     = pami_time_ns(),
                       .local  = local,
                       .bytes  = bytes,
                       .peer   = index};
@@ -435,9 +434,16 @@ void pami_rma_claims_poll(struct pami_context *ctx)
     reap(ctx, k, k->tail - k->head >= CLAIM_RING / 2);
     if (k->head == k->tail)
         return;
+    /* One clock per poll, not per put (clock_gettime: 56 ns on the EPYC
+     * VM, a third of UCP's whole 1 KiB put): what came since the last
+     * poll takes this poll's time. */
+    uint64_t now = pami_time_ns();
+    for (uint32_t i = k->tail;
+         i != k->head && k->ring[(i - 1) % CLAIM_RING].t0 == 0; i--)
+        k->ring[(i - 1) % CLAIM_RING].t0 = now;
     /* An owner in its progress answers within microseconds. */
     const claim_op_t *o = &k->ring[k->head % CLAIM_RING];
-    if (!o->stuck && pami_time_ns() - o->t0 >= CLAIM_WAIT_NS) {
+    if (!o->stuck && now - o->t0 >= CLAIM_WAIT_NS) {
         settle(ctx, k, o->peer);
         reap(ctx, k, false); /* what settle found applied */
     }
