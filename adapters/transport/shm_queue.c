@@ -225,7 +225,15 @@ static long put_frag(shmq_prod_t *q, uint16_t hdr_len, size_t total,
     }
     uint8_t      *line = q->ring + (size_t)idx * SHMQ_LINE;
     shmq_entry_t *e    = (shmq_entry_t *)line;
-    gather(line + SHMQ_ENTRY_HDR, a, alen, b, off, frag);
+    /* A consumer that caught up polls this entry's first line. The lines
+     * after it are filled first and the first line's payload last, next
+     * to its fields and stamp: the line then leaves the consumer's cache
+     * once per entry, not once when the copy starts and again after it. */
+    size_t first = frag < SHMQ_LINE - SHMQ_ENTRY_HDR
+                       ? frag : SHMQ_LINE - SHMQ_ENTRY_HDR;
+    if (frag > first)
+        gather(line + SHMQ_LINE, a, alen, b, off + first, frag - first);
+    gather(line + SHMQ_ENTRY_HDR, a, alen, b, off, first);
     e->nlines   = (uint16_t)need;
     e->kind     = SHMQ_KIND_MSG;
     e->flags    = (uint8_t)((off == 0 ? SHMQ_FIRST : 0) |
