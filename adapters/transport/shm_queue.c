@@ -183,18 +183,23 @@ bool shmq_can_put(shmq_prod_t *q, size_t total, size_t off)
 static inline void gather(uint8_t *dst, const uint8_t *a, size_t alen,
                           const uint8_t *b, size_t off, size_t n)
 {
-    if (n <= SHMQ_LINE - SHMQ_ENTRY_HDR && off >= alen) {
-        shmq_copy_small(dst, b + (off - alen), n);
-        return;
-    }
+    /* The first line's part (put_frag) is at most 48 bytes: no call. */
+    bool small = n <= SHMQ_LINE - SHMQ_ENTRY_HDR;
     if (off < alen) {
         size_t k = alen - off < n ? alen - off : n;
-        memcpy(dst, a + off, k);
+        if (small)
+            shmq_copy_small(dst, a + off, k);
+        else
+            memcpy(dst, a + off, k);
         dst += k;
         n -= k;
         off = alen;
     }
-    if (n > 0)
+    if (n == 0)
+        return;
+    if (small)
+        shmq_copy_small(dst, b + (off - alen), n);
+    else
         memcpy(dst, b + (off - alen), n);
 }
 
