@@ -280,11 +280,13 @@ static pami_result_t peer_connect(struct pami_context *ctx, pami_peer_t *peer,
     if (c->tasks[index / c->num_contexts].local)
         flags |= TP_EP_LOCAL;
     /* Sends that follow one another here may leave together
-     * (send_gather.c) where UCX carries them: not through the queues, and
-     * not to this context itself (its messages never leave the process). */
+     * (send_gather.c), but not to this context itself (its messages never
+     * leave the process). */
     bool own = index == c->task * c->num_contexts + ctx->offset;
-    peer->gather = c->config.send_gather > 0 && !own &&
-                   !((flags & TP_EP_LOCAL) && c->config.shm_fastpath);
+    peer->gather = c->config.send_gather == 0 || own ? PAMI_GATHER_OFF
+                   : (flags & TP_EP_LOCAL) && c->config.shm_fastpath
+                       ? PAMI_GATHER_QUEUE
+                       : PAMI_GATHER_UCX;
     peer->sent_poll = ctx->polls - 1;
     int rc = ctx->tp->ep_create(ctx->worker, addr, flags,
                                 remote ? peer_failed : NULL,

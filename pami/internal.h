@@ -246,9 +246,9 @@ typedef struct {
                                         last liveness tick */
     bool                 live_heard; /* in the task's slot of context 0:
                                         a message came from it since */
-    /* Sends to it may be gathered (send_gather.c): a task reached by
-     * UCX, not by a shared-memory queue, and not this context itself. */
-    bool                 gather;
+    /* Whether sends to it may be gathered (send_gather.c): PAMI_GATHER_*;
+     * never to this context itself. */
+    uint8_t              gather;
     /* The smallest eager send the transport did not take at once (0:
      * none; UCX completes at once only what fits its short protocol):
      * sends from that size skip the attempt, which is made again after
@@ -718,6 +718,20 @@ void pami_am_deliver_user(struct pami_context *ctx, uint32_t origin_task,
                           size_t data_len);
 
 /* ---- gathered eager sends (send_gather.c) ---- */
+/* pami_peer_t.gather: how sends to the peer may be gathered. */
+enum {
+    PAMI_GATHER_OFF = 0,
+    /* Reached by UCX: only while earlier sends to it wait copied (the
+     * transport did not take them at once), the list up to
+     * PAMI_SENDS_BYTES. */
+    PAMI_GATHER_UCX = 1,
+    /* Reached by the shared-memory queues: whenever the send follows
+     * another since the last progress (the queue takes each message at
+     * once, but as one line or more each: several small ones in one
+     * entry move fewer lines to the receiver); the list holds at most
+     * immediate_max bytes, so it is copied into the queue whole. */
+    PAMI_GATHER_QUEUE = 2,
+};
 _Static_assert(PAMI_SENDS_DISPATCH_END == PAMI_DISPATCH_CORE_BASE &&
                    PAMI_SENDS_UHDR_MAX == PAMI_HEADER_MAX,
                "a SENDS record carries any user's or protocol's message");
@@ -734,8 +748,8 @@ static inline bool pami_sends_wanted(const struct pami_context *ctx,
                                      const pami_peer_t *peer, uint32_t index,
                                      size_t len)
 {
-    return peer->sent_poll == ctx->polls && peer->gather &&
-           peer->backlog != 0 &&
+    return peer->sent_poll == ctx->polls && peer->gather != PAMI_GATHER_OFF &&
+           (peer->gather == PAMI_GATHER_QUEUE || peer->backlog != 0) &&
            len <= ctx->client->config.send_gather &&
            (ctx->sends.n == 0 || ctx->sends.peer == index) &&
            ctx->bounced < PAMI_BOUNCE_MAX;
