@@ -2,9 +2,11 @@
  * Gathered eager sends (docs/protocols/am.md, "SENDS"):
  *   wire    what pami_sends_msg_decode, pami_sends_next and
  *           pami_sends_check accept and refuse;
- *   gather  two contexts of this task over UCX (PAMI_SHM_FASTPATH=0): a
+ *   gather  two contexts of this task over UCX (PAMI_SHM_FASTPATH=0),
+ *           and again over the shared-memory queues: a
  *           lone send leaves in its call, sends that follow it wait in
- *           the list, a send that is not gathered (remote_fn, rendezvous)
+ *           the list (toward the queues, up to immediate_max bytes of
+ *           records), a send that is not gathered (remote_fn, rendezvous)
  *           sends the list first, handlers run in call order with every
  *           byte; forged SENDS messages: a malformed one is dropped
  *           whole (no handler runs), a good one runs its records in order.
@@ -119,7 +121,7 @@ static void test_wire(void **state)
 
 /* ---- gather ---- */
 
-enum { ID = 9, SEQ_MAX = 16 };
+enum { ID = 9, SEQ_MAX = 20 };
 
 typedef struct {
     uint32_t seq[SEQ_MAX];
@@ -201,10 +203,9 @@ static size_t listed(gather_t *t)
     return t->w->ctx[0]->sends.n;
 }
 
-static void test_gather(void **state)
+static void run_gather(bool queue)
 {
-    (void)state;
-    setenv("PAMI_SHM_FASTPATH", "0", 1);
+    setenv("PAMI_SHM_FASTPATH", queue ? "1" : "0", 1);
     gather_t t = {.w = world_up(2)};
     assert_int_equal(pami_dispatch_set(t.w->ctx[1], ID, on_msg, &t.got, NULL),
                      PAMI_SUCCESS);
@@ -216,6 +217,9 @@ static void test_gather(void **state)
     pami_context_advance(t.w->ctx[0], 1);
     send_one(&t, 0, 100, true, false);
     assert_int_equal(listed(&t), 0);
+    /* Context 1 of this task: slot 1. */
+    assert_int_equal(t.w->ctx[0]->peers[1].gather,
+                     queue ? PAMI_GATHER_QUEUE : PAMI_GATHER_UCX);
     send_one(&t, 1, 200, false, false);
     send_one(&t, 2, 0, true, false);
     assert_int_equal(listed(&t), 2);
@@ -238,25 +242,35 @@ static void test_gather(void **state)
     /* After it, a send is alone again. */
     send_one(&t, 9, 5, true, false);
     assert_int_equal(listed(&t), 0);
+    /* Toward the queues a list holds at most immediate_max bytes: these
+     * leave alone, and 6 more of 300 B go in lists of 3 records at most. */
     for (uint32_t k = 10; k < 14; k++)
         send_one(&t, k, 1000 * k, false, false);
-    assert_int_equal(listed(&t), 4);
+    assert_int_equal(listed(&t), queue ? 0 : 4);
+    size_t imax = t.w->ctx[0]->client->config.immediate_max;
+    for (uint32_t k = 14; k < SEQ_MAX; k++) {
+        send_one(&t, k, 300, k % 2 == 0, false);
+        if (queue)
+            assert_true(t.w->ctx[0]->sends.len <= imax);
+    }
+    assert_true(listed(&t) >= 1);
 
     uint64_t deadline = now_ms() + 5000;
-    while ((t.got.n < 14 || t.calls[3].remote == 0 ||
+    while ((t.got.n < SEQ_MAX || t.calls[3].remote == 0 ||
             large_landing == NULL) && now_ms() < deadline)
         advance_all(t.w);
     for (int i = 0; i < 100; i++)
         advance_all(t.w);
-    assert_int_equal(t.got.n, 14);
+    assert_int_equal(t.got.n, SEQ_MAX);
     assert_int_equal(t.got.bad, 0);
-    for (uint32_t k = 0; k < 14; k++)
+    for (uint32_t k = 0; k < SEQ_MAX; k++)
         assert_int_equal(t.got.seq[k], k);
     for (size_t i = 0; i < big; i++)
         if (large_landing[i] != byte_of(7, i))
             fail_msg("rendezvous payload wrong at %zu", i);
-    for (uint32_t k = 0; k < 14; k++) {
-        bool imm = k == 0 || k == 2 || k == 6 || k == 9;
+    for (uint32_t k = 0; k < SEQ_MAX; k++) {
+        bool imm = k == 0 || k == 2 || k == 6 || k == 9 ||
+                   (k >= 14 && k % 2 == 0);
         assert_int_equal(t.calls[k].local, imm ? 0 : 1);
         if (!imm)
             assert_int_equal(t.calls[k].local_rc, PAMI_SUCCESS);
@@ -311,11 +325,24 @@ static void test_gather(void **state)
     unsetenv("PAMI_SHM_FASTPATH");
 }
 
+static void test_gather(void **state)
+{
+    (void)state;
+    run_gather(false);
+}
+
+static void test_gather_queue(void **state)
+{
+    (void)state;
+    run_gather(true);
+}
+
 int main(int argc, char **argv)
 {
     const char *group = argc > 1 ? argv[1] : "";
     const struct CMUnitTest wire[] = {cmocka_unit_test(test_wire)};
-    const struct CMUnitTest gather[] = {cmocka_unit_test(test_gather)};
+    const struct CMUnitTest gather[] = {cmocka_unit_test(test_gather),
+                                        cmocka_unit_test(test_gather_queue)};
     int failed = 0;
     if (group[0] == '\0' || strcmp(group, "wire") == 0)
         failed += cmocka_run_group_tests_name("sends_wire", wire, NULL, NULL);
