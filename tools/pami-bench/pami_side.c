@@ -262,6 +262,11 @@ void pami_side_ctrl(bench_t *b, uint32_t op, const plan_t *plan)
     while ((rc = pami_send_immediate(b->ctx, &s)) == PAMI_EAGAIN)
         pami_context_advance(b->ctx, 1);
     bench_check(rc, "control message");
+    /* A send that follows another since the last progress may wait in
+     * the context's list (send_gather.c): one progress call sends it, as
+     * task 0 may now wait outside pami (the floor, UCX) for the peer to
+     * act on it. */
+    pami_context_advance(b->ctx, 1);
 }
 
 /* ---- the patterns (task 0) ---- */
