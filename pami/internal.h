@@ -744,6 +744,18 @@ _Static_assert(PAMI_SENDS_DISPATCH_END == PAMI_DISPATCH_CORE_BASE &&
  * could not leave at once counts each of its messages, so what a program
  * can leave behind a peer that does not take them stays bounded, and
  * send_immediate answers PAMI_EAGAIN beyond. */
+/* The bytes of records a list to peer may hold. Toward the queues:
+ * immediate_max, so that the list is copied into the queue at once, as
+ * the RMA owner's lists are (rma_owner.c; a longer one would leave as a
+ * reference read with process_vm_readv); elsewhere (UCX) all a SENDS
+ * message carries. */
+static inline size_t pami_sends_cap(const struct pami_context *ctx,
+                                    const pami_peer_t *peer)
+{
+    size_t imax = ctx->client->config.immediate_max;
+    return peer->gather == PAMI_GATHER_QUEUE && imax < PAMI_SENDS_BYTES
+               ? imax : PAMI_SENDS_BYTES;
+}
 static inline bool pami_sends_wanted(const struct pami_context *ctx,
                                      const pami_peer_t *peer, uint32_t index,
                                      size_t len)
@@ -751,6 +763,7 @@ static inline bool pami_sends_wanted(const struct pami_context *ctx,
     return peer->sent_poll == ctx->polls && peer->gather != PAMI_GATHER_OFF &&
            (peer->gather == PAMI_GATHER_QUEUE || peer->backlog != 0) &&
            len <= ctx->client->config.send_gather &&
+           pami_sends_rec_size(0, len) <= pami_sends_cap(ctx, peer) &&
            (ctx->sends.n == 0 || ctx->sends.peer == index) &&
            ctx->bounced < PAMI_BOUNCE_MAX;
 }

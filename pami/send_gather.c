@@ -21,26 +21,13 @@
  * that carries it. */
 #define SENDS_HEAD (sizeof(pami_am_hdr_t) + sizeof(pami_sends_msg_t))
 
-/* The bytes of records a list to the peer in slot index may hold. Toward
- * the shared-memory queues: immediate_max, so that the list is copied
- * into the queue at once, as the RMA owner's lists are (rma_owner.c);
- * elsewhere (UCX) all a SENDS message carries. */
-static size_t sends_cap(const struct pami_context *ctx, uint32_t index)
-{
-    size_t imax = ctx->client->config.immediate_max;
-    if (ctx->peers[index].gather != PAMI_GATHER_QUEUE ||
-        imax > PAMI_SENDS_BYTES)
-        return PAMI_SENDS_BYTES;
-    return imax;
-}
-
 bool pami_sends_add(struct pami_context *ctx, uint32_t index,
                     uint16_t dispatch, const void *uhdr, size_t uhdr_len,
                     const void *data, size_t data_len)
 {
     pami_rma_gather_t *g    = &ctx->sends;
     size_t             size = pami_sends_rec_size(uhdr_len, data_len);
-    size_t             cap  = sends_cap(ctx, index);
+    size_t             cap  = pami_sends_cap(ctx, &ctx->peers[index]);
     if (size > cap)
         return false;
     if (g->n != 0 && (g->peer != index || g->len + size > cap))
