@@ -736,9 +736,10 @@ _Static_assert(PAMI_SENDS_DISPATCH_END == PAMI_DISPATCH_CORE_BASE &&
                    PAMI_SENDS_UHDR_MAX == PAMI_HEADER_MAX,
                "a SENDS record carries any user's or protocol's message");
 /* Whether a send of len bytes (user header and data) to peer (slot
- * index) waits in ctx->sends: gathering is on for the peer and the size,
- * the program sent to it since the last progress, so this one is not
- * alone, and the list holds nothing for another endpoint (sends that
+ * index) waits in ctx->sends: gathering is on for the peer and the size
+ * (over UCX only behind the peer's backlog), the program sent to it since
+ * the last progress, so this one is not alone, its record fits the cap,
+ * and the list holds nothing for another endpoint (sends that
  * alternate between endpoints leave one by one, as before). Not while
  * PAMI_BOUNCE_MAX messages wait copied in the transport: a list that
  * could not leave at once counts each of its messages, so what a program

@@ -2,10 +2,12 @@
  * Gathered eager sends (docs/protocols/am.md, "SENDS"). Over TCP every
  * message costs a send call, and a packet through the kernel's stack, at
  * the sender and its share of a receive at the target: a window of small
- * pami_sends cost one each. A send that follows another to the same
- * endpoint before any progress, while earlier ones to it wait copied in
- * the transport (they need progress to leave anyway), waits, copied, in
- * the context's list; the
+ * pami_sends cost one each. Through a shared-memory queue each message
+ * takes a 64-byte line or more, and each line moves to the receiver's
+ * core: several small ones in one entry move fewer. A send that follows
+ * another to the same endpoint before any progress (over UCX: only while
+ * earlier ones to it wait copied in the transport, as they need progress
+ * to leave anyway) waits, copied, in the context's list; the
  * list leaves at the start and the end of the next progress call, when it
  * is full, when a send to another endpoint is gathered, or before any
  * message this context sends that is not gathered (so a peer's messages
