@@ -759,10 +759,17 @@ static inline size_t pami_sends_cap(const struct pami_context *ctx,
 }
 static inline bool pami_sends_wanted(const struct pami_context *ctx,
                                      const pami_peer_t *peer, uint32_t index,
-                                     size_t len)
+                                     uint32_t dispatch, size_t len)
 {
+    /* The core's ids (tests forge them) are not carried in records; toward
+     * the queues only the program's own sends wait: a protocol's (a
+     * collective's) may be the last its call sends before the program
+     * waits elsewhere (another library, the bootstrap). */
+    bool queue = peer->gather == PAMI_GATHER_QUEUE;
     return peer->sent_poll == ctx->polls && peer->gather != PAMI_GATHER_OFF &&
-           (peer->gather == PAMI_GATHER_QUEUE || peer->backlog != 0) &&
+           dispatch < (queue ? PAMI_DISPATCH_USER_MAX
+                             : PAMI_DISPATCH_CORE_BASE) &&
+           (queue || peer->backlog != 0) &&
            len <= ctx->client->config.send_gather &&
            pami_sends_rec_size(0, len) <= pami_sends_cap(ctx, peer) &&
            (ctx->sends.n == 0 || ctx->sends.peer == index) &&

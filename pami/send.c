@@ -228,9 +228,8 @@ static __attribute__((noinline)) bool
 immediate_gathered(struct pami_context *ctx, pami_peer_t *peer,
                    uint32_t index, const pami_send_immediate_t *p)
 {
-    /* The core's ids (tests forge them) are not carried in records. */
-    if (p->dispatch < PAMI_DISPATCH_CORE_BASE &&
-        pami_sends_wanted(ctx, peer, index, p->header_len + p->data_len) &&
+    if (pami_sends_wanted(ctx, peer, index, (uint32_t)p->dispatch,
+                          p->header_len + p->data_len) &&
         pami_sends_add(ctx, index, (uint16_t)p->dispatch, p->header,
                        p->header_len, p->data, p->data_len)) {
         ctx->stats.sends++;
@@ -390,8 +389,8 @@ static pami_result_t send_eager_now(struct pami_context *ctx, uint32_t index,
         pami_peer_by_index(ctx, index, &peer) != PAMI_SUCCESS)
         return PAMI_EAGAIN;
     if (unlikely(peer->sent_poll == ctx->polls)) {
-        if (s->dispatch < PAMI_DISPATCH_CORE_BASE &&
-            pami_sends_wanted(ctx, peer, index, len)) {
+        if (pami_sends_wanted(ctx, peer, index, (uint32_t)s->dispatch,
+                              len)) {
             pami_result_t rc = send_gathered(ctx, index, p);
             if (rc != PAMI_EAGAIN)
                 return rc;

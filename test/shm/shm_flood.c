@@ -273,6 +273,9 @@ static void sleepers(bool on)
             pami_send_immediate_t s = {.dest = to, .dispatch = ID_SLOW,
                                        .header = &r, .header_len = sizeof(r)};
             mp_send_imm(&job, ctx, &s);
+            /* A send that follows another since the last progress waits
+             * in the context's list (send_gather.c): progress sends it. */
+            pami_context_advance(ctx, 1);
         }
         uint64_t woke = stats().shm_wakeups - w0;
         printf("shm_flood: task 0 woke task 1 %llu times in %u rounds\n",
