@@ -18,18 +18,18 @@ static inline uint32_t lines_of(size_t frag)
  * those only. */
 static inline uint32_t lap_of(const shmq_prod_t *q)
 {
-    return q->lap != 0 && q->lap < q->nlines ? q->lap : q->nlines;
+    return q->lap_lines;
 }
 
 bool shmq_prod_init(shmq_prod_t *q, shmq_ctl_t *ctl, uint8_t *ring,
                     uint32_t nlines, uint32_t max_lines, uint32_t lap)
 {
     *q = (shmq_prod_t){.ctl = ctl, .ring = ring, .nlines = nlines,
-                       .max_lines = max_lines, .lap = lap};
-    uint32_t n = lap_of(q);
-    q->shadow = calloc(n, sizeof(*q->shadow));
-    q->known  = calloc((n + 63) / 64, sizeof(*q->known));
-    if (q->shadow == NULL || q->known == NULL) {
+                       .max_lines = max_lines, .lap = lap,
+                       .lap_lines = lap != 0 && lap < nlines ? lap : nlines};
+    /* calloc: every line SHMQ_STAMP_UNKNOWN. */
+    q->shadow = calloc(q->lap_lines, sizeof(*q->shadow));
+    if (q->shadow == NULL) {
         shmq_prod_fini(q);
         return false;
     }
@@ -42,20 +42,14 @@ bool shmq_prod_grow(shmq_prod_t *q, uint32_t max_lines)
     if (old < n) {
         /* The lines past the old lap were never written: unknown. */
         uint32_t *shadow = calloc(n, sizeof(*shadow));
-        uint64_t *known  = calloc((n + 63) / 64, sizeof(*known));
-        if (shadow == NULL || known == NULL) {
-            free(shadow);
-            free(known);
+        if (shadow == NULL)
             return false;
-        }
         memcpy(shadow, q->shadow, old * sizeof(*shadow));
-        memcpy(known, q->known, (old + 63) / 64 * sizeof(*known));
         free(q->shadow);
-        free(q->known);
         q->shadow = shadow;
-        q->known  = known;
     }
     q->lap       = n;
+    q->lap_lines = n;
     q->max_lines = max_lines;
     return true;
 }
@@ -63,9 +57,7 @@ bool shmq_prod_grow(shmq_prod_t *q, uint32_t max_lines)
 void shmq_prod_fini(shmq_prod_t *q)
 {
     free(q->shadow);
-    free(q->known);
     q->shadow = NULL;
-    q->known  = NULL;
 }
 
 /* The producer's record of line i's stamp word. The record covers the
@@ -77,7 +69,6 @@ static inline void stamp_known(shmq_prod_t *q, uint32_t i, uint32_t v)
     if (__builtin_expect(i >= lap_of(q), 0))
         return;
     q->shadow[i] = v;
-    q->known[i / 64] |= 1ull << (i % 64);
 }
 
 /* Lines from..from+n-1 get payload: their stamp words are unknown. */
@@ -88,13 +79,8 @@ static inline void stamps_unknown(shmq_prod_t *q, uint32_t from, uint32_t n)
         return;
     if (n > lap - from)
         n = lap - from;
-    while (n > 0) {
-        uint32_t bit = from % 64, k = 64 - bit < n ? 64 - bit : n;
-        uint64_t m   = k == 64 ? ~0ull : ((1ull << k) - 1) << bit;
-        q->known[from / 64] &= ~m;
-        from += k;
-        n -= k;
-    }
+    for (uint32_t i = 0; i < n; i++)
+        q->shadow[from + i] = SHMQ_STAMP_UNKNOWN;
 }
 
 /* The consumer will look at the line at position pos for stamp pos + 1
@@ -108,7 +94,7 @@ static inline void guard_line(shmq_prod_t *q, uint64_t pos)
 {
     uint32_t i    = (uint32_t)(pos & (q->nlines - 1));
     uint32_t want = (uint32_t)(pos + 1);
-    if (i < lap_of(q) && (q->known[i / 64] >> (i % 64) & 1) &&
+    if (i < lap_of(q) && q->shadow[i] != SHMQ_STAMP_UNKNOWN &&
         q->shadow[i] != want)
         return;
     uint32_t v = want - q->nlines;

@@ -71,13 +71,21 @@ typedef struct {
      * lap its producer uses, and the producer may grow the lap (never
      * shrink it) without telling the consumer. */
     uint32_t    lap;
+    /* Lines of the lap as written (lap, or the whole ring when lap is 0
+     * or larger): what the hot path compares against. */
+    uint32_t    lap_lines;
     /* What the producer last stored in each line's stamp word, where it
-     * knows (a bit of known per line: not after payload was written
-     * there). Private memory: it lets a message skip clearing the line
-     * after it when that line cannot pass for an entry anyway. */
+     * knows; SHMQ_STAMP_UNKNOWN where it does not (payload was written
+     * there, or nothing yet). Private memory: it lets a message skip
+     * clearing the line after it when that line cannot pass for an entry
+     * anyway. A line known to hold that value counts as unknown too,
+     * which costs only a guard's store. */
     uint32_t   *shadow;
-    uint64_t   *known;
 } shmq_prod_t;
+
+/* The shadow's mark of a line whose stamp word is not known (0: what
+ * a fresh record holds). */
+#define SHMQ_STAMP_UNKNOWN 0u
 
 /* Sets up a producer on a queue's control line and ring (the stamps of
  * the ring are taken as unknown) that writes laps of lap lines (0: the
@@ -151,21 +159,19 @@ static inline bool shmq_put_line(shmq_prod_t *q, uint16_t hdr_len,
     size_t   total = alen + blen;
     uint64_t tail  = q->tail;
     uint32_t idx   = (uint32_t)(tail & (q->nlines - 1));
-    uint32_t lap   = q->lap != 0 && q->lap < q->nlines ? q->lap : q->nlines;
-    if (total > SHMQ_LINE - SHMQ_ENTRY_HDR || idx + 2 > lap ||
+    if (total > SHMQ_LINE - SHMQ_ENTRY_HDR || idx + 2 > q->lap_lines ||
         tail - q->head_seen > (uint64_t)q->nlines - 2)
         return false;
     uint8_t      *line = q->ring + (size_t)idx * SHMQ_LINE;
     shmq_entry_t *e    = (shmq_entry_t *)line;
     /* The line after: left alone when it is known to hold a stamp other
      * than the one the consumer will wait for there (shm-queue.md). */
-    uint32_t g = idx + 1, want = (uint32_t)(tail + 2);
-    if (!((q->known[g / 64] >> (g % 64)) & 1) || q->shadow[g] == want) {
+    uint32_t g = idx + 1, want = (uint32_t)(tail + 2), seen = q->shadow[g];
+    if (seen == SHMQ_STAMP_UNKNOWN || seen == want) {
         uint32_t v = want - q->nlines;
         atomic_store_explicit(&((shmq_entry_t *)(line + SHMQ_LINE))->stamp,
                               v, memory_order_relaxed);
         q->shadow[g] = v;
-        q->known[g / 64] |= 1ull << (g % 64);
     }
     if (alen > 0)
         shmq_copy_small(line + SHMQ_ENTRY_HDR, a, alen);
@@ -178,7 +184,6 @@ static inline bool shmq_put_line(shmq_prod_t *q, uint16_t hdr_len,
     e->frag_len = (uint16_t)total;
     e->total    = (uint32_t)total;
     q->shadow[idx] = (uint32_t)(tail + 1);
-    q->known[idx / 64] |= 1ull << (idx % 64);
     atomic_store_explicit(&e->stamp, (uint32_t)(tail + 1),
                           memory_order_release);
     q->tail = tail + 1;
