@@ -589,19 +589,12 @@ static bool put_whole(shm_ep_t *e, const void *hdr, size_t hdr_len,
     return true;
 }
 
-static int shm_am_send_imm(tp_ep_t *te, const void *hdr, size_t hdr_len,
-                           const void *data, size_t data_len)
+/* Everything but a message of one line with room known: out of
+ * shm_am_send_imm, whose frame then stays small. */
+static __attribute__((noinline)) int
+send_imm_slow(shm_ep_t *e, const void *hdr, size_t hdr_len, const void *data,
+              size_t data_len)
 {
-    shm_ep_t *e = E(te);
-    /* Most of what a queue carries: one line, room known, no pad. */
-    if (__builtin_expect(e->shm && !e->ucx_only &&
-                             e->pend_head == NULL, 1) &&
-        shmq_put_line(&e->prod, (uint16_t)hdr_len, hdr, hdr_len, data,
-                      data_len)) {
-        e->w->stats.shm_sent++;
-        wake(e);
-        return 0;
-    }
     if (!e->shm || (e->ucx_only && e->pend_head == NULL)) {
         e->w->ucx_hot = SHM_UCX_HOT;
         return tp_ucx_ops.am_send_imm(e->ucx, hdr, hdr_len, data, data_len);
@@ -627,6 +620,22 @@ static int shm_am_send_imm(tp_ep_t *te, const void *hdr, size_t hdr_len,
     e->w->stats.shm_sent++;
     wake(e);
     return 0;
+}
+
+static int shm_am_send_imm(tp_ep_t *te, const void *hdr, size_t hdr_len,
+                           const void *data, size_t data_len)
+{
+    shm_ep_t *e = E(te);
+    /* Most of what a queue carries: one line, room known, no pad. */
+    if (__builtin_expect(e->shm && !e->ucx_only &&
+                             e->pend_head == NULL, 1) &&
+        shmq_put_line(&e->prod, (uint16_t)hdr_len, hdr, hdr_len, data,
+                      data_len)) {
+        e->w->stats.shm_sent++;
+        wake(e);
+        return 0;
+    }
+    return send_imm_slow(e, hdr, hdr_len, data, data_len);
 }
 
 static uint64_t now_ns(void)
