@@ -79,8 +79,9 @@ static inline void stamps_unknown(shmq_prod_t *q, uint32_t from, uint32_t n)
         return;
     if (n > lap - from)
         n = lap - from;
-    for (uint32_t i = 0; i < n; i++)
-        q->shadow[from + i] = SHMQ_STAMP_UNKNOWN;
+    /* SHMQ_STAMP_UNKNOWN is 0: one memset, not a store per line. */
+    _Static_assert(SHMQ_STAMP_UNKNOWN == 0, "memset marks lines unknown");
+    memset(&q->shadow[from], 0, (size_t)n * sizeof(*q->shadow));
 }
 
 /* The consumer will look at the line at position pos for stamp pos + 1
