@@ -876,9 +876,9 @@ static pami_result_t flag_begin(cshm_t *s)
     return pami_context_post(s->ctx, &s->flag_work, cshm_flag_engine, s);
 }
 
-/* alltoall_shm_cma's end, queued or inline: the round counted, or a
- * mismatch's one barrier (as a flag round's, which the members of a
- * register round are in). */
+/* The end of alltoall_shm_cma and broadcast_shm_cma, queued or inline:
+ * the round counted, or a mismatch's one barrier (as a flag round's,
+ * which the members of a register round are in). */
 static pami_result_t a2a_end(cshm_t *s, int state)
 {
     if (state == CSHM_A2A_AHEAD)
@@ -931,7 +931,7 @@ static pami_result_t op_begin(cshm_t *s, coll_req_t *req)
     cshm_op_setup(s, req, &req->x, req->g, req->dtsize, req->algo_id);
     if (s->op.ring)
         return ring_begin(s);
-    if (s->op.kind == CSHM_A2A_CMA) {
+    if (cshm_nobar_kind(s->op.kind)) {
         s->step = CSHM_ST_A2A;
         return pami_context_post(s->ctx, &s->flag_work, cshm_flag_engine, s);
     }
@@ -1020,9 +1020,9 @@ pami_result_t cshm_op_next(cshm_t *s, bool *done)
         }
         break;
     case CSHM_A2A_CMA: /* no barrier (a2a_engine) */
+    case CSHM_BC_CMA:
         break;
     case CSHM_AR_CMA:
-    case CSHM_BC_CMA:
     case CSHM_RS_CMA:
     case CSHM_AG_CMA:
         if (cshm_cma_step(s, p, ghost))

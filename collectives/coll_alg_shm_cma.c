@@ -1,6 +1,6 @@
 /*
- * allreduce_shm_cma, broadcast_shm_cma, allgather_shm_cma and
- * reduce_scatter_shm_cma: shared-memory rounds of
+ * allreduce_shm_cma, allgather_shm_cma and reduce_scatter_shm_cma:
+ * shared-memory rounds of
  * coll_alg_shm.c that move no data through the slots. Each task puts its
  * process id and its buffers' addresses in its control line (where a
  * tiny call's data goes), and after the round's barrier the tasks read
@@ -16,11 +16,14 @@
  * unchanged until all reads ended. In place works: during the fold a
  * task writes only its own part, which nobody else reads then.
  *
- * broadcast: after the barrier every task but the root reads the root's
- * buffer; a second barrier, and the root may change it again.
+ * broadcast_shm_cma is set up here (its registry id) and runs without
+ * barriers in coll_alg_shm_a2a.c.
  *
  * Only reads cross processes: a task writes only its own buffers, and
- * only while its call runs (see bc_step).
+ * only while its call runs. A broadcast's root does not write into the
+ * others' buffers (process_vm_writev), though its core would then copy
+ * too: a task whose call ends early may hand its buffer back to the
+ * program while the root still writes into it.
  *
  * allgather: after the barrier every task reads every other task's block
  * (its input) into its output; a second barrier. In place works: the
@@ -51,7 +54,7 @@
 /* What these calls put in their control line (from CSHM_TINY_OFF). */
 typedef struct {
     uint64_t         pid;
-    uint64_t         in;     /* input (allreduce) or the root's buffer */
+    uint64_t         in;     /* input */
     uint64_t         out;    /* allreduce: output, part j final after fold */
     _Atomic uint64_t folded; /* allreduce: this task's part is there */
 } cma_line_t;
@@ -79,7 +82,6 @@ static void find_ids(void)
 static const char *kind_name(int kind)
 {
     return kind == CSHM_AR_CMA   ? "allreduce_shm_cma"
-           : kind == CSHM_BC_CMA ? "broadcast_shm_cma"
            : kind == CSHM_AG_CMA ? "allgather_shm_cma"
                                  : "reduce_scatter_shm_cma";
 }
@@ -103,11 +105,14 @@ bool cshm_cma_setup(cshm_t *s, size_t algo_id)
                                     : CSHM_AG_CMA;
     op->chunk  = op->total; /* one round */
     op->cma_rc = PAMI_SUCCESS;
+    if (op->kind == CSHM_BC_CMA) {
+        cshm_a2a_setup(s); /* its line as alltoall_shm_cma's */
+        return true;
+    }
     bool ghost = op->req != NULL && op->req->status != PAMI_SUCCESS;
     cma_line_t *l = line_of(s, s->my_index, s->phase & 1);
     l->pid = s->pid;
-    l->in  = ghost ? 0 : (uint64_t)(uintptr_t)(op->kind == CSHM_BC_CMA
-                                                   ? op->out : op->in);
+    l->in  = ghost ? 0 : (uint64_t)(uintptr_t)op->in;
     l->out = ghost ? 0 : (uint64_t)(uintptr_t)op->out;
     atomic_store_explicit(&l->folded, 0, memory_order_relaxed);
     return true;
@@ -305,64 +310,6 @@ static pami_result_t allreduce_gather(cshm_t *s, uint32_t p)
     return PAMI_SUCCESS;
 }
 
-/* The blocking call's root, between its two barriers, polls its readers'
- * lines until each says its read ended (`folded`, set after the read).
- * Otherwise it waits for them in the second barrier, which sleeps on a
- * futex after PAMI_SHM_BARRIER_SPIN: each call then pays the reader's
- * wake and the root's wake-up, and the reader waits for that in the next
- * call's first barrier (at 2 tasks, 1 MiB: 108 against 88 us a call with
- * the barrier's spin raised to 2 ms; Open MPI's root polls). Only with a
- * CPU per task (the readers copy on the others), and bounded by the time
- * of a copy at BC_POLL_BYTES_PER_NS plus BC_POLL_NS (no progress meanwhile):
- * a reader that is late or dead is then met in the barrier as before. */
-#define BC_POLL_BYTES_PER_NS 2
-#define BC_POLL_NS           50000
-static void bc_wait_readers(cshm_t *s, uint32_t p)
-{
-    cshm_op_t *op = &s->op;
-    if (!s->inline_bar || s->nlocal > s->ncpus)
-        return;
-    uint64_t limit = BC_POLL_NS + op->total / BC_POLL_BYTES_PER_NS,
-             start = cshm_now_ns();
-    for (size_t r = 0; r < op->n; r++) {
-        if (r == op->root)
-            continue;
-        const cma_line_t *l = line_of(s, s->idx[r], p);
-        for (unsigned i = 1; atomic_load_explicit(&l->folded,
-                                                  memory_order_acquire) == 0;
-             i++) {
-            pami_protocol_cpu_relax();
-            if ((i & 255) == 0 && cshm_now_ns() - start >= limit)
-                return;
-        }
-    }
-}
-
-/* Broadcast: stage 0 reads the root's buffer (all but the root). The
- * root does not write into the others' buffers (process_vm_writev), though
- * its core would then copy too: a task whose call ends early (a death
- * seen at the second barrier) may hand its buffer back to the program
- * while the root still writes into it. Reads only fill this task's own
- * buffer, and only while its call runs. */
-static bool bc_step(cshm_t *s, uint32_t p, bool ghost)
-{
-    cshm_op_t *op = &s->op;
-    if (op->stage == 0 && op->rank != op->root) {
-        if (!ghost) {
-            const cma_line_t *l = peer_line(s, op->root, p);
-            op->cma_rc = l == NULL ? PAMI_INVAL
-                                   : cma_get(s, op->root, l, op->out, l->in,
-                                             op->total);
-        }
-        /* Read or not, this task is done with the root's buffer. */
-        atomic_store_explicit(&line_of(s, s->my_index, p)->folded, 1,
-                              memory_order_release);
-    } else if (op->stage == 0) {
-        bc_wait_readers(s, p);
-    }
-    return op->stage++ == 0;
-}
-
 /* Allgather: every other task's block read into this task's output;
  * its own copied (in place it is there already). */
 static pami_result_t gather_blocks(cshm_t *s, uint32_t p)
@@ -396,8 +343,6 @@ bool cshm_cma_step(cshm_t *s, uint32_t p, bool ghost)
             op->cma_rc = gather_blocks(s, p);
         return op->stage++ == 0;
     }
-    if (op->kind == CSHM_BC_CMA)
-        return bc_step(s, p, ghost);
     if (op->kind == CSHM_RS_CMA) {
         if (op->stage == 0 && !ghost)
             op->cma_rc = fold_mine(s, p);

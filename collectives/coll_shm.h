@@ -17,9 +17,10 @@
 
 
 #define CSHM_MAGIC   0x316d6873696d6170ull /* "pamishm1" */
-#define CSHM_VERSION 7 /* 4: the ring's dense entries; 5: claims apart;
+#define CSHM_VERSION 8 /* 4: the ring's dense entries; 5: claims apart;
                           6: alltoall_shm_cma's lines, no barriers;
-                          7: the numbered lines' areas (CSHM_LL_*) */
+                          7: the numbered lines' areas (CSHM_LL_*);
+                          8: broadcast_shm_cma's lines as alltoall's */
 #define CSHM_LINE    64   /* one control line per task and parity */
 #define CSHM_CTL_OFF 256  /* control lines start here in the header */
 #define CSHM_SEQ_OFF 8    /* the round's number + 1, in its control line */
@@ -106,6 +107,13 @@ static inline bool cshm_cma_kind(int kind)
 {
     return kind == CSHM_A2A_CMA || kind == CSHM_AR_CMA ||
            kind == CSHM_BC_CMA || kind == CSHM_RS_CMA || kind == CSHM_AG_CMA;
+}
+
+/* Kinds run by coll_alg_shm_a2a.c without barriers: alltoall_shm_cma
+ * and broadcast_shm_cma. */
+static inline bool cshm_nobar_kind(int kind)
+{
+    return kind == CSHM_A2A_CMA || kind == CSHM_BC_CMA;
 }
 
 typedef struct {
@@ -219,7 +227,7 @@ typedef struct cshm {
     int                step;    /* CSHM_ST_*: what the barrier ends */
     cshm_op_t          op;
     uint32_t          *idx;     /* geometry rank -> local index (op) */
-    unsigned char     *a2a_got; /* alltoall_shm_cma: rank's block read */
+    unsigned char     *a2a_got; /* cshm_nobar_kind: rank's line seen */
     size_t             a2a_left; /* ... blocks still to read */
     bool               a2a_own; /* ... the own block copied */
     uint64_t           stats[CSHM_NUM_STATS];
@@ -276,7 +284,8 @@ static inline bool cshm_blocks_own_direct(const cshm_op_t *op)
 void cshm_blocks_setup(cshm_t *s, size_t algo_id); /* after the common part */
 void cshm_blocks_write(cshm_t *s, uint32_t p);   /* this task's slices */
 void cshm_blocks_read(cshm_t *s, uint32_t p);    /* its block from all */
-/* coll_alg_shm_a2a.c: alltoall_shm_cma, without barriers. Setup
+/* coll_alg_shm_a2a.c: alltoall_shm_cma and broadcast_shm_cma, without
+ * barriers (cshm_nobar_kind). Setup
  * (before the line is numbered); one pass of reads (CSHM_A2A_*); the
  * blocking call's whole wait (a result other than PAMI_SUCCESS: a death;
  * else *state is the last pass's). */

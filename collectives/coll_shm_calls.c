@@ -287,7 +287,7 @@ bool coll_shm_wait_inline(coll_ctx_t *cc, const pami_xfer_t *x,
     }
     if (s->op.ring) {
         *rc = cshm_ring_inline(s);
-    } else if (s->op.kind == CSHM_A2A_CMA) {
+    } else if (cshm_nobar_kind(s->op.kind)) {
         *rc = cshm_a2a_run_inline(s);
     } else if (s->op.flag) {
         *rc = cshm_flag_round_inline(s);
