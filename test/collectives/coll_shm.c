@@ -20,6 +20,8 @@
  *                       from the others' buffers),
  *                       in flight among the rounds, 4 MiB, calls that
  *                       differ (count, algorithm) or fail on one task,
+ *                       broadcasts from every root back to back among
+ *                       other rounds,
  *                       blocking calls inline beside a queued one
  */
 #include "coll_util.h"
@@ -443,6 +445,57 @@ static void cma_other_algorithm(const ct_geom_t *cg)
     run(cg, PAMI_XFER_ALLREDUCE, red, 100001, 0, true);
 }
 
+/* broadcast_shm_cma runs without barriers (coll_alg_shm_a2a.c): the
+ * last task names broadcast_shm (a register round) where the others
+ * name it, then task 0 passes one byte more: each time every member
+ * sees the other signature, gets PAMI_INVAL, and the next call works. */
+static void cma_bcast_mismatch(const ct_geom_t *cg)
+{
+    red_t byte = {.t = PAMI_TYPE_BYTE};
+    uint64_t mis0 = stat_of("mismatches");
+    for (int form = 0; form < 2; form++) {
+        call_t c = {.cg = cg, .kind = PAMI_XFER_BROADCAST, .red = byte,
+                    .count = 200003 + (form == 1 && job.me == 0),
+                    .root = 1 % cg->n};
+        call_prepare(&c);
+        if (form == 0 && job.me == job.size - 1)
+            c.x.algorithm = ct_algo("broadcast_shm");
+        pami_result_t rc = pami_collective_wait(job.ctx[0], &c.x);
+        MP_EXPECT(rc == PAMI_INVAL, "broadcast_shm_cma against %s gave %s",
+                  form == 0 ? "broadcast_shm" : "another count",
+                  pami_error_text(rc));
+        free(c.sbuf);
+        free(c.rbuf);
+        run(cg, PAMI_XFER_BROADCAST, byte, 200003, 0, false);
+    }
+    MP_EXPECT(stat_of("mismatches") == mis0 + 2, "mismatches moved by "
+              "%llu, not 2", (unsigned long long)(stat_of("mismatches") -
+                                                  mis0));
+}
+
+/* Broadcasts from every root in turn, back to back, between flag or
+ * register rounds and allgather_shm_cma: a task that left one may be
+ * in the next while others still read, so the control lines of both
+ * parities are reused at once; every result checked. */
+static void cma_bcast_loop(const ct_geom_t *cg)
+{
+    red_t byte = {.t = PAMI_TYPE_BYTE}, isum = {PAMI_TYPE_INT32,
+                                                PAMI_OP_SUM, 0};
+    for (size_t i = 0; i < 60; i++) {
+        size_t root = i % cg->n, count = 20000 + 4093 * (i % 7);
+        run(cg, PAMI_XFER_BROADCAST, byte, count, root, false);
+        run(cg, PAMI_XFER_BROADCAST, byte, count + 1, (root + 1) % cg->n,
+            false);
+        if (i % 3 == 0) {
+            cma = false; /* allreduce_shm: a flag or register round */
+            run(cg, PAMI_XFER_ALLREDUCE, isum, 4, 0, false);
+            cma = true;
+        } else if (i % 3 == 1) {
+            run(cg, PAMI_XFER_ALLGATHER, byte, 30001, 0, false);
+        }
+    }
+}
+
 /* Task 0's call fails its checks (NULL rbuf) where the others run
  * the named call: they end with PAMI_INVAL, and the next call works. */
 static void cma_null_on_one(const ct_geom_t *cg, pami_xfer_type_t kind)
@@ -601,6 +654,9 @@ static void mode_cma(const ct_geom_t *world)
     MP_EXPECT(stat_of("failed") == failed0, "calls failed: %llu",
               (unsigned long long)(stat_of("failed") - failed0));
     cma_other_algorithm(&rev);
+    cma_bcast_mismatch(&rev);
+    cma_bcast_loop(world);
+    cma_bcast_loop(&rev);
     inline_beside_queued(world, ((size_t)1 << 18) + 3, 2);
     inline_beside_queued(&rev, ((size_t)1 << 18) + 3, 2);
     cma_null_on_one(world, PAMI_XFER_ALLREDUCE);
