@@ -118,8 +118,7 @@ static void take_in_what_came(struct pami_context *ctx)
         return;
     pami_progress_frame_t frame;
     pami_progress_enter(ctx, &frame);
-    for (int i = 0; i < 64 && pami_tp_poll(ctx) > 0; i++)
-        ;
+    pami_tp_drain(ctx, 64);
     pami_progress_leave(&frame);
 }
 

@@ -1222,6 +1222,15 @@ static inline unsigned pami_tp_poll(struct pami_context *ctx)
     return n;
 }
 
+/* Polls the transport until it reports nothing more, at most max times:
+ * what peers sent while this context did not look is taken in before a
+ * peer is judged by it (a live peer's flood must not keep us here). */
+static inline void pami_tp_drain(struct pami_context *ctx, int max)
+{
+    for (int i = 0; i < max && pami_tp_poll(ctx) > 0; i++)
+        ;
+}
+
 unsigned pami_progress_once(struct pami_context *ctx);
 pami_result_t pami_progress_thread_start(pami_client_impl_t *client);
 void pami_progress_thread_stop(pami_client_impl_t *client);

@@ -17,10 +17,14 @@
 /* Answers older than this many probes do not count (nor forged ones). */
 #define PROBE_WINDOW 16u
 /* A context that itself did not look for this long (the program did not
- * call progress, or one poll took long) fails nobody at that look: what
- * the peers sent meanwhile may still wait in its sockets, and the next
- * look comes after more progress. */
+ * call progress, or one poll took long) first takes in what the peers
+ * sent meanwhile, which may still wait in its sockets, then judges them.
+ * (Failing nobody at such a look let a program that came back to pami
+ * only every second or two, a loaded machine's, keep a cut task alive for
+ * ten seconds and more.) */
 #define LIVE_GAP_MS 1000u
+/* Polls at most of that taking in. */
+#define LIVE_GAP_POLLS 64
 
 static bool liveness_on(const pami_client_impl_t *c)
 {
@@ -120,8 +124,13 @@ void pami_liveness_tick(struct pami_context *ctx, uint64_t now)
     if (!liveness_on(c) ||
         now - ctx->last_live_ns < PAMI_WATCH_MS * 1000000ull)
         return;
-    bool may_fail = now - ctx->last_live_ns <= LIVE_GAP_MS * 1000000ull;
+    bool gap = now - ctx->last_live_ns > LIVE_GAP_MS * 1000000ull;
+    /* Set first: a handler that the taking in runs may progress again. */
     ctx->last_live_ns = now;
+    if (gap) {
+        pami_tp_drain(ctx, LIVE_GAP_POLLS);
+        now = pami_time_ns();
+    }
     uint64_t tick = ++ctx->live_tick;
     bool     any  = mark_pending(ctx, tick);
     if (!any && !ctx->live_any)
@@ -145,7 +154,7 @@ void pami_liveness_tick(struct pami_context *ctx, uint64_t now)
         }
         if (mon->quiet_since_ns == 0 || heard)
             mon->quiet_since_ns = now;
-        if (may_fail && mon->ask_since_ns != 0 &&
+        if (mon->ask_since_ns != 0 &&
             now - mon->ask_since_ns >= timeout &&
             now - mon->quiet_since_ns >= timeout) {
             pami_task_failed(ctx, t, -ETIMEDOUT);
