@@ -398,6 +398,7 @@ struct pami_context {
      * (rma_claim.c): NULL until the first; claims_out of them wait. */
     struct pami_rma_claims *claims;
     uint32_t              claims_out; /* (their counters: stats.claim_*) */
+    uint64_t              claim_gets; /* gets sent so (claim_puts: puts) */
 
     pami_region_t        *regions;    /* memregion.c */
     size_t                nregions;
@@ -965,16 +966,17 @@ void pami_rma_help_serve(struct pami_context *ctx, uint32_t peer,
 /* The origin takes back parts no owner claimed (a token given back). */
 void pami_rma_help_poll(struct pami_context *ctx);
 
-/* ---- small puts to node peers by message, claimed (rma_claim.c) ---- */
-/* A put of vp's region to node peer index as a claimed message;
- * PAMI_EAGAIN when it should go by CMA instead (then the caller calls
- * pami_rma_claims_settle first). */
-pami_result_t pami_rma_claim_put(struct pami_context *ctx, uint32_t index,
-                                 const pami_mr_view_t *vp, size_t roff,
-                                 void *local, size_t bytes,
-                                 pami_event_fn local_fn,
-                                 pami_event_fn remote_fn, void *cookie,
-                                 int32_t region);
+/* ---- small puts and gets to node peers by message, claimed
+ * (rma_claim.c) ---- */
+/* A put (or get) of vp's region to node peer index as a claimed
+ * message; PAMI_EAGAIN when it should go by CMA instead (then the caller
+ * calls pami_rma_claims_settle first). */
+pami_result_t pami_rma_claim_start(struct pami_context *ctx, bool get,
+                                   uint32_t index, const pami_mr_view_t *vp,
+                                   size_t roff, void *local, size_t bytes,
+                                   pami_event_fn local_fn,
+                                   pami_event_fn remote_fn, void *cookie,
+                                   int32_t region);
 /* Every claimed put to peer index (UINT32_MAX: to any peer) is in the
  * owner's memory on return: taken back and copied by CMA, or applied by
  * the owner. Before a CMA operation or a fence to that peer. */

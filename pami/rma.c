@@ -222,14 +222,14 @@ static pami_result_t rma_issue(struct pami_context *ctx, rma_dir_t dir,
                                int32_t region)
 {
     pami_result_t rc;
-    if (how == ROUTE_CMA && dir == RMA_PUT) {
-        rc = pami_rma_claim_put(ctx, index, vp, roff, local, bytes, local_fn,
-                                remote_fn, cookie, region);
+    if (how == ROUTE_CMA) {
+        rc = pami_rma_claim_start(ctx, dir == RMA_GET, index, vp, roff, local,
+                                  bytes, local_fn, remote_fn, cookie, region);
         if (rc != PAMI_EAGAIN)
             return rc;
     }
-    /* Claimed puts to this task before it land before it (taken back when
-     * the owner has not applied them yet). */
+    /* Claimed puts and gets to this task before it land before it (taken
+     * back when the owner has not applied them yet). */
     if (how == ROUTE_CMA && unlikely(ctx->claims_out != 0))
         pami_rma_claims_settle(ctx, index);
     if (how == ROUTE_CMA && bytes >= ctx->client->config.cma_split &&

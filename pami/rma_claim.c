@@ -1,8 +1,8 @@
 /*
- * Small puts to a task of this node on a region over its own (private)
- * memory, as messages its owner applies in its progress, each with a
- * claim word that says who copies it (docs/protocols/rma.md, "Small puts
- * by message"). One process_vm_writev of 8 bytes costs 1.6-2.7 us on an
+ * Small puts and gets to a task of this node on a region over its own
+ * (private) memory, as messages its owner applies in its progress, each
+ * with a claim word that says who copies it (docs/protocols/rma.md,
+ * "Small puts by message", "Small gets by message"). One process_vm_writev of 8 bytes costs 1.6-2.7 us on an
  * AMD EPYC VM, where a message round trip through the shared-memory
  * queues costs a few tenths; UCP does the same (software emulation over
  * its shared-memory AM), but waits for an owner that never progresses.
@@ -42,8 +42,9 @@ typedef struct {
     uint64_t    seq;    /* 0: done */
     uint64_t    raddr;
     uint64_t    t0;     /* the first poll that found it; 0: none yet */
-    const void *local;
+    void       *local;  /* a put's source, a get's destination */
     bool        stuck;  /* the word stayed busy: left to the owner */
+    bool        get;
     size_t      bytes;
     uint32_t    peer;
 } claim_op_t;
@@ -92,10 +93,11 @@ void pami_rma_claims_free(struct pami_context *ctx)
     struct pami_rma_claims *k = ctx->claims;
     if (k == NULL)
         return;
-    if (ctx->stats.claim_puts != 0)
-        pami_log(PAMI_LOG_DEBUG, "rma", "%llu small puts by message, %llu "
-                 "of them taken back",
+    if (ctx->stats.claim_puts != 0 || ctx->claim_gets != 0)
+        pami_log(PAMI_LOG_DEBUG, "rma", "%llu small puts and %llu small "
+                 "gets by message, %llu of them taken back",
                  (unsigned long long)ctx->stats.claim_puts,
+                 (unsigned long long)ctx->claim_gets,
                  (unsigned long long)ctx->stats.claim_taken_back);
     /* The page is a region of the context: its table frees it. */
     free(k->seq);
@@ -195,7 +197,7 @@ static void reap(struct pami_context *ctx, struct pami_rma_claims *k,
  * ring (bytes 0: a FENCE). */
 static void record(struct pami_context *ctx, struct pami_rma_claims *k,
                    uint64_t cookie, uint32_t index, uint64_t raddr,
-                   const void *local, size_t bytes)
+                   void *local, size_t bytes, bool get)
 {
     claim_op_t *o = &k->ring[k->tail % CLAIM_RING];
     *o = (claim_op_t){.cookie = cookie,
@@ -203,23 +205,26 @@ static void record(struct pami_context *ctx, struct pami_rma_claims *k,
                       .raddr  = raddr,
                       .local  = local,
                       .bytes  = bytes,
-                      .peer   = index};
+                      .peer   = index,
+                      .get    = get};
     k->tail++;
     ctx->claims_out++;
 }
 
-pami_result_t pami_rma_claim_put(struct pami_context *ctx, uint32_t index,
-                                 const pami_mr_view_t *vp, size_t roff,
-                                 void *local, size_t bytes,
-                                 pami_event_fn local_fn,
-                                 pami_event_fn remote_fn, void *cookie,
-                                 int32_t region)
+pami_result_t pami_rma_claim_start(struct pami_context *ctx, bool get,
+                                   uint32_t index, const pami_mr_view_t *vp,
+                                   size_t roff, void *local, size_t bytes,
+                                   pami_event_fn local_fn,
+                                   pami_event_fn remote_fn, void *cookie,
+                                   int32_t region)
 {
     pami_client_impl_t *c    = ctx->client;
     uint32_t            task = index / (uint32_t)c->num_contexts;
-    /* CMA proven first: a taken-back put must be able to move. */
-    if (bytes == 0 || bytes > c->config.rma_put_msg || task == c->task ||
-        !c->cma_worked || c->cma_denied)
+    size_t              max  = get ? c->config.rma_get_msg
+                                   : c->config.rma_put_msg;
+    /* CMA proven first: a taken-back operation must be able to move. */
+    if (bytes == 0 || bytes > max || task == c->task || !c->cma_worked ||
+        c->cma_denied)
         return PAMI_EAGAIN;
     struct pami_rma_claims *k = claims_get(ctx);
     if (k == NULL)
@@ -238,7 +243,8 @@ pami_result_t pami_rma_claim_put(struct pami_context *ctx, uint32_t index,
         return PAMI_EAGAIN;
     /* Small CMA operations issued before move before it can land. */
     pami_cma_batch_end(ctx);
-    pami_rma_msg_t m = {.type       = PAMI_RMA_MSG_PUT,
+    pami_rma_msg_t m = {.type       = get ? PAMI_RMA_MSG_GET
+                                          : PAMI_RMA_MSG_PUT,
                         .owner_ctx  = vp->owner_ctx,
                         .id         = vp->id,
                         .generation = vp->generation,
@@ -247,11 +253,11 @@ pami_result_t pami_rma_claim_put(struct pami_context *ctx, uint32_t index,
                         .compare    = k->seq[index] + 1};
     /* A put without callbacks streams: no request, no answer; the owner's
      * store of its number in the word says it was applied, and a fence
-     * after it is answered after it. */
-    if (local_fn == NULL && remote_fn == NULL && region < 0) {
+     * after it is answered after it. A get always waits for its data. */
+    if (!get && local_fn == NULL && remote_fn == NULL && region < 0) {
         m.op = PAMI_RMA_PUT_QUIET;
         if (pami_rma_owner_quiet(ctx, index, &m, local)) {
-            record(ctx, k, 0, index, vp->base + roff, local, bytes);
+            record(ctx, k, 0, index, vp->base + roff, local, bytes, false);
             ctx->stats.claim_puts++;
             return PAMI_SUCCESS;
         }
@@ -261,15 +267,18 @@ pami_result_t pami_rma_claim_put(struct pami_context *ctx, uint32_t index,
      * message would wait for an owner that may never progress. */
     bool            used = ctx->peers[index].owner_used;
     pami_request_t *req;
-    pami_result_t   rc = pami_rma_owner_begin(ctx, index, &m, local, NULL, 0,
-                                              local_fn, remote_fn, cookie,
-                                              region, &req);
+    pami_result_t   rc = pami_rma_owner_begin(
+        ctx, index, &m, get ? NULL : local, get ? local : NULL,
+        get ? bytes : 0, local_fn, remote_fn, cookie, region, &req);
     ctx->peers[index].owner_used = used;
     if (rc != PAMI_SUCCESS)
         return rc;
     record(ctx, k, pami_request_cookie(req), index, vp->base + roff, local,
-           bytes);
-    ctx->stats.claim_puts++;
+           bytes, get);
+    if (get)
+        ctx->claim_gets++;
+    else
+        ctx->stats.claim_puts++;
     return PAMI_SUCCESS;
 }
 
@@ -307,7 +316,7 @@ pami_result_t pami_rma_claim_fence(struct pami_context *ctx, uint32_t index,
         settle(ctx, k, index);
         return PAMI_EAGAIN;
     }
-    record(ctx, k, pami_request_cookie(req), index, 0, NULL, 0);
+    record(ctx, k, pami_request_cookie(req), index, 0, NULL, 0, false);
     return PAMI_SUCCESS;
 }
 
@@ -322,8 +331,8 @@ static bool not_busy(uint64_t *w, uint32_t task, uint64_t *cur)
     uint64_t start = pami_time_ns();
     while ((*cur = __atomic_load_n(w, __ATOMIC_ACQUIRE)) & CLAIM_BUSY) {
         if (pami_time_ns() - start > CLAIM_SPIN_NS) {
-            pami_warn("rma", "task %u has been copying a put for more than "
-                             "a second; leaving it", task);
+            pami_warn("rma", "task %u has been copying a put or get for "
+                             "more than a second; leaving it", task);
             return false;
         }
         sched_yield();
@@ -365,13 +374,17 @@ static bool take_back(struct pami_context *ctx, struct pami_rma_claims *k,
         if (!__atomic_compare_exchange_n(w, &cur, o->seq | CLAIM_BUSY, false,
                                          __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
             continue;
-        int err = o->bytes == 0 ? 0
-                                : pami_cma_write(c->tasks[task].pid, o->raddr,
-                                                 o->local, o->bytes);
+        pid_t pid = c->tasks[task].pid;
+        int   err = o->bytes == 0 ? 0
+                    : o->get ? pami_cma_read(pid, o->local, o->raddr,
+                                             o->bytes, false)
+                             : pami_cma_write(pid, o->raddr, o->local,
+                                              o->bytes);
         __atomic_store_n(w, o->seq, __ATOMIC_RELEASE);
         pami_result_t rc = PAMI_SUCCESS;
         if (err != 0)
-            rc = pami_cma_failed(ctx, task, true, o->bytes, o->raddr, err);
+            rc = pami_cma_failed(ctx, task, !o->get, o->bytes, o->raddr,
+                                 err);
         o->seq = 0;
         if (o->bytes != 0)
             ctx->stats.claim_taken_back++;
@@ -483,8 +496,8 @@ bool pami_rma_claim_take(struct pami_context *ctx, uint32_t peer,
     struct pami_rma_claims *k = ctx->claims;
     if (k == NULL || k->in_state[peer] != 1 || seq >= CLAIM_BUSY) {
         pami_drop_malformed(ctx, "rma",
-                            "dropped a claimed put from task %u without "
-                            "its claim words", peer /
+                            "dropped a claimed operation from task %u "
+                            "without its claim words", peer /
                             (uint32_t)ctx->client->num_contexts);
         return false;
     }
@@ -498,9 +511,9 @@ bool pami_rma_claim_take(struct pami_context *ctx, uint32_t peer,
              * puts does not cost this task another second. */
             k->in_state[peer] = 2;
             pami_drop_malformed(ctx, "rma",
-                                "dropped a claimed put from task %u and "
-                                "refuse its claim words: the word stayed "
-                                "busy", task);
+                                "dropped a claimed operation from task %u "
+                                "and refuse its claim words: the word "
+                                "stayed busy", task);
             return false;
         }
         if (cur >= seq)

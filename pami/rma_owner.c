@@ -458,9 +458,11 @@ void pami_rma_owner_reply(struct pami_context *ctx, uint32_t peer,
 static void serve(struct pami_context *ctx, uint32_t peer, uint32_t task,
                   const pami_rma_msg_t *m, const void *data)
 {
-    /* A claimed PUT or FENCE (rma_claim.c) is served only by the side
-     * that claims it; one its origin took back is skipped, unanswered. */
+    /* A claimed PUT, GET or FENCE (rma_claim.c) is served only by the
+     * side that claims it; one its origin took back is skipped,
+     * unanswered. */
     bool claimed = m->compare != 0 && (m->type == PAMI_RMA_MSG_PUT ||
+                                       m->type == PAMI_RMA_MSG_GET ||
                                        m->type == PAMI_RMA_MSG_FENCE);
     if (claimed && !pami_rma_claim_take(ctx, peer, m->compare))
         return;
@@ -519,8 +521,13 @@ static void serve(struct pami_context *ctx, uint32_t peer, uint32_t task,
             reply(ctx, peer, m->cookie, PAMI_SUCCESS, 0, NULL, 0, -1);
         break;
     case PAMI_RMA_MSG_GET:
+        /* The data is copied into the answer (or the answer holds the
+         * region) before the word says the get was served: the origin
+         * then waits for this answer instead of reading by CMA. */
         reply(ctx, peer, m->cookie, PAMI_SUCCESS, 0, addr, m->bytes,
               (int32_t)m->id);
+        if (claimed)
+            pami_rma_claim_applied(ctx, peer, m->compare);
         break;
     default:
         reply(ctx, peer, m->cookie, PAMI_SUCCESS,

@@ -1,9 +1,10 @@
 /*
- * rma_claim: small puts to a task of this node on a region over its own
- * memory, which go as messages the owner applies in its progress, or
- * which their origin takes back and copies by CMA when the owner does not
- * answer (docs/protocols/rma.md, "Small puts by message"). White-box only
- * to read the two counters (puts sent so, and taken back).
+ * rma_claim: small puts and gets to a task of this node on a region over
+ * its own memory, which go as messages the owner applies (or answers
+ * with the data) in its progress, or which their origin takes back and
+ * copies by CMA when the owner does not answer (docs/protocols/rma.md,
+ * "Small puts by message", "Small gets by message"). White-box only to
+ * read the counters (puts and gets sent so, and taken back).
  *
  * Task 0 owns a region with a slice of 64 KiB per other task; each other
  * task, keeping a shadow of what its slice must hold:
@@ -20,7 +21,12 @@
  *    says when each was applied): 32 of 1 KiB side by side and 8 of
  *    256 B to one range (the last must hold it), then a fence, a get,
  *    compared; 16 more, then a put of 32 KiB over them by CMA (it must
- *    land after them), a fence, a get, compared.
+ *    land after them), a fence, a get, compared;
+ *  - small gets (by message): twice 32 gets of 1 B to 1 KiB in flight at
+ *    scattered offsets, every 4th behind a quiet put to its bytes (the
+ *    get must read that put's data), each compared with the slice as it
+ *    was when the get was issued; then a put of 32 KiB by CMA over a
+ *    window of 8 gets in flight (they must read the bytes before it).
  * Every callback runs once, never inside its call, with PAMI_SUCCESS.
  *
  *  poll  task 0 waits in pami's progress meanwhile: puts went as messages.
@@ -31,6 +37,8 @@
  *
  *   pamirun -n N rma_claim poll|busy     (N >= 2)
  */
+#include <time.h>
+
 #include "rma_util.h"
 
 #include "internal.h"
@@ -100,6 +108,62 @@ static void quiet(const pami_memregion_t *mr, size_t base, uint8_t *shadow,
     }
 }
 
+/* n gets in flight (n <= 32) of 1 B to 1 KiB at scattered offsets, the
+ * k-th behind a quiet put to the same bytes when k % 4 == 0, then, when
+ * big != NULL, a put of 32 KiB by CMA over [8000, 40768) before any of
+ * them completed; each get must read the slice as it was at its call. */
+static void gets(const pami_memregion_t *mr, size_t base, uint8_t *shadow,
+                 uint8_t *src, size_t n, uint32_t salt, uint8_t *big)
+{
+    enum { MAXG = 32, GMAX = 1024 };
+    uint8_t   *dst = rma_alloc(MAXG * GMAX), *want = rma_alloc(MAXG * GMAX);
+    size_t     len[MAXG];
+    cb_count_t ops[MAXG];
+    uint64_t   x = rma_seed(job.me, salt);
+    for (size_t k = 0; k < n; k++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        len[k]     = 1 + (size_t)(x >> 33) % GMAX;
+        size_t off = big != NULL ? 8000 + (size_t)(x >> 13) % (32768 - GMAX)
+                                 : (size_t)(x >> 13) % (SLICE - len[k]);
+        if (k % 4 == 0) {
+            rma_fill(src + k * GMAX, base + off, len[k],
+                     rma_seed(job.me, salt + 1 + (uint32_t)k));
+            pami_rma_t q = {.dest = mp_ep(&job, 0, 0),
+                            .local = src + k * GMAX, .bytes = len[k],
+                            .remote_mr = mr, .remote_offset = base + off};
+            MP_CHECK(pami_put(job.ctx[0], &q));
+            memcpy(shadow + off, src + k * GMAX, len[k]);
+        }
+        memcpy(want + k * GMAX, shadow + off, len[k]);
+        memset(dst + k * GMAX, 0xee, len[k]);
+        ops[k] = (cb_count_t){.what = "small get in flight"};
+        pami_rma_t p = {.dest = mp_ep(&job, 0, 0), .local = dst + k * GMAX,
+                        .bytes = len[k], .remote_mr = mr,
+                        .remote_offset = base + off,
+                        .local_fn = cb_count_local, .cookie = &ops[k]};
+        ops[k].in_call = true;
+        pami_result_t rc = pami_get(job.ctx[0], &p);
+        ops[k].in_call = false;
+        MP_EXPECT(rc == PAMI_SUCCESS, "small get %zu: %s", k,
+                  pami_error_text(rc));
+    }
+    if (big != NULL) {
+        rma_fill(big, base + 8000, 32768, rma_seed(job.me, salt + 100));
+        RMA_PUT_OK(&job, 0, big, 32768, mr, base + 8000,
+                   "32 KiB over gets in flight");
+        memcpy(shadow + 8000, big, 32768);
+    }
+    for (size_t k = 0; k < n; k++) {
+        rma_op_wait(&job, &ops[k], true, false);
+        MP_EXPECT(memcmp(dst + k * GMAX, want + k * GMAX, len[k]) == 0,
+                  "small get %zu of %zu bytes (salt %u) read other bytes "
+                  "than the slice held at its call", k, len[k], salt);
+    }
+    rma_fence(&job, 0, "fence after small gets"); /* the quiet puts' src */
+    free(dst);
+    free(want);
+}
+
 static void burst_wait(cb_count_t *ops, size_t n)
 {
     for (size_t k = 0; k < n; k++)
@@ -162,19 +226,37 @@ static uint8_t *origin(const pami_memregion_t *mr, bool busy)
     rma_fence(&job, 0, "fence after quiet puts and a CMA put");
     check_slice(mr, base, shadow, "a CMA put after 16 quiet puts");
 
+    /* A cool-down (at most 128 ms) of the take-backs above would send
+     * the gets by CMA: let it pass, so that the first gets go by
+     * message whatever the owner does. */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do {
+        pami_context_advance(job.ctx[0], 1);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+    } while ((t1.tv_sec - t0.tv_sec) * 1000 +
+                 (t1.tv_nsec - t0.tv_nsec) / 1000000 < 300);
+    gets(mr, base, shadow, src, 32, 900, NULL);
+    gets(mr, base, shadow, src, 32, 1000, NULL);
+    gets(mr, base, shadow, src, 8, 1100, big);
+    check_slice(mr, base, shadow, "after the small gets");
+
     /* The counters of pami_context_stats (docs/api.md). */
     pami_context_stats_t st;
     MP_CHECK(pami_context_stats(job.ctx[0], &st));
-    printf("rma_claim: task %u: %llu puts by message, %llu taken back, "
-           "%llu cool-downs\n",
+    uint64_t cgets = job.ctx[0]->claim_gets;
+    printf("rma_claim: task %u: %llu puts and %llu gets by message, %llu "
+           "taken back, %llu cool-downs\n",
            job.me, (unsigned long long)st.claim_puts,
+           (unsigned long long)cgets,
            (unsigned long long)st.claim_taken_back,
            (unsigned long long)st.claim_cooldowns);
     MP_EXPECT(st.claim_puts > 0, "no put went as a message");
-    MP_EXPECT(st.claim_taken_back <= st.claim_puts,
-              "%llu puts taken back of %llu sent",
+    MP_EXPECT(cgets > 0, "no get went as a message");
+    MP_EXPECT(st.claim_taken_back <= st.claim_puts + cgets,
+              "%llu puts and gets taken back of %llu sent",
               (unsigned long long)st.claim_taken_back,
-              (unsigned long long)st.claim_puts);
+              (unsigned long long)(st.claim_puts + cgets));
     if (busy)
         MP_EXPECT(st.claim_taken_back > 0 && st.claim_cooldowns > 0,
                   "the owner made no call, yet no put was taken back "
@@ -215,7 +297,7 @@ int main(int argc, char **argv)
     if (job.me == 0) {
         pami_context_stats_t st;
         MP_CHECK(pami_context_stats(job.ctx[0], &st));
-        printf("rma_claim: task 0: %llu claimed puts applied here\n",
+        printf("rma_claim: task 0: %llu claimed puts and gets applied here\n",
                (unsigned long long)st.claim_applied);
         MP_EXPECT(st.claim_puts == 0, "the owner sent %llu claimed puts",
                   (unsigned long long)st.claim_puts);
