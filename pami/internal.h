@@ -888,6 +888,9 @@ typedef struct {
     uint64_t compare;     /* ATOMIC CSWAP; HELP: the token; PUT: its
                              claim number, 0 for none (rma_claim.c) */
 } pami_rma_msg_t;
+/* Bit 63 of a claim word: a side is copying (rma_claim.c); never part of
+ * a claim number on the wire. */
+#define PAMI_RMA_CLAIM_BUSY ((uint64_t)1 << 63)
 /* A claimed PUT's op: the owner sends no answer; the origin learns from
  * the claim word that it was applied (a put without callbacks). */
 #define PAMI_RMA_PUT_QUIET 1

@@ -35,7 +35,7 @@
 #define CLAIM_COOL_NS 1000000ull
 #define CLAIM_COOL_MAX_NS 128000000ull
 #define CLAIM_SPIN_NS 1000000000ull   /* the other side's copy, at most */
-#define CLAIM_BUSY    ((uint64_t)1 << 63)
+#define CLAIM_BUSY    PAMI_RMA_CLAIM_BUSY
 
 typedef struct {
     uint64_t    cookie; /* the waiting request; 0: a quiet put (none) */

@@ -34,6 +34,10 @@ pami_wire_check_t pami_rma_msg_decode(const void *buf, size_t len,
             return PAMI_WIRE_BAD_FIELD;
         return data_len == out->bytes ? PAMI_WIRE_OK : PAMI_WIRE_BAD_LENGTH;
     case PAMI_RMA_MSG_GET:
+        /* compare: a claimed get's number (rma_claim.c), never with the
+         * bit that marks a claim word busy. */
+        if (out->compare >= PAMI_RMA_CLAIM_BUSY)
+            return PAMI_WIRE_BAD_FIELD;
         return data_len == 0 ? PAMI_WIRE_OK : PAMI_WIRE_BAD_LENGTH;
     case PAMI_RMA_MSG_ATOMIC:
         if (data_len != 0)

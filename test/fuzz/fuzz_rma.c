@@ -35,6 +35,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size)
                 abort();
             break;
         case PAMI_RMA_MSG_GET:
+            /* A claimed get's number never has the busy bit. */
+            if (dlen != 0 || m.compare >= PAMI_RMA_CLAIM_BUSY)
+                abort();
+            break;
         case PAMI_RMA_MSG_FENCE:
             if (dlen != 0)
                 abort();

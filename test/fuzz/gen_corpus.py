@@ -240,6 +240,13 @@ def rma_seeds():
     quiet = rma_msg(1, op=1, cookie=0, nbytes=4, compare=10) + b"d" * 4
     yield "requests-quiet", u8(1) + rma_msg(9, nbytes=len(quiet)) + quiet
     yield "fence-claimed", u8(0) + rma_msg(5, nbytes=0, compare=(1 << 63) | 3)
+    # a claimed GET: its number in compare, never with bit 63 (busy)
+    yield "get-claimed", u8(0) + rma_msg(2, nbytes=1024, compare=11)
+    yield "get-claimed-busy", u8(0) + rma_msg(2, nbytes=1024,
+                                              compare=(1 << 63) | 11)
+    gets = (rma_msg(2, nbytes=512, compare=12) +
+            rma_msg(2, cookie=0x000000030000000a, nbytes=512, compare=13))
+    yield "requests-get-claimed", u8(1) + rma_msg(9, nbytes=len(gets)) + gets
     # REPLIES: REPLY messages, each with its data, back to back.
     two = (rma_msg(4, nbytes=8) + b"a" * 8 +
            rma_msg(4, cookie=0x0000000300000008, nbytes=0, operand=7))
