@@ -133,9 +133,10 @@ static void print_counters(pami_client_t client)
                (unsigned long long)cs.shm_full,
                (unsigned long long)cs.shm_wakeups);
     if (pami_context_stats(ctx, &cs) == PAMI_SUCCESS)
-        printf("\nsmall puts to node peers by claimed message (PAMI_RMA_PUT_MSG; "
-               "counters of this idle context):\n  puts=%llu applied=%llu "
-               "taken_back=%llu cooldowns=%llu\n",
+        printf("\nsmall puts and gets to node peers by claimed message "
+               "(PAMI_RMA_PUT_MSG, PAMI_RMA_GET_MSG; counters of this idle "
+               "context):\n  puts=%llu applied=%llu taken_back=%llu "
+               "cooldowns=%llu\n",
                (unsigned long long)cs.claim_puts,
                (unsigned long long)cs.claim_applied,
                (unsigned long long)cs.claim_taken_back,
