@@ -21,7 +21,14 @@
  *                            word alone says they were applied), each
  *                            of the surviving origin's followed by a
  *                            fence, which ends with PAMI_SUCCESS or,
- *                            from the death on, PAMI_PEER_FAILED.
+ *                            from the death on, PAMI_PEER_FAILED;
+ *   ... origin-get, owner-get   the same with gets of 8 bytes by message
+ *                            (docs/protocols/rma.md, "Small gets by
+ *                            message") in place of the tested puts: the
+ *                            owner answers none of the dead origin's,
+ *                            and the surviving origin's gets end with
+ *                            PAMI_SUCCESS or, from the death on,
+ *                            PAMI_PEER_FAILED.
  *
  * Two processes on the oob bootstrap (no launcher kills the survivor);
  * white-box only for the claim words (pami_rma_claim_word) and the
@@ -49,6 +56,15 @@
 
 static int  step_fd;
 static bool quiet; /* the tested puts have no callbacks */
+static bool gets;  /* gets by message are tested, not puts */
+
+/* The tested operations this context sent as claimed messages. */
+static uint64_t claimed(pami_context_t ctx)
+{
+    pami_context_stats_t st;
+    pami_context_stats(ctx, &st);
+    return gets ? ctx->claim_gets : st.claim_puts;
+}
 
 #include "../cb_count.h"
 
@@ -170,16 +186,14 @@ static void origin_dies(pami_context_t ctx, pami_endpoint_t peer,
                      __ATOMIC_RELEASE);
     static cb_count_t ops[PUTS];
     memset(buf, 0xee, BYTES);
-    pami_context_stats_t s0, s1;
-    pami_context_stats(ctx, &s0);
+    uint64_t c0 = claimed(ctx);
     for (int i = 0; i < PUTS; i++)
         CHECK(xfer(ctx, peer, mr, buf + 64 * (i + 1), 8, 64 * (size_t)(i + 1),
-                   true, quiet ? NULL : &ops[i]) == PAMI_SUCCESS, "put %d",
-              i);
-    pami_context_stats(ctx, &s1);
-    CHECK(s1.claim_puts - s0.claim_puts == PUTS,
-          "%llu of %d puts went as claimed messages",
-          (unsigned long long)(s1.claim_puts - s0.claim_puts), PUTS);
+                   !gets, quiet ? NULL : &ops[i]) == PAMI_SUCCESS,
+              "operation %d", i);
+    uint64_t c1 = claimed(ctx);
+    CHECK(c1 - c0 == PUTS, "%llu of %d %s went as claimed messages",
+          (unsigned long long)(c1 - c0), PUTS, gets ? "gets" : "puts");
     /* Puts of the owner's path leave gathered from a progress call
      * (which may also meet the BUSY word taking them back: left then). */
     for (int k = 0; k < 4; k++)
@@ -210,8 +224,8 @@ static void owner_survives(pami_context_t ctx, pami_endpoint_t peer,
         CHECK(mem[i] == FILLED, "byte %zu is 0x%02x: a put of the dead "
               "origin's, whose word said BUSY, was applied", i, mem[i]);
     printf("rma_claim_death origin: the owner found the origin dead in "
-           "%.2f s, applied none of its %d puts (%llu claimed puts "
-           "dropped as malformed)\n", took, PUTS,
+           "%.2f s, served none of its %d %s (%llu claimed messages "
+           "dropped as malformed)\n", took, PUTS, gets ? "gets" : "puts",
            (unsigned long long)(s1.dropped_malformed - s0.dropped_malformed));
 }
 
@@ -269,12 +283,14 @@ static void origin_survives(pami_context_t ctx, pami_endpoint_t peer,
         CHECK(now() < end, "no put failed in 60 s (%u puts)", i);
         cb_count_t    o  = {0};
         pami_result_t rc = quiet ? quiet_put(ctx, peer, mr, buf, &o)
-                                 : xfer(ctx, peer, mr, buf, 8, 64, true, &o);
+                                 : xfer(ctx, peer, mr, buf, 8, 64, !gets, &o);
         if (rc == PAMI_PEER_FAILED)
             break; /* known dead at the call */
         CHECK(rc == PAMI_SUCCESS, "put %u: %s", i, pami_error_text(rc));
         if (!quiet)
-            op_wait(ctx, &o, true);
+            op_wait(ctx, &o, !gets);
+        if (gets)
+            o.remote_rc = o.local_rc; /* a get has local_fn only */
         CHECK((o.local_rc == PAMI_SUCCESS || o.local_rc == PAMI_PEER_FAILED) &&
                   (o.remote_rc == PAMI_SUCCESS ||
                    o.remote_rc == PAMI_PEER_FAILED),
@@ -282,8 +298,9 @@ static void origin_survives(pami_context_t ctx, pami_endpoint_t peer,
               pami_error_text(o.remote_rc));
         failed = o.remote_rc == PAMI_PEER_FAILED;
     }
-    printf("rma_claim_death owner: put %u of the origin ended with "
-           "PAMI_PEER_FAILED %.2f s after the owner's death\n", i,
+    printf("rma_claim_death owner: %s %u of the origin ended with "
+           "PAMI_PEER_FAILED %.2f s after the owner's death\n",
+           gets ? "get" : "put", i,
            now() - t0);
     free(buf);
 }
@@ -334,8 +351,9 @@ int main(int argc, char **argv)
 {
     CHECK(argc == 2 && (strncmp(argv[1], "owner", 5) == 0 ||
                         strncmp(argv[1], "origin", 6) == 0),
-          "usage: rma_claim_death owner|origin|owner-quiet|origin-quiet");
+          "usage: rma_claim_death owner|origin[-quiet|-get]");
     quiet = strstr(argv[1], "-quiet") != NULL;
+    gets  = strstr(argv[1], "-get") != NULL;
     oob_pair_run_killed(run, &step_fd, strncmp(argv[1], "origin", 6) == 0);
     return 0;
 }
