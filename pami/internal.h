@@ -935,7 +935,9 @@ pami_result_t pami_rma_owner_pieces(struct pami_context *ctx, uint32_t index,
                                     size_t piece, pami_event_fn local_fn,
                                     pami_event_fn remote_fn, void *cookie,
                                     int32_t region);
-/* The same, handing out the request waiting for the answer (*out). */
+/* The same, handing out the request waiting for the answer (*out);
+ * PAMI_EAGAIN (nothing sent, no request) for a claimed PUT that the
+ * transport could not take as a copy at once. */
 pami_result_t pami_rma_owner_begin(struct pami_context *ctx, uint32_t index,
                                    const pami_rma_msg_t *m, const void *src,
                                    void *dst, size_t dst_len,

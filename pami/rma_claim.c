@@ -256,12 +256,11 @@ pami_result_t pami_rma_claim_start(struct pami_context *ctx, bool get,
      * after it is answered after it. A get always waits for its data. */
     if (!get && local_fn == NULL && remote_fn == NULL && region < 0) {
         m.op = PAMI_RMA_PUT_QUIET;
-        if (pami_rma_owner_quiet(ctx, index, &m, local)) {
-            record(ctx, k, 0, index, vp->base + roff, local, bytes, false);
-            ctx->stats.claim_puts++;
-            return PAMI_SUCCESS;
-        }
-        m.op = 0; /* not taken: with a request, as any */
+        if (!pami_rma_owner_quiet(ctx, index, &m, local))
+            return PAMI_EAGAIN; /* the queue is full: by CMA */
+        record(ctx, k, 0, index, vp->base + roff, local, bytes, false);
+        ctx->stats.claim_puts++;
+        return PAMI_SUCCESS;
     }
     /* Fences settle these themselves (pami_rma_claims_settle): a FENCE
      * message would wait for an owner that may never progress. */

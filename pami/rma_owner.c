@@ -174,6 +174,15 @@ pami_result_t pami_rma_owner_begin(struct pami_context *ctx, uint32_t index,
         pami_live_sent(ctx, index);
         return PAMI_SUCCESS;
     }
+    /* A claimed put may be taken back, and its callbacks run, while a
+     * queued message still reads the caller's buffer: it leaves copied
+     * (gathered, or at once) or not at all, and then goes by CMA. */
+    if (msg.type == PAMI_RMA_MSG_PUT && msg.compare != 0) {
+        pami_request_unwait(req);
+        pami_request_put(req);
+        *out = NULL;
+        return PAMI_EAGAIN;
+    }
     pami_request_core_header(req, PAMI_DISPATCH_RMA, &msg, sizeof(msg));
     pami_submit(ctx, req);
     return PAMI_SUCCESS;
