@@ -885,8 +885,9 @@ typedef struct {
     uint32_t reserved;
     uint64_t offset, bytes;
     uint64_t operand;     /* ATOMIC: value; REPLY: the old value */
-    uint64_t compare;     /* ATOMIC CSWAP; HELP: the token; PUT: its
-                             claim number, 0 for none (rma_claim.c) */
+    uint64_t compare;     /* ATOMIC CSWAP; HELP: the token; PUT, GET,
+                             FENCE: the claim number, 0 for none
+                             (rma_claim.c) */
 } pami_rma_msg_t;
 /* Bit 63 of a claim word: a side is copying (rma_claim.c); never part of
  * a claim number on the wire. */

@@ -2,10 +2,11 @@
  * Small puts and gets to a task of this node on a region over its own
  * (private) memory, as messages its owner applies in its progress, each
  * with a claim word that says who copies it (docs/protocols/rma.md,
- * "Small puts by message", "Small gets by message"). One process_vm_writev of 8 bytes costs 1.6-2.7 us on an
- * AMD EPYC VM, where a message round trip through the shared-memory
- * queues costs a few tenths; UCP does the same (software emulation over
- * its shared-memory AM), but waits for an owner that never progresses.
+ * "Small puts by message", "Small gets by message"). One
+ * process_vm_writev of 8 bytes costs 1.6-2.7 us on an AMD EPYC VM, where
+ * a message round trip through the shared-memory queues costs a few
+ * tenths; UCP does the same (software emulation over its shared-memory
+ * AM), but waits for an owner that never progresses.
  *
  * The origin keeps a page of claim words in shared memory, one per owner
  * endpoint, and sends its handle once to each owner. A claimed PUT
