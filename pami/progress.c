@@ -115,11 +115,12 @@ progress_once(struct pami_context *ctx)
     }
     if (likely(ctx->done_head == NULL || (ctx->polls & 7) == 0))
         n = pami_tp_poll(ctx);
-    /* Tasks on other nodes, once what they answered has been taken in;
-     * a busy context that never sleeps looks every 64 polls (the tick
-     * itself waits PAMI_WATCH_MS between two looks). */
-    if (unlikely(look || ctx->live_check ||
-                 ((ctx->polls & 63) == 0 && pami_liveness_wanted(ctx)))) {
+    /* Tasks on other nodes, once what they answered has been taken in,
+     * at every poll while work with them is pending (the tick itself
+     * waits PAMI_WATCH_MS between two looks): a program that comes back
+     * to pami once a second and finds traffic at once must still look
+     * each time, not every 64th. */
+    if (unlikely(look || ctx->live_check || pami_liveness_wanted(ctx))) {
         ctx->live_check = false;
         pami_liveness_tick(ctx, pami_time_ns());
     }

@@ -4,7 +4,7 @@
  * (cluster_fault.sh drives it on a simulated cluster, docs/cluster.md).
  *
  *   cluster_fault DIR NODE kill|cut|stop|stop1
- *                 eager|mixed|rndv|async|async-burst
+ *                 eager|mixed|rndv|async|async-burst|slow
  *
  * Every task sends to every other task without pause: a window of sends
  * per peer, small ones (immediate, and pami_send of 1 KiB) and, with
@@ -15,7 +15,10 @@
  * the eager stream with the progress thread (PAMI_ASYNC_PROGRESS=1), and
  * once it runs this thread only sends, under the lock, and sleeps;
  * async-burst the same, but this thread also advances and waits on the
- * context in bursts while it holds the lock, beside the thread. Once
+ * context in bursts while it holds the lock, beside the thread; slow is
+ * the eager stream from a program that, once it runs, comes back to pami
+ * only every 1.2 s (a loaded machine's: each look of the liveness probe
+ * then follows a gap of more than a second). Once
  * the stream runs everywhere, each task writes DIR/ready-TASK ("PID").
  * The driver then kills node NODE, cuts its link or stops its tasks. The
  * "other side" of a task is the tasks of NODE when it is elsewhere, the
@@ -84,6 +87,7 @@ static uint64_t recv_pending;
 static bool     mixed;
 static bool     rndv;
 static bool     burst; /* async-burst: this thread advances too */
+static bool     slow;  /* away from pami 1.2 s per round once it runs */
 static unsigned last_acked;
 
 static double wall(void)
@@ -375,11 +379,13 @@ int main(int argc, char **argv)
                   (strcmp(argv[4], "eager") == 0 ||
                    strcmp(argv[4], "mixed") == 0 ||
                    strcmp(argv[4], "rndv") == 0 ||
-                   strcmp(argv[4], "async") == 0 || burst),
+                   strcmp(argv[4], "async") == 0 ||
+                   strcmp(argv[4], "slow") == 0 || burst),
               "usage: cluster_fault DIR NODE kill|cut|stop|stop1 "
-              "eager|mixed|rndv|async|async-burst");
+              "eager|mixed|rndv|async|async-burst|slow");
     mixed = strcmp(argv[4], "mixed") == 0;
     rndv  = strcmp(argv[4], "rndv") == 0;
+    slow  = strcmp(argv[4], "slow") == 0;
     const char *dir    = argv[1];
     uint32_t    victim = (uint32_t)strtoul(argv[2], NULL, 10);
     /* Behind a cut link mpirun cannot forward output: it goes to
@@ -440,6 +446,8 @@ int main(int argc, char **argv)
                             t, job.attr.task_node[t], DETECT_S);
         }
         stream_step(UINT32_MAX);
+        if (slow)
+            mp_sleep_ms(1200);
     }
     /* Everything toward the other side ends; this side keeps working. */
     MP_WAIT(&job, job.ctx[0], locked(drained), MP_WAIT_S,
