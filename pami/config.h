@@ -51,8 +51,8 @@
       "largest get from another task of this node on a region over its "   \
       "own memory that goes as a message its owner answers with the data "  \
       "in its progress; unanswered after 200 us, the caller takes it back " \
-      "and reads it by CMA; 0 (the default, not measured yet): every such " \
-      "get by CMA")                                                         \
+      "and reads it by CMA; 0 (the default: faster than CMA in one "       \
+      "state of this VM, slower in the other): every such get by CMA")     \
     X(rma_gather, "PAMI_RMA_GATHER", bool, "1",                              \
       "1: puts of up to 4 KiB and gets through the owner wait for the "     \
       "next progress and leave to one owner in one message, and the "       \
