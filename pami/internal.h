@@ -746,17 +746,25 @@ _Static_assert(PAMI_SENDS_DISPATCH_END == PAMI_DISPATCH_CORE_BASE &&
  * could not leave at once counts each of its messages, so what a program
  * can leave behind a peer that does not take them stays bounded, and
  * send_immediate answers PAMI_EAGAIN beyond. */
-/* The bytes of records a list to peer may hold. Toward the queues:
- * immediate_max, so that the list is copied into the queue at once, as
- * the RMA owner's lists are (rma_owner.c; a longer one would leave as a
- * reference read with process_vm_readv); elsewhere (UCX) all a SENDS
- * message carries. */
-static inline size_t pami_sends_cap(const struct pami_context *ctx,
-                                    const pami_peer_t *peer)
+/* The bytes a gathered list (of sends, or the RMA owner's) to endpoint
+ * index may hold, of at most whole. To a task of this node whose messages
+ * go through the shared-memory queues: immediate_max, what the queue
+ * copies in at once; a longer list would leave as a reference the peer
+ * reads with process_vm_readv, whose kernel pins each page (a window of
+ * 32 puts of 1 KiB: 34 KiB). Elsewhere (UCX): whole. */
+static inline size_t pami_list_cap(const struct pami_context *ctx,
+                                   uint32_t index, size_t whole)
 {
-    size_t imax = ctx->client->config.immediate_max;
-    return peer->gather == PAMI_GATHER_QUEUE && imax < PAMI_SENDS_BYTES
-               ? imax : PAMI_SENDS_BYTES;
+    const pami_client_impl_t *c = ctx->client;
+    size_t imax = c->config.immediate_max;
+    return c->tasks[index / (uint32_t)c->num_contexts].local &&
+                   c->config.shm_fastpath && imax < whole
+               ? imax : whole;
+}
+static inline size_t pami_sends_cap(const struct pami_context *ctx,
+                                    uint32_t index)
+{
+    return pami_list_cap(ctx, index, PAMI_SENDS_BYTES);
 }
 static inline bool pami_sends_wanted(const struct pami_context *ctx,
                                      const pami_peer_t *peer, uint32_t index,
@@ -772,7 +780,7 @@ static inline bool pami_sends_wanted(const struct pami_context *ctx,
                              : PAMI_DISPATCH_CORE_BASE) &&
            (queue || peer->backlog != 0) &&
            len <= ctx->client->config.send_gather &&
-           pami_sends_rec_size(0, len) <= pami_sends_cap(ctx, peer) &&
+           pami_sends_rec_size(0, len) <= pami_sends_cap(ctx, index) &&
            (ctx->sends.n == 0 || ctx->sends.peer == index) &&
            ctx->bounced < PAMI_BOUNCE_MAX;
 }

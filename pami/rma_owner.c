@@ -313,21 +313,6 @@ static void gather_flush(struct pami_context *ctx, pami_rma_gather_t *g,
                   type == PAMI_RMA_MSG_REPLIES ? "answers" : "puts and gets");
 }
 
-/* The bytes a list to peer may hold. To a task of this node whose
- * messages go through the shared-memory queues: what pami_send_core_now
- * takes (immediate_max), so the list is copied into the queue at once;
- * a longer one left as a reference that the owner read with
- * process_vm_readv, whose kernel pins each page (a window of 32 puts of
- * 1 KiB: 34 KiB). Elsewhere (UCX): the whole list. */
-static size_t gather_cap(const struct pami_context *ctx, uint32_t peer)
-{
-    const pami_client_impl_t *c    = ctx->client;
-    uint32_t                  task = peer / (uint32_t)c->num_contexts;
-    if (!c->tasks[task].local || !c->config.shm_fastpath)
-        return PAMI_RMA_GATHER_BYTES;
-    return c->config.immediate_max;
-}
-
 /* Appends m and its data to g (flushed first when it goes elsewhere or
  * is full). False: no memory, or m alone is beyond the list's cap: send
  * m alone. */
@@ -335,7 +320,7 @@ static bool gather_add(struct pami_context *ctx, pami_rma_gather_t *g,
                        uint8_t type, uint32_t peer, const pami_rma_msg_t *m,
                        const void *data, size_t len)
 {
-    size_t cap = gather_cap(ctx, peer);
+    size_t cap = pami_list_cap(ctx, peer, PAMI_RMA_GATHER_BYTES);
     if (sizeof(*m) + len > cap)
         return false;
     if (g->n != 0 && (g->peer != peer || g->len + sizeof(*m) + len > cap))

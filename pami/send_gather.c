@@ -29,7 +29,7 @@ bool pami_sends_add(struct pami_context *ctx, uint32_t index,
 {
     pami_rma_gather_t *g    = &ctx->sends;
     size_t             size = pami_sends_rec_size(uhdr_len, data_len);
-    size_t             cap  = pami_sends_cap(ctx, &ctx->peers[index]);
+    size_t             cap  = pami_sends_cap(ctx, index);
     if (size > cap)
         return false;
     if (g->n != 0 && (g->peer != index || g->len + size > cap))
