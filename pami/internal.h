@@ -627,8 +627,21 @@ uint32_t pami_barrier_waits_for(const struct pami_context *ctx);
  * PAMI_WATCH_MS, probes those with work pending and fails those that
  * stayed silent for PAMI_PEER_TIMEOUT. */
 void pami_liveness_tick(struct pami_context *ctx, uint64_t now);
+/* Whether liveness is watched at all: tasks on other nodes, peer errors
+ * on, a timeout. The task count first: a job on one node (whose every
+ * poll asks) pays two loads for it. */
+static inline bool pami_liveness_on(const pami_client_impl_t *c)
+{
+    return c->num_local_tasks < c->size && c->config.peer_errors &&
+           c->config.peer_timeout_ms != 0;
+}
 /* Whether the tick has anything to watch (waits must wake for it). */
-bool pami_liveness_wanted(const struct pami_context *ctx);
+static inline bool pami_liveness_wanted(const struct pami_context *ctx)
+{
+    return pami_liveness_on(ctx->client) &&
+           (ctx->live_any || ctx->live_sent || ctx->inflight > ctx->zombies ||
+            ctx->bar_sent);
+}
 /* A PAMI_DISPATCH_PROBE message from flat endpoint index peer. */
 void pami_probe_recv(struct pami_context *ctx, uint32_t peer,
                      uint32_t origin_task, const void *payload, size_t len);

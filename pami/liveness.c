@@ -26,19 +26,6 @@
 /* Polls at most of that taking in. */
 #define LIVE_GAP_POLLS 64
 
-static bool liveness_on(const pami_client_impl_t *c)
-{
-    return c->config.peer_errors && c->config.peer_timeout_ms != 0 &&
-           c->num_local_tasks < c->size;
-}
-
-bool pami_liveness_wanted(const struct pami_context *ctx)
-{
-    return liveness_on(ctx->client) &&
-           (ctx->live_any || ctx->live_sent || ctx->inflight > ctx->zombies ||
-            ctx->bar_sent);
-}
-
 /* Probes go out every quarter timeout, 100 ms to 1 s apart. */
 static uint64_t probe_interval_ns(const pami_client_impl_t *c)
 {
@@ -121,7 +108,7 @@ static void send_probe(struct pami_context *ctx, pami_peer_t *mon,
 void pami_liveness_tick(struct pami_context *ctx, uint64_t now)
 {
     pami_client_impl_t *c = ctx->client;
-    if (!liveness_on(c) ||
+    if (!pami_liveness_on(c) ||
         now - ctx->last_live_ns < PAMI_WATCH_MS * 1000000ull)
         return;
     bool gap = now - ctx->last_live_ns > LIVE_GAP_MS * 1000000ull;

@@ -119,11 +119,9 @@ progress_once(struct pami_context *ctx)
      * at every poll while work with them is pending (the tick itself
      * waits PAMI_WATCH_MS between two looks): a program that comes back
      * to pami once a second and finds traffic at once must still look
-     * each time, not every 64th. A job on one node never watches (the
-     * test first, so that its polls pay two loads for it). */
-    if (unlikely(look || ctx->live_check ||
-                 (ctx->client->num_local_tasks < ctx->client->size &&
-                  pami_liveness_wanted(ctx)))) {
+     * each time, not every 64th (pami_liveness_wanted is inline and
+     * cheap on one node). */
+    if (unlikely(look || ctx->live_check || pami_liveness_wanted(ctx))) {
         ctx->live_check = false;
         pami_liveness_tick(ctx, pami_time_ns());
     }
