@@ -749,16 +749,6 @@ enum {
 _Static_assert(PAMI_SENDS_DISPATCH_END == PAMI_DISPATCH_CORE_BASE &&
                    PAMI_SENDS_UHDR_MAX == PAMI_HEADER_MAX,
                "a SENDS record carries any user's or protocol's message");
-/* Whether a send of len bytes (user header and data) to peer (slot
- * index) waits in ctx->sends: gathering is on for the peer and the size
- * (over UCX only behind the peer's backlog), the program sent to it since
- * the last progress, so this one is not alone, its record fits the cap,
- * and the list holds nothing for another endpoint (sends that
- * alternate between endpoints leave one by one, as before). Not while
- * PAMI_BOUNCE_MAX messages wait copied in the transport: a list that
- * could not leave at once counts each of its messages, so what a program
- * can leave behind a peer that does not take them stays bounded, and
- * send_immediate answers PAMI_EAGAIN beyond. */
 /* The bytes a gathered list (of sends, or the RMA owner's) to endpoint
  * index may hold, of at most whole. To a task of this node whose messages
  * go through the shared-memory queues: immediate_max, what the queue
@@ -779,6 +769,16 @@ static inline size_t pami_sends_cap(const struct pami_context *ctx,
 {
     return pami_list_cap(ctx, index, PAMI_SENDS_BYTES);
 }
+/* Whether a send of len bytes (user header and data) to peer (slot
+ * index) waits in ctx->sends: gathering is on for the peer and the size
+ * (over UCX only behind the peer's backlog), the program sent to it since
+ * the last progress, so this one is not alone, its record fits the cap,
+ * and the list holds nothing for another endpoint (sends that
+ * alternate between endpoints leave one by one, as before). Not while
+ * PAMI_BOUNCE_MAX messages wait copied in the transport: a list that
+ * could not leave at once counts each of its messages, so what a program
+ * can leave behind a peer that does not take them stays bounded, and
+ * send_immediate answers PAMI_EAGAIN beyond. */
 static inline bool pami_sends_wanted(const struct pami_context *ctx,
                                      const pami_peer_t *peer, uint32_t index,
                                      uint32_t dispatch, size_t len)
